@@ -1,0 +1,20 @@
+"""The six agents of the research assistant, one module each."""
+
+from ._clarity import ClarityAgent, ClarityVerdict
+from ._error_recovery import ErrorRecoveryAgent
+from ._interrupt import InterruptAgent
+from ._research import ResearchAgent, coverage_score
+from ._synthesis import SynthesisAgent
+from ._validator import ValidationVerdict, ValidatorAgent
+
+__all__ = [
+    "ClarityAgent",
+    "ClarityVerdict",
+    "ErrorRecoveryAgent",
+    "InterruptAgent",
+    "ResearchAgent",
+    "SynthesisAgent",
+    "ValidationVerdict",
+    "ValidatorAgent",
+    "coverage_score",
+]

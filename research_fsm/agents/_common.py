@@ -1,0 +1,43 @@
+"""Small helpers every agent shares."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..engine import NodeContext
+from ..llm import LLMError, Usage
+from ..state import ResearchState
+
+__all__ = ["emit_text", "log_step", "usage_update", "warn_fallback"]
+
+
+def usage_update(agent: str, usage: Usage) -> dict[str, Any]:
+    """The state change that adds ``usage`` to ``agent``'s running total."""
+    return {"usage": {agent: usage}}
+
+
+def log_step(ctx: NodeContext, state: ResearchState, **fields: Any) -> None:
+    """The one log line per agent step."""
+    ctx.log.info("agent step", agent=ctx.node, correlation_id=state.correlation_id, **fields)
+
+
+def warn_fallback(ctx: NodeContext, state: ResearchState, exc: Exception) -> None:
+    """Log (once per agent step) that the LLM failed and the rules take over."""
+    reason = exc.kind if isinstance(exc, LLMError) else type(exc).__name__
+    ctx.log.warning(
+        "LLM failed; using the rule-based path",
+        agent=ctx.node,
+        correlation_id=state.correlation_id,
+        reason=reason,
+        detail=str(exc)[:300],
+    )
+
+
+_PIECES = re.compile(r"\S+\s*|\s+")
+
+
+def emit_text(ctx: NodeContext, text: str) -> None:
+    """Stream ``text`` word by word to ``ctx.emit("token", ...)`` consumers."""
+    for piece in _PIECES.findall(text):
+        ctx.emit("token", piece)

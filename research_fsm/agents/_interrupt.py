@@ -1,0 +1,42 @@
+"""InterruptAgent: ask the user back and wait for the answer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..constants import MAX_ANSWER_CHARS
+from ..engine import NodeContext, Suspend
+from ..state import Message, ResearchState
+from ._common import log_step
+from ._rules import clean_text
+
+__all__ = ["InterruptAgent"]
+
+
+class InterruptAgent:
+    """Suspends the run with the clarity agent's question; ``resume`` takes the answer.
+
+    ``run`` has no side effects, and it is never run again on resume.
+    """
+
+    async def run(self, state: ResearchState, ctx: NodeContext) -> Suspend:
+        return Suspend(
+            {
+                "type": "clarification_needed",
+                "question": state.clarification_question,
+                "original_query": state.original_query,
+                "attempt": state.clarification_attempts,
+            },
+            update={"current_agent": "interrupt"},
+        )
+
+    async def resume(self, state: ResearchState, value: Any, ctx: NodeContext) -> dict[str, Any]:
+        answer = clean_text(value if isinstance(value, str) else "" if value is None else str(value))
+        answer = answer[:MAX_ANSWER_CHARS]
+        log_step(ctx, state, answer_chars=len(answer))
+        return {
+            "messages": [Message(role="user", content=answer)],
+            "original_query": answer,
+            "clarity_status": "pending",
+            "current_agent": "interrupt",
+        }

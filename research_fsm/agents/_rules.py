@@ -1,0 +1,111 @@
+"""Deterministic language rules: intent, follow-ups, cancellation, sanitising."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Final
+
+__all__ = [
+    "INTENT_FIELDS",
+    "clean_text",
+    "for_terminal",
+    "detect_intent",
+    "is_cancel",
+    "is_comparison",
+    "is_follow_up",
+    "refers_back",
+]
+
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
+
+_BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+_INTENT_WORDS: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
+    ("comparison", re.compile(r"\b(compare[sd]?|comparison|versus|vs\.?|compared (to|with)|difference between|better than)\b", re.I)),
+    ("competitors", re.compile(r"\b(competitors?|rivals?|competition|compete[sd]?|competing)\b", re.I)),
+    ("stock", re.compile(r"\b(stocks?|shares?|share price|price|market cap(italisation|italization)?|valuation|earnings|revenue|profits?|income|financials?|finances|dividends?|ticker|trading|investors?|invest(ing)?)\b", re.I)),
+    ("leadership", re.compile(r"\b(ceo|cfo|coo|cto|founders?|founded by|leaders?(hip)?|executives?|management|chair(man|woman|person)?|board|who runs|run by|key people|president)\b", re.I)),
+    ("products", re.compile(r"\b(products?|services?|offerings?|sells?|makes?|portfolio|devices?|brands?)\b", re.I)),
+    ("news", re.compile(r"\b(news|latest|recent(ly)?|happening|updates?|lately|this (week|month|year)|going on|developments?|headlines?)\b", re.I)),
+)  # fmt: skip
+
+INTENT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
+    "overview": ("overview", "key_developments", "recent_news"),
+    "news": ("recent_news", "key_developments"),
+    "stock": ("stock_info",),
+    "leadership": ("key_people",),
+    "products": ("products", "key_developments"),
+    "competitors": ("key_developments", "overview"),
+    "comparison": ("overview", "stock_info", "key_developments", "recent_news"),
+}
+"""For each intent, the findings fields that answer it (any one will do), best first."""
+
+_FOLLOW_UP = re.compile(
+    r"^\s*(what about|tell me more|how about|and\b|also\b|furthermore|more on|"
+    r"their\b|its\b|it's\b|the company'?s?\b|they\b|them\b|those\b|that company|"
+    r"compare|versus|vs\.?|compared to|explain|elaborate|expand on|go deeper|"
+    r"why\b|how\b|when did|is that|are they|who\b|what'?s? their)",
+    re.I,
+)
+_REFERS_BACK = re.compile(r"\b(their|its|it|they|them|the company'?s?|this company|that company|same company|those guys)\b", re.I)
+_CANCEL = re.compile(
+    r"^\s*(never\s*mind|nvm|cancel|stop|quit|exit|forget (it|about it)|no thanks|nothing)\b[\s.!]*",
+    re.I,
+)
+
+
+def clean_text(text: str) -> str:
+    """Strip ANSI escapes and control characters; fold runs of whitespace."""
+    text = _ANSI.sub("", text)
+    out = []
+    for ch in text:
+        if ch in "\t\n\r":
+            out.append(" ")
+        elif unicodedata.category(ch) in ("Cc", "Cs", "Co", "Cn") or ch in _BIDI:
+            continue
+        else:
+            out.append(ch)
+    return " ".join("".join(out).split())
+
+
+def for_terminal(text: str) -> str:
+    """``text`` safe to print: no escape sequences or control characters; newlines kept."""
+    return "\n".join(clean_line(line) for line in _ANSI.sub("", text).split("\n"))
+
+
+def clean_line(text: str) -> str:
+    """Like ``clean_text`` but keeps the inner spacing of one line."""
+    return "".join(
+        " " if ch == "\t" else ch
+        for ch in text
+        if ch == "\t" or not (unicodedata.category(ch) in ("Cc", "Cs", "Co", "Cn") or ch in _BIDI)
+    )
+
+
+def detect_intent(text: str) -> str:
+    """What the question asks for; ``"overview"`` when nothing specific."""
+    for intent, pattern in _INTENT_WORDS:
+        if pattern.search(text):
+            return intent
+    return "overview"
+
+
+def is_follow_up(text: str) -> bool:
+    """Does the question continue the previous topic ("What about their stock?")."""
+    return bool(_FOLLOW_UP.match(text)) or bool(_REFERS_BACK.search(text))
+
+
+def refers_back(text: str) -> bool:
+    """Does the question point at the previous company with a pronoun."""
+    return bool(_REFERS_BACK.search(text))
+
+
+def is_cancel(text: str) -> bool:
+    """Does the user call the question off ("Nevermind", "cancel", "forget it")."""
+    match = _CANCEL.match(text)
+    return match is not None and len(text) - match.end() <= 20
+
+
+def is_comparison(text: str) -> bool:
+    """Does the question compare companies."""
+    return detect_intent(text) == "comparison"

@@ -1,0 +1,261 @@
+"""``ResearchAssistant``: the library API of the company research assistant."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from .agents._rules import clean_text
+from .constants import MAX_QUESTION_CHARS
+from .engine import (
+    CheckpointStore,
+    CompiledGraph,
+    Completed,
+    Emitted,
+    JsonFileCheckpointStore,
+    NodeFinished,
+    NodeStarted,
+    RunResult,
+    Suspended,
+    SuspendToken,
+)
+from .graph import build_research_graph
+from .llm import LLM, Usage
+from .sources import CompanyIndex, DataSource, SourceRef, create_data_source
+from .state import Message, ResearchState, new_question_input
+
+__all__ = [
+    "DEFAULT_KEEP",
+    "Answer",
+    "InvalidQuestion",
+    "Progress",
+    "Reply",
+    "ResearchAssistant",
+    "Token",
+    "default_home",
+]
+
+DEFAULT_KEEP = 24
+"""Checkpoints kept per thread by the default store (older ones are pruned)."""
+
+_PROGRESS = {
+    "clarity": "Analyzing your question...",
+    "interrupt": "Waiting for your answer...",
+    "research": "Researching {company}...",
+    "validator": "Validating findings...",
+    "synthesis": "Writing the answer...",
+    "error_recovery": "Recovering from an error...",
+}
+
+
+class InvalidQuestion(ValueError):
+    """A question that cannot be asked: not text, or too long."""
+
+
+def default_home() -> Path:
+    """Where conversations live: ``$RESEARCH_FSM_HOME``, else the user's data directory."""
+    env = os.environ.get("RESEARCH_FSM_HOME")
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
+    return Path(base) / "research-fsm"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reply:
+    """The assistant's answer to one question (or its question back)."""
+
+    status: Literal["answered", "needs_clarification"]
+    """``answered``, or ``needs_clarification`` (then answer with ``clarify``)."""
+    text: str
+    """The answer, or the question asked back."""
+    thread_id: str
+    """The conversation."""
+    token: str | None
+    """When clarification is needed: the resume token to pass to ``clarify``."""
+    company: str | None
+    """The company the answer is about."""
+    confidence: int
+    """0-10."""
+    sources: list[SourceRef]
+    """Sources cited."""
+    path: list[str]
+    """The agents that ran, in order."""
+    state: ResearchState
+    """The full state after the run."""
+    correlation_id: str | None
+    """Id of the question in the logs."""
+    usage: dict[str, Usage] = field(default_factory=dict)
+    """LLM usage per agent over the conversation so far."""
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """An agent started."""
+
+    agent: str
+    """The agent's node name."""
+    message: str
+    """A human-readable line, e.g. ``"Researching Apple Inc...."``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    """A piece of the answer as it is written."""
+
+    text: str
+    """The piece."""
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """The last event of a stream."""
+
+    reply: Reply
+    """The complete reply."""
+
+
+class ResearchAssistant:
+    """Answers questions about companies; one ``thread_id`` per conversation.
+
+    Args:
+        llm: the language model; ``None`` uses the rule-based agents (offline).
+        source: where research comes from (default: the offline company directory).
+        store: where conversations are kept (default: JSON files under ``default_home()``).
+    """
+
+    def __init__(
+        self,
+        llm: LLM | None = None,
+        source: DataSource | None = None,
+        store: CheckpointStore | None = None,
+    ) -> None:
+        self.llm = llm
+        self.source = source if source is not None else create_data_source("directory")
+        self.store = store if store is not None else JsonFileCheckpointStore(
+            default_home() / "threads", keep=DEFAULT_KEEP
+        )  # fmt: skip
+        self._app: CompiledGraph[ResearchState] | None = None
+        self._lock = asyncio.Lock()
+
+    @classmethod
+    def from_env(cls, *, store: CheckpointStore | None = None) -> ResearchAssistant:
+        """Configure from the environment: ``RESEARCH_DATA_SOURCE``, ``RESEARCH_FSM_HOME``."""
+        return cls(llm=None, source=create_data_source(None), store=store)
+
+    async def graph(self) -> CompiledGraph[ResearchState]:
+        """The compiled graph (built on first use: the company index loads once)."""
+        if self._app is None:
+            async with self._lock:
+                if self._app is None:
+                    index = await self._index()
+                    graph = build_research_graph(source=self.source, index=index, llm=self.llm)
+                    self._app = graph.compile(store=self.store, step_limit=30)
+        return self._app
+
+    async def _index(self) -> CompanyIndex:
+        sources: list[DataSource] = [self.source]
+        if not await self.source.companies():
+            sources.append(create_data_source("directory"))  # web search knows no names
+        return await CompanyIndex.from_sources(sources)
+
+    # -- asking ------------------------------------------------------------------
+
+    async def ask(self, text: str, *, thread_id: str) -> Reply:
+        """Ask a question in a conversation.
+
+        If the conversation waits for a clarification, ``text`` answers it.
+        """
+        app = await self.graph()
+        question = self._check(text)
+        snapshot = await app.get_state(thread_id)
+        if snapshot is not None and snapshot.suspension is not None:
+            return self._reply(await app.resume(snapshot.suspension.token, question))
+        cid = secrets.token_hex(6)
+        return self._reply(await app.run(new_question_input(question, cid), thread_id=thread_id))
+
+    async def clarify(self, token: SuspendToken | str, text: str) -> Reply:
+        """Answer the question the assistant asked back (``reply.token`` from ``ask``)."""
+        app = await self.graph()
+        return self._reply(await app.resume(token, self._check(text)))
+
+    async def stream(self, text: str, *, thread_id: str) -> AsyncIterator[Progress | Token | Answer]:
+        """Like ``ask``, yielding ``Progress`` per agent, ``Token`` pieces of the
+        answer as written, and finally ``Answer``."""
+        app = await self.graph()
+        question = self._check(text)
+        snapshot = await app.get_state(thread_id)
+        if snapshot is not None and snapshot.suspension is not None:
+            events = app.stream_resume(snapshot.suspension.token, question)
+        else:
+            events = app.stream(
+                new_question_input(question, secrets.token_hex(6)), thread_id=thread_id
+            )
+        company: str | None = snapshot.state.detected_company if snapshot else None
+        async with events:
+            async for event in events:
+                if isinstance(event, NodeStarted):
+                    yield Progress(event.node, _PROGRESS[event.node].format(company=company or "the company"))
+                elif isinstance(event, Emitted) and event.kind == "token":
+                    yield Token(str(event.data))
+                elif isinstance(event, (Completed, Suspended)):
+                    yield Answer(self._reply(event.result))
+                elif isinstance(event, NodeFinished):
+                    company = event.update.get("detected_company", company)
+
+    async def history(self, thread_id: str) -> list[Message]:
+        """The conversation's messages (older ones may be folded into its summary)."""
+        snapshot = await (await self.graph()).get_state(thread_id)
+        return [] if snapshot is None else list(snapshot.state.messages)
+
+    async def pending_question(self, thread_id: str) -> Reply | None:
+        """The clarification a conversation waits for, if any."""
+        app = await self.graph()
+        snapshot = await app.get_state(thread_id)
+        if snapshot is None or snapshot.suspension is None:
+            return None
+        payload: dict[str, Any] = snapshot.suspension.payload
+        return Reply(
+            status="needs_clarification", text=str(payload.get("question")), thread_id=thread_id,
+            token=str(snapshot.suspension.token), company=snapshot.state.detected_company,
+            confidence=0, sources=[], path=[], state=snapshot.state,
+            correlation_id=snapshot.state.correlation_id, usage=dict(snapshot.state.usage),
+        )  # fmt: skip
+
+    # -- helpers ---------------------------------------------------------------
+
+    @staticmethod
+    def _check(text: object) -> str:
+        if not isinstance(text, str):
+            raise InvalidQuestion(f"a question must be a str, got {type(text).__name__}")
+        question = clean_text(text)
+        if len(question) > MAX_QUESTION_CHARS:
+            raise InvalidQuestion(
+                f"the question is {len(question):,} characters long; the limit is {MAX_QUESTION_CHARS:,}"
+            )
+        return question
+
+    @staticmethod
+    def _reply(result: RunResult[ResearchState]) -> Reply:
+        state = result.state
+        findings = state.research_findings
+        common: dict[str, Any] = {
+            "thread_id": result.thread_id, "company": state.detected_company, "path": result.path,
+            "state": state, "correlation_id": state.correlation_id, "usage": dict(state.usage),
+        }  # fmt: skip
+        if result.suspension is not None:
+            payload = result.suspension.payload
+            return Reply(
+                status="needs_clarification", text=str(payload.get("question")),
+                token=str(result.suspension.token), confidence=0, sources=[], **common,
+            )  # fmt: skip
+        sources = [s for f in ([findings] if findings else []) + state.comparison_findings for s in f.sources]
+        return Reply(
+            status="answered", text=state.final_summary or "", token=None,
+            confidence=state.confidence_score, sources=sources, **common,
+        )  # fmt: skip

@@ -1,0 +1,233 @@
+"""``research-fsm``: ask, answer, chat, graph, history."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import secrets
+import sys
+from typing import Any, TextIO
+
+from ._logging import configure_logging
+from .agents._rules import for_terminal
+from .assistant import Answer, InvalidQuestion, Progress, Reply, ResearchAssistant, Token
+from .constants import MAX_QUESTION_CHARS
+from .engine import EngineError, validate_thread_id
+from .sources import DataSourceError, create_data_source
+
+__all__ = ["main"]
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NEEDS_ANSWER = 0, 1, 2, 3
+
+
+class CliError(Exception):
+    """A user-facing error: printed as one line, exit status 1 (or ``code``)."""
+
+    def __init__(self, message: str, code: int = EXIT_ERROR) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="research-fsm",
+        description="Ask about companies. Works offline; uses Claude and Tavily when keys are set.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    source_help = "data source: mock, directory, tavily or auto (default: $RESEARCH_DATA_SOURCE or auto)"
+
+    ask = sub.add_parser("ask", help="ask one question")
+    ask.add_argument("question")
+    ask.add_argument("--thread", help="conversation id (default: a new one)")
+    ask.add_argument("--source", help=source_help)
+    ask.add_argument("--json", action="store_true", help="print the reply as JSON")
+
+    answer = sub.add_parser("answer", help="answer the question a conversation asked back")
+    answer.add_argument("text")
+    answer.add_argument("--thread", required=True)
+    answer.add_argument("--source", help=source_help)
+    answer.add_argument("--json", action="store_true", help="print the reply as JSON")
+
+    chat = sub.add_parser("chat", help="a multi-turn conversation")
+    chat.add_argument("--thread", help="conversation id (default: a new one)")
+    chat.add_argument("--source", help=source_help)
+
+    sub.add_parser("graph", help="print the agents' graph as a Mermaid diagram")
+
+    history = sub.add_parser("history", help="print a conversation")
+    history.add_argument("--thread", required=True)
+    history.add_argument("--json", action="store_true")
+    return parser
+
+
+def _question(text: str, what: str = "question") -> str:
+    if not text.strip():
+        raise CliError(f"the {what} is empty; say what you would like to know", EXIT_USAGE)
+    if len(text) > MAX_QUESTION_CHARS:
+        raise CliError(
+            f"the {what} is {len(text):,} characters long; the limit is {MAX_QUESTION_CHARS:,}",
+            EXIT_USAGE,
+        )
+    if any(ord(ch) < 32 and ch not in "\t\n\r" or ch == "\x7f" for ch in text):
+        raise CliError(f"the {what} contains control characters; type plain text", EXIT_USAGE)
+    return text
+
+
+def _thread(thread: str | None) -> str:
+    if thread is None:
+        return f"q-{secrets.token_hex(4)}"
+    try:
+        return validate_thread_id(thread)
+    except ValueError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
+
+
+def _assistant(source: str | None) -> ResearchAssistant:
+    try:
+        return ResearchAssistant(source=create_data_source(source))
+    except ValueError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
+
+
+def _as_json(reply: Reply) -> str:
+    return json.dumps(
+        {
+            "status": reply.status,
+            "text": reply.text,
+            "thread_id": reply.thread_id,
+            "token": reply.token,
+            "company": reply.company,
+            "confidence": reply.confidence,
+            "sources": [s.model_dump() for s in reply.sources],
+            "path": reply.path,
+            "usage": {k: v.model_dump() for k, v in reply.usage.items()},
+        },
+        ensure_ascii=False,
+        indent=2,
+    )
+
+
+async def _converse(
+    assistant: ResearchAssistant, text: str, thread: str, out: TextIO, err: TextIO
+) -> Reply:
+    """Stream one turn: progress on ``err``, the answer on ``out``."""
+    reply: Reply | None = None
+    streamed = False
+    async for event in assistant.stream(text, thread_id=thread):
+        if isinstance(event, Progress):
+            print(f"  [{event.agent}] {event.message}", file=err, flush=True)
+        elif isinstance(event, Token):
+            out.write(for_terminal(event.text))
+            out.flush()
+            streamed = True
+        elif isinstance(event, Answer):
+            reply = event.reply
+    assert reply is not None
+    if reply.status == "needs_clarification":
+        print(for_terminal(reply.text), file=out, flush=True)
+    elif streamed:
+        print(file=out, flush=True)
+    else:
+        print(for_terminal(reply.text), file=out, flush=True)
+    return reply
+
+
+async def _ask(args: argparse.Namespace, question: str, resume: bool) -> int:
+    assistant = _assistant(args.source)
+    thread = _thread(args.thread)
+    if resume and await assistant.pending_question(thread) is None:
+        known = await assistant.history(thread)
+        raise CliError(
+            f"conversation `{thread}` is not waiting for an answer"
+            if known
+            else f"there is no conversation `{thread}`"
+        )
+    if args.json:
+        reply = await assistant.ask(question, thread_id=thread)
+        print(_as_json(reply))
+        return EXIT_NEEDS_ANSWER if reply.status == "needs_clarification" else EXIT_OK
+    if args.thread is None:
+        print(f"  (conversation: {thread})", file=sys.stderr)
+    reply = await _converse(assistant, question, thread, sys.stdout, sys.stderr)
+    while reply.status == "needs_clarification":
+        if not sys.stdin.isatty():
+            print(
+                f'  (answer with: research-fsm answer --thread {thread} "YOUR ANSWER")',
+                file=sys.stderr,
+            )
+            return EXIT_NEEDS_ANSWER
+        answer = await asyncio.to_thread(input, "> ")
+        reply = await _converse(assistant, _question(answer, "answer"), thread, sys.stdout, sys.stderr)
+    return EXIT_OK
+
+
+async def _chat(args: argparse.Namespace) -> int:
+    assistant = _assistant(args.source)
+    thread = _thread(args.thread)
+    print(f"Conversation {thread}. Ask about a company; /quit to leave.", file=sys.stderr)
+    while True:
+        try:
+            line = await asyncio.to_thread(input, "you> ")
+        except EOFError:
+            return EXIT_OK
+        if line.strip() in ("/quit", "/exit"):
+            return EXIT_OK
+        if not line.strip():
+            continue
+        try:
+            await _converse(assistant, _question(line), thread, sys.stdout, sys.stderr)
+        except CliError as exc:
+            print(f"research-fsm: {exc}", file=sys.stderr)
+
+
+async def _history(args: argparse.Namespace) -> int:
+    assistant = ResearchAssistant()
+    thread = _thread(args.thread)
+    messages = await assistant.history(thread)
+    if not messages:
+        raise CliError(f"there is no conversation `{thread}`")
+    if args.json:
+        print(json.dumps([m.model_dump() for m in messages], ensure_ascii=False, indent=2))
+    else:
+        for message in messages:
+            print(f"[{message.timestamp}] {message.role}: {for_terminal(message.content)}\n")
+    return EXIT_OK
+
+
+async def _graph() -> int:
+    print((await ResearchAssistant(source=create_data_source("mock")).graph()).to_mermaid(), end="")
+    return EXIT_OK
+
+
+async def _main(args: argparse.Namespace) -> int:
+    if args.command == "ask":
+        return await _ask(args, _question(args.question), resume=False)
+    if args.command == "answer":
+        return await _ask(args, _question(args.text, "answer"), resume=True)
+    if args.command == "chat":
+        return await _chat(args)
+    if args.command == "history":
+        return await _history(args)
+    return await _graph()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``research-fsm`` and ``python -m research_fsm``."""
+    args = _parser().parse_args(argv)
+    try:
+        configure_logging()
+        return asyncio.run(_main(args))
+    except CliError as exc:
+        print(f"research-fsm: {exc}", file=sys.stderr)
+        return exc.code
+    except (EngineError, InvalidQuestion, DataSourceError, ValueError, OSError) as exc:
+        print(f"research-fsm: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("research-fsm: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

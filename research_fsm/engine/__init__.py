@@ -1,0 +1,95 @@
+"""research_fsm.engine: a small asyncio state machine with suspend/resume and checkpoints.
+
+Build a :class:`StateGraph` over a pydantic model, add async nodes, edges and
+routers, ``compile()`` it with a :class:`CheckpointStore`, then ``run``,
+``stream``, ``resume`` threads. See the package README for a tour.
+"""
+
+from ._compiled import CompiledGraph
+from ._context import NodeContext
+from ._errors import (
+    CheckpointConflict,
+    CorruptCheckpoint,
+    EngineError,
+    GraphValidationError,
+    InvalidResumeToken,
+    InvalidUpdate,
+    NodeFailed,
+    NodeTimeout,
+    RoutingError,
+    StaleResumeToken,
+    StateSerializationError,
+    StepLimitExceeded,
+    StoreWriteError,
+    ThreadBusy,
+    ThreadNotFound,
+    ThreadSuspended,
+)
+from ._events import Completed, Emitted, Event, NodeFinished, NodeStarted, Suspended
+from ._filestore import JsonFileCheckpointStore
+from ._graph import StateGraph
+from ._memory import MemoryCheckpointStore
+from ._reducers import Reducer, Replace, add, append, replace
+from ._store import CheckpointStore, Lease, validate_thread_id
+from ._stream import RunStream
+from ._types import (
+    END,
+    START,
+    Checkpoint,
+    ErrorInfo,
+    RetryPolicy,
+    RunResult,
+    StateSnapshot,
+    Suspend,
+    SuspendToken,
+    Suspension,
+)
+
+__all__ = [
+    "END",
+    "START",
+    "Checkpoint",
+    "CheckpointConflict",
+    "CheckpointStore",
+    "CompiledGraph",
+    "Completed",
+    "CorruptCheckpoint",
+    "Emitted",
+    "EngineError",
+    "ErrorInfo",
+    "Event",
+    "GraphValidationError",
+    "InvalidResumeToken",
+    "InvalidUpdate",
+    "JsonFileCheckpointStore",
+    "Lease",
+    "MemoryCheckpointStore",
+    "NodeContext",
+    "NodeFailed",
+    "NodeFinished",
+    "NodeStarted",
+    "NodeTimeout",
+    "Reducer",
+    "Replace",
+    "RetryPolicy",
+    "RoutingError",
+    "RunResult",
+    "RunStream",
+    "StaleResumeToken",
+    "StateGraph",
+    "StateSerializationError",
+    "StateSnapshot",
+    "StepLimitExceeded",
+    "StoreWriteError",
+    "Suspend",
+    "SuspendToken",
+    "Suspended",
+    "Suspension",
+    "ThreadBusy",
+    "ThreadNotFound",
+    "ThreadSuspended",
+    "add",
+    "append",
+    "replace",
+    "validate_thread_id",
+]

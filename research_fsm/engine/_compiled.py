@@ -1,0 +1,461 @@
+"""``CompiledGraph``: the run loop, suspend/resume, streaming and thread queries."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import secrets
+import time
+from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+import structlog
+from pydantic import BaseModel
+
+from ._context import NodeContext
+from ._errors import (
+    EngineError,
+    InvalidResumeToken,
+    InvalidUpdate,
+    NodeFailed,
+    NodeTimeout,
+    RoutingError,
+    StaleResumeToken,
+    StepLimitExceeded,
+    ThreadBusy,
+    ThreadNotFound,
+    ThreadSuspended,
+)
+from ._events import Completed, Event, NodeFinished, NodeStarted, Suspended
+from ._mermaid import to_mermaid
+from ._store import CheckpointStore, Lease, validate_thread_id
+from ._stream import RunStream
+from ._types import (
+    END,
+    START,
+    Checkpoint,
+    CheckpointStatus,
+    ErrorInfo,
+    RunResult,
+    StateSnapshot,
+    Suspend,
+    SuspendToken,
+    Suspension,
+    _b64,
+)
+
+if TYPE_CHECKING:
+    from ._graph import NodeSpec, StateGraph
+
+__all__ = ["CompiledGraph"]
+
+StateT = TypeVar("StateT", bound=BaseModel)
+Sink = Callable[[Event], None] | None
+_log = structlog.get_logger("research_fsm.engine")
+_NO_VALUE: Any = object()
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+class _NodeError(Exception):
+    """Internal: a node failed for good (after retries)."""
+
+    def __init__(self, cause: BaseException) -> None:
+        self.cause = cause
+
+
+class CompiledGraph(Generic[StateT]):
+    """A validated graph bound to a checkpoint store; safe to share across tasks."""
+
+    def __init__(self, graph: StateGraph[StateT], store: CheckpointStore, step_limit: int) -> None:
+        self.state_model: type[StateT] = graph.state_model
+        self.store = store
+        self.step_limit = step_limit
+        self._schema = graph.schema
+        self._nodes = dict(graph.nodes)
+        self._edges = {source: target for source, target in graph.edges}
+        self._routers = dict(graph.routers)
+        self._holders: dict[str, asyncio.Task[Any]] = {}
+
+    def __repr__(self) -> str:
+        return (
+            f"CompiledGraph({self.state_model.__name__}, nodes={list(self._nodes)}, "
+            f"store={self.store!r})"
+        )
+
+    # -- public API ------------------------------------------------------------
+
+    async def run(
+        self, input: dict[str, Any] | BaseModel | None, *, thread_id: str
+    ) -> RunResult[StateT]:
+        """Run the thread from START with ``input`` merged into its state.
+
+        ``input=None`` continues a run that stopped midway (crash, cancellation,
+        failure). On a finished thread, new input starts the next turn.
+        """
+        return await self._execute(validate_thread_id(thread_id), input, None, None)
+
+    async def resume(self, token: SuspendToken | str, value: Any) -> RunResult[StateT]:
+        """Answer a suspension: the suspended node's ``resume`` gets ``value``."""
+        token = self._parse_token(token)
+        return await self._execute(token.thread_id, None, (token, value), None)
+
+    def stream(
+        self, input: dict[str, Any] | BaseModel | None, *, thread_id: str
+    ) -> RunStream[StateT]:
+        """Like ``run`` but yields events as they happen (use ``async with``)."""
+        thread_id = validate_thread_id(thread_id)
+        return RunStream(self, thread_id, lambda sink: self._execute(thread_id, input, None, sink))
+
+    def stream_resume(self, token: SuspendToken | str, value: Any) -> RunStream[StateT]:
+        """Like ``resume`` but yields events as they happen (use ``async with``)."""
+        parsed = self._parse_token(token)
+        return RunStream(
+            self,
+            parsed.thread_id,
+            lambda sink: self._execute(parsed.thread_id, None, (parsed, value), sink),
+        )
+
+    async def get_state(self, thread_id: str) -> StateSnapshot[StateT] | None:
+        """The thread's latest snapshot, or ``None`` if the thread does not exist."""
+        latest = await self.store.load_latest(validate_thread_id(thread_id))
+        return None if latest is None else await self._snapshot(latest)
+
+    async def history(self, thread_id: str) -> AsyncIterator[StateSnapshot[StateT]]:
+        """Every saved snapshot of the thread, newest first."""
+        async for checkpoint in self.store.history(validate_thread_id(thread_id)):
+            yield await self._snapshot(checkpoint)
+
+    async def delete_thread(self, thread_id: str) -> None:
+        """Forget a thread; its resume tokens become stale."""
+        await self.store.delete(validate_thread_id(thread_id))
+
+    def to_mermaid(self) -> str:
+        """A Mermaid flowchart of the nodes, edges and router branches."""
+        return to_mermaid(self._nodes, self._edges, self._routers)
+
+    # -- tokens ----------------------------------------------------------------
+
+    def _parse_token(self, token: SuspendToken | str) -> SuspendToken:
+        parsed = token if isinstance(token, SuspendToken) else SuspendToken.parse(token)
+        try:
+            validate_thread_id(parsed.thread_id)
+        except ValueError:
+            raise InvalidResumeToken("resume token names an invalid thread") from None
+        return parsed
+
+    async def _sign(self, thread_id: str, checkpoint_id: str) -> SuspendToken:
+        return SuspendToken(
+            thread_id=thread_id,
+            checkpoint_id=checkpoint_id,
+            signature=await self._signature(thread_id, checkpoint_id),
+        )
+
+    async def _signature(self, thread_id: str, checkpoint_id: str) -> str:
+        key = await self.store.secret()
+        message = f"{thread_id}\n{checkpoint_id}".encode()
+        return _b64(hmac.new(key, message, hashlib.sha256).digest()[:18])
+
+    async def _verify(self, token: SuspendToken) -> None:
+        expected = await self._signature(token.thread_id, token.checkpoint_id)
+        if not hmac.compare_digest(expected.encode(), token.signature.encode()):
+            raise InvalidResumeToken(
+                "resume token signature does not match: it was edited, or issued by another store"
+            )
+
+    # -- snapshots ---------------------------------------------------------------
+
+    async def _snapshot(self, cp: Checkpoint) -> StateSnapshot[StateT]:
+        suspension = None
+        if cp.status == "suspended" and cp.suspension is not None:
+            suspension = Suspension(
+                node=cp.suspension["node"],
+                payload=cp.suspension["payload"],
+                token=await self._sign(cp.thread_id, cp.checkpoint_id),
+            )
+        return StateSnapshot(
+            state=self._schema.coerce(cp.state),  # type: ignore[arg-type]
+            status=cp.status,
+            next=cp.next,
+            suspension=suspension,
+            checkpoint_id=cp.checkpoint_id,
+            created_at=cp.created_at,
+            error=ErrorInfo(**cp.error) if cp.error else None,
+        )
+
+    # -- the run loop ------------------------------------------------------------
+
+    async def _acquire(self, thread_id: str) -> Lease:
+        try:
+            return await self.store.acquire(thread_id)
+        except ThreadBusy:
+            task = self._holders.get(thread_id)
+            if task is None or task is asyncio.current_task():
+                raise
+            if not (task.done() or task.cancelling()):
+                raise
+        # A cancelled run (e.g. a stream its consumer closed or dropped) is
+        # unwinding in this process: let it release the lease, then take it.
+        await asyncio.wait({task})
+        return await self.store.acquire(thread_id)
+
+    async def _execute(
+        self,
+        thread_id: str,
+        input: dict[str, Any] | BaseModel | None,
+        resume: tuple[SuspendToken, Any] | None,
+        sink: Sink,
+    ) -> RunResult[StateT]:
+        if resume is not None:
+            await self._verify(resume[0])
+        lease = await self._acquire(thread_id)
+        task = asyncio.current_task()
+        if task is not None:
+            self._holders[thread_id] = task
+        try:
+            return await self._run_locked(thread_id, input, resume, sink)
+        finally:
+            if self._holders.get(thread_id) is task:
+                del self._holders[thread_id]
+            await lease.release()
+
+    async def _run_locked(
+        self,
+        thread_id: str,
+        input: dict[str, Any] | BaseModel | None,
+        resume: tuple[SuspendToken, Any] | None,
+        sink: Sink,
+    ) -> RunResult[StateT]:
+        schema = self._schema
+        latest = await self.store.load_latest(thread_id)
+        resume_value: Any = _NO_VALUE
+        if resume is not None:
+            token, resume_value = resume
+            if latest is None:
+                raise StaleResumeToken(
+                    thread_id, token.checkpoint_id, "the thread no longer exists"
+                )
+            if latest.checkpoint_id != token.checkpoint_id or latest.status != "suspended":
+                raise StaleResumeToken(
+                    thread_id,
+                    token.checkpoint_id,
+                    "it was already used, or the thread has moved on since it was issued",
+                )
+            state = schema.coerce(latest.state)
+            node, run_id, step = latest.next, latest.run_id, latest.step
+        elif latest is None:
+            if input is None:
+                raise ThreadNotFound(thread_id, "; pass input to start it")
+            state = self._initial(input)
+            node, run_id, step = None, secrets.token_hex(8), 0
+        elif latest.status == "suspended":
+            raise ThreadSuspended(thread_id, await self._sign(thread_id, latest.checkpoint_id))
+        elif input is None:
+            state = schema.coerce(latest.state)
+            if latest.status == "completed":
+                return RunResult(
+                    status="completed", state=state, path=[],  # type: ignore[arg-type]
+                    checkpoint_id=latest.checkpoint_id, thread_id=thread_id,
+                )  # fmt: skip
+            node, run_id, step = latest.next, latest.run_id, latest.step
+        else:
+            if latest.status != "completed":
+                _log.warning(
+                    "new input abandons an unfinished run", thread_id=thread_id,
+                    run_id=latest.run_id, next_node=latest.next,
+                )  # fmt: skip
+            state = self._merge_input(schema.coerce(latest.state), input)
+            node, run_id, step = None, secrets.token_hex(8), 0
+
+        parent_id = latest.checkpoint_id if latest else None
+        seq = latest.seq if latest else 0
+        if node is None:
+            # A fresh start (new thread or next turn): checkpoint the input first,
+            # so a crash or cancellation in the first node loses nothing and
+            # ``run(None)`` continues from there.
+            node = await self._route(START, state)
+            seq += 1
+            parent_id = await self._save(
+                thread_id, run_id, step, seq, parent_id,
+                "completed" if node == END else "running", node, state, last_node=None,
+            )  # fmt: skip
+        path: list[str] = []
+        pending_error: ErrorInfo | None = None
+        nodes = self._nodes
+        limit = self.step_limit
+
+        while node != END:
+            if len(path) >= limit:
+                raise StepLimitExceeded(limit, path)
+            spec = nodes[node]
+            ctx = NodeContext(
+                thread_id=thread_id, run_id=run_id, step=step, node=node,
+                error=pending_error, _sink=sink,
+            )  # fmt: skip
+            pending_error = None
+            resuming = resume_value is not _NO_VALUE
+            if resuming:
+                ctx.resume_value, ctx.resuming = resume_value, True
+                resume_value = _NO_VALUE
+            if sink is not None:
+                sink(NodeStarted(node=node, step=step))
+            started = time.perf_counter()
+            try:
+                out = await self._invoke(spec, state, ctx, resuming)
+                if isinstance(out, Suspend):
+                    if not spec.takes_ctx:
+                        raise _NodeError(TypeError(
+                            f"node `{node}` takes only (state) and cannot suspend: give it "
+                            "a `ctx` parameter, or make it an object with `run`/`resume`"
+                        ))  # fmt: skip
+                    origin = f"node `{node}` (Suspend.update)"
+                    state = schema.apply(state, schema.as_changes(out.update, origin), origin)
+                    path.append(node)
+                    return await self._suspend(
+                        thread_id, run_id, step, seq + 1, parent_id, node, state, out, path, sink
+                    )
+                origin = f"node `{node}`"
+                changes = schema.as_changes(out, origin)
+                new_state = schema.apply(state, changes, origin)
+            except (_NodeError, InvalidUpdate) as failure:
+                cause = failure.cause if isinstance(failure, _NodeError) else failure
+                if spec.on_error is not None:
+                    _log.warning(
+                        "node failed; routing to its on_error node", thread_id=thread_id,
+                        node=node, on_error=spec.on_error, error=repr(cause),
+                    )  # fmt: skip
+                    pending_error = ErrorInfo(node, type(cause).__name__, str(cause))
+                    path.append(node)  # executed (and failed): counts toward step_limit
+                    node = spec.on_error
+                    continue
+                if not resuming:  # a failed resume keeps the suspension (and its token)
+                    await self._save_failure(
+                        thread_id, run_id, step, seq + 1, parent_id, node, state, cause
+                    )
+                raise NodeFailed(node, step, cause) from cause
+            try:
+                target = await self._route(node, new_state)
+            except Exception as exc:
+                await self._save_failure(
+                    thread_id, run_id, step, seq + 1, parent_id, node, state, exc
+                )
+                if isinstance(exc, EngineError):
+                    raise
+                raise NodeFailed(node, step, exc) from exc
+            state = new_state
+            step += 1
+            path.append(node)
+            seq += 1
+            parent_id = await self._save(
+                thread_id, run_id, step, seq, parent_id,
+                "completed" if target == END else "running", target, state, last_node=node,
+            )  # fmt: skip
+            if sink is not None:
+                sink(NodeFinished(
+                    node=node, step=step - 1, update=changes,
+                    duration=time.perf_counter() - started,
+                ))  # fmt: skip
+            node = target
+
+        assert parent_id is not None
+        result: RunResult[StateT] = RunResult(
+            status="completed", state=state, path=path,  # type: ignore[arg-type]
+            checkpoint_id=parent_id, thread_id=thread_id,
+        )  # fmt: skip
+        if sink is not None:
+            sink(Completed(result=result))
+        return result
+
+    def _initial(self, input: dict[str, Any] | BaseModel) -> BaseModel:
+        return self._schema.initial(input)
+
+    def _merge_input(self, state: BaseModel, input: dict[str, Any] | BaseModel) -> BaseModel:
+        return self._schema.apply(state, self._schema.as_changes(input, "input"), "input")
+
+    async def _invoke(
+        self, spec: NodeSpec, state: BaseModel, ctx: NodeContext, resuming: bool
+    ) -> Any:
+        attempt = 1
+        while True:
+            if resuming and spec.resume is not None:
+                coro = spec.resume(state, ctx.resume_value, ctx)
+            else:
+                coro = spec.call(state, ctx)
+            try:
+                if spec.timeout is None:
+                    return await coro
+                async with asyncio.timeout(spec.timeout) as scope:
+                    return await coro
+            except Exception as raised:
+                exc: Exception = raised
+                if spec.timeout is not None and scope.expired():
+                    exc = NodeTimeout(spec.name, spec.timeout)
+                policy = spec.retry
+                if policy is None or not policy.should_retry(exc, attempt):
+                    raise _NodeError(exc) from raised
+                ctx.log.warning("node failed; retrying", attempt=attempt, error=repr(exc))
+                await asyncio.sleep(policy.delay(attempt))
+                attempt += 1
+
+    async def _route(self, source: str, state: BaseModel) -> str:
+        target = self._edges.get(source)
+        if target is not None:
+            return target
+        router = self._routers[source]
+        key = router.fn(state)
+        if router.is_async:
+            key = await key
+        try:
+            return router.targets[key]
+        except (KeyError, TypeError):
+            raise RoutingError(source, key, list(router.targets)) from None
+
+    async def _save(
+        self, thread_id: str, run_id: str, step: int, seq: int, parent_id: str | None,
+        status: CheckpointStatus, next_node: str | None, state: BaseModel, *,
+        last_node: str | None, suspension: dict[str, Any] | None = None,
+        error: dict[str, str] | None = None,
+    ) -> str:  # fmt: skip
+        checkpoint_id = secrets.token_urlsafe(12)
+        await self.store.save(
+            Checkpoint(
+                thread_id=thread_id, checkpoint_id=checkpoint_id, parent_id=parent_id,
+                seq=seq, run_id=run_id, step=step, status=status,
+                next=None if next_node == END else next_node, state=state,
+                created_at=_now(), suspension=suspension, error=error, last_node=last_node,
+            )
+        )  # fmt: skip
+        return checkpoint_id
+
+    async def _save_failure(
+        self, thread_id: str, run_id: str, step: int, seq: int, parent_id: str | None,
+        node: str, state: BaseModel, cause: BaseException,
+    ) -> None:  # fmt: skip
+        error = {"node": node, "exc_type": type(cause).__name__, "message": str(cause)}
+        await self._save(
+            thread_id, run_id, step, seq, parent_id, "failed", node, state,
+            last_node=node, error=error,
+        )  # fmt: skip
+
+    async def _suspend(
+        self, thread_id: str, run_id: str, step: int, seq: int, parent_id: str | None,
+        node: str, state: BaseModel, out: Suspend, path: list[str], sink: Sink,
+    ) -> RunResult[StateT]:  # fmt: skip
+        checkpoint_id = await self._save(
+            thread_id, run_id, step, seq, parent_id, "suspended", node, state,
+            last_node=node, suspension={"node": node, "payload": out.payload},
+        )  # fmt: skip
+        suspension = Suspension(
+            node=node, payload=out.payload, token=await self._sign(thread_id, checkpoint_id)
+        )
+        result: RunResult[StateT] = RunResult(
+            status="suspended", state=state, path=path,  # type: ignore[arg-type]
+            checkpoint_id=checkpoint_id, thread_id=thread_id, suspension=suspension,
+        )  # fmt: skip
+        if sink is not None:
+            sink(Suspended(suspension=suspension, result=result))
+        return result

@@ -1,0 +1,52 @@
+"""``NodeContext``: what a node gets besides the state."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from ._events import Emitted, Event
+from ._types import ErrorInfo
+
+__all__ = ["NodeContext"]
+
+_logger = structlog.get_logger("research_fsm.engine")
+
+
+@dataclass(slots=True, kw_only=True)
+class NodeContext:
+    """Per-step context handed to nodes that accept a second parameter."""
+
+    thread_id: str
+    """The thread (conversation) being run."""
+    run_id: str
+    """The run, from START to END across suspensions."""
+    step: int
+    """This node's step number in the run (0 for the first node)."""
+    node: str
+    """The name of the node being run."""
+    resume_value: Any = None
+    """The value passed to ``resume`` when this node is being resumed, else ``None``."""
+    resuming: bool = False
+    """True when this call resumes a suspension of this node."""
+    error: ErrorInfo | None = None
+    """For an ``on_error`` node: what failed; otherwise ``None``."""
+    _sink: Callable[[Event], None] | None = field(default=None, repr=False)
+    _log: Any = field(default=None, repr=False)
+
+    def emit(self, kind: str, data: Any = None) -> None:
+        """Send ``data`` to stream consumers now, while the node still runs."""
+        if self._sink is not None:
+            self._sink(Emitted(node=self.node, kind=kind, data=data))
+
+    @property
+    def log(self) -> Any:
+        """A structlog logger bound with thread_id, run_id, node and step."""
+        if self._log is None:
+            self._log = _logger.bind(
+                thread_id=self.thread_id, run_id=self.run_id, node=self.node, step=self.step
+            )
+        return self._log

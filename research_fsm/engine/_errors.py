@@ -1,0 +1,193 @@
+"""Every exception the engine raises on purpose.
+
+All of them share :class:`EngineError`; where a built-in exception fits, they
+subclass it too, so ``except ValueError`` keeps working for callers that do not
+know about the engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._types import SuspendToken
+
+__all__ = [
+    "CheckpointConflict",
+    "CorruptCheckpoint",
+    "EngineError",
+    "GraphValidationError",
+    "InvalidResumeToken",
+    "InvalidUpdate",
+    "NodeFailed",
+    "NodeTimeout",
+    "RoutingError",
+    "StaleResumeToken",
+    "StateSerializationError",
+    "StepLimitExceeded",
+    "StoreWriteError",
+    "ThreadBusy",
+    "ThreadNotFound",
+    "ThreadSuspended",
+]
+
+
+class EngineError(Exception):
+    """Base class of every error raised by ``research_fsm.engine``."""
+
+
+class GraphValidationError(EngineError, ValueError):
+    """The graph is malformed; raised by ``StateGraph`` methods and ``compile()``.
+
+    ``problems`` lists every problem found, one sentence each.
+    """
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        self.problems = list(problems)
+        if len(self.problems) == 1:
+            message = self.problems[0]
+        else:
+            message = f"{len(self.problems)} problems in the graph:\n" + "\n".join(
+                f"  - {p}" for p in self.problems
+            )
+        super().__init__(message)
+
+
+class RoutingError(EngineError, LookupError):
+    """A router returned a key that its ``targets`` do not declare."""
+
+    def __init__(self, source: str, key: object, allowed: Sequence[Hashable]) -> None:
+        self.source = source
+        self.key = key
+        self.allowed = list(allowed)
+        allowed_text = ", ".join(repr(k) for k in self.allowed)
+        super().__init__(
+            f"router of node `{source}` returned {key!r}, which is not one of its "
+            f"declared keys: {allowed_text}"
+        )
+
+
+class NodeTimeout(EngineError, TimeoutError):
+    """A node ran longer than the ``timeout`` given to ``add_node``."""
+
+    def __init__(self, node: str, timeout: float) -> None:
+        self.node = node
+        self.timeout = timeout
+        super().__init__(f"node `{node}` did not finish within {timeout:g} s")
+
+
+class NodeFailed(EngineError):
+    """A node raised, its retries are exhausted and it has no ``on_error`` node.
+
+    The state as of the last completed step is checkpointed before this is raised,
+    so ``run(None, thread_id=...)`` retries the failed node.
+    """
+
+    def __init__(self, node: str, step: int, cause: BaseException) -> None:
+        self.node = node
+        self.step = step
+        self.cause = cause
+        super().__init__(f"node `{node}` failed at step {step}: {type(cause).__name__}: {cause}")
+
+
+class StepLimitExceeded(EngineError, RuntimeError):
+    """A single ``run``/``resume`` call executed more nodes than ``step_limit``."""
+
+    def __init__(self, limit: int, path: Sequence[str]) -> None:
+        self.limit = limit
+        self.path = list(path)
+        super().__init__(f"step limit of {limit} exceeded; path taken: {' -> '.join(self.path)}")
+
+
+class ThreadBusy(EngineError, RuntimeError):
+    """Another run (in this process or another) holds the thread."""
+
+    def __init__(self, thread_id: str) -> None:
+        self.thread_id = thread_id
+        super().__init__(
+            f"thread `{thread_id}` is busy: another run holds it; try again when it ends"
+        )
+
+
+class ThreadSuspended(EngineError, RuntimeError):
+    """New input was given to a thread that waits for a resume value."""
+
+    def __init__(self, thread_id: str, token: SuspendToken) -> None:
+        self.thread_id = thread_id
+        self.token = token
+        super().__init__(
+            f"thread `{thread_id}` is suspended waiting for input; "
+            "call resume(token, value) with the token carried by this error"
+        )
+
+
+class ThreadNotFound(EngineError, LookupError):
+    """An operation needs an existing thread and there is none with that id."""
+
+    def __init__(self, thread_id: str, hint: str = "") -> None:
+        self.thread_id = thread_id
+        super().__init__(f"thread `{thread_id}` does not exist{hint}")
+
+
+class InvalidResumeToken(EngineError, ValueError):
+    """A resume token is malformed, edited, or signed for another store."""
+
+
+class InvalidUpdate(EngineError, ValueError):
+    """Input or a node's update does not fit the state model (unknown field, wrong type)."""
+
+
+class StaleResumeToken(EngineError, ValueError):
+    """A genuine resume token that no longer matches the thread's latest checkpoint.
+
+    It was already used, or the thread moved on (or was deleted) since.
+    """
+
+    def __init__(self, thread_id: str, checkpoint_id: str, reason: str) -> None:
+        self.thread_id = thread_id
+        self.checkpoint_id = checkpoint_id
+        super().__init__(f"resume token for thread `{thread_id}` is stale: {reason}")
+
+
+class CheckpointConflict(EngineError, RuntimeError):
+    """A save lost the race: its parent is no longer the thread's latest checkpoint."""
+
+    def __init__(self, thread_id: str, parent_id: str | None) -> None:
+        self.thread_id = thread_id
+        self.parent_id = parent_id
+        super().__init__(
+            f"checkpoint conflict on thread `{thread_id}`: another writer saved after "
+            f"checkpoint {parent_id!r}; nothing was overwritten"
+        )
+
+
+class CorruptCheckpoint(EngineError, ValueError):
+    """No readable checkpoint is left for a thread that has checkpoints on disk."""
+
+    def __init__(self, thread_id: str, detail: str) -> None:
+        self.thread_id = thread_id
+        super().__init__(f"thread `{thread_id}`: {detail}")
+
+
+class StateSerializationError(EngineError, TypeError):
+    """A state value cannot be written to a checkpoint as JSON."""
+
+    def __init__(self, node: str | None, path: str, detail: str) -> None:
+        self.node = node
+        self.path = path
+        origin = f" produced by node `{node}`" if node else ""
+        super().__init__(f"cannot serialise state value at `{path}`{origin}: {detail}")
+
+
+class StoreWriteError(EngineError, OSError):
+    """The checkpoint store could not write; the previous checkpoint is intact."""
+
+    def __init__(self, thread_id: str, cause: OSError) -> None:
+        self.thread_id = thread_id
+        self.cause = cause
+        super().__init__(
+            f"could not write a checkpoint for thread `{thread_id}`: "
+            f"{cause.strerror or cause} ({type(cause).__name__}); "
+            "the previous checkpoint is intact"
+        )

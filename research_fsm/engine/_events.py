@@ -1,0 +1,68 @@
+"""Events yielded by ``CompiledGraph.stream`` and ``stream_resume``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ._types import RunResult, Suspension
+
+__all__ = ["Completed", "Emitted", "Event", "NodeFinished", "NodeStarted", "Suspended"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeStarted:
+    """A node is about to run."""
+
+    node: str
+    """The node."""
+    step: int
+    """Its step number in the run."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeFinished:
+    """A node finished and its update was applied and checkpointed."""
+
+    node: str
+    """The node."""
+    step: int
+    """Its step number in the run."""
+    update: dict[str, Any]
+    """The field changes it returned (before reducers)."""
+    duration: float
+    """Seconds the node took, retries included."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Emitted:
+    """Something a node sent with ``ctx.emit`` while running (e.g. an LLM token)."""
+
+    node: str
+    """The node that emitted."""
+    kind: str
+    """A label chosen by the node, e.g. ``"token"``."""
+    data: Any
+    """The payload."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Suspended:
+    """The run paused for human input; the stream ends after this event."""
+
+    suspension: Suspension
+    """What was asked, and the token to resume with."""
+    result: RunResult[Any]
+    """The same result ``run`` would have returned."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Completed:
+    """The run reached END; the stream ends after this event."""
+
+    result: RunResult[Any]
+    """The same result ``run`` would have returned."""
+
+
+Event = NodeStarted | NodeFinished | Emitted | Suspended | Completed
+"""Any event a stream yields."""

@@ -1,0 +1,409 @@
+"""``JsonFileCheckpointStore``: one readable JSON file per checkpoint.
+
+Layout under ``directory``::
+
+    .secret                      token-signing key (0600), unless one is passed in
+    <thread>/                    one directory per thread (0700)
+        .lock                    the lease: an OS file lock, released when the process dies
+        000000000001.json        checkpoint seq 1 (0600)
+        000000000002.json        ...
+        000000000002.json.corrupt  a damaged file moved aside
+
+A save writes a temporary file, fsyncs it, hard-links it to its final name
+(which fails if another writer took that slot: ``CheckpointConflict``) and
+fsyncs the directory, so a killed process leaves the old or the new checkpoint,
+never a torn one. The lease relies on ``flock`` and assumes a local file
+system; a network file system needs a database-backed store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import structlog
+from pydantic import BaseModel
+
+from ._errors import (
+    CheckpointConflict,
+    CorruptCheckpoint,
+    StateSerializationError,
+    StoreWriteError,
+    ThreadBusy,
+)
+from ._serialize import find_unserializable
+from ._store import validate_thread_id
+from ._types import Checkpoint
+
+try:  # POSIX
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["SCHEMA_VERSION", "JsonFileCheckpointStore"]
+
+SCHEMA_VERSION = 1
+_CHECKSUM_MARK = ',\n  "checksum": "'
+_HEADER_FIELDS = (
+    "thread_id", "checkpoint_id", "parent_id", "seq", "run_id", "step", "status",
+    "next", "last_node", "created_at", "suspension", "error",
+)  # fmt: skip
+_log = structlog.get_logger("research_fsm.engine.store")
+
+Durability = Literal["fsync", "none"]
+T = TypeVar("T")
+
+
+async def _to_thread_to_completion(fn: Callable[..., T], *args: Any) -> T:
+    """Run ``fn`` in a worker thread; if the caller is cancelled, wait for ``fn``
+    to finish before re-raising, so the lease is never released mid-write."""
+    work = asyncio.ensure_future(asyncio.to_thread(fn, *args))
+    try:
+        return await asyncio.shield(work)
+    except asyncio.CancelledError:
+        await asyncio.wait({work})
+        if not work.cancelled():
+            work.exception()  # the caller is gone: nobody else will read it
+        raise
+
+
+def _thread_dirname(thread_id: str) -> str:
+    # Ids are case-sensitive; on a case-insensitive file system "Alice" and
+    # "alice" must not share a directory, so ids with capitals get a hash suffix
+    # ('+' never appears in a valid id).
+    if thread_id == thread_id.lower():
+        return thread_id
+    return f"{thread_id}+{hashlib.sha256(thread_id.encode()).hexdigest()[:16]}"
+
+
+def _file_name(seq: int) -> str:
+    return f"{seq:012d}.json"
+
+
+def _seq_of(name: str) -> int | None:
+    if len(name) == 17 and name.endswith(".json") and name[:12].isdigit():
+        return int(name[:12])
+    return None
+
+
+class _FileLease:
+    __slots__ = ("_fd", "_owner", "_thread_id")
+
+    def __init__(self, owner: JsonFileCheckpointStore, thread_id: str, fd: int) -> None:
+        self._owner = owner
+        self._thread_id = thread_id
+        self._fd: int | None = fd
+
+    async def release(self) -> None:
+        self.release_now()
+
+    def release_now(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            self._owner._leased.discard(self._thread_id)
+            os.close(fd)  # closing the descriptor drops the flock
+
+
+class JsonFileCheckpointStore:
+    """Checkpoints as JSON files, one directory per thread.
+
+    Args:
+        directory: root folder (created 0700 if missing).
+        durability: ``"fsync"`` survives power loss; ``"none"`` survives a killed
+            process (atomic rename) but not a power cut, and is much faster.
+        keep: prune each thread to its newest ``keep`` checkpoints (``None``: keep all).
+        secret: key for signing resume tokens; by default a random key is kept
+            in ``directory/.secret`` (0600) and shared by every process.
+    """
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        *,
+        durability: Durability = "fsync",
+        keep: int | None = None,
+        secret: bytes | str | None = None,
+    ) -> None:
+        if durability not in ("fsync", "none"):
+            raise ValueError(f"durability must be 'fsync' or 'none', got {durability!r}")
+        if keep is not None and (not isinstance(keep, int) or keep < 1):
+            raise ValueError(f"keep must be None or an int >= 1, got {keep!r}")
+        if fcntl is None:  # pragma: no cover
+            raise RuntimeError("JsonFileCheckpointStore needs a POSIX system (fcntl)")
+        self.directory = Path(directory)
+        self.durability: Durability = durability
+        self.keep = keep
+        self._secret = secret.encode() if isinstance(secret, str) else secret
+        self._leased: set[str] = set()
+
+    def __repr__(self) -> str:
+        return (
+            f"JsonFileCheckpointStore({str(self.directory)!r}, "
+            f"durability={self.durability!r}, keep={self.keep!r})"
+        )
+
+    def thread_dir(self, thread_id: str) -> Path:
+        """The folder holding ``thread_id``'s checkpoints (``ValueError`` for a bad id)."""
+        return self.directory / _thread_dirname(validate_thread_id(thread_id))
+
+    # -- lease -----------------------------------------------------------------
+
+    async def acquire(self, thread_id: str) -> _FileLease:
+        # mkdir + open + a non-blocking flock: quick metadata calls, done inline so
+        # that a cancelled acquire can never leave a lock held by an orphan fd.
+        fd = self._lock(thread_id)
+        self._leased.add(thread_id)
+        return _FileLease(self, thread_id, fd)
+
+    def _lock(self, thread_id: str) -> int:
+        folder = self.thread_dir(thread_id)
+        self._mkdir(folder)
+        fd = os.open(folder / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise ThreadBusy(thread_id) from None
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def _mkdir(self, folder: Path) -> None:
+        for path in (self.directory, folder):
+            try:
+                path.mkdir(mode=0o700)
+            except FileExistsError:
+                pass
+            except OSError as exc:
+                if exc.errno == errno.ENOENT:
+                    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+                else:
+                    raise
+
+    # -- saving ----------------------------------------------------------------
+
+    async def save(self, checkpoint: Checkpoint) -> None:
+        await _to_thread_to_completion(self._save, checkpoint)
+
+    def _save(self, cp: Checkpoint) -> None:
+        data = self.encode(cp)
+        folder = self.thread_dir(cp.thread_id)
+        final = folder / _file_name(cp.seq)
+        tmp = folder / f".tmp-{secrets.token_hex(8)}.json"
+        try:
+            self._mkdir(folder)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+                if self.durability == "fsync":
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+            try:
+                os.link(tmp, final)
+            except FileExistsError:
+                raise CheckpointConflict(cp.thread_id, cp.parent_id) from None
+            finally:
+                _unlink(tmp)
+            if self.durability == "fsync":
+                _fsync_dir(folder)
+        except OSError as exc:
+            _unlink(tmp)
+            raise StoreWriteError(cp.thread_id, exc) from exc
+        if self.keep is not None and cp.seq > self.keep:
+            _unlink(folder / _file_name(cp.seq - self.keep))
+
+    @staticmethod
+    def encode(cp: Checkpoint) -> bytes:
+        """The exact bytes written for ``cp`` (indented JSON with a checksum)."""
+        lines = ['{\n  "schema_version": ' + str(SCHEMA_VERSION)]
+        for name in _HEADER_FIELDS:
+            value = getattr(cp, name)
+            try:
+                text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+            except (TypeError, ValueError) as exc:
+                path, detail = find_unserializable(value, name)
+                raise StateSerializationError(cp.last_node, path, detail or str(exc)) from None
+            lines.append(f'  "{name}": {text}')
+        lines.append('  "state": ' + _state_json(cp).replace("\n", "\n  "))
+        body = ",\n".join(lines).encode("utf-8", "surrogatepass")
+        digest = hashlib.sha256(body).hexdigest()
+        return body + f'{_CHECKSUM_MARK}sha256:{digest}"\n}}\n'.encode()
+
+    # -- loading ---------------------------------------------------------------
+
+    async def load_latest(self, thread_id: str) -> Checkpoint | None:
+        return await asyncio.to_thread(self._load_latest, thread_id)
+
+    def _load_latest(self, thread_id: str) -> Checkpoint | None:
+        folder = self.thread_dir(thread_id)
+        seqs = self._list(folder, thread_id)
+        damaged: list[str] = []
+        for seq in seqs:
+            path = folder / _file_name(seq)
+            try:
+                return self._read(path, thread_id)
+            except _Damaged as exc:
+                damaged.append(path.name)
+                _log.warning(
+                    "corrupt checkpoint moved aside; using the one before it",
+                    thread_id=thread_id, file=str(path), reason=str(exc),
+                )  # fmt: skip
+                with contextlib.suppress(OSError):
+                    os.replace(path, path.with_name(path.name + ".corrupt"))
+        if damaged:
+            raise CorruptCheckpoint(
+                thread_id,
+                f"no readable checkpoint left; damaged files moved aside: {', '.join(damaged)}",
+            )
+        return None
+
+    def _list(self, folder: Path, thread_id: str) -> list[int]:
+        """Checkpoint seqs on disk, newest first; tidies up if we hold the lease."""
+        try:
+            names = os.listdir(folder)
+        except FileNotFoundError:
+            return []
+        seqs = sorted((s for s in map(_seq_of, names) if s is not None), reverse=True)
+        if thread_id in self._leased:
+            for name in names:
+                if name.startswith(".tmp-"):
+                    _unlink(folder / name)  # left by a writer killed mid-save
+            if self.keep is not None:
+                for seq in seqs[self.keep :]:
+                    _unlink(folder / _file_name(seq))
+                del seqs[self.keep :]
+        return seqs
+
+    def _read(self, path: Path, thread_id: str) -> Checkpoint:
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            raise _Damaged("vanished") from None
+        cut = raw.rfind(_CHECKSUM_MARK.encode())
+        if cut < 0:
+            raise _Damaged("no checksum (truncated?)")
+        expected = raw[cut + len(_CHECKSUM_MARK) :].split(b'"', 1)[0].decode("ascii", "replace")
+        actual = "sha256:" + hashlib.sha256(raw[:cut]).hexdigest()
+        if expected != actual:
+            raise _Damaged("checksum mismatch")
+        try:
+            data = json.loads(raw.decode("utf-8", "surrogatepass"))
+        except ValueError as exc:
+            raise _Damaged(f"not JSON: {exc}") from None
+        version = data.get("schema_version") if isinstance(data, dict) else None
+        if not isinstance(version, int):
+            raise _Damaged("no schema_version")
+        if version > SCHEMA_VERSION:
+            raise CorruptCheckpoint(
+                thread_id,
+                f"{path.name} was written with checkpoint schema version {version}; this "
+                f"research_fsm reads up to version {SCHEMA_VERSION}: upgrade research_fsm",
+            )
+        if data.get("thread_id") != thread_id:
+            raise _Damaged(f"belongs to thread {data.get('thread_id')!r}")
+        try:
+            return Checkpoint(**{name: data[name] for name in _HEADER_FIELDS}, state=data["state"])
+        except (KeyError, TypeError) as exc:
+            raise _Damaged(f"missing field {exc}") from None
+
+    async def history(self, thread_id: str) -> AsyncIterator[Checkpoint]:
+        folder = self.thread_dir(thread_id)
+        seqs = await asyncio.to_thread(self._list, folder, thread_id)
+        for seq in seqs:
+            try:
+                yield await asyncio.to_thread(self._read, folder / _file_name(seq), thread_id)
+            except _Damaged:
+                continue
+
+    # -- the rest ----------------------------------------------------------------
+
+    async def delete(self, thread_id: str) -> None:
+        lease = await self.acquire(thread_id)
+        try:
+            await _to_thread_to_completion(self._delete, thread_id)
+        finally:
+            await lease.release()
+
+    def _delete(self, thread_id: str) -> None:
+        folder = self.thread_dir(thread_id)
+        for name in os.listdir(folder):
+            if name != ".lock":
+                path = folder / name
+                if path.is_dir():
+                    shutil.rmtree(path)
+                else:
+                    _unlink(path)
+
+    async def secret(self) -> bytes:
+        if self._secret is None:
+            self._secret = await asyncio.to_thread(self._load_secret)
+        return self._secret
+
+    def _load_secret(self) -> bytes:
+        path = self.directory / ".secret"
+        self._mkdir(self.directory)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            pass
+        else:
+            key = secrets.token_bytes(32)
+            try:
+                os.write(fd, key.hex().encode())
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            return key
+        for _ in range(50):  # another process may be writing it right now
+            data = path.read_bytes()
+            if len(data) == 64:
+                try:
+                    return bytes.fromhex(data.decode("ascii"))
+                except ValueError:
+                    break
+            time.sleep(0.01)
+        raise CorruptCheckpoint(
+            ".secret", f"the key file {path} is damaged; delete it to make a new key"
+        )
+
+
+class _Damaged(Exception):
+    """A checkpoint file that cannot be trusted."""
+
+
+def _state_json(cp: Checkpoint) -> str:
+    state: BaseModel | dict[str, Any] = cp.state
+    try:
+        if isinstance(state, BaseModel):
+            return state.model_dump_json(indent=2)
+        return json.dumps(state, indent=2, ensure_ascii=False, allow_nan=False)
+    except Exception as exc:  # pydantic raises several types here
+        path, detail = find_unserializable(state, "state")
+        raise StateSerializationError(cp.last_node, path, detail or str(exc)) from None
+
+
+def _unlink(path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

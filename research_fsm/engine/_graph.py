@@ -1,0 +1,278 @@
+"""``StateGraph``: declare nodes, edges and routers; ``compile()`` validates them."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from pydantic import BaseModel
+
+from ._errors import GraphValidationError
+from ._state import StateSchema
+from ._types import END, START, RetryPolicy
+
+if TYPE_CHECKING:
+    from ._compiled import CompiledGraph
+    from ._store import CheckpointStore
+
+__all__ = ["StateGraph"]
+
+StateT = TypeVar("StateT", bound=BaseModel)
+NodeCall = Callable[[Any, Any], Awaitable[Any]]
+ResumeCall = Callable[[Any, Any, Any], Awaitable[Any]]
+_RESERVED = (START, END)
+
+
+@dataclass(slots=True, kw_only=True)
+class NodeSpec:
+    """A node as the run loop sees it: normalised callables and policies."""
+
+    name: str
+    call: NodeCall
+    resume: ResumeCall | None
+    takes_ctx: bool
+    retry: RetryPolicy | None
+    timeout: float | None
+    on_error: str | None
+
+
+@dataclass(slots=True, kw_only=True)
+class RouterSpec:
+    """A conditional exit: ``fn(state)`` picks a key, ``targets`` maps it to a node."""
+
+    source: str
+    fn: Callable[[Any], Any]
+    is_async: bool
+    targets: dict[Hashable, str]
+
+
+def _positional_count(fn: Callable[..., Any]) -> int:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return 2
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
+        return 2
+    return sum(1 for p in params if p.kind in kinds)
+
+
+def _is_async(fn: object) -> bool:
+    if inspect.iscoroutinefunction(fn):
+        return True
+    call = getattr(fn, "__call__", None)  # noqa: B004 - async callable objects
+    return call is not None and inspect.iscoroutinefunction(call)
+
+
+def _adapt_node(name: str, node: object) -> tuple[NodeCall, ResumeCall | None, bool]:
+    if isinstance(node, type):
+        raise GraphValidationError(
+            [f"node `{name}`: pass an instance of `{node.__name__}`, not the class"]
+        )
+    run = getattr(node, "run", None)
+    if run is not None and not inspect.isfunction(node) and callable(run):
+        if not inspect.iscoroutinefunction(run):
+            raise GraphValidationError(
+                [
+                    f"node `{name}`: `{type(node).__name__}.run` must be `async def run(self, state, ctx)`"
+                ]
+            )
+        resume = getattr(node, "resume", None)
+        if resume is not None and not inspect.iscoroutinefunction(resume):
+            raise GraphValidationError(
+                [
+                    f"node `{name}`: `{type(node).__name__}.resume` must be `async def resume(self, state, value, ctx)`"
+                ]
+            )
+        return run, resume, True
+    if not callable(node):
+        raise GraphValidationError(
+            [f"node `{name}` must be an async function or an object with `async def run(self, state, ctx)`, "
+             f"got {type(node).__name__}"]
+        )  # fmt: skip
+    if not _is_async(node):
+        raise GraphValidationError(
+            [f"node `{name}` must be an async function (`async def`); got a plain "
+             f"callable {getattr(node, '__name__', type(node).__name__)!r}"]
+        )  # fmt: skip
+    count = _positional_count(node)
+    if count < 1:
+        raise GraphValidationError([f"node `{name}` must accept the state as its first parameter"])
+    if count == 1:
+        fn1: Callable[[Any], Awaitable[Any]] = node
+
+        async def call_state_only(state: Any, ctx: Any) -> Any:
+            return await fn1(state)
+
+        return call_state_only, None, False
+    return node, None, True
+
+
+class StateGraph(Generic[StateT]):
+    """A graph of async nodes over a pydantic state model.
+
+    Example::
+
+        graph = StateGraph(MyState)
+        graph.add_node("greet", greet)
+        graph.add_edge(START, "greet")
+        graph.add_edge("greet", END)
+        app = graph.compile()
+    """
+
+    def __init__(self, state_model: type[StateT]) -> None:
+        if not (isinstance(state_model, type) and issubclass(state_model, BaseModel)):
+            raise GraphValidationError(
+                [f"StateGraph needs a pydantic BaseModel subclass, got `{state_model!r}`"]
+            )
+        self.state_model = state_model
+        self.schema = StateSchema(state_model)
+        self.nodes: dict[str, NodeSpec] = {}
+        self.edges: list[tuple[str, str]] = []
+        self.routers: dict[str, RouterSpec] = {}
+        self._problems: list[str] = []
+
+    def add_node(
+        self,
+        name: str,
+        node: object,
+        *,
+        retry: RetryPolicy | None = None,
+        timeout: float | None = None,
+        on_error: str | None = None,
+    ) -> StateGraph[StateT]:
+        """Add a node: an async ``(state)`` / ``(state, ctx)`` callable, or an
+        object with ``async def run(self, state, ctx)`` and optionally
+        ``async def resume(self, state, value, ctx)``."""
+        if not isinstance(name, str) or not name:
+            raise GraphValidationError([f"node name must be a non-empty str, got {name!r}"])
+        if name in _RESERVED:
+            raise GraphValidationError([f"node name `{name}` is reserved (START/END)"])
+        if name in self.nodes:  # reported by compile() with every other problem
+            self._problems.append(f"duplicate node name `{name}`")
+            return self
+        if timeout is not None and not timeout > 0:
+            raise GraphValidationError(
+                [f"node `{name}`: timeout must be > 0 seconds, got {timeout!r}"]
+            )
+        if retry is not None and not isinstance(retry, RetryPolicy):
+            raise GraphValidationError(
+                [f"node `{name}`: retry must be a RetryPolicy, got {retry!r}"]
+            )
+        call, resume, takes_ctx = _adapt_node(name, node)
+        self.nodes[name] = NodeSpec(
+            name=name, call=call, resume=resume, takes_ctx=takes_ctx,
+            retry=retry, timeout=timeout, on_error=on_error,
+        )  # fmt: skip
+        return self
+
+    def add_edge(self, source: str, target: str) -> StateGraph[StateT]:
+        """Always go from ``source`` to ``target`` (``START``/``END`` allowed)."""
+        self.edges.append((source, target))
+        return self
+
+    def add_router(
+        self,
+        source: str,
+        router: Callable[[Any], Any],
+        targets: Sequence[str] | Mapping[Hashable, str],
+    ) -> StateGraph[StateT]:
+        """After ``source``, call ``router(state)`` (sync or async) and go to the
+        node its key names: ``targets`` is a list of node names (the key is the
+        name) or a mapping key -> node name."""
+        if not callable(router):
+            raise GraphValidationError([f"router of `{source}` must be callable, got {router!r}"])
+        if isinstance(targets, Mapping):
+            mapping = dict(targets)
+        elif isinstance(targets, (list, tuple)):
+            mapping = {t: t for t in targets}
+        else:
+            raise GraphValidationError(
+                [
+                    f"router of `{source}`: targets must be a list of node names or a mapping, got {targets!r}"
+                ]
+            )
+        if not mapping:
+            raise GraphValidationError([f"router of `{source}` declares no targets"])
+        if source in self.routers:
+            self._problems.append(f"node `{source}` has two routers")
+        self.routers[source] = RouterSpec(
+            source=source, fn=router, is_async=_is_async(router), targets=mapping
+        )
+        return self
+
+    def validate(self) -> None:
+        """Raise ``GraphValidationError`` listing every problem, if any."""
+        problems = list(self._problems)
+        known = set(self.nodes)
+        exits: dict[str, list[str]] = {}
+        for source, target in self.edges:
+            if source == END:
+                problems.append(f"edge out of END: `{source}` -> `{target}`")
+                continue
+            if source != START and source not in known:
+                problems.append(f"edge from unknown node `{source}` (to `{target}`)")
+            if target == START:
+                problems.append(f"edge into START from `{source}`")
+            elif target != END and target not in known:
+                problems.append(f"edge from `{source}` to unknown node `{target}`")
+            if source in exits:
+                problems.append(
+                    f"node `{source}` has two unconditional edges (to `{exits[source][0]}` and `{target}`)"
+                )
+            exits.setdefault(source, []).append(target)
+        for source, spec in self.routers.items():
+            if source == END:
+                problems.append("router out of END")
+            elif source != START and source not in known:
+                problems.append(f"router on unknown node `{source}`")
+            if source in exits:
+                problems.append(f"node `{source}` has both an edge and a router")
+            for key, target in spec.targets.items():
+                if target != END and target not in known:
+                    problems.append(
+                        f"router of `{source}` maps key {key!r} to unknown node `{target}`"
+                    )
+            exits.setdefault(source, []).extend(spec.targets.values())
+        if START not in exits:
+            problems.append("START has no edge: add_edge(START, first_node)")
+        for name, node in self.nodes.items():
+            if name not in exits:
+                problems.append(f"node `{name}` has no outgoing edge or router")
+            if node.on_error is not None:
+                if node.on_error in known:
+                    exits[name] = [*exits.get(name, ()), node.on_error]
+                else:
+                    problems.append(
+                        f"node `{name}` has on_error=`{node.on_error}`, which is not a node"
+                    )
+        reachable: set[str] = set()
+        frontier = [START]
+        while frontier:
+            for target in exits.get(frontier.pop(), ()):
+                if target not in reachable and target in known:
+                    reachable.add(target)
+                    frontier.append(target)
+        for name in self.nodes:
+            if name not in reachable:
+                problems.append(f"node `{name}` is unreachable from START")
+        if problems:
+            raise GraphValidationError(problems)
+
+    def compile(
+        self, *, store: CheckpointStore | None = None, step_limit: int = 50
+    ) -> CompiledGraph[StateT]:
+        """Validate the graph and return a runnable ``CompiledGraph``.
+
+        Without ``store`` a private ``MemoryCheckpointStore`` is used.
+        ``step_limit`` bounds the node executions of one ``run``/``resume`` call.
+        """
+        from ._compiled import CompiledGraph
+        from ._memory import MemoryCheckpointStore
+
+        if not isinstance(step_limit, int) or step_limit < 1:
+            raise GraphValidationError([f"step_limit must be an int >= 1, got {step_limit!r}"])
+        self.validate()
+        return CompiledGraph(self, store or MemoryCheckpointStore(), step_limit)

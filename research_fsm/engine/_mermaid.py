@@ -1,0 +1,43 @@
+"""Render a graph as a Mermaid flowchart."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from ._types import END, START
+
+if TYPE_CHECKING:
+    from ._graph import NodeSpec, RouterSpec
+
+__all__ = ["to_mermaid"]
+
+_SAFE = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+
+
+def _label(text: str) -> str:
+    return text.replace('"', "#quot;")
+
+
+def to_mermaid(
+    nodes: Mapping[str, NodeSpec],
+    edges: Mapping[str, str],
+    routers: Mapping[str, RouterSpec],
+) -> str:
+    """Nodes as boxes, START/END as stadiums, router branches labelled with their keys,
+    ``on_error`` exits dotted."""
+    ids = {START: "__start__", END: "__end__"}
+    for i, name in enumerate(nodes):
+        ids[name] = name if _SAFE.fullmatch(name) and name not in ("end", "graph") else f"n{i}"
+    lines = ["flowchart TD", '    __start__(["START"])', '    __end__(["END"])']
+    lines += [f'    {ids[name]}["{_label(name)}"]' for name in nodes]
+    for source, target in edges.items():
+        lines.append(f"    {ids[source]} --> {ids[target]}")
+    for source, router in routers.items():
+        for key, target in router.targets.items():
+            lines.append(f'    {ids[source]} -->|"{_label(str(key))}"| {ids[target]}')
+    for name, spec in nodes.items():
+        if spec.on_error is not None:
+            lines.append(f'    {ids[name]} -.->|"error"| {ids[spec.on_error]}')
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,126 @@
+"""How updates merge into the state: reducers and per-field validation."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from ._errors import InvalidUpdate as BadUpdate
+from ._reducers import Replace, append, replace
+
+__all__ = ["StateSchema"]
+
+
+@dataclass(slots=True)
+class _Field:
+    name: str
+    reducer: Callable[[Any, Any], Any]
+    annotation: Any
+    adapter: TypeAdapter[Any] | None = None
+
+    def validate(self, value: Any) -> Any:
+        if self.adapter is None:
+            self.adapter = TypeAdapter(self.annotation)
+        return self.adapter.validate_python(value)
+
+
+class StateSchema:
+    """The fields of a state model with their reducers (``replace`` by default)."""
+
+    def __init__(self, model: type[BaseModel]) -> None:
+        self.model = model
+        self.fields: dict[str, _Field] = {}
+        for name, info in model.model_fields.items():
+            reducer: Callable[[Any, Any], Any] = replace
+            metadata = []
+            for item in info.metadata:
+                if callable(item) and not isinstance(item, type) and reducer is replace:
+                    reducer = item
+                else:
+                    metadata.append(item)
+            annotation = Annotated[(info.annotation, *metadata)] if metadata else info.annotation
+            self.fields[name] = _Field(name, reducer, annotation)
+        # Keys accepted in a thread's first input: field names and their aliases.
+        self._input_keys: set[str] | None = None
+        if model.model_config.get("extra") != "allow":
+            self._input_keys = set(self.fields)
+            for info in model.model_fields.values():
+                for alias in (info.alias, info.validation_alias):
+                    if isinstance(alias, str):
+                        self._input_keys.add(alias)
+
+    def initial(self, data: Mapping[str, Any] | BaseModel | None) -> BaseModel:
+        """Validate the first input of a thread into a full state."""
+        if isinstance(data, self.model):
+            return data.model_copy()
+        if isinstance(data, BaseModel):
+            data = {k: getattr(data, k) for k in data.model_fields_set}
+        if isinstance(data, Mapping) and self._input_keys is not None:
+            unknown = [str(k) for k in data if k not in self._input_keys]
+            if unknown:
+                raise BadUpdate(
+                    f"input has unknown field `{unknown[0]}` for `{self.model.__name__}`; "
+                    f"fields are: {', '.join(self.fields)}"
+                )
+        try:
+            return self.model.model_validate(data or {})
+        except ValidationError as exc:
+            raise BadUpdate(f"input does not fit `{self.model.__name__}`: {exc}") from None
+
+    def as_changes(self, update: object, origin: str) -> dict[str, Any]:
+        """Turn a node's return value (dict, partial model or None) into a dict."""
+        if update is None:
+            return {}
+        if isinstance(update, dict):
+            return update
+        if isinstance(update, BaseModel):
+            return {k: getattr(update, k) for k in update.model_fields_set}
+        raise BadUpdate(
+            f"{origin} returned {type(update).__name__}; return a dict of field changes, "
+            f"a partial `{self.model.__name__}`, a Suspend, or None"
+        )
+
+    def apply(self, state: BaseModel, changes: Mapping[str, Any], origin: str) -> BaseModel:
+        """Merge ``changes`` into ``state`` with each field's reducer; returns a new state."""
+        if not changes:
+            return state
+        merged: dict[str, Any] = {}
+        for name, value in changes.items():
+            spec = self.fields.get(name)
+            if spec is None:
+                allowed = ", ".join(self.fields)
+                raise BadUpdate(
+                    f"{origin} updated unknown field `{name}` of `{self.model.__name__}`; "
+                    f"fields are: {allowed}"
+                )
+            try:
+                if isinstance(value, Replace):
+                    merged[name] = spec.validate(value.value)
+                elif spec.reducer is replace:
+                    merged[name] = spec.validate(value)
+                elif spec.reducer is append:
+                    if not isinstance(value, (list, tuple)):
+                        value = [value]
+                    merged[name] = append(getattr(state, name), spec.validate(value))
+                else:
+                    merged[name] = spec.validate(spec.reducer(getattr(state, name), value))
+            except ValidationError as exc:
+                raise BadUpdate(
+                    f"{origin} set field `{name}` to a value that does not fit: "
+                    f"{exc.errors()[0]['msg']} (got {type(value).__name__})"
+                ) from None
+            except Exception as exc:  # the field's reducer cannot merge these values
+                raise BadUpdate(
+                    f"{origin} set field `{name}` to a value its reducer cannot merge: "
+                    f"{type(exc).__name__}: {exc} (got {type(value).__name__})"
+                ) from exc
+        return state.model_copy(update=merged)
+
+    def coerce(self, data: BaseModel | Mapping[str, Any]) -> BaseModel:
+        """A loaded checkpoint's state as a model instance."""
+        if isinstance(data, self.model):
+            return data
+        return self.model.model_validate(data)

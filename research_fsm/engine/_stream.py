@@ -1,0 +1,102 @@
+"""``RunStream``: the async iterator behind ``stream`` and ``stream_resume``."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from pydantic import BaseModel
+
+from ._events import Event
+from ._types import RunResult
+
+if TYPE_CHECKING:
+    from ._compiled import CompiledGraph
+
+__all__ = ["RunStream"]
+
+StateT = TypeVar("StateT", bound=BaseModel)
+_DONE: Any = object()
+
+
+async def _drive(
+    start: Callable[[Callable[[Event], None]], Awaitable[RunResult[StateT]]],
+    queue: asyncio.Queue[Any],
+) -> RunResult[StateT]:
+    # Deliberately holds no reference to the RunStream: a stream its consumer
+    # drops (``break`` out of ``async for``) is garbage-collected at once and
+    # ``__del__`` cancels the run, which releases the thread.
+    try:
+        return await start(queue.put_nowait)
+    finally:
+        queue.put_nowait(_DONE)
+
+
+class RunStream(Generic[StateT]):
+    """Events of one run, delivered while it runs.
+
+    Use it as ``async with graph.stream(...) as events: async for ev in events``;
+    leaving the block early cancels the run and releases the thread at once.
+    ``result`` holds the ``RunResult`` once the stream is exhausted.
+    """
+
+    def __init__(
+        self,
+        graph: CompiledGraph[StateT],
+        thread_id: str,
+        start: Callable[[Callable[[Event], None]], Awaitable[RunResult[StateT]]],
+    ) -> None:
+        self._graph = graph
+        self._thread_id = thread_id
+        self._start = start
+        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._task: asyncio.Task[RunResult[StateT]] | None = None
+        self._finished = False
+        self.result: RunResult[StateT] | None = None
+        """The run's result, once the last event was read."""
+
+    def __aiter__(self) -> RunStream[StateT]:
+        return self
+
+    async def __anext__(self) -> Event:
+        if self._finished:
+            raise StopAsyncIteration
+        if self._task is None:
+            self._task = asyncio.ensure_future(_drive(self._start, self._queue))
+        item = await self._queue.get()
+        if item is _DONE:
+            self._finished = True
+            self.result = await self._task  # raises the run's error, if any
+            raise StopAsyncIteration
+        event: Event = item
+        return event
+
+    async def aclose(self) -> None:
+        """Stop the run (if still going) and wait until the thread is released."""
+        self._finished = True
+        task = self._task
+        if task is not None:
+            task.cancel()  # no-op when it already finished
+            await asyncio.wait({task})
+            if not task.cancelled():
+                task.exception()  # mark an unread error as retrieved
+
+    async def __aenter__(self) -> RunStream[StateT]:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def __del__(self) -> None:
+        task = self._task
+        if task is not None and not task.done():
+            with contextlib.suppress(RuntimeError):  # the event loop is already closed
+                task.cancel()

@@ -1,0 +1,231 @@
+"""The small value types of the engine: what nodes return, what runs produce."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from dataclasses import dataclass, field
+from typing import Any, Generic, Literal, TypeVar
+
+from pydantic import BaseModel
+
+from ._errors import EngineError, InvalidResumeToken, NodeTimeout
+
+__all__ = [
+    "END",
+    "START",
+    "Checkpoint",
+    "CheckpointStatus",
+    "ErrorInfo",
+    "RetryPolicy",
+    "RunResult",
+    "RunStatus",
+    "StateSnapshot",
+    "Suspend",
+    "SuspendToken",
+    "Suspension",
+]
+
+START = "__start__"
+"""The name of the virtual node every run starts from."""
+END = "__end__"
+"""The name of the virtual node that ends a run."""
+
+StateT = TypeVar("StateT", bound=BaseModel)
+
+RunStatus = Literal["completed", "suspended"]
+CheckpointStatus = Literal["running", "suspended", "completed", "failed"]
+
+
+@dataclass(frozen=True, slots=True)
+class Suspend:
+    """Returned by a node to pause the run until ``resume(token, value)``."""
+
+    payload: Any
+    """What the node asks for; any JSON-serialisable value. Handed to the caller."""
+    update: dict[str, Any] | BaseModel | None = None
+    """State changes applied before pausing (e.g. an attempt counter)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RetryPolicy:
+    """How often, and how patiently, a failing node is retried."""
+
+    max_attempts: int = 3
+    """Total attempts, the first one included (1 means no retry)."""
+    backoff: float = 0.1
+    """Seconds to wait before the second attempt; doubles after each failure."""
+    max_backoff: float = 5.0
+    """Upper bound of one wait, in seconds."""
+    retry_on: tuple[type[BaseException], ...] = (Exception,)
+    """Exception types that are retried; the engine's own control errors never are
+    (a ``NodeTimeout`` is a node failure and is retried when it matches)."""
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise ValueError(f"RetryPolicy.max_attempts must be >= 1, got {self.max_attempts}")
+        if self.backoff < 0 or self.max_backoff < 0:
+            raise ValueError("RetryPolicy.backoff and max_backoff must be >= 0")
+
+    def should_retry(self, exc: BaseException, attempt: int) -> bool:
+        """Whether a failure on attempt ``attempt`` (1-based) is retried."""
+        if attempt >= self.max_attempts:
+            return False
+        if isinstance(exc, EngineError) and not isinstance(exc, NodeTimeout):
+            return False
+        return isinstance(exc, self.retry_on)
+
+    def delay(self, attempt: int) -> float:
+        """Seconds to wait after failed attempt ``attempt`` (1-based)."""
+        return float(min(self.backoff * 2.0 ** (attempt - 1), self.max_backoff))
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorInfo:
+    """What failed, handed to an ``on_error`` node as ``ctx.error``."""
+
+    node: str
+    """The node that failed."""
+    exc_type: str
+    """The exception's class name."""
+    message: str
+    """The exception's message."""
+
+
+_TOKEN_PREFIX = "rt1."
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SuspendToken:
+    """The handle to a suspended run; ``str(token)`` is safe to give a browser.
+
+    The token names its thread and checkpoint and carries an HMAC made with the
+    store's secret; ``resume`` refuses one that was edited or minted elsewhere.
+    """
+
+    thread_id: str
+    """The suspended thread."""
+    checkpoint_id: str
+    """The checkpoint the run was suspended at."""
+    signature: str
+    """URL-safe base64 HMAC-SHA256 (truncated) over thread and checkpoint ids."""
+
+    def __str__(self) -> str:
+        body = _b64(f"{self.thread_id}\n{self.checkpoint_id}".encode())
+        return f"{_TOKEN_PREFIX}{body}.{self.signature}"
+
+    @classmethod
+    def parse(cls, text: str) -> SuspendToken:
+        """Parse ``str(token)`` back; raises ``InvalidResumeToken`` if malformed."""
+        if not isinstance(text, str):
+            raise InvalidResumeToken(
+                f"a resume token must be a str or SuspendToken, got {type(text).__name__}"
+            )
+        if not text.startswith(_TOKEN_PREFIX) or len(text) > 1024:
+            raise InvalidResumeToken("malformed resume token: unknown format")
+        body, _, signature = text[len(_TOKEN_PREFIX) :].partition(".")
+        try:
+            thread_id, sep, checkpoint_id = _unb64(body).decode().partition("\n")
+        except (binascii.Error, UnicodeDecodeError, ValueError):
+            raise InvalidResumeToken("malformed resume token: bad encoding") from None
+        if not sep or not thread_id or not checkpoint_id or not signature:
+            raise InvalidResumeToken("malformed resume token: missing parts")
+        return cls(thread_id=thread_id, checkpoint_id=checkpoint_id, signature=signature)
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def _unb64(text: str) -> bytes:
+    if not text.isascii():
+        raise ValueError("not ascii")
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Suspension:
+    """A pending request for human input."""
+
+    node: str
+    """The node that suspended and will be resumed."""
+    payload: Any
+    """What the node asked (the ``Suspend.payload``)."""
+    token: SuspendToken
+    """Pass this (or its ``str``) to ``resume``."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunResult(Generic[StateT]):
+    """The outcome of one ``run`` or ``resume`` call."""
+
+    status: RunStatus
+    """``"completed"`` (reached END) or ``"suspended"`` (waits for ``resume``)."""
+    state: StateT
+    """The state after the last step."""
+    path: list[str]
+    """Names of the nodes executed by this call, in order."""
+    checkpoint_id: str
+    """The checkpoint saved last."""
+    thread_id: str
+    """The thread this call ran on."""
+    suspension: Suspension | None = None
+    """Set when ``status == "suspended"``."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StateSnapshot(Generic[StateT]):
+    """The latest saved checkpoint of a thread, as ``get_state`` returns it."""
+
+    state: StateT
+    """The state saved."""
+    status: CheckpointStatus
+    """``running`` (stopped midway), ``suspended``, ``completed`` or ``failed``."""
+    next: str | None
+    """The node that runs next, or ``None`` when completed."""
+    suspension: Suspension | None
+    """The pending suspension, when suspended."""
+    checkpoint_id: str
+    """Id of the checkpoint."""
+    created_at: str
+    """ISO-8601 UTC time the checkpoint was written."""
+    error: ErrorInfo | None = None
+    """What failed, when ``status == "failed"``."""
+
+
+@dataclass(slots=True, kw_only=True)
+class Checkpoint:
+    """One saved step of a thread; what a ``CheckpointStore`` keeps.
+
+    ``state`` is the state model instance when saving; stores that serialise
+    return it as a JSON ``dict`` when loading and the engine validates it.
+    """
+
+    thread_id: str
+    """The thread."""
+    checkpoint_id: str
+    """Unique, unguessable id; never reused."""
+    parent_id: str | None
+    """The checkpoint this one follows; ``None`` for the first of a thread."""
+    seq: int
+    """Position in the thread's history: the first checkpoint is 1."""
+    run_id: str
+    """The run (START to END, across suspensions) this checkpoint belongs to."""
+    step: int
+    """Nodes completed in this run so far."""
+    status: CheckpointStatus
+    """``running``, ``suspended``, ``completed`` or ``failed``."""
+    next: str | None
+    """The node to run next (``None`` when completed)."""
+    state: BaseModel | dict[str, Any]
+    """The state after the step."""
+    created_at: str
+    """ISO-8601 UTC creation time."""
+    suspension: dict[str, Any] | None = None
+    """``{"node": ..., "payload": ...}`` when suspended."""
+    error: dict[str, str] | None = None
+    """``{"node", "exc_type", "message"}`` when failed."""
+    last_node: str | None = None
+    """The node whose step produced this checkpoint."""
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Store-specific metadata (not interpreted by the engine)."""

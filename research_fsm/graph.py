@@ -1,0 +1,94 @@
+"""The research assistant's graph: six agents and three routers on the engine."""
+
+from __future__ import annotations
+
+from .agents import (
+    ClarityAgent,
+    ErrorRecoveryAgent,
+    InterruptAgent,
+    ResearchAgent,
+    SynthesisAgent,
+    ValidatorAgent,
+)
+from .constants import CONFIDENCE_THRESHOLD, MAX_RESEARCH_ATTEMPTS, NODE_TIMEOUT_SECONDS
+from .engine import END, START, StateGraph
+from .llm import LLM
+from .sources import CompanyIndex, DataSource
+from .state import ResearchState
+
+__all__ = ["build_research_graph", "clarity_router", "research_router", "validation_router"]
+
+
+def clarity_router(state: ResearchState) -> str:
+    """error | needs_clarification | cancelled | clear."""
+    if state.error_context is not None:
+        return "error"
+    if state.clarity_status == "needs_clarification":
+        return "needs_clarification"
+    if state.clarity_status == "cancelled":
+        return "cancelled"
+    return "clear"
+
+
+def research_router(state: ResearchState) -> str:
+    """error | no_findings | confident | uncertain."""
+    if state.error_context is not None:
+        return "error"
+    if state.research_findings is None:
+        return "no_findings"
+    if state.confidence_score >= CONFIDENCE_THRESHOLD:
+        return "confident"
+    return "uncertain"
+
+
+def validation_router(state: ResearchState) -> str:
+    """error | retry | done."""
+    if state.error_context is not None:
+        return "error"
+    if state.validation_result == "insufficient" and state.research_attempts < MAX_RESEARCH_ATTEMPTS:
+        return "retry"
+    return "done"
+
+
+def build_research_graph(
+    *, source: DataSource, index: CompanyIndex, llm: LLM | None = None
+) -> StateGraph[ResearchState]:
+    """The assistant's graph, not yet compiled (compile it with your store)."""
+    graph = StateGraph(ResearchState)
+    guarded = {"timeout": NODE_TIMEOUT_SECONDS, "on_error": "error_recovery"}
+    graph.add_node("clarity", ClarityAgent(index, llm), **guarded)  # type: ignore[arg-type]
+    graph.add_node("interrupt", InterruptAgent())
+    graph.add_node("research", ResearchAgent(source), **guarded)  # type: ignore[arg-type]
+    graph.add_node("validator", ValidatorAgent(llm), **guarded)  # type: ignore[arg-type]
+    graph.add_node("synthesis", SynthesisAgent(llm), **guarded)  # type: ignore[arg-type]
+    graph.add_node("error_recovery", ErrorRecoveryAgent(), timeout=NODE_TIMEOUT_SECONDS)
+    graph.add_edge(START, "clarity")
+    graph.add_router(
+        "clarity",
+        clarity_router,
+        {
+            "needs_clarification": "interrupt",
+            "clear": "research",
+            "cancelled": "synthesis",
+            "error": "error_recovery",
+        },
+    )
+    graph.add_edge("interrupt", "clarity")
+    graph.add_router(
+        "research",
+        research_router,
+        {
+            "confident": "synthesis",
+            "no_findings": "synthesis",
+            "uncertain": "validator",
+            "error": "error_recovery",
+        },
+    )
+    graph.add_router(
+        "validator",
+        validation_router,
+        {"retry": "research", "done": "synthesis", "error": "error_recovery"},
+    )
+    graph.add_edge("synthesis", END)
+    graph.add_edge("error_recovery", END)
+    return graph

@@ -1,0 +1,93 @@
+"""The ``LLM`` seam the agents think through, and what it returns."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Generic, Literal, Protocol, TypeVar, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict
+
+__all__ = ["LLM", "LLMError", "LLMErrorKind", "StructuredReply", "TextReply", "Usage"]
+
+M = TypeVar("M", bound=BaseModel)
+LLMErrorKind = Literal["auth", "rate_limit", "overloaded", "server", "timeout", "connection", "schema", "other"]
+
+
+class Usage(BaseModel):
+    """Token usage and estimated cost; adds up with ``+``."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True, frozen=True)
+
+    input_tokens: int = 0
+    """Prompt tokens."""
+    output_tokens: int = 0
+    """Completion tokens."""
+    calls: int = 0
+    """LLM requests made."""
+    cost_usd: float = 0.0
+    """Estimated cost in US dollars."""
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            calls=self.calls + other.calls,
+            cost_usd=round(self.cost_usd + other.cost_usd, 6),
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StructuredReply(Generic[M]):
+    """A validated structured answer."""
+
+    value: M
+    """The answer, an instance of the requested schema."""
+    usage: Usage
+    """What producing it cost."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TextReply:
+    """A generated text."""
+
+    text: str
+    """The whole text."""
+    usage: Usage
+    """What producing it cost."""
+
+
+class LLMError(Exception):
+    """An LLM call failed for good (after the client's own retries)."""
+
+    def __init__(self, message: str, *, kind: LLMErrorKind = "other") -> None:
+        super().__init__(message)
+        self.message = message
+        """What went wrong (never contains credentials)."""
+        self.kind: LLMErrorKind = kind
+        """The failure's class: auth, rate_limit, overloaded, server, timeout, connection, schema, other."""
+
+
+@runtime_checkable
+class LLM(Protocol):
+    """What the agents need from a language model."""
+
+    model: str
+    """The model's name, for logs and pricing."""
+
+    async def structured(
+        self, *, agent: str, system: str, prompt: str, schema: type[M]
+    ) -> StructuredReply[M]:
+        """Answer ``prompt`` with an instance of ``schema``; raise ``LLMError`` on failure."""
+        ...
+
+    async def generate(
+        self,
+        *,
+        agent: str,
+        system: str,
+        prompt: str,
+        on_token: Callable[[str], None] | None = None,
+    ) -> TextReply:
+        """Write text, calling ``on_token`` with each piece as it arrives."""
+        ...

@@ -1,0 +1,165 @@
+"""Models and the protocol shared by every research data source."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import partial
+from typing import Any, Final, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+INTENTS: Final[tuple[str, ...]] = (
+    "overview",
+    "news",
+    "stock",
+    "leadership",
+    "products",
+    "competitors",
+    "comparison",
+)
+"""What a user can ask about a company; ``SearchContext.intent`` is one of these."""
+
+DEFAULT_INTENT: Final[str] = "overview"
+"""The intent used when none (or an unknown one) is given."""
+
+_MODEL_CONFIG: Final = ConfigDict(use_attribute_docstrings=True, extra="forbid")
+
+
+class SourceRef(BaseModel):
+    """A citable source behind some findings."""
+
+    model_config = _MODEL_CONFIG
+
+    title: str
+    """Human-readable title, e.g. ``"Apple Inc. - Wikipedia"``."""
+    url: str
+    """Absolute URL of the source."""
+
+
+class ResearchFindings(BaseModel):
+    """What a data source found about one company; every text field is optional."""
+
+    model_config = _MODEL_CONFIG
+
+    company: str
+    """Canonical company name, e.g. ``"Apple Inc."``."""
+    recent_news: str | None = None
+    """Recent news and events."""
+    stock_info: str | None = None
+    """Listings, share price, market cap and financial figures."""
+    key_developments: str | None = None
+    """Strategic developments (products launched, partnerships, milestones)."""
+    overview: str | None = None
+    """Industry, headquarters, founding, size and website."""
+    key_people: str | None = None
+    """Executives, board members and founders."""
+    products: str | None = None
+    """Main products and services."""
+    sources: list[SourceRef] = Field(default_factory=list)
+    """Where the findings come from."""
+    raw_data: dict[str, Any] = Field(default_factory=dict)
+    """Source-specific raw data, for debugging and provenance."""
+
+    def populated_fields(self) -> list[str]:
+        """Return the names of the text fields that hold data, in declaration order."""
+        return [name for name in FINDING_FIELDS if getattr(self, name)]
+
+
+FINDING_FIELDS: Final[tuple[str, ...]] = (
+    "recent_news",
+    "stock_info",
+    "key_developments",
+    "overview",
+    "key_people",
+    "products",
+)
+"""The optional text fields of ``ResearchFindings``."""
+
+
+class SearchContext(BaseModel):
+    """What the research agent asks a data source for, besides the company name."""
+
+    model_config = _MODEL_CONFIG
+
+    query: str = ""
+    """The user's question, for relevance."""
+    intent: str = DEFAULT_INTENT
+    """One of ``INTENTS``; unknown or empty values are read as ``"overview"``."""
+    feedback: str | None = None
+    """Validator feedback from the previous attempt, if this is a retry."""
+    attempt: int = Field(default=1, ge=1)
+    """Research attempt number, starting at 1."""
+
+    @field_validator("intent", mode="before")
+    @classmethod
+    def _normalise_intent(cls, value: object) -> str:
+        """Lower-case the intent and map unknown values to the default."""
+        text = str(value).strip().lower() if value is not None else ""
+        return text if text in INTENTS else DEFAULT_INTENT
+
+
+class SearchResult(BaseModel):
+    """The answer of one data source to one search."""
+
+    model_config = _MODEL_CONFIG
+
+    findings: ResearchFindings | None
+    """The findings, or ``None`` when the company was not found."""
+    confidence: int = Field(ge=0, le=10)
+    """The source's own confidence in the findings for the asked intent, 0-10."""
+    source_name: str
+    """``DataSource.name`` of the source that answered."""
+    note: str | None = None
+    """Remark for logs and the validator, e.g. ``"company not found in directory"``."""
+
+
+class CompanyRef(BaseModel):
+    """A company a source knows by name, for name resolution."""
+
+    model_config = _MODEL_CONFIG
+
+    name: str
+    """Canonical name, e.g. ``"Apple Inc."``."""
+    aliases: list[str] = Field(default_factory=list)
+    """Other names, e.g. ``["Apple"]`` or ``["Google"]``."""
+    tickers: list[str] = Field(default_factory=list)
+    """Ticker symbols, primary listing first, e.g. ``["AAPL", "APC.F"]``."""
+
+
+class DataSourceError(Exception):
+    """A data source failed to answer (network, quota, bad response...)."""
+
+    def __init__(self, message: str, *, source: str, retryable: bool) -> None:
+        """Create the error; ``retryable`` says whether trying again may help."""
+        super().__init__(message)
+        self.message: str = message
+        """What went wrong."""
+        self.source: str = source
+        """Name of the failing data source."""
+        self.retryable: bool = retryable
+        """Whether retrying the same search may succeed."""
+
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        """Support pickling despite the keyword-only arguments."""
+        rebuild = partial(type(self), source=self.source, retryable=self.retryable)
+        return (rebuild, (self.message,))
+
+
+@runtime_checkable
+class DataSource(Protocol):
+    """A pluggable source of company research data."""
+
+    name: str
+    """Human-readable name, reported as ``SearchResult.source_name``."""
+
+    async def search(self, company: str, context: SearchContext) -> SearchResult:
+        """Research ``company``; raise ``DataSourceError`` when the source fails."""
+        ...
+
+    def is_available(self) -> bool:
+        """Whether the source can be used (e.g. an API key is configured)."""
+        ...
+
+    async def companies(self) -> Sequence[CompanyRef]:
+        """Companies this source knows by name (may be empty, e.g. web search)."""
+        ...

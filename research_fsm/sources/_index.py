@@ -1,0 +1,285 @@
+"""Company name index: resolve names, aliases and tickers; find companies in text."""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Final
+
+from pydantic import BaseModel, ConfigDict
+
+from ._base import CompanyRef, DataSource
+from ._text import (
+    COMMON_WORDS,
+    ORDINARY_WORDS,
+    TICKER_STOPWORDS,
+    Token,
+    is_ticker_like,
+    key_of,
+    name_keys,
+    short_name,
+    tokenize,
+)
+
+MAX_NGRAM: Final = 5
+"""Longest company name, in words, looked for in text."""
+
+FUZZY_MIN_LENGTH: Final = 5
+"""Shortest word (and company name) that may match with a typo."""
+
+FUZZY_CUTOFF: Final = 0.88
+"""Lowest ``difflib`` similarity ratio accepted for a fuzzy match."""
+
+
+class CompanyMatch(BaseModel):
+    """A company mentioned in a text."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True, frozen=True)
+
+    name: str
+    """Canonical name of the company, e.g. ``"Apple Inc."``."""
+    matched: str
+    """The text as written, e.g. ``"apple"``, ``"$aapl"`` or ``"Microsft"``."""
+    score: float
+    """1.0 for an exact name, alias or ticker; the similarity ratio for a typo."""
+
+
+@dataclass
+class _Entry:
+    ref: CompanyRef
+    short_key: str
+    tickers: set[str] = field(default_factory=set)
+
+
+def _capitalised(token: Token) -> bool:
+    """Title case: "Target" or "T", not "target" nor the all-caps "TARGET"."""
+    return token.raw[:1].isupper() and (len(token.raw) == 1 or not token.raw.isupper())
+
+
+def _in_proper_noun(tokens: Sequence[Token], position: int) -> bool:
+    """Whether the word at ``position`` follows a title-case word inside a sentence
+    ("Bill Gates", "Search Engine"), i.e. is part of some other proper noun."""
+    if position == 0 or tokens[position].sentence_start:
+        return False
+    previous = tokens[position - 1].raw
+    return previous[:1].isupper() and any(ch.islower() for ch in previous[1:])
+
+
+def _case_allows(tokens: Sequence[Token], position: int, length: int, shouting: bool) -> bool:
+    """Whether the words at ``position`` may be read as a company name.
+
+    A name made only of ordinary words needs capitals ("Best Buy", "Target");
+    a one-word one must also not be part of another proper noun, and a very
+    common word ("Now", "Next") must not start the sentence. Names of three
+    letters or fewer must not be written in lower case ("ING", not "ing").
+    In an all-caps text, names made of ordinary words are never read.
+    """
+    window = tokens[position : position + length]
+    if all(token.norm in COMMON_WORDS for token in window):
+        if shouting or not all(_capitalised(token) for token in window):
+            return False
+        if length > 1:
+            return True
+        token = window[0]
+        if token.norm in ORDINARY_WORDS and token.sentence_start:
+            return False
+        return not _in_proper_noun(tokens, position)
+    if length == 1 and len(window[0].norm) <= 3:
+        return window[0].raw != window[0].raw.lower()
+    return True
+
+
+def _deletions(word: str) -> set[str]:
+    return {word[:i] + word[i + 1 :] for i in range(len(word))}
+
+
+def _plural_pair(first: str, second: str) -> bool:
+    return first == second + "s" or second == first + "s"
+
+
+class CompanyIndex:
+    """Index of companies by name, short name, alias and ticker.
+
+    Built from one or more lists of ``CompanyRef`` (e.g. the mock source's and
+    the directory's): refs with the same short name that share a ticker (or of
+    which one has no ticker) are merged into one entry, whose canonical name is
+    the first one seen.
+    """
+
+    def __init__(self, *ref_lists: Iterable[CompanyRef]) -> None:
+        """Index the refs of every list, in order; earlier lists take priority."""
+        self._entries: list[_Entry] = []
+        self._by_short: dict[str, list[int]] = {}
+        for refs in ref_lists:
+            for ref in refs:
+                self._add(ref)
+        self._by_key: dict[str, list[int]] = {}
+        self._by_ticker: dict[str, list[int]] = {}
+        self._fuzzy: dict[str, set[str]] = {}
+        self._build_lookups()
+
+    @classmethod
+    async def from_sources(cls, sources: Iterable[DataSource]) -> CompanyIndex:
+        """Build an index of the companies of ``sources``, in a worker thread."""
+        ref_lists = [await source.companies() for source in sources]
+        return await asyncio.to_thread(cls, *ref_lists)
+
+    @property
+    def refs(self) -> list[CompanyRef]:
+        """Copies of the merged companies, in insertion order."""
+        return [entry.ref.model_copy(deep=True) for entry in self._entries]
+
+    def __len__(self) -> int:
+        """Number of distinct companies."""
+        return len(self._entries)
+
+    def _add(self, ref: CompanyRef) -> None:
+        short_key = key_of(short_name(ref.name))
+        tickers = {ticker.upper() for ticker in ref.tickers}
+        for entry_id in self._by_short.get(short_key, []):
+            entry = self._entries[entry_id]
+            if not tickers or not entry.tickers or tickers & entry.tickers:
+                self._merge(entry, ref, tickers)
+                return
+        self._by_short.setdefault(short_key, []).append(len(self._entries))
+        self._entries.append(_Entry(ref.model_copy(deep=True), short_key, tickers))
+
+    @staticmethod
+    def _merge(entry: _Entry, ref: CompanyRef, tickers: set[str]) -> None:
+        known = {entry.ref.name, *entry.ref.aliases}
+        for alias in (ref.name, *ref.aliases):
+            if alias not in known:
+                entry.ref.aliases.append(alias)
+                known.add(alias)
+        for ticker in ref.tickers:
+            if ticker.upper() not in entry.tickers:
+                entry.ref.tickers.append(ticker)
+        entry.tickers |= tickers
+
+    def _build_lookups(self) -> None:
+        # Canonical names first so that they win over other companies' aliases.
+        for entry_id, entry in enumerate(self._entries):
+            for key in name_keys(entry.ref.name):
+                self._by_key.setdefault(key, []).append(entry_id)
+        for entry_id, entry in enumerate(self._entries):
+            for alias in entry.ref.aliases:
+                for key in name_keys(alias) - ORDINARY_WORDS:
+                    ids = self._by_key.setdefault(key, [])
+                    if entry_id not in ids:
+                        ids.append(entry_id)
+        # Primary tickers first so that they win over other companies' secondary ones.
+        for primary in (True, False):
+            for entry_id, entry in enumerate(self._entries):
+                tickers = entry.ref.tickers[:1] if primary else entry.ref.tickers[1:]
+                for ticker in tickers:
+                    ids = self._by_ticker.setdefault(ticker.upper(), [])
+                    if entry_id not in ids:
+                        ids.append(entry_id)
+        for key in self._by_key:
+            if len(key) >= FUZZY_MIN_LENGTH and key.isalpha() and key not in COMMON_WORDS:
+                for variant in _deletions(key) | {key}:
+                    self._fuzzy.setdefault(variant, set()).add(key)
+
+    def resolve(self, name: str, *, fuzzy: bool = False) -> CompanyRef | None:
+        """The company exactly named ``name`` (name, short name, alias or ticker).
+
+        Names are case-insensitive; so are tickers unless they are ordinary words
+        ("on", "it") written in lower case. With ``fuzzy``, a name that is one
+        typo away from a company name also resolves ("Microsft").
+        """
+        text = name.strip()
+        for key in (key_of(text), key_of(short_name(text))):
+            if key in self._by_key:
+                return self._ref(self._by_key[key][0])
+        ticker = text.removeprefix("$").upper()
+        if ticker in self._by_ticker and (
+            text.startswith("$") or text.isupper() or ticker not in TICKER_STOPWORDS
+        ):
+            return self._ref(self._by_ticker[ticker][0])
+        if fuzzy:
+            matches = self.find_in_text(text)
+            if len(matches) == 1 and key_of(matches[0].matched) == key_of(text):
+                return self.resolve(matches[0].name)
+        return None
+
+    def _ref(self, entry_id: int) -> CompanyRef:
+        return self._entries[entry_id].ref.model_copy(deep=True)
+
+    def find_in_text(self, text: str) -> list[CompanyMatch]:
+        """Companies mentioned in ``text``, in order of first appearance, without repeats.
+
+        Looks for names and aliases of up to ``MAX_NGRAM`` words (case-insensitive),
+        tickers written in upper case or with a ``$`` (``NVDA``, ``$aapl``) and
+        single-word names with one typo (``Microsft``).
+        """
+        tokens = tokenize(text)
+        shouting = self._is_shouting(tokens)
+        matches: list[CompanyMatch] = []
+        seen: set[int] = set()
+        position = 0
+        while position < len(tokens):
+            found = self._match_at(tokens, position, shouting)
+            if found is None:
+                position += 1
+                continue
+            entry_id, length, score = found
+            if entry_id not in seen:
+                seen.add(entry_id)
+                first, last = tokens[position], tokens[position + length - 1]
+                matched = text[first.start : last.start + len(last.raw)]
+                name = self._entries[entry_id].ref.name
+                matches.append(CompanyMatch(name=name, matched=matched, score=score))
+            position += length
+        return matches
+
+    @staticmethod
+    def _is_shouting(tokens: Sequence[Token]) -> bool:
+        words = [token.raw for token in tokens if token.raw.isalpha()]
+        upper = [word for word in words if len(word) >= 2 and word.isupper()]
+        return len(words) >= 3 and len(upper) * 10 >= len(words) * 6
+
+    def _match_at(
+        self, tokens: Sequence[Token], position: int, shouting: bool
+    ) -> tuple[int, int, float] | None:
+        """(entry id, words consumed, score) of a company mention at ``position``."""
+        longest = min(MAX_NGRAM, len(tokens) - position)
+        for length in range(longest, 0, -1):
+            window = tokens[position : position + length]
+            ids = self._by_key.get(" ".join(token.norm for token in window))
+            if ids and _case_allows(tokens, position, length, shouting):
+                return ids[0], length, 1.0
+        token = tokens[position]
+        if token.raw.startswith("$"):
+            ticker = token.raw[1:].upper()
+        else:
+            ticker = token.raw if not shouting and is_ticker_like(token.raw) else ""
+        if ticker in self._by_ticker:
+            return self._by_ticker[ticker][0], 1, 1.0
+        fuzzy = None if _in_proper_noun(tokens, position) else self._fuzzy_match(token)
+        if fuzzy is not None:
+            key, score = fuzzy
+            return self._by_key[key][0], 1, score
+        return None
+
+    def _fuzzy_match(self, token: Token) -> tuple[str, float] | None:
+        word = token.norm
+        if (
+            len(word) < FUZZY_MIN_LENGTH
+            or not word.isalpha()
+            or word in COMMON_WORDS
+            or not _capitalised(token)
+        ):
+            return None
+        candidates: set[str] = set()
+        for variant in _deletions(word) | {word}:
+            candidates |= self._fuzzy.get(variant, set())
+        best: tuple[str, float] | None = None
+        for key in sorted(candidates):
+            if key == word or _plural_pair(key, word):
+                continue
+            score = difflib.SequenceMatcher(None, word, key).ratio()
+            if score >= FUZZY_CUTOFF and (best is None or score > best[1]):
+                best = (key, round(score, 3))
+        return best
