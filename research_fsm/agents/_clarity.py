@@ -18,7 +18,15 @@ from ..llm import LLM, LLMError
 from ..sources import INTENTS, CompanyIndex
 from ..state import Message, ResearchState
 from ._common import log_step, usage_update, warn_fallback
-from ._rules import clean_text, detect_intent, is_cancel, is_comparison, is_follow_up, refers_back
+from ._rules import (
+    clean_text,
+    detect_intent,
+    is_cancel,
+    is_comparison,
+    is_follow_up,
+    name_candidate,
+    refers_back,
+)
 
 __all__ = ["ClarityAgent", "ClarityVerdict"]
 
@@ -128,6 +136,12 @@ class ClarityAgent:
             return ClarityVerdict(
                 is_clear=True, detected_company=previous, intent=intent,
                 reasoning="follow-up on the previous company",
+            )  # fmt: skip
+        candidate = name_candidate(query)
+        if candidate:
+            return ClarityVerdict(
+                is_clear=True, detected_company=candidate, intent=intent,
+                reasoning="a name the directory does not know",
             )  # fmt: skip
         return ClarityVerdict(is_clear=False, intent=intent, clarification_needed=ASK_WHICH_COMPANY)
 

@@ -6,6 +6,8 @@ import re
 import unicodedata
 from typing import Final
 
+from ..sources._text import COMMON_WORDS, LEGAL_SUFFIXES
+
 __all__ = [
     "INTENT_FIELDS",
     "clean_text",
@@ -14,6 +16,7 @@ __all__ = [
     "is_cancel",
     "is_comparison",
     "is_follow_up",
+    "name_candidate",
     "refers_back",
 ]
 
@@ -109,3 +112,30 @@ def is_cancel(text: str) -> bool:
 def is_comparison(text: str) -> bool:
     """Does the question compare companies."""
     return detect_intent(text) == "comparison"
+
+
+_WORD = re.compile(r"[^\W_][\w&'\u2019.-]*")
+_NOT_NAMES = frozenset(
+    "i i'm i'd me my we our you your tell what what's whats who how why when where which "
+    "now please compare versus vs and or about with on for is are the a an any some".split()
+)
+
+
+def _name_like(word: str) -> bool:
+    bare = re.sub(r"['\u2019]s$", "", word).rstrip(".")
+    if not bare or bare.lower() in COMMON_WORDS or bare.lower() in _NOT_NAMES:
+        return False
+    return bare[0].isupper() or any(c.isupper() for c in bare[1:]) or any(c.isdigit() for c in bare)
+
+
+def name_candidate(text: str) -> str | None:
+    """The first run of capitalised, uncommon words: a company the index does not
+    know ("What's happening with Acme Corp?" -> "Acme Corp"), or ``None``."""
+    run: list[str] = []
+    for word in _WORD.findall(text):
+        bare = word.rstrip(".")
+        if _name_like(word) or (run and bare.lower().rstrip(".") in LEGAL_SUFFIXES):
+            run.append(re.sub(r"['\u2019]s$", "", bare))
+        elif run:
+            break
+    return " ".join(run)[:80] if run else None

@@ -56,11 +56,13 @@ def _ordered_fields(intent: str) -> list[str]:
 
 
 def _section(findings: ResearchFindings, intent: str) -> list[str]:
-    return [
-        f"**{LABELS[name]}**: {getattr(findings, name)}"
-        for name in _ordered_fields(intent)
-        if getattr(findings, name)
-    ]
+    """The findings as labelled paragraphs: for a specific question only the
+    fields that answer it (when there are any), else everything."""
+    fields = [name for name in _ordered_fields(intent) if getattr(findings, name)]
+    answering = INTENT_FIELDS.get(intent, INTENT_FIELDS["overview"])
+    if intent not in ("overview", "comparison") and any(n in fields for n in answering):
+        fields = [name for name in fields if name in answering]
+    return [f"**{LABELS[name]}**: {getattr(findings, name)}" for name in fields]
 
 
 def sources_block(findings: list[ResearchFindings]) -> str:

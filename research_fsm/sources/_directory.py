@@ -22,7 +22,7 @@ from ._base import (
     SourceRef,
 )
 from ._index import CompanyIndex
-from ._profiles import CompanyProfile, clean_text, load_profiles, split_people
+from ._profiles import CompanyProfile, clean_founded, clean_text, load_profiles, split_people
 
 _log = structlog.get_logger(__name__)
 
@@ -129,7 +129,7 @@ def _overview(profile: CompanyProfile) -> str | None:
         ("Industries", industries),
         ("Country", profile.country),
         ("Headquarters", data.headquarters and clean_text(data.headquarters)),
-        ("Founded", data.founded and clean_text(data.founded)),
+        ("Founded", data.founded and clean_founded(data.founded)),
         ("Employees", data.employees and clean_text(data.employees)),
         ("Company type", data.company_type and clean_text(data.company_type)),
         ("Website", profile.website_url),

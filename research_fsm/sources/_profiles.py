@@ -32,17 +32,19 @@ _DOMAIN_RE: Final = re.compile(r"(?:https?://)?(?:[a-z0-9-]+\.)+[a-z]{2,}(?:/\S*
 
 
 def clean_text(value: str) -> str:
-    """Tidy a scraped infobox value without changing its facts.
-
-    Drops the stale "N years ago" and repeated ISO dates that Wikipedia adds to
-    founding dates, and the stray spaces around punctuation.
-    """
-    text = _YEARS_AGO_RE.sub("", value)
-    text = _ISO_DATE_RE.sub("", text)
-    text = " ".join(text.split())
+    """Tidy a scraped infobox value without changing its facts: stray spaces
+    around punctuation and repeated whitespace go."""
+    text = " ".join(value.split())
     text = _SPACE_BEFORE_RE.sub(r"\1", text)
     text = _SPACE_AFTER_RE.sub("(", text)
     return text.strip(" ,;")
+
+
+def clean_founded(value: str) -> str:
+    """``clean_text`` for a founding date, also dropping the stale "N years ago"
+    and the ISO date Wikipedia repeats after it."""
+    text = _YEARS_AGO_RE.sub("", value)
+    return clean_text(_ISO_DATE_RE.sub("", text))
 
 
 def split_people(value: str) -> str:

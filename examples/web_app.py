@@ -1,0 +1,128 @@
+"""Web app: one ResearchAssistant serving many conversations from one event loop.
+
+Run the self-contained demo with ``python examples/web_app.py`` (needs
+``starlette``; ``httpx`` comes with ``anthropic``). It drives the ASGI app
+in-process through ``httpx.ASGITransport``: 50 concurrent conversations plus a
+few that need a clarification, whose resume token goes to the client and back.
+The demo's conversations are stored in a temporary directory.
+
+Serve it for real with ``uvicorn examples.web_app:app`` (conversations are then
+stored under ``$RESEARCH_FSM_HOME``; the data source follows ``RESEARCH_DATA_SOURCE``):
+
+    POST /ask      {"thread_id": "...", "question": "..."}  -> reply as JSON
+    POST /clarify  {"token": "...", "answer": "..."}        -> reply as JSON
+
+Errors are JSON too: invalid token 400, busy thread or used token 409, bad input 422.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import httpx
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from research_fsm import (
+    InvalidResumeToken,
+    JsonFileCheckpointStore,
+    Reply,
+    ResearchAssistant,
+    StaleResumeToken,
+    ThreadBusy,
+    configure_logging,
+)
+from research_fsm.sources import MockDataSource
+
+ERRORS: dict[type[Exception], int] = {
+    InvalidResumeToken: 400, ThreadBusy: 409, StaleResumeToken: 409, ValueError: 422,
+}  # fmt: skip
+COMPANIES = {"Apple": "Apple Inc.", "Tesla": "Tesla, Inc.", "Microsoft": "Microsoft Corporation",
+             "Amazon": "Amazon.com, Inc.", "Google": "Alphabet Inc. (Google)"}  # fmt: skip
+
+
+async def fields(request: Request, *names: str) -> list[str]:
+    """The named string fields of the JSON body (ValueError, hence 422, otherwise)."""
+    body = await request.json()  # malformed JSON raises a ValueError too
+    if not isinstance(body, dict) or not all(isinstance(body.get(n), str) for n in names):
+        raise ValueError(f"the body must be a JSON object with string fields {list(names)}")
+    return [body[n] for n in names]
+
+
+def as_json(reply: Reply) -> JSONResponse:
+    keys = ("status", "text", "token", "company", "confidence", "thread_id")
+    return JSONResponse({key: getattr(reply, key) for key in keys})
+
+
+def error(status: int) -> Callable[[Request, Exception], Awaitable[JSONResponse]]:
+    async def handle(request: Request, exc: Exception) -> JSONResponse:
+        return JSONResponse({"error": type(exc).__name__, "detail": str(exc)}, status)
+
+    return handle
+
+
+def create_app(assistant: ResearchAssistant) -> Starlette:
+    async def ask(request: Request) -> JSONResponse:
+        thread_id, question = await fields(request, "thread_id", "question")
+        return as_json(await assistant.ask(question, thread_id=thread_id))
+
+    async def clarify(request: Request) -> JSONResponse:
+        token, answer = await fields(request, "token", "answer")
+        return as_json(await assistant.clarify(token, answer))
+
+    routes = [Route("/ask", ask, methods=["POST"]), Route("/clarify", clarify, methods=["POST"])]
+    return Starlette(routes=routes, exception_handlers={k: error(v) for k, v in ERRORS.items()})
+
+
+configure_logging()  # warnings only, on stderr
+app = create_app(ResearchAssistant.from_env())
+
+
+async def conversation(client: httpx.AsyncClient, n: int, name: str, vague: bool) -> bool:
+    """One user: True if the final answer is about ``name``."""
+    question = "Tell me about the company" if vague else f"What's happening with {name}?"
+    reply = (await client.post("/ask", json={"thread_id": f"user-{n}", "question": question})).json()
+    if vague:  # the client keeps the token and sends it back with the answer
+        assert reply["status"] == "needs_clarification", reply
+        reply = (await client.post("/clarify", json={"token": reply["token"], "answer": name})).json()
+    return reply["status"] == "answered" and reply["company"] == COMPANIES[name] in reply["text"]
+
+
+async def main() -> None:
+    with tempfile.TemporaryDirectory() as directory:
+        source = MockDataSource(delay=0.2)  # every lookup waits 0.2 s, like a network call
+        assistant = ResearchAssistant(source=source, store=JsonFileCheckpointStore(directory))
+        transport = httpx.ASGITransport(app=create_app(assistant))
+        async with httpx.AsyncClient(transport=transport, base_url="http://demo") as client:
+            names = list(COMPANIES) * 11
+            started = time.perf_counter()
+            results = await asyncio.gather(
+                *(conversation(client, n, name, n >= 50) for n, name in enumerate(names[:55]))
+            )
+            seconds = time.perf_counter() - started
+            print(f"served 50 conversations + 5 clarifications concurrently in {seconds:.2f} s")
+            print(f"(each waited 0.2 s on its data source: {55 * 0.2:.0f} s if served one by one)")
+            print(f"answered: {sum(results)}/55; each answer named its own company: {all(results)}")
+
+            async def post(path: str, body: dict[str, Any]) -> int:
+                return (await client.post(path, json=body)).status_code
+
+            ask = {"thread_id": "busy", "question": "Tell me about Tesla"}
+            busy = sorted(await asyncio.gather(post("/ask", ask), post("/ask", ask)))
+            vague = (await client.post("/ask", json={"thread_id": "t", "question": "hmm"})).json()
+            print("errors as JSON:")
+            print(f"  same thread twice at once  -> {busy}")
+            print(f"  edited token               -> {await post('/clarify', {'token': vague['token'] + 'x', 'answer': 'Apple'})}")
+            print(f"  token used twice           -> {[await post('/clarify', {'token': vague['token'], 'answer': 'Apple'}) for _ in range(2)]}")
+            print(f"  bad thread id              -> {await post('/ask', {'thread_id': '../x', 'question': 'Apple'})}")
+            print(f"  missing field              -> {await post('/ask', {'thread_id': 'x'})}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,98 @@
+"""The ``research-fsm`` command line, run as a real process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def cli(home: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "RESEARCH_FSM_HOME": str(home), "LOG_LEVEL": "WARNING"}
+    env.pop("ANTHROPIC_API_KEY", None)
+    env.pop("TAVILY_API_KEY", None)
+    return subprocess.run(
+        [sys.executable, "-m", "research_fsm", *args],
+        input=stdin, capture_output=True, text=True, env=env, timeout=60,
+    )  # fmt: skip
+
+
+def test_ask_offline_answers(tmp_path: Path) -> None:
+    """``ask`` answers offline from the directory: answer on stdout, progress on stderr."""
+    result = cli(tmp_path, "ask", "Who is the CEO of Apple?")
+    assert 0 == result.returncode, result.stderr
+    assert "Tim Cook" in result.stdout
+    assert "[research]" in result.stderr
+    assert "[research]" not in result.stdout
+
+
+def test_clarification_across_processes(tmp_path: Path) -> None:
+    """Without a terminal, a clarification exits 3; ``answer`` in a new process continues it."""
+    first = cli(tmp_path, "ask", "Tell me about the company", "--thread", "cli-1", "--source", "mock")
+    assert 3 == first.returncode
+    assert "Which company" in first.stdout
+    assert "research-fsm answer --thread cli-1" in first.stderr
+    second = cli(tmp_path, "answer", "--thread", "cli-1", "Apple", "--source", "mock")
+    assert 0 == second.returncode, second.stderr
+    assert "Apple Inc." in second.stdout
+
+
+def test_ask_json(tmp_path: Path) -> None:
+    """``--json`` prints the reply as JSON with status, company, confidence, sources and path."""
+    result = cli(tmp_path, "ask", "Tell me about Microsoft", "--source", "mock", "--json")
+    assert 0 == result.returncode, result.stderr
+    reply = json.loads(result.stdout)
+    assert "answered" == reply["status"]
+    assert "Microsoft Corporation" == reply["company"]
+    assert 10 == reply["confidence"]
+    assert ["clarity", "research", "synthesis"] == reply["path"]
+    assert 2 == len(reply["sources"])
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("ask", ""), "empty"),
+        (("ask", "   "), "empty"),
+        (("ask", "x" * 100_000), "limit"),
+        (("ask", "Apple\x1b[2J\x07"), "control characters"),
+        (("ask", "Apple", "--thread", "../../etc"), "invalid thread_id"),
+        (("ask", "Apple", "--source", "bogus"), "bogus"),
+        (("answer", "--thread", "nobody", "Apple"), "no conversation `nobody`"),
+        (("history", "--thread", "nobody"), "no conversation `nobody`"),
+    ],
+)
+def test_bad_input_clear_error(tmp_path: Path, args: tuple[str, ...], message: str) -> None:
+    """Bad input gets one clear line on stderr and a non-zero status, never a traceback."""
+    result = cli(tmp_path, *args)
+    assert 0 != result.returncode
+    assert "Traceback" not in result.stderr
+    assert result.stderr.startswith("research-fsm: ")
+    assert message in result.stderr
+
+
+def test_graph_and_history(tmp_path: Path) -> None:
+    """``graph`` prints the Mermaid diagram; ``history`` prints a stored conversation."""
+    graph = cli(tmp_path, "graph")
+    assert graph.stdout.startswith("flowchart TD")
+    assert "error_recovery" in graph.stdout
+    cli(tmp_path, "ask", "Tell me about Tesla", "--thread", "h1", "--source", "mock")
+    history = cli(tmp_path, "history", "--thread", "h1")
+    assert 0 == history.returncode
+    assert "user: Tell me about Tesla" in history.stdout
+    assert "assistant: Here's what I found about Tesla, Inc." in history.stdout
+
+
+def test_chat_multi_turn(tmp_path: Path) -> None:
+    """``chat`` keeps the company across turns and ends at end of input."""
+    result = cli(
+        tmp_path, "chat", "--thread", "chat-1", "--source", "mock",
+        stdin="Tell me about Tesla\nWhat about their stock?\n/quit\n",
+    )  # fmt: skip
+    assert 0 == result.returncode, result.stderr
+    assert result.stdout.count("Tesla, Inc.") >= 2
+    assert "TSLA" in result.stdout

@@ -1,0 +1,76 @@
+"""Multi-turn memory: resets between questions, summarisation, streaming, input checks."""
+
+from __future__ import annotations
+
+import pytest
+
+from research_fsm.assistant import Answer, InvalidQuestion, Progress, ResearchAssistant, Token
+from research_fsm.constants import MAX_QUESTION_CHARS, MESSAGE_THRESHOLD, SUMMARY_MAX_CHARS
+
+
+async def test_query_fields_reset_between_questions(assistant: ResearchAssistant) -> None:
+    """A new question resets query-scoped fields but keeps messages and the company."""
+    first = await assistant.ask("Tell me about Tesla", thread_id="c1")
+    assert first.state.research_attempts == 1
+    second = await assistant.ask("What about their stock?", thread_id="c1")
+    assert 1 == second.state.research_attempts
+    assert "What about their stock?" == second.state.original_query
+    assert 4 == len(second.state.messages)
+    assert "Tesla, Inc." == second.company
+
+
+async def test_long_conversation_is_summarised(assistant: ResearchAssistant) -> None:
+    """Past 10 messages, older ones fold into a bounded summary; the company is kept."""
+    companies = ["Apple", "Tesla", "Microsoft", "Amazon", "Google"]
+    for turn in range(12):
+        await assistant.ask(f"Tell me about {companies[turn % 5]}", thread_id="c2")
+    reply = await assistant.ask("What about their stock?", thread_id="c2")
+    state = reply.state
+    assert len(state.messages) <= MESSAGE_THRESHOLD + 1
+    assert state.conversation_summary is not None
+    assert len(state.conversation_summary) <= SUMMARY_MAX_CHARS
+    assert state.conversation_summary.startswith("Current company: ")
+    assert "Tesla, Inc." == reply.company  # the last turn asked about companies[11 % 5]
+
+
+async def test_stream_yields_progress_tokens_answer(assistant: ResearchAssistant) -> None:
+    """``stream`` yields a Progress per agent, answer tokens, then one Answer equal to the text."""
+    events = [e async for e in assistant.stream("Tell me about Amazon", thread_id="c3")]
+    agents = [e.agent for e in events if isinstance(e, Progress)]
+    assert ["clarity", "research", "synthesis"] == agents
+    research = next(e for e in events if isinstance(e, Progress) and e.agent == "research")
+    assert "Amazon.com, Inc." in research.message
+    assert isinstance(events[-1], Answer)
+    tokens = "".join(e.text for e in events if isinstance(e, Token))
+    assert events[-1].reply.text == tokens
+
+
+async def test_question_checks(assistant: ResearchAssistant) -> None:
+    """Too-long or non-text questions raise InvalidQuestion; control characters are stripped."""
+    with pytest.raises(InvalidQuestion, match="limit"):
+        await assistant.ask("a" * (MAX_QUESTION_CHARS + 1), thread_id="c4")
+    with pytest.raises(InvalidQuestion, match="str"):
+        await assistant.ask(42, thread_id="c4")  # type: ignore[arg-type]
+    reply = await assistant.ask("Tell me \x1b[31mabout\x00 Apple\x07", thread_id="c4")
+    assert "Tell me about Apple" == reply.state.original_query
+
+
+async def test_bad_thread_id(assistant: ResearchAssistant) -> None:
+    """A thread id that could escape the store directory is refused with ValueError."""
+    with pytest.raises(ValueError, match="invalid thread_id"):
+        await assistant.ask("Tell me about Apple", thread_id="../../etc")
+
+
+async def test_graph_matches_contract(assistant: ResearchAssistant) -> None:
+    """The Mermaid diagram shows the contract's nodes and branches."""
+    diagram = (await assistant.graph()).to_mermaid()
+    for line in [
+        "__start__ --> clarity",
+        'clarity -->|"needs_clarification"| interrupt',
+        "interrupt --> clarity",
+        'research -->|"uncertain"| validator',
+        'validator -->|"retry"| research',
+        "synthesis --> __end__",
+        "error_recovery --> __end__",
+    ]:
+        assert line in diagram
