@@ -54,8 +54,10 @@ async def main() -> None:
                     reply = event.reply
                     print("\n")
                     print(f"[{elapsed * 1000:6.1f} ms] done: {tokens} tokens streamed")
-                    print(f"status: {reply.status}, company: {reply.company}, "
-                          f"confidence: {reply.confidence}/10")
+                    print(
+                        f"status: {reply.status}, company: {reply.company}, "
+                        f"confidence: {reply.confidence}/10"
+                    )
 
 
 if __name__ == "__main__":

@@ -1,13 +1,11 @@
 """Web app: one ResearchAssistant serving many conversations from one event loop.
 
-Run the self-contained demo with ``python examples/web_app.py`` (needs
-``starlette``; ``httpx`` comes with ``anthropic``). It drives the ASGI app
-in-process through ``httpx.ASGITransport``: 50 concurrent conversations plus a
-few that need a clarification, whose resume token goes to the client and back.
-The demo's conversations are stored in a temporary directory.
-
-Serve it for real with ``uvicorn examples.web_app:app`` (conversations are then
-stored under ``$RESEARCH_FSM_HOME``; the data source follows ``RESEARCH_DATA_SOURCE``):
+Run the demo with ``python examples/web_app.py`` (needs ``starlette``; ``httpx``
+comes with ``anthropic``). It drives the ASGI app in-process through
+``httpx.ASGITransport``: 50 concurrent conversations, plus 5 that need a
+clarification whose resume token goes to the client and back (stored in a
+temporary directory). Serve it for real with ``uvicorn examples.web_app:app``
+(conversations under ``$RESEARCH_FSM_HOME``, data source from ``RESEARCH_DATA_SOURCE``):
 
     POST /ask      {"thread_id": "...", "question": "..."}  -> reply as JSON
     POST /clarify  {"token": "...", "answer": "..."}        -> reply as JSON
@@ -29,15 +27,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from research_fsm import (
-    InvalidResumeToken,
-    JsonFileCheckpointStore,
-    Reply,
-    ResearchAssistant,
-    StaleResumeToken,
-    ThreadBusy,
-    configure_logging,
-)
+from research_fsm import JsonFileCheckpointStore, Reply, ResearchAssistant, configure_logging
+from research_fsm.engine import InvalidResumeToken, StaleResumeToken, ThreadBusy
 from research_fsm.sources import MockDataSource
 
 ERRORS: dict[type[Exception], int] = {
@@ -84,14 +75,32 @@ configure_logging()  # warnings only, on stderr
 app = create_app(ResearchAssistant.from_env())
 
 
+async def post(client: httpx.AsyncClient, path: str, **body: Any) -> httpx.Response:
+    return await client.post(path, json=body)
+
+
 async def conversation(client: httpx.AsyncClient, n: int, name: str, vague: bool) -> bool:
     """One user: True if the final answer is about ``name``."""
     question = "Tell me about the company" if vague else f"What's happening with {name}?"
-    reply = (await client.post("/ask", json={"thread_id": f"user-{n}", "question": question})).json()
-    if vague:  # the client keeps the token and sends it back with the answer
-        assert reply["status"] == "needs_clarification", reply
-        reply = (await client.post("/clarify", json={"token": reply["token"], "answer": name})).json()
+    reply = (await post(client, "/ask", thread_id=f"user-{n}", question=question)).json()
+    if reply["status"] == "needs_clarification":  # the client keeps the token, sends it back
+        reply = (await post(client, "/clarify", token=reply["token"], answer=name)).json()
     return reply["status"] == "answered" and reply["company"] == COMPANIES[name] in reply["text"]
+
+
+async def errors(client: httpx.AsyncClient) -> dict[str, object]:
+    """The HTTP status of requests that go wrong."""
+    tesla = {"thread_id": "busy", "question": "Tell me about Tesla"}
+    twice = await asyncio.gather(post(client, "/ask", **tesla), post(client, "/ask", **tesla))
+    vague = await post(client, "/ask", thread_id="vague", question="Tell me about the company")
+    token = vague.json()["token"]
+    return {
+        "same thread twice at once": sorted(r.status_code for r in twice),
+        "edited token": (await post(client, "/clarify", token=token + "x", answer="Apple")).status_code,
+        "token used twice": [(await post(client, "/clarify", token=token, answer="Apple")).status_code for _ in "12"],
+        "bad thread id": (await post(client, "/ask", thread_id="../x", question="Apple")).status_code,
+        "missing field": (await post(client, "/ask", thread_id="x")).status_code,
+    }  # fmt: skip
 
 
 async def main() -> None:
@@ -100,28 +109,16 @@ async def main() -> None:
         assistant = ResearchAssistant(source=source, store=JsonFileCheckpointStore(directory))
         transport = httpx.ASGITransport(app=create_app(assistant))
         async with httpx.AsyncClient(transport=transport, base_url="http://demo") as client:
-            names = list(COMPANIES) * 11
+            users = [(n, list(COMPANIES)[n % 5], n >= 50) for n in range(55)]
             started = time.perf_counter()
-            results = await asyncio.gather(
-                *(conversation(client, n, name, n >= 50) for n, name in enumerate(names[:55]))
-            )
+            results = await asyncio.gather(*(conversation(client, *user) for user in users))
             seconds = time.perf_counter() - started
             print(f"served 50 conversations + 5 clarifications concurrently in {seconds:.2f} s")
             print(f"(each waited 0.2 s on its data source: {55 * 0.2:.0f} s if served one by one)")
             print(f"answered: {sum(results)}/55; each answer named its own company: {all(results)}")
-
-            async def post(path: str, body: dict[str, Any]) -> int:
-                return (await client.post(path, json=body)).status_code
-
-            ask = {"thread_id": "busy", "question": "Tell me about Tesla"}
-            busy = sorted(await asyncio.gather(post("/ask", ask), post("/ask", ask)))
-            vague = (await client.post("/ask", json={"thread_id": "t", "question": "hmm"})).json()
-            print("errors as JSON:")
-            print(f"  same thread twice at once  -> {busy}")
-            print(f"  edited token               -> {await post('/clarify', {'token': vague['token'] + 'x', 'answer': 'Apple'})}")
-            print(f"  token used twice           -> {[await post('/clarify', {'token': vague['token'], 'answer': 'Apple'}) for _ in range(2)]}")
-            print(f"  bad thread id              -> {await post('/ask', {'thread_id': '../x', 'question': 'Apple'})}")
-            print(f"  missing field              -> {await post('/ask', {'thread_id': 'x'})}")
+            print("errors come back as JSON with a 4xx status:")
+            for label, code in (await errors(client)).items():
+                print(f"  {label:<26} -> {code}")
 
 
 if __name__ == "__main__":

@@ -186,8 +186,9 @@ class CompanyIndex:
         """The company exactly named ``name`` (name, short name, alias or ticker).
 
         Names are case-insensitive; so are tickers unless they are ordinary words
-        ("on", "it") written in lower case. With ``fuzzy``, a name that is one
-        typo away from a company name also resolves ("Microsft").
+        ("on", "it") written in lower case. With ``fuzzy``, a one-word name (legal
+        suffixes aside) one typo away from a company name also resolves
+        ("Microsft", "amazn inc").
         """
         text = name.strip()
         for key in (key_of(text), key_of(short_name(text))):
@@ -199,9 +200,10 @@ class CompanyIndex:
         ):
             return self._ref(self._by_ticker[ticker][0])
         if fuzzy:
-            matches = self.find_in_text(text)
-            if len(matches) == 1 and key_of(matches[0].matched) == key_of(text):
-                return self.resolve(matches[0].name)
+            tokens = tokenize(short_name(text))
+            found = self._fuzzy_match(tokens[0], capital=False) if len(tokens) == 1 else None
+            if found is not None:
+                return self._ref(self._by_key[found[0]][0])
         return None
 
     def _ref(self, entry_id: int) -> CompanyRef:
@@ -263,13 +265,15 @@ class CompanyIndex:
             return self._by_key[key][0], 1, score
         return None
 
-    def _fuzzy_match(self, token: Token) -> tuple[str, float] | None:
+    def _fuzzy_match(self, token: Token, *, capital: bool = True) -> tuple[str, float] | None:
+        """(key, ratio) of the one-word name ``token`` is a typo of; in text
+        (``capital``) only capitalised words are tried."""
         word = token.norm
         if (
             len(word) < FUZZY_MIN_LENGTH
             or not word.isalpha()
             or word in COMMON_WORDS
-            or not _capitalised(token)
+            or (capital and not _capitalised(token))
         ):
             return None
         candidates: set[str] = set()

@@ -167,3 +167,19 @@ def test_lookup_is_fast(index: CompanyIndex) -> None:
         index.find_in_text(text)
     per_call = (time.perf_counter() - start) / runs
     assert (True, 30) == (per_call < 0.001, len(text.split()))
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("microsft", "Microsoft Corporation"),
+        ("Amazn Inc.", "Amazon.com, Inc."),
+        ("version", None),
+        ("Apple Hospitality", None),
+        ("Acme Corp", None),
+    ],
+)
+def test_resolve_fuzzy_cases(index: CompanyIndex, name: str, expected: str | None) -> None:
+    """Fuzzy resolve takes one typo'd word in any case, never ordinary words or phrases."""
+    ref = index.resolve(name, fuzzy=True)
+    assert expected == (ref.name if ref else None)
