@@ -5,7 +5,7 @@ comes with ``anthropic``). It drives the ASGI app in-process through
 ``httpx.ASGITransport``: 50 concurrent conversations, plus 5 that need a
 clarification whose resume token goes to the client and back (stored in a
 temporary directory). Serve it for real with ``uvicorn examples.web_app:app``
-(conversations under ``$RESEARCH_FSM_HOME``, data source from ``RESEARCH_DATA_SOURCE``):
+(conversations under ``$RESEARCH_FSM_HOME``, data source ``$RESEARCH_DATA_SOURCE``):
 
     POST /ask      {"thread_id": "...", "question": "..."}  -> reply as JSON
     POST /clarify  {"token": "...", "answer": "..."}        -> reply as JSON
@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx
@@ -31,7 +30,7 @@ from research_fsm import JsonFileCheckpointStore, Reply, ResearchAssistant, conf
 from research_fsm.engine import InvalidResumeToken, StaleResumeToken, ThreadBusy
 from research_fsm.sources import MockDataSource
 
-ERRORS: dict[type[Exception], int] = {
+ERRORS: dict[type[Exception], int] = {  # the first match wins
     InvalidResumeToken: 400, ThreadBusy: 409, StaleResumeToken: 409, ValueError: 422,
 }  # fmt: skip
 COMPANIES = {"Apple": "Apple Inc.", "Tesla": "Tesla, Inc.", "Microsoft": "Microsoft Corporation",
@@ -51,11 +50,9 @@ def as_json(reply: Reply) -> JSONResponse:
     return JSONResponse({key: getattr(reply, key) for key in keys})
 
 
-def error(status: int) -> Callable[[Request, Exception], Awaitable[JSONResponse]]:
-    async def handle(request: Request, exc: Exception) -> JSONResponse:
-        return JSONResponse({"error": type(exc).__name__, "detail": str(exc)}, status)
-
-    return handle
+async def on_error(request: Request, exc: Exception) -> JSONResponse:
+    status = next(code for kind, code in ERRORS.items() if isinstance(exc, kind))
+    return JSONResponse({"error": type(exc).__name__, "detail": str(exc)}, status)
 
 
 def create_app(assistant: ResearchAssistant) -> Starlette:
@@ -68,7 +65,7 @@ def create_app(assistant: ResearchAssistant) -> Starlette:
         return as_json(await assistant.clarify(token, answer))
 
     routes = [Route("/ask", ask, methods=["POST"]), Route("/clarify", clarify, methods=["POST"])]
-    return Starlette(routes=routes, exception_handlers={k: error(v) for k, v in ERRORS.items()})
+    return Starlette(routes=routes, exception_handlers=dict.fromkeys(ERRORS, on_error))
 
 
 configure_logging()  # warnings only, on stderr

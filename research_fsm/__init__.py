@@ -16,8 +16,14 @@ from .engine import *  # noqa: F403
 from .engine import __all__ as _engine_all
 
 if TYPE_CHECKING:
-    from .assistant import Answer, InvalidQuestion, Progress, Reply, ResearchAssistant, Token
-    from .state import ResearchState
+    from ._logging import configure_logging as configure_logging
+    from .assistant import Answer as Answer
+    from .assistant import InvalidQuestion as InvalidQuestion
+    from .assistant import Progress as Progress
+    from .assistant import Reply as Reply
+    from .assistant import ResearchAssistant as ResearchAssistant
+    from .assistant import Token as Token
+    from .state import ResearchState as ResearchState
 
 __version__ = "0.1.0"
 
@@ -32,7 +38,7 @@ _LAZY = {
     "configure_logging": "_logging",
 }
 
-__all__ = sorted([*_engine_all, *_LAZY, "__version__"])  # noqa: PLE0605
+__all__ = sorted([*_engine_all, *_LAZY, "__version__"])
 
 
 def __getattr__(name: str) -> Any:

@@ -184,7 +184,9 @@ class ResearchAssistant:
         app = await self.graph()
         return self._reply(await app.resume(token, self._check(text)))
 
-    async def stream(self, text: str, *, thread_id: str) -> AsyncIterator[Progress | Token | Answer]:
+    async def stream(
+        self, text: str, *, thread_id: str
+    ) -> AsyncIterator[Progress | Token | Answer]:
         """Like ``ask``, yielding ``Progress`` per agent, ``Token`` pieces of the
         answer as written, and finally ``Answer``."""
         app = await self.graph()
@@ -200,7 +202,9 @@ class ResearchAssistant:
         async with events:
             async for event in events:
                 if isinstance(event, NodeStarted):
-                    yield Progress(event.node, _PROGRESS[event.node].format(company=company or "the company"))
+                    yield Progress(
+                        event.node, _PROGRESS[event.node].format(company=company or "the company")
+                    )
                 elif isinstance(event, Emitted) and event.kind == "token":
                     yield Token(str(event.data))
                 elif isinstance(event, (Completed, Suspended)):
@@ -254,7 +258,11 @@ class ResearchAssistant:
                 status="needs_clarification", text=str(payload.get("question")),
                 token=str(result.suspension.token), confidence=0, sources=[], **common,
             )  # fmt: skip
-        sources = [s for f in ([findings] if findings else []) + state.comparison_findings for s in f.sources]
+        sources = [
+            s
+            for f in ([findings] if findings else []) + state.comparison_findings
+            for s in f.sources
+        ]
         return Reply(
             status="answered", text=state.final_summary or "", token=None,
             confidence=state.confidence_score, sources=sources, **common,

@@ -7,7 +7,7 @@ import asyncio
 import json
 import secrets
 import sys
-from typing import Any, TextIO
+from typing import TextIO
 
 from ._logging import configure_logging
 from .agents._rules import for_terminal
@@ -35,7 +35,9 @@ def _parser() -> argparse.ArgumentParser:
         description="Ask about companies. Works offline; uses Claude and Tavily when keys are set.",
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    source_help = "data source: mock, directory, tavily or auto (default: $RESEARCH_DATA_SOURCE or auto)"
+    source_help = (
+        "data source: mock, directory, tavily or auto (default: $RESEARCH_DATA_SOURCE or auto)"
+    )
 
     ask = sub.add_parser("ask", help="ask one question")
     ask.add_argument("question")
@@ -69,7 +71,7 @@ def _question(text: str, what: str = "question") -> str:
             f"the {what} is {len(text):,} characters long; the limit is {MAX_QUESTION_CHARS:,}",
             EXIT_USAGE,
         )
-    if any(ord(ch) < 32 and ch not in "\t\n\r" or ch == "\x7f" for ch in text):
+    if any((ord(ch) < 32 and ch not in "\t\n\r") or ch == "\x7f" for ch in text):
         raise CliError(f"the {what} contains control characters; type plain text", EXIT_USAGE)
     return text
 
@@ -158,7 +160,9 @@ async def _ask(args: argparse.Namespace, question: str, resume: bool) -> int:
             )
             return EXIT_NEEDS_ANSWER
         answer = await asyncio.to_thread(input, "> ")
-        reply = await _converse(assistant, _question(answer, "answer"), thread, sys.stdout, sys.stderr)
+        reply = await _converse(
+            assistant, _question(answer, "answer"), thread, sys.stdout, sys.stderr
+        )
     return EXIT_OK
 
 

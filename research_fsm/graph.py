@@ -45,7 +45,10 @@ def validation_router(state: ResearchState) -> str:
     """error | retry | done."""
     if state.error_context is not None:
         return "error"
-    if state.validation_result == "insufficient" and state.research_attempts < MAX_RESEARCH_ATTEMPTS:
+    if (
+        state.validation_result == "insufficient"
+        and state.research_attempts < MAX_RESEARCH_ATTEMPTS
+    ):
         return "retry"
     return "done"
 

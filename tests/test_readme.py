@@ -14,9 +14,11 @@ def test_readme_engine_example_runs() -> None:
     """The 20-line engine example in the README runs and prints its documented result."""
     blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
     example = next(b for b in blocks if "asyncio.run(main())" in b)
-    result = subprocess.run([sys.executable, "-c", example], capture_output=True, text=True, timeout=60)
-    assert 0 == result.returncode, result.stderr
-    assert "completed ['start', 'got Ada', 'hello Ada']" == result.stdout.strip()
+    result = subprocess.run(
+        [sys.executable, "-c", example], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "completed ['start', 'got Ada', 'hello Ada']"
 
 
 def test_readme_has_exactly_two_setup_commands() -> None:
@@ -25,6 +27,6 @@ def test_readme_has_exactly_two_setup_commands() -> None:
     section = text.split("## Set up on a fresh machine", 1)[1].split("\n## ", 1)[0]
     commands = re.findall(r"```bash\n(.*?)\n```", section, re.S)
     ci = (README.parent / ".ci" / "run").read_text()
-    assert 2 == len(commands)
+    assert len(commands) == 2
     for command in commands:
         assert command in ci

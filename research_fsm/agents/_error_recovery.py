@@ -18,7 +18,9 @@ class ErrorRecoveryAgent:
     async def run(self, state: ResearchState, ctx: NodeContext) -> dict[str, Any]:
         error = state.error_context
         if error is None and ctx.error is not None:
-            error = ErrorContext(agent=ctx.error.node, type=ctx.error.exc_type, message=ctx.error.message)
+            error = ErrorContext(
+                agent=ctx.error.node, type=ctx.error.exc_type, message=ctx.error.message
+            )
         agent = error.agent if error else "unknown"
         answer = self._message(state, agent)
         emit_text(ctx, answer)

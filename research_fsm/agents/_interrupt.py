@@ -31,7 +31,9 @@ class InterruptAgent:
         )
 
     async def resume(self, state: ResearchState, value: Any, ctx: NodeContext) -> dict[str, Any]:
-        answer = clean_text(value if isinstance(value, str) else "" if value is None else str(value))
+        answer = clean_text(
+            value if isinstance(value, str) else "" if value is None else str(value)
+        )
         answer = answer[:MAX_ANSWER_CHARS]
         log_step(ctx, state, answer_chars=len(answer))
         return {

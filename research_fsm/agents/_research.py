@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from ..engine import NodeContext
 from ..sources import DataSource, DataSourceError, ResearchFindings, SearchContext, SearchResult
 from ..state import ResearchState
 from ._common import log_step

@@ -11,8 +11,8 @@ from ..sources._text import COMMON_WORDS, LEGAL_SUFFIXES
 __all__ = [
     "INTENT_FIELDS",
     "clean_text",
-    "for_terminal",
     "detect_intent",
+    "for_terminal",
     "is_cancel",
     "is_comparison",
     "is_follow_up",
@@ -50,7 +50,10 @@ _FOLLOW_UP = re.compile(
     r"why\b|how\b|when did|is that|are they|who\b|what'?s? their)",
     re.I,
 )
-_REFERS_BACK = re.compile(r"\b(their|its|it|they|them|the company'?s?|this company|that company|same company|those guys)\b", re.I)
+_REFERS_BACK = re.compile(
+    r"\b(their|its|it|they|them|the company'?s?|this company|that company|same company|those guys)\b",
+    re.I,
+)
 _CANCEL = re.compile(
     r"^\s*(never\s*mind|nvm|cancel|stop|quit|exit|forget (it|about it)|no thanks|nothing)\b[\s.!]*",
     re.I,
@@ -116,8 +119,45 @@ def is_comparison(text: str) -> bool:
 
 _WORD = re.compile(r"[^\W_][\w&'\u2019.-]*")
 _NOT_NAMES = frozenset(
-    "i i'm i'd me my we our you your tell what what's whats who how why when where which "
-    "now please compare versus vs and or about with on for is are the a an any some".split()
+    [
+        "i",
+        "i'm",
+        "i'd",
+        "me",
+        "my",
+        "we",
+        "our",
+        "you",
+        "your",
+        "tell",
+        "what",
+        "what's",
+        "whats",
+        "who",
+        "how",
+        "why",
+        "when",
+        "where",
+        "which",
+        "now",
+        "please",
+        "compare",
+        "versus",
+        "vs",
+        "and",
+        "or",
+        "about",
+        "with",
+        "on",
+        "for",
+        "is",
+        "are",
+        "the",
+        "a",
+        "an",
+        "any",
+        "some",
+    ]
 )
 
 

@@ -14,8 +14,8 @@ from ._rules import INTENT_FIELDS
 
 __all__ = [
     "CANCEL_MESSAGE",
-    "MEDIUM_PREFIX",
     "LOW_PREFIX",
+    "MEDIUM_PREFIX",
     "SynthesisAgent",
     "compose_answer",
     "confidence_prefix",
@@ -46,7 +46,14 @@ def confidence_prefix(score: int) -> str:
     return MEDIUM_PREFIX if score >= CONFIDENCE_MEDIUM_THRESHOLD else LOW_PREFIX
 
 
-_READING_ORDER = ("overview", "recent_news", "key_developments", "stock_info", "key_people", "products")
+_READING_ORDER = (
+    "overview",
+    "recent_news",
+    "key_developments",
+    "stock_info",
+    "key_people",
+    "products",
+)
 
 
 def _ordered_fields(intent: str) -> list[str]:
@@ -96,7 +103,9 @@ def compose_answer(state: ResearchState) -> str:
         parts.append("\n\n".join(_section(findings, intent)))
         answering = INTENT_FIELDS.get(intent, INTENT_FIELDS["overview"])
         if not any(getattr(findings, name) for name in answering):
-            parts.append(f"I don't have {_TOPIC.get(intent, 'that information')} for {findings.company} in my sources.")
+            parts.append(
+                f"I don't have {_TOPIC.get(intent, 'that information')} for {findings.company} in my sources."
+            )
     block = sources_block([findings, *state.comparison_findings])
     if block:
         parts.append(block)
@@ -144,12 +153,13 @@ class SynthesisAgent:
             answer = no_data_answer(state)
             emit_text(ctx, answer)
         else:
-            answer = None
+            written = None
             if self.llm is not None:
-                answer = await self._write_with_llm(state, ctx, update)
-            if answer is None:
-                answer = compose_answer(state)
-                emit_text(ctx, answer)
+                written = await self._write_with_llm(state, ctx, update)
+            if written is None:
+                written = compose_answer(state)
+                emit_text(ctx, written)
+            answer = written
         log_step(ctx, state, chars=len(answer), confidence=state.confidence_score)
         return update | {
             "final_summary": answer,
@@ -161,7 +171,9 @@ class SynthesisAgent:
     ) -> str | None:
         assert self.llm is not None and state.research_findings is not None
         all_findings = [state.research_findings, *state.comparison_findings]
-        payload = "\n".join(f.model_dump_json(exclude={"raw_data", "sources"}) for f in all_findings)
+        payload = "\n".join(
+            f.model_dump_json(exclude={"raw_data", "sources"}) for f in all_findings
+        )
         prompt = (
             f"Question: {state.original_query}\nIntent: {state.query_intent}\n"
             f"Earlier conversation: {state.conversation_summary or 'none'}\n"

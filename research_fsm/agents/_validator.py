@@ -46,7 +46,9 @@ def _independent_sources(findings: ResearchFindings) -> int:
     return len({ref.url.split("/")[2] for ref in findings.sources if ref.url.count("/") >= 2})
 
 
-def rule_verdict(findings: ResearchFindings | None, intent: str, company: str | None) -> ValidationVerdict:
+def rule_verdict(
+    findings: ResearchFindings | None, intent: str, company: str | None
+) -> ValidationVerdict:
     """The rule-based verdict: the asked-for topic is covered, and there are at
     least 2 independent sources or a complete directory profile."""
     if findings is None:
@@ -57,11 +59,14 @@ def rule_verdict(findings: ResearchFindings | None, intent: str, company: str | 
     populated = findings.populated_fields()
     answering = INTENT_FIELDS.get(intent, INTENT_FIELDS["overview"])
     if not any(name in populated for name in answering):
-        return ValidationVerdict(is_sufficient=False, feedback=_FEEDBACK.get(intent, _FEEDBACK["overview"]))
+        return ValidationVerdict(
+            is_sufficient=False, feedback=_FEEDBACK.get(intent, _FEEDBACK["overview"])
+        )
     complete_profile = {"overview", "key_people"} <= set(populated) and bool(findings.sources)
     if _independent_sources(findings) < 2 and not complete_profile:
         return ValidationVerdict(
-            is_sufficient=False, feedback="fewer than 2 independent sources; search other sources to confirm"
+            is_sufficient=False,
+            feedback="fewer than 2 independent sources; search other sources to confirm",
         )
     return ValidationVerdict(is_sufficient=True, reasoning="topic covered by enough sources")
 
@@ -84,7 +89,10 @@ class ValidatorAgent:
             )
             try:
                 reply = await self.llm.structured(
-                    agent="validator", system=VALIDATOR_SYSTEM, prompt=prompt, schema=ValidationVerdict
+                    agent="validator",
+                    system=VALIDATOR_SYSTEM,
+                    prompt=prompt,
+                    schema=ValidationVerdict,
                 )
                 verdict = reply.value
                 update |= usage_update("validator", reply.usage)

@@ -11,7 +11,9 @@ from pydantic import BaseModel, ConfigDict
 __all__ = ["LLM", "LLMError", "LLMErrorKind", "StructuredReply", "TextReply", "Usage"]
 
 M = TypeVar("M", bound=BaseModel)
-LLMErrorKind = Literal["auth", "rate_limit", "overloaded", "server", "timeout", "connection", "schema", "other"]
+LLMErrorKind = Literal[
+    "auth", "rate_limit", "overloaded", "server", "timeout", "connection", "schema", "other"
+]
 
 
 class Usage(BaseModel):

@@ -40,7 +40,9 @@ class ScriptedLLM:
     ``LLMError``. Every call is recorded in ``calls``.
     """
 
-    def __init__(self, script: Mapping[str, Iterable[object]] | None = None, *, model: str = "scripted") -> None:
+    def __init__(
+        self, script: Mapping[str, Iterable[object]] | None = None, *, model: str = "scripted"
+    ) -> None:
         self.model = model
         self._script = {agent: list(replies) for agent, replies in (script or {}).items()}
         self.calls: list[ScriptedCall] = []
@@ -61,7 +63,9 @@ class ScriptedLLM:
     async def structured(
         self, *, agent: str, system: str, prompt: str, schema: type[M]
     ) -> StructuredReply[M]:
-        self.calls.append(ScriptedCall(agent=agent, kind="structured", system=system, prompt=prompt))
+        self.calls.append(
+            ScriptedCall(agent=agent, kind="structured", system=system, prompt=prompt)
+        )
         reply: Any = self._next(agent)
         try:
             if isinstance(reply, str):

@@ -24,7 +24,7 @@ def cli(home: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[
 def test_ask_offline_answers(tmp_path: Path) -> None:
     """``ask`` answers offline from the directory: answer on stdout, progress on stderr."""
     result = cli(tmp_path, "ask", "Who is the CEO of Apple?")
-    assert 0 == result.returncode, result.stderr
+    assert result.returncode == 0, result.stderr
     assert "Tim Cook" in result.stdout
     assert "[research]" in result.stderr
     assert "[research]" not in result.stdout
@@ -32,25 +32,27 @@ def test_ask_offline_answers(tmp_path: Path) -> None:
 
 def test_clarification_across_processes(tmp_path: Path) -> None:
     """Without a terminal, a clarification exits 3; ``answer`` in a new process continues it."""
-    first = cli(tmp_path, "ask", "Tell me about the company", "--thread", "cli-1", "--source", "mock")
-    assert 3 == first.returncode
+    first = cli(
+        tmp_path, "ask", "Tell me about the company", "--thread", "cli-1", "--source", "mock"
+    )
+    assert first.returncode == 3
     assert "Which company" in first.stdout
     assert "research-fsm answer --thread cli-1" in first.stderr
     second = cli(tmp_path, "answer", "--thread", "cli-1", "Apple", "--source", "mock")
-    assert 0 == second.returncode, second.stderr
+    assert second.returncode == 0, second.stderr
     assert "Apple Inc." in second.stdout
 
 
 def test_ask_json(tmp_path: Path) -> None:
     """``--json`` prints the reply as JSON with status, company, confidence, sources and path."""
     result = cli(tmp_path, "ask", "Tell me about Microsoft", "--source", "mock", "--json")
-    assert 0 == result.returncode, result.stderr
+    assert result.returncode == 0, result.stderr
     reply = json.loads(result.stdout)
-    assert "answered" == reply["status"]
-    assert "Microsoft Corporation" == reply["company"]
-    assert 10 == reply["confidence"]
-    assert ["clarity", "research", "synthesis"] == reply["path"]
-    assert 2 == len(reply["sources"])
+    assert reply["status"] == "answered"
+    assert reply["company"] == "Microsoft Corporation"
+    assert reply["confidence"] == 10
+    assert reply["path"] == ["clarity", "research", "synthesis"]
+    assert len(reply["sources"]) == 2
 
 
 @pytest.mark.parametrize(
@@ -69,7 +71,7 @@ def test_ask_json(tmp_path: Path) -> None:
 def test_bad_input_clear_error(tmp_path: Path, args: tuple[str, ...], message: str) -> None:
     """Bad input gets one clear line on stderr and a non-zero status, never a traceback."""
     result = cli(tmp_path, *args)
-    assert 0 != result.returncode
+    assert result.returncode != 0
     assert "Traceback" not in result.stderr
     assert result.stderr.startswith("research-fsm: ")
     assert message in result.stderr
@@ -82,7 +84,7 @@ def test_graph_and_history(tmp_path: Path) -> None:
     assert "error_recovery" in graph.stdout
     cli(tmp_path, "ask", "Tell me about Tesla", "--thread", "h1", "--source", "mock")
     history = cli(tmp_path, "history", "--thread", "h1")
-    assert 0 == history.returncode
+    assert history.returncode == 0
     assert "user: Tell me about Tesla" in history.stdout
     assert "assistant: Here's what I found about Tesla, Inc." in history.stdout
 
@@ -93,6 +95,6 @@ def test_chat_multi_turn(tmp_path: Path) -> None:
         tmp_path, "chat", "--thread", "chat-1", "--source", "mock",
         stdin="Tell me about Tesla\nWhat about their stock?\n/quit\n",
     )  # fmt: skip
-    assert 0 == result.returncode, result.stderr
+    assert result.returncode == 0, result.stderr
     assert result.stdout.count("Tesla, Inc.") >= 2
     assert "TSLA" in result.stdout

@@ -13,10 +13,10 @@ async def test_query_fields_reset_between_questions(assistant: ResearchAssistant
     first = await assistant.ask("Tell me about Tesla", thread_id="c1")
     assert first.state.research_attempts == 1
     second = await assistant.ask("What about their stock?", thread_id="c1")
-    assert 1 == second.state.research_attempts
-    assert "What about their stock?" == second.state.original_query
-    assert 4 == len(second.state.messages)
-    assert "Tesla, Inc." == second.company
+    assert second.state.research_attempts == 1
+    assert second.state.original_query == "What about their stock?"
+    assert len(second.state.messages) == 4
+    assert second.company == "Tesla, Inc."
 
 
 async def test_long_conversation_is_summarised(assistant: ResearchAssistant) -> None:
@@ -30,14 +30,14 @@ async def test_long_conversation_is_summarised(assistant: ResearchAssistant) -> 
     assert state.conversation_summary is not None
     assert len(state.conversation_summary) <= SUMMARY_MAX_CHARS
     assert state.conversation_summary.startswith("Current company: ")
-    assert "Tesla, Inc." == reply.company  # the last turn asked about companies[11 % 5]
+    assert reply.company == "Tesla, Inc."  # the last turn asked about companies[11 % 5]
 
 
 async def test_stream_yields_progress_tokens_answer(assistant: ResearchAssistant) -> None:
     """``stream`` yields a Progress per agent, answer tokens, then one Answer equal to the text."""
     events = [e async for e in assistant.stream("Tell me about Amazon", thread_id="c3")]
     agents = [e.agent for e in events if isinstance(e, Progress)]
-    assert ["clarity", "research", "synthesis"] == agents
+    assert agents == ["clarity", "research", "synthesis"]
     research = next(e for e in events if isinstance(e, Progress) and e.agent == "research")
     assert "Amazon.com, Inc." in research.message
     assert isinstance(events[-1], Answer)
@@ -52,7 +52,7 @@ async def test_question_checks(assistant: ResearchAssistant) -> None:
     with pytest.raises(InvalidQuestion, match="str"):
         await assistant.ask(42, thread_id="c4")  # type: ignore[arg-type]
     reply = await assistant.ask("Tell me \x1b[31mabout\x00 Apple\x07", thread_id="c4")
-    assert "Tell me about Apple" == reply.state.original_query
+    assert reply.state.original_query == "Tell me about Apple"
 
 
 async def test_bad_thread_id(assistant: ResearchAssistant) -> None:

@@ -9,7 +9,9 @@ from research_fsm.sources import MockDataSource
 
 
 def _assistant(llm: ScriptedLLM, source: MockDataSource | None = None) -> ResearchAssistant:
-    return ResearchAssistant(llm=llm, source=source or MockDataSource(), store=MemoryCheckpointStore())
+    return ResearchAssistant(
+        llm=llm, source=source or MockDataSource(), store=MemoryCheckpointStore()
+    )
 
 
 async def test_clarity_uses_llm_verdict_and_normalises_name() -> None:
@@ -18,10 +20,12 @@ async def test_clarity_uses_llm_verdict_and_normalises_name() -> None:
         "clarity": [{"is_clear": True, "detected_company": "tesla", "intent": "stock"}],
         "synthesis": ["Tesla trades at $248."],
     })  # fmt: skip
-    reply = await _assistant(llm).ask("How is the EV maker from Austin doing on the market?", thread_id="l1")
-    assert "Tesla, Inc." == reply.company
-    assert "stock" == reply.state.query_intent
-    assert ["clarity", "synthesis"] == [c.agent for c in llm.calls]
+    reply = await _assistant(llm).ask(
+        "How is the EV maker from Austin doing on the market?", thread_id="l1"
+    )
+    assert reply.company == "Tesla, Inc."
+    assert reply.state.query_intent == "stock"
+    assert [c.agent for c in llm.calls] == ["clarity", "synthesis"]
 
 
 async def test_happy_path_takes_two_llm_calls() -> None:
@@ -31,10 +35,10 @@ async def test_happy_path_takes_two_llm_calls() -> None:
         "synthesis": ["Apple launched Vision Pro."],
     })  # fmt: skip
     reply = await _assistant(llm).ask("What's happening with Apple?", thread_id="l2")
-    assert 2 == len(llm.calls)
+    assert len(llm.calls) == 2
     assert reply.text.startswith("Apple launched Vision Pro.")
     assert "Sources:" in reply.text
-    assert {"clarity": 1, "synthesis": 1} == {k: v.calls for k, v in reply.usage.items()}
+    assert {k: v.calls for k, v in reply.usage.items()} == {"clarity": 1, "synthesis": 1}
 
 
 async def test_malformed_llm_output_falls_back_to_rules() -> None:
@@ -45,10 +49,10 @@ async def test_malformed_llm_output_falls_back_to_rules() -> None:
     })  # fmt: skip
     assistant = _assistant(llm)
     first = await assistant.ask("Tell me about Microsoft", thread_id="l3")
-    assert "Microsoft Corporation" == first.company
+    assert first.company == "Microsoft Corporation"
     assert "Here's what I found about Microsoft Corporation:" in first.text
     second = await assistant.ask("Tell me about Amazon", thread_id="l3b")
-    assert "Amazon.com, Inc." == second.company
+    assert second.company == "Amazon.com, Inc."
 
 
 async def test_llm_clarification_question_is_asked() -> None:
@@ -62,10 +66,10 @@ async def test_llm_clarification_question_is_asked() -> None:
     })  # fmt: skip
     assistant = _assistant(llm)
     first = await assistant.ask("How's the carmaker?", thread_id="l4")
-    assert "Which carmaker do you mean?" == first.text
+    assert first.text == "Which carmaker do you mean?"
     assert first.token is not None
     second = await assistant.clarify(first.token, "Tesla")
-    assert "Tesla, Inc." == second.company
+    assert second.company == "Tesla, Inc."
 
 
 async def test_validator_llm_feedback_drives_retry() -> None:
@@ -77,8 +81,8 @@ async def test_validator_llm_feedback_drives_retry() -> None:
         "synthesis": ["Apple news."],
     })  # fmt: skip
     reply = await _assistant(llm, source).ask("What's new at Apple?", thread_id="l5")
-    assert ["clarity", "research", "validator", "research", "synthesis"] == reply.path
-    assert "search Apple product launches" == source.calls[1][1].feedback
+    assert reply.path == ["clarity", "research", "validator", "research", "synthesis"]
+    assert source.calls[1][1].feedback == "search Apple product launches"
 
 
 async def test_synthesis_tokens_stream_through_assistant() -> None:

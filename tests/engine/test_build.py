@@ -46,7 +46,7 @@ def test_unknown_target_in_edge_is_named() -> None:
     graph = graph_with("a")
     graph.add_edge(START, "a")
     graph.add_edge("a", "ghost")
-    assert ["edge from `a` to unknown node `ghost`"] == compile_error(graph).problems
+    assert compile_error(graph).problems == ["edge from `a` to unknown node `ghost`"]
 
 
 def test_unknown_source_in_edge_is_named() -> None:
@@ -55,7 +55,7 @@ def test_unknown_source_in_edge_is_named() -> None:
     graph.add_edge(START, "a")
     graph.add_edge("a", END)
     graph.add_edge("ghost", "a")
-    assert ["edge from unknown node `ghost` (to `a`)"] == compile_error(graph).problems
+    assert compile_error(graph).problems == ["edge from unknown node `ghost` (to `a`)"]
 
 
 def test_unknown_node_in_router_targets_is_named() -> None:
@@ -63,7 +63,7 @@ def test_unknown_node_in_router_targets_is_named() -> None:
     graph = graph_with("a")
     graph.add_edge(START, "a")
     graph.add_router("a", lambda s: "x", {"x": END, "y": "ghost"})
-    assert ["router of `a` maps key 'y' to unknown node `ghost`"] == compile_error(graph).problems
+    assert compile_error(graph).problems == ["router of `a` maps key 'y' to unknown node `ghost`"]
 
 
 def test_router_on_unknown_node_is_named() -> None:
@@ -72,7 +72,7 @@ def test_router_on_unknown_node_is_named() -> None:
     graph.add_edge(START, "a")
     graph.add_edge("a", END)
     graph.add_router("ghost", lambda s: "a", ["a"])
-    assert ["router on unknown node `ghost`"] == compile_error(graph).problems
+    assert compile_error(graph).problems == ["router on unknown node `ghost`"]
 
 
 def test_unreachable_node_is_named() -> None:
@@ -81,7 +81,7 @@ def test_unreachable_node_is_named() -> None:
     graph.add_edge(START, "a")
     graph.add_edge("a", END)
     graph.add_edge("island", END)
-    assert ["node `island` is unreachable from START"] == compile_error(graph).problems
+    assert compile_error(graph).problems == ["node `island` is unreachable from START"]
 
 
 def test_on_error_target_counts_as_reachable() -> None:
@@ -101,7 +101,7 @@ def test_unknown_on_error_target_is_named() -> None:
     graph.add_node("a", recorder("a"), on_error="nope")
     graph.add_edge(START, "a")
     graph.add_edge("a", END)
-    assert ["node `a` has on_error=`nope`, which is not a node"] == compile_error(graph).problems
+    assert compile_error(graph).problems == ["node `a` has on_error=`nope`, which is not a node"]
 
 
 def test_node_without_exit_is_named() -> None:
@@ -109,7 +109,7 @@ def test_node_without_exit_is_named() -> None:
     graph = graph_with("a", "b")
     graph.add_edge(START, "a")
     graph.add_edge("a", "b")
-    assert ["node `b` has no outgoing edge or router"] == compile_error(graph).problems
+    assert compile_error(graph).problems == ["node `b` has no outgoing edge or router"]
 
 
 def test_two_unconditional_edges_are_named() -> None:
@@ -121,7 +121,7 @@ def test_two_unconditional_edges_are_named() -> None:
     graph.add_edge("b", END)
     graph.add_edge("c", END)
     problems = compile_error(graph).problems
-    assert ["node `a` has two unconditional edges (to `b` and `c`)"] == problems
+    assert problems == ["node `a` has two unconditional edges (to `b` and `c`)"]
 
 
 def test_edge_and_router_on_one_node_is_reported() -> None:
@@ -131,7 +131,7 @@ def test_edge_and_router_on_one_node_is_reported() -> None:
     graph.add_edge("a", "b")
     graph.add_router("a", lambda s: "b", ["b"])
     graph.add_edge("b", END)
-    assert ["node `a` has both an edge and a router"] == compile_error(graph).problems
+    assert compile_error(graph).problems == ["node `a` has both an edge and a router"]
 
 
 def test_start_without_edge_is_reported() -> None:
@@ -157,7 +157,7 @@ def test_duplicate_node_name_is_reported_at_compile() -> None:
     graph.add_node("a", recorder("again"))
     graph.add_edge(START, "a")
     graph.add_edge("a", END)
-    assert ["duplicate node name `a`"] == compile_error(graph).problems
+    assert compile_error(graph).problems == ["duplicate node name `a`"]
 
 
 def test_several_problems_are_all_listed() -> None:
@@ -308,5 +308,5 @@ def test_state_only_and_ctx_nodes_are_both_accepted() -> None:
     graph.add_edge(START, "a")
     graph.add_edge("a", "b")
     graph.add_edge("b", END)
-    assert ["a", "b"] == list(graph.nodes)
-    assert [True, False] == [spec.takes_ctx for spec in graph.nodes.values()]
+    assert list(graph.nodes) == ["a", "b"]
+    assert [spec.takes_ctx for spec in graph.nodes.values()] == [True, False]

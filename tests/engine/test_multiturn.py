@@ -27,8 +27,8 @@ async def test_second_run_merges_input_with_reducers_and_restarts(store: Checkpo
     compiled = chain("a", "b", store=store, calls=calls)
     await compiled.run({"log": ["hello"]}, thread_id="t")
     result = await compiled.run({"log": ["again"], "n": 100}, thread_id="t")
-    assert ["a", "b"] == result.path
-    assert ["a", "b", "a", "b"] == calls
+    assert result.path == ["a", "b"]
+    assert calls == ["a", "b", "a", "b"]
     assert Counter(n=102, log=["hello", "a", "b", "again", "a", "b"]) == result.state
 
 
@@ -44,7 +44,7 @@ async def test_run_none_on_completed_thread_is_a_no_op(store: CheckpointStore) -
         again.state,
         again.checkpoint_id,
     )
-    assert ["a"] == calls
+    assert calls == ["a"]
 
 
 async def test_run_none_on_new_thread_raises_thread_not_found(store: CheckpointStore) -> None:
@@ -52,12 +52,14 @@ async def test_run_none_on_new_thread_raises_thread_not_found(store: CheckpointS
     compiled = chain("a", store=store)
     with pytest.raises(ThreadNotFound, match="thread `nobody` does not exist") as info:
         await compiled.run(None, thread_id="nobody")
-    assert "nobody" == info.value.thread_id
+    assert info.value.thread_id == "nobody"
     assert isinstance(info.value, LookupError)
     assert None is await compiled.get_state("nobody")
 
 
-def flaky_graph(store: CheckpointStore, broken: dict[str, bool], calls: list[str]) -> CompiledGraph[Counter]:
+def flaky_graph(
+    store: CheckpointStore, broken: dict[str, bool], calls: list[str]
+) -> CompiledGraph[Counter]:
     async def flaky(state: Counter) -> dict[str, Any]:
         calls.append("flaky")
         if broken["on"]:
@@ -84,8 +86,8 @@ async def test_run_none_after_failure_continues_from_failed_node(store: Checkpoi
         await compiled.run({}, thread_id="t")
     broken["on"] = False
     result = await compiled.run(None, thread_id="t")
-    assert ("completed", ["flaky", "c"]) == (result.status, result.path)
-    assert ["a", "flaky", "flaky", "c"] == calls
+    assert (result.status, result.path) == ("completed", ["flaky", "c"])
+    assert calls == ["a", "flaky", "flaky", "c"]
     assert Counter(n=2, log=["a", "flaky", "c"]) == result.state
 
 
@@ -107,9 +109,9 @@ async def test_cancelled_run_continues_with_run_none(store: CheckpointStore) -> 
         await task
     snapshot = await compiled.get_state("t")
     assert snapshot is not None
-    assert ("running", "gate") == (snapshot.status, snapshot.next)
+    assert (snapshot.status, snapshot.next) == ("running", "gate")
     result = await compiled.run(None, thread_id="t")
-    assert (["gate"], ["a"], 1) == (result.path, calls, gate.cancelled)
+    assert (result.path, calls, gate.cancelled) == (["gate"], ["a"], 1)
     assert Counter(n=2, log=["a", "gate"]) == result.state
 
 
@@ -140,14 +142,14 @@ async def test_new_input_abandons_unfinished_run_and_logs_it(store: CheckpointSt
     broken["on"] = False
     with capture_logs() as logs:
         result = await compiled.run({"log": ["new"]}, thread_id="t")
-    assert ["a", "flaky", "c"] == result.path
+    assert result.path == ["a", "flaky", "c"]
     warnings = [e for e in logs if e["event"] == "new input abandons an unfinished run"]
-    assert 1 == len(warnings)
-    assert ("warning", "t", "flaky") == (
+    assert len(warnings) == 1
+    assert (
         warnings[0]["log_level"],
         warnings[0]["thread_id"],
         warnings[0]["next_node"],
-    )
+    ) == ("warning", "t", "flaky")
 
 
 async def test_new_turn_on_completed_thread_logs_no_abandon(store: CheckpointStore) -> None:
@@ -156,4 +158,4 @@ async def test_new_turn_on_completed_thread_logs_no_abandon(store: CheckpointSto
     await compiled.run({}, thread_id="t")
     with capture_logs() as logs:
         await compiled.run({}, thread_id="t")
-    assert [] == [e for e in logs if e["log_level"] == "warning"]
+    assert [e for e in logs if e["log_level"] == "warning"] == []

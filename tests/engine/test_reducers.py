@@ -53,19 +53,21 @@ async def run_update(update: Any, store: CheckpointStore, start: dict[str, Any])
 async def test_append_concatenates_lists(store: CheckpointStore) -> None:
     """``append`` adds a returned list to the end of the existing list."""
     state = await run_update({"items": ["b", "c"]}, store, {"items": ["a"]})
-    assert ["a", "b", "c"] == state.items
+    assert state.items == ["a", "b", "c"]
 
 
 async def test_append_single_item(store: CheckpointStore) -> None:
     """``append`` given one non-list item appends that item."""
     state = await run_update({"items": "b"}, store, {"items": ["a"]})
-    assert ["a", "b"] == state.items
+    assert state.items == ["a", "b"]
 
 
 async def test_replace_is_the_default(store: CheckpointStore) -> None:
     """A field without a reducer (or with ``replace``) takes the new value."""
-    state = await run_update({"last": "new", "explicit": "x"}, store, {"last": "old", "explicit": "y"})
-    assert ("new", "x") == (state.last, state.explicit)
+    state = await run_update(
+        {"last": "new", "explicit": "x"}, store, {"last": "old", "explicit": "y"}
+    )
+    assert (state.last, state.explicit) == ("new", "x")
 
 
 async def test_add_sums_numbers_and_dicts(store: CheckpointStore) -> None:
@@ -73,23 +75,23 @@ async def test_add_sums_numbers_and_dicts(store: CheckpointStore) -> None:
     state = await run_update(
         {"total": 5, "tally": {"a": 1, "b": 2}}, store, {"total": 3, "tally": {"a": 10}}
     )
-    assert (8, {"a": 11, "b": 2}) == (state.total, state.tally)
+    assert (state.total, state.tally) == (8, {"a": 11, "b": 2})
 
 
 async def test_custom_callable_reducer(store: CheckpointStore) -> None:
     """Any ``Callable[[old, new], merged]`` in Annotated is used as the reducer."""
-    assert "longer" == (await run_update({"best": "ab"}, store, {"best": "longer"})).best
+    assert (await run_update({"best": "ab"}, store, {"best": "longer"})).best == "longer"
 
 
 async def test_custom_callable_reducer_takes_new_value(store: CheckpointStore) -> None:
     """The custom reducer gets (old, new) in that order."""
-    assert "longest!" == (await run_update({"best": "longest!"}, store, {"best": "ab"})).best
+    assert (await run_update({"best": "longest!"}, store, {"best": "ab"})).best == "longest!"
 
 
 async def test_partial_model_update_only_touches_set_fields(store: CheckpointStore) -> None:
     """A partial model as update changes only the fields it was built with."""
     state = await run_update(R(total=2, items=["z"]), store, {"items": ["a"], "last": "keep"})
-    assert (["a", "z"], 2, "keep") == (state.items, state.total, state.last)
+    assert (state.items, state.total, state.last) == (["a", "z"], 2, "keep")
 
 
 async def test_none_update_leaves_state_unchanged(store: CheckpointStore) -> None:
@@ -105,7 +107,7 @@ async def test_unknown_field_fails_the_node_naming_the_field(store: CheckpointSt
     cause = info.value.cause
     assert isinstance(cause, InvalidUpdate)
     assert "node `node` updated unknown field `bogus` of `R`" in str(cause)
-    assert "node" == info.value.node
+    assert info.value.node == "node"
 
 
 async def test_wrong_type_fails_the_node_naming_the_field(store: CheckpointStore) -> None:
@@ -156,11 +158,11 @@ async def test_first_input_may_be_a_model(store: CheckpointStore) -> None:
 
 def test_reducer_functions_directly() -> None:
     """``append``/``add``/``replace`` behave as documented on plain values."""
-    assert [1, 2, 3] == append([1], [2, 3])
-    assert [1, 2] == append([1], 2)
-    assert [1] == append([1], None)
-    assert [5] == append(None, [5])
-    assert 3 == add(1, 2)
-    assert {"a": 3, "b": 1} == add({"a": 1}, {"a": 2, "b": 1})
-    assert 4 == add(None, 4)
-    assert "new" == replace("old", "new")
+    assert append([1], [2, 3]) == [1, 2, 3]
+    assert append([1], 2) == [1, 2]
+    assert append([1], None) == [1]
+    assert append(None, [5]) == [5]
+    assert add(1, 2) == 3
+    assert add({"a": 1}, {"a": 2, "b": 1}) == {"a": 3, "b": 1}
+    assert add(None, 4) == 4
+    assert replace("old", "new") == "new"

@@ -22,10 +22,10 @@ async def test_edges_run_nodes_in_order(store: CheckpointStore) -> None:
     """START -> a -> b -> c -> END runs each node once, in order, and merges updates."""
     calls: list[str] = []
     result = await chain("a", "b", "c", store=store, calls=calls).run({}, thread_id="t")
-    assert ("completed", ["a", "b", "c"]) == (result.status, result.path)
-    assert ["a", "b", "c"] == calls
+    assert (result.status, result.path) == ("completed", ["a", "b", "c"])
+    assert calls == ["a", "b", "c"]
     assert Counter(n=3, log=["a", "b", "c"]) == result.state
-    assert "t" == result.thread_id
+    assert result.thread_id == "t"
 
 
 async def test_router_with_list_targets_uses_node_names_as_keys(store: CheckpointStore) -> None:
@@ -38,8 +38,8 @@ async def test_router_with_list_targets_uses_node_names_as_keys(store: Checkpoin
     graph.add_edge("small", END)
     graph.add_edge("big", END)
     compiled = graph.compile(store=store)
-    assert ["pick", "small"] == (await compiled.run({"n": 0}, thread_id="t1")).path
-    assert ["pick", "big"] == (await compiled.run({"n": 10}, thread_id="t2")).path
+    assert (await compiled.run({"n": 0}, thread_id="t1")).path == ["pick", "small"]
+    assert (await compiled.run({"n": 10}, thread_id="t2")).path == ["pick", "big"]
 
 
 async def test_router_with_mapping_targets(store: CheckpointStore) -> None:
@@ -51,8 +51,8 @@ async def test_router_with_mapping_targets(store: CheckpointStore) -> None:
     graph.add_router("check", lambda s: s.n % 2 == 0, {True: END, False: "fix"})
     graph.add_edge("fix", END)
     compiled = graph.compile(store=store)
-    assert ["check"] == (await compiled.run({"n": 1}, thread_id="odd")).path
-    assert ["check", "fix"] == (await compiled.run({"n": 0}, thread_id="even")).path
+    assert (await compiled.run({"n": 1}, thread_id="odd")).path == ["check"]
+    assert (await compiled.run({"n": 0}, thread_id="even")).path == ["check", "fix"]
 
 
 async def test_async_router_is_awaited(store: CheckpointStore) -> None:
@@ -68,7 +68,7 @@ async def test_async_router_is_awaited(store: CheckpointStore) -> None:
     graph.add_edge(START, "a")
     graph.add_router("a", router, {"done": END})
     result = await graph.compile(store=store).run({"n": 41}, thread_id="t")
-    assert ([42], ["a"]) == (seen, result.path)
+    assert (seen, result.path) == ([42], ["a"])
 
 
 @pytest.mark.parametrize("times", [1, 7])
@@ -77,7 +77,9 @@ async def test_loop_runs_exactly_n_times(store: CheckpointStore, times: int) -> 
     graph = StateGraph(Counter)
     graph.add_node("body", recorder("body"))
     graph.add_edge(START, "body")
-    graph.add_router("body", lambda s: "again" if s.n < times else "stop", {"again": "body", "stop": END})
+    graph.add_router(
+        "body", lambda s: "again" if s.n < times else "stop", {"again": "body", "stop": END}
+    )
     result = await graph.compile(store=store).run({}, thread_id="t")
     assert ["body"] * times == result.path
     assert times == result.state.n
@@ -92,7 +94,7 @@ async def test_router_on_start_picks_the_entry_node(store: CheckpointStore) -> N
     graph.add_edge("a", END)
     graph.add_edge("b", END)
     compiled = graph.compile(store=store)
-    assert ["b"] == (await compiled.run({"n": 1}, thread_id="t")).path
+    assert (await compiled.run({"n": 1}, thread_id="t")).path == ["b"]
 
 
 async def test_start_router_straight_to_end_completes_and_saves(store: CheckpointStore) -> None:
@@ -125,15 +127,15 @@ async def test_undeclared_router_key_raises_routing_error(store: CheckpointStore
     with pytest.raises(RoutingError) as info:
         await compiled.run({}, thread_id="t")
     error = info.value
-    assert ("decide", "maybe", ["yes", "no"]) == (error.source, error.key, error.allowed)
-    assert (
+    assert (error.source, error.key, error.allowed) == ("decide", "maybe", ["yes", "no"])
+    assert str(error) == (
         "router of node `decide` returned 'maybe', which is not one of its declared keys: "
         "'yes', 'no'"
-    ) == str(error)
+    )
     assert isinstance(error, LookupError)
     snapshot = await compiled.get_state("t")
     assert snapshot is not None
-    assert ("failed", "decide") == (snapshot.status, snapshot.next)
+    assert (snapshot.status, snapshot.next) == ("failed", "decide")
 
 
 async def test_unhashable_router_key_raises_routing_error(store: CheckpointStore) -> None:

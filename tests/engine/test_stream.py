@@ -48,13 +48,13 @@ async def test_event_order_for_a_completed_run(store: CheckpointStore) -> None:
     compiled = chain("a", "b", store=store)
     async with compiled.stream({}, thread_id="t") as events:
         collected = [ev async for ev in events]
-    assert [
+    assert shape(collected) == [
         ("started", "a", 0),
         ("finished", "a", 0, {"n": 1, "log": ["a"]}),
         ("started", "b", 1),
         ("finished", "b", 1, {"n": 2, "log": ["b"]}),
         ("completed", "completed"),
-    ] == shape(collected)
+    ]
     finished = [ev for ev in collected if isinstance(ev, NodeFinished)]
     assert all(ev.duration >= 0 for ev in finished)
     last = collected[-1]
@@ -80,29 +80,31 @@ async def test_result_is_set_only_after_exhaustion(store: CheckpointStore) -> No
     )
 
 
-async def test_suspended_event_ends_stream_and_stream_resume_continues(store: CheckpointStore) -> None:
+async def test_suspended_event_ends_stream_and_stream_resume_continues(
+    store: CheckpointStore,
+) -> None:
     """A suspension yields Suspended (with a working token) and ends the stream; stream_resume goes on."""
     compiled = ask_graph(Ask(), store)
     async with compiled.stream({}, thread_id="t") as events:
         collected = [ev async for ev in events]
-    assert [
+    assert shape(collected) == [
         ("started", "first", 0),
         ("finished", "first", 0, {"n": 1, "log": ["first"]}),
         ("started", "ask", 1),
         ("suspended", "ask"),
-    ] == shape(collected)
+    ]
     suspended = collected[-1]
     assert isinstance(suspended, Suspended)
-    assert "suspended" == suspended.result.status
+    assert suspended.result.status == "suspended"
     async with compiled.stream_resume(str(suspended.suspension.token), "Bo") as events:
         resumed = [ev async for ev in events]
-    assert [
+    assert shape(resumed) == [
         ("started", "ask", 1),
         ("finished", "ask", 1, {"log": ["answer:Bo"]}),
         ("started", "after", 2),
         ("finished", "after", 2, {"n": 3, "log": ["after"]}),
         ("completed", "completed"),
-    ] == shape(resumed)
+    ]
 
 
 async def test_emit_is_delivered_while_the_node_runs(store: CheckpointStore) -> None:
@@ -126,13 +128,13 @@ async def test_emit_is_delivered_while_the_node_runs(store: CheckpointStore) -> 
             collected.append(ev)
             if isinstance(ev, Emitted) and ev.data == "Hel":
                 consumer_saw_token.set()
-    assert [
+    assert shape(collected) == [
         ("started", "talker", 0),
         ("emitted", "talker", "token", "Hel"),
         ("emitted", "talker", "token", "lo"),
         ("finished", "talker", 0, {"log": ["talked"]}),
         ("completed", "completed"),
-    ] == shape(collected)
+    ]
 
 
 async def test_emit_without_a_stream_is_a_no_op(store: CheckpointStore) -> None:
@@ -145,7 +147,7 @@ async def test_emit_without_a_stream_is_a_no_op(store: CheckpointStore) -> None:
     graph.add_node("talker", talker)
     graph.add_edge(START, "talker")
     graph.add_edge("talker", END)
-    assert ["talker"] == (await graph.compile(store=store).run({}, thread_id="t")).path
+    assert (await graph.compile(store=store).run({}, thread_id="t")).path == ["talker"]
 
 
 def gate_graph(gate: Gate, store: CheckpointStore) -> Any:
@@ -164,11 +166,11 @@ async def test_leaving_async_with_early_releases_the_thread_at_once(store: Check
         async for ev in events:
             if isinstance(ev, NodeStarted):
                 break
-    assert 1 == gate.cancelled
+    assert gate.cancelled == 1
     lease = await store.acquire("t")  # raises ThreadBusy if the run still held it
     await lease.release()
     result = await compiled.run(None, thread_id="t")
-    assert (["gate"], 2) == (result.path, gate.calls)
+    assert (result.path, gate.calls) == (["gate"], 2)
 
 
 async def test_break_without_async_with_then_new_run_works(store: CheckpointStore) -> None:
@@ -181,7 +183,7 @@ async def test_break_without_async_with_then_new_run_works(store: CheckpointStor
             await gate.entered.wait()
             break
         result = await compiled.run(None, thread_id="t")
-    assert (["gate"], 1, 2) == (result.path, gate.cancelled, gate.calls)
+    assert (result.path, gate.cancelled, gate.calls) == (["gate"], 1, 2)
 
 
 async def test_error_in_run_propagates_out_of_iteration(store: CheckpointStore) -> None:
@@ -199,7 +201,7 @@ async def test_error_in_run_propagates_out_of_iteration(store: CheckpointStore) 
         async with graph.compile(store=store).stream({}, thread_id="t") as events:
             async for ev in events:
                 collected.append(ev)
-    assert [("started", "broken", 0)] == shape(collected)
+    assert shape(collected) == [("started", "broken", 0)]
 
 
 async def test_stream_on_busy_thread_raises_thread_busy(store: CheckpointStore) -> None:
@@ -213,8 +215,8 @@ async def test_stream_on_busy_thread_raises_thread_busy(store: CheckpointStore) 
             async for _ in events:
                 pass
     gate.release.set()
-    assert "completed" == (await holder).status
-    assert 1 == gate.calls
+    assert (await holder).status == "completed"
+    assert gate.calls == 1
 
 
 async def test_stream_validates_thread_id_at_once(store: CheckpointStore) -> None:

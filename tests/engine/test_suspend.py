@@ -30,9 +30,9 @@ async def test_class_node_suspends_with_payload_and_token(store: CheckpointStore
     ask = Ask()
     compiled = ask_graph(ask, store)
     result = await compiled.run({}, thread_id="t")
-    assert ("suspended", ["first", "ask"]) == (result.status, result.path)
+    assert (result.status, result.path) == ("suspended", ["first", "ask"])
     assert result.suspension is not None
-    assert ("ask", {"question": "name?"}) == (result.suspension.node, result.suspension.payload)
+    assert (result.suspension.node, result.suspension.payload) == ("ask", {"question": "name?"})
     assert Counter(n=2, log=["first"]) == result.state
     assert ("t", result.checkpoint_id) == (
         result.suspension.token.thread_id,
@@ -55,8 +55,8 @@ async def test_resume_runs_resume_not_run_and_continues(store: CheckpointStore) 
     suspended = await compiled.run({}, thread_id="t")
     assert suspended.suspension is not None
     result = await compiled.resume(suspended.suspension.token, "Ada")
-    assert ("completed", ["ask", "after"]) == (result.status, result.path)
-    assert (1, 1) == (ask.run_calls, ask.resume_calls)
+    assert (result.status, result.path) == ("completed", ["ask", "after"])
+    assert (ask.run_calls, ask.resume_calls) == (1, 1)
     assert Counter(n=3, log=["first", "answer:Ada", "after"]) == result.state
 
 
@@ -78,8 +78,8 @@ async def test_function_node_is_rerun_with_resume_value(store: CheckpointStore) 
     suspended = await compiled.run({}, thread_id="t")
     assert suspended.suspension is not None
     result = await compiled.resume(suspended.suspension.token, {"ok": True})
-    assert [(False, None), (True, {"ok": True})] == seen
-    assert ["approved:{'ok': True}"] == result.state.log
+    assert seen == [(False, None), (True, {"ok": True})]
+    assert result.state.log == ["approved:{'ok': True}"]
 
 
 async def test_state_only_node_cannot_suspend(store: CheckpointStore) -> None:
@@ -94,7 +94,7 @@ async def test_state_only_node_cannot_suspend(store: CheckpointStore) -> None:
     graph.add_edge("lonely", END)
     with pytest.raises(NodeFailed) as info:
         await graph.compile(store=store).run({}, thread_id="t")
-    assert "lonely" == info.value.node
+    assert info.value.node == "lonely"
     assert "node `lonely` takes only (state) and cannot suspend" in str(info.value.cause)
 
 
@@ -106,17 +106,17 @@ async def test_node_suspending_twice_issues_two_tokens(store: CheckpointStore) -
     assert first.suspension is not None
     second = await compiled.resume(first.suspension.token, "one")
     assert second.suspension is not None
-    assert ("suspended", ["ask"], {"question": "again 1"}) == (
+    assert (
         second.status,
         second.path,
         second.suspension.payload,
-    )
+    ) == ("suspended", ["ask"], {"question": "again 1"})
     assert str(first.suspension.token) != str(second.suspension.token)
     with pytest.raises(StaleResumeToken):
         await compiled.resume(first.suspension.token, "late")
     done = await compiled.resume(second.suspension.token, "two")
-    assert ("completed", ["answer:two"]) == (done.status, done.state.log[1:2])
-    assert (1, 2) == (ask.run_calls, ask.resume_calls)
+    assert (done.status, done.state.log[1:2]) == ("completed", ["answer:two"])
+    assert (ask.run_calls, ask.resume_calls) == (1, 2)
 
 
 async def test_used_token_is_stale(store: CheckpointStore) -> None:
@@ -130,7 +130,7 @@ async def test_used_token_is_stale(store: CheckpointStore) -> None:
     with pytest.raises(StaleResumeToken, match="thread `t` is stale") as info:
         await compiled.resume(token, "y")
     assert ("t", token.checkpoint_id) == (info.value.thread_id, info.value.checkpoint_id)
-    assert 1 == ask.resume_calls
+    assert ask.resume_calls == 1
 
 
 async def test_token_string_round_trips(store: CheckpointStore) -> None:
@@ -142,7 +142,7 @@ async def test_token_string_round_trips(store: CheckpointStore) -> None:
     text = str(token)
     assert len(text) < 100
     assert token == SuspendToken.parse(text)
-    assert "completed" == (await compiled.resume(text, "via string")).status
+    assert (await compiled.resume(text, "via string")).status == "completed"
 
 
 async def test_edited_token_is_invalid(store: CheckpointStore) -> None:
@@ -233,18 +233,20 @@ async def test_malformed_tokens_are_invalid(store: CheckpointStore, bad: Any) ->
         await compiled.resume(bad, "x")
 
 
-async def test_new_input_on_suspended_thread_raises_thread_suspended(store: CheckpointStore) -> None:
+async def test_new_input_on_suspended_thread_raises_thread_suspended(
+    store: CheckpointStore,
+) -> None:
     """``run`` with new input on a suspended thread raises ThreadSuspended carrying a usable token."""
     ask = Ask()
     compiled = ask_graph(ask, store)
     await compiled.run({}, thread_id="t")
     with pytest.raises(ThreadSuspended) as info:
         await compiled.run({"log": ["interrupting"]}, thread_id="t")
-    assert "t" == info.value.thread_id
+    assert info.value.thread_id == "t"
     with pytest.raises(ThreadSuspended):
         await compiled.run(None, thread_id="t")
     result = await compiled.resume(info.value.token, "fine")
-    assert ("completed", 1) == (result.status, ask.run_calls)
+    assert (result.status, ask.run_calls) == ("completed", 1)
     assert "interrupting" not in result.state.log
 
 
@@ -262,7 +264,7 @@ async def test_failed_resume_keeps_token_valid(store: CheckpointStore) -> None:
     assert ("suspended", suspended.checkpoint_id) == (snapshot.status, snapshot.checkpoint_id)
     ask.fail_resume = False
     result = await compiled.resume(suspended.suspension.token, "y")
-    assert ("completed", 2) == (result.status, ask.resume_calls)
+    assert (result.status, ask.resume_calls) == ("completed", 2)
 
 
 async def test_deleted_and_recreated_thread_keeps_old_token_stale(store: CheckpointStore) -> None:
@@ -287,4 +289,4 @@ async def test_resume_value_none_is_delivered(store: CheckpointStore) -> None:
     suspended = await compiled.run({}, thread_id="t")
     assert suspended.suspension is not None
     result = await compiled.resume(suspended.suspension.token, None)
-    assert ["first", "answer:None", "after"] == result.state.log
+    assert result.state.log == ["first", "answer:None", "after"]
