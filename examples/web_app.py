@@ -1,11 +1,10 @@
 """Web app: one ResearchAssistant serving many conversations from one event loop.
 
-Run the demo with ``python examples/web_app.py`` (needs ``starlette``; ``httpx``
-comes with ``anthropic``). It drives the ASGI app in-process through
-``httpx.ASGITransport``: 50 concurrent conversations, plus 5 that need a
-clarification whose resume token goes to the client and back (stored in a
-temporary directory). Serve it for real with ``uvicorn examples.web_app:app``
-(conversations under ``$RESEARCH_FSM_HOME``, data source ``$RESEARCH_DATA_SOURCE``):
+Demo: ``python examples/web_app.py`` (needs ``starlette``; ``httpx`` comes with
+``anthropic``) drives the ASGI app in-process via ``httpx.ASGITransport``: 50
+concurrent conversations, plus 5 whose clarification token goes to the client
+and back (stored in a temporary directory). Serve it for real with
+``uvicorn examples.web_app:app`` (conversations under ``$RESEARCH_FSM_HOME``):
 
     POST /ask      {"thread_id": "...", "question": "..."}  -> reply as JSON
     POST /clarify  {"token": "...", "answer": "..."}        -> reply as JSON
@@ -18,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import tempfile
 import time
-from typing import Any
 
 import httpx
 from starlette.applications import Starlette
@@ -72,7 +70,7 @@ configure_logging()  # warnings only, on stderr
 app = create_app(ResearchAssistant.from_env())
 
 
-async def post(client: httpx.AsyncClient, path: str, **body: Any) -> httpx.Response:
+async def post(client: httpx.AsyncClient, path: str, **body: str) -> httpx.Response:
     return await client.post(path, json=body)
 
 
@@ -109,8 +107,8 @@ async def main() -> None:
             users = [(n, list(COMPANIES)[n % 5], n >= 50) for n in range(55)]
             started = time.perf_counter()
             results = await asyncio.gather(*(conversation(client, *user) for user in users))
-            seconds = time.perf_counter() - started
-            print(f"served 50 conversations + 5 clarifications concurrently in {seconds:.2f} s")
+            seconds = f"{time.perf_counter() - started:.2f} s"
+            print(f"served 50 conversations + 5 clarifications concurrently in {seconds}")
             print(f"(each waited 0.2 s on its data source: {55 * 0.2:.0f} s if served one by one)")
             print(f"answered: {sum(results)}/55; each answer named its own company: {all(results)}")
             print("errors come back as JSON with a 4xx status:")
