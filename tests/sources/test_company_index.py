@@ -1,7 +1,5 @@
 """Tests of CompanyIndex: resolving names and finding company mentions in text."""
 
-# ruff: noqa: SIM300  (expected == actual is the house style for asserts)
-
 from __future__ import annotations
 
 import time

@@ -1,7 +1,5 @@
 """Tests of DirectorySource: real, offline profiles from pytickersymbols' bundled data."""
 
-# ruff: noqa: SIM300  (expected == actual is the house style for asserts)
-
 from __future__ import annotations
 
 import asyncio

@@ -1,7 +1,5 @@
 """Tests of MockDataSource: the design's five companies, deterministic."""
 
-# ruff: noqa: SIM300  (expected == actual is the house style for asserts)
-
 from __future__ import annotations
 
 import asyncio

@@ -1,7 +1,5 @@
 """Tests of create_data_source: kinds, the environment variable and errors."""
 
-# ruff: noqa: SIM300  (expected == actual is the house style for asserts)
-
 from __future__ import annotations
 
 import pytest

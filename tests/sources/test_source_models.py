@@ -1,7 +1,5 @@
 """Tests of the shared data-source models, error and protocol."""
 
-# ruff: noqa: SIM300  (expected == actual is the house style for asserts)
-
 from __future__ import annotations
 
 import pickle
