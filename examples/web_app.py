@@ -1,10 +1,9 @@
 """Web app: one ResearchAssistant serving many conversations from one event loop.
 
-Demo: ``python examples/web_app.py`` (needs ``starlette``; ``httpx`` comes with
-``anthropic``) drives the ASGI app in-process via ``httpx.ASGITransport``: 50
-concurrent conversations, plus 5 whose clarification token goes to the client
-and back (stored in a temporary directory). Serve it for real with
-``uvicorn examples.web_app:app`` (conversations under ``$RESEARCH_FSM_HOME``):
+Demo: ``python examples/web_app.py`` (needs ``starlette``) drives the ASGI app
+in-process via ``httpx.ASGITransport``: 50 concurrent conversations, plus 5 whose
+clarification token goes to the client and back (stored in a temporary directory).
+Serve it for real: ``uvicorn examples.web_app:app`` (stores under ``$RESEARCH_FSM_HOME``):
 
     POST /ask      {"thread_id": "...", "question": "..."}  -> reply as JSON
     POST /clarify  {"token": "...", "answer": "..."}        -> reply as JSON
@@ -80,15 +79,16 @@ async def conversation(client: httpx.AsyncClient, n: int, name: str, vague: bool
     reply = (await post(client, "/ask", thread_id=f"user-{n}", question=question)).json()
     if reply["status"] == "needs_clarification":  # the client keeps the token, sends it back
         reply = (await post(client, "/clarify", token=reply["token"], answer=name)).json()
-    return reply["status"] == "answered" and reply["company"] == COMPANIES[name] in reply["text"]
+    return bool(
+        reply["status"] == "answered" and reply["company"] == COMPANIES[name] in reply["text"]
+    )
 
 
 async def errors(client: httpx.AsyncClient) -> dict[str, object]:
     """The HTTP status of requests that go wrong."""
     tesla = {"thread_id": "busy", "question": "Tell me about Tesla"}
     twice = await asyncio.gather(post(client, "/ask", **tesla), post(client, "/ask", **tesla))
-    vague = await post(client, "/ask", thread_id="vague", question="Tell me about the company")
-    token = vague.json()["token"]
+    token = (await post(client, "/ask", thread_id="vague", question="Tell me about the company")).json()["token"]  # fmt: skip
     return {
         "same thread twice at once": sorted(r.status_code for r in twice),
         "edited token": (await post(client, "/clarify", token=token + "x", answer="Apple")).status_code,
@@ -107,8 +107,7 @@ async def main() -> None:
             users = [(n, list(COMPANIES)[n % 5], n >= 50) for n in range(55)]
             started = time.perf_counter()
             results = await asyncio.gather(*(conversation(client, *user) for user in users))
-            seconds = f"{time.perf_counter() - started:.2f} s"
-            print(f"served 50 conversations + 5 clarifications concurrently in {seconds}")
+            print(f"served 50 conversations + 5 clarifications concurrently in {time.perf_counter() - started:.2f} s")  # fmt: skip
             print(f"(each waited 0.2 s on its data source: {55 * 0.2:.0f} s if served one by one)")
             print(f"answered: {sum(results)}/55; each answer named its own company: {all(results)}")
             print("errors come back as JSON with a 4xx status:")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -21,6 +20,7 @@ from .engine import (
     NodeFinished,
     NodeStarted,
     RunResult,
+    RunStream,
     Suspended,
     SuspendToken,
 )
@@ -32,6 +32,7 @@ from .state import Message, ResearchState, new_question_input
 __all__ = [
     "DEFAULT_KEEP",
     "Answer",
+    "AssistantStream",
     "InvalidQuestion",
     "Progress",
     "Reply",
@@ -80,6 +81,8 @@ class Reply:
     """When clarification is needed: the resume token to pass to ``clarify``."""
     company: str | None
     """The company the answer is about."""
+    compared: list[str]
+    """Other companies a comparison covered."""
     confidence: int
     """0-10."""
     sources: list[SourceRef]
@@ -91,7 +94,17 @@ class Reply:
     correlation_id: str | None
     """Id of the question in the logs."""
     usage: dict[str, Usage] = field(default_factory=dict)
-    """LLM usage per agent over the conversation so far."""
+    """LLM usage per agent for this question (``state.usage`` has the conversation's total)."""
+
+    def usage_line(self) -> str:
+        """A one-line summary of this question's LLM usage ("" when no LLM was called)."""
+        total = sum(self.usage.values(), Usage())
+        if not total.calls:
+            return ""
+        return (
+            f"LLM: {total.calls} call{'s' if total.calls != 1 else ''}, "
+            f"{total.input_tokens:,} tokens in, {total.output_tokens:,} out, ~${total.cost_usd:.4f}"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +133,58 @@ class Answer:
     """The complete reply."""
 
 
+class AssistantStream:
+    """The events of one question: ``Progress``, ``Token``... then ``Answer``."""
+
+    def __init__(self, assistant: ResearchAssistant, text: str, thread_id: str) -> None:
+        self._assistant = assistant
+        self._text = text
+        self._thread_id = thread_id
+        self._events: RunStream[ResearchState] | None = None
+        self._company: str | None = None
+        self._before: dict[str, Usage] = {}
+        self._done = False
+
+    def __aiter__(self) -> AssistantStream:
+        return self
+
+    async def __anext__(self) -> Progress | Token | Answer:
+        if self._done:
+            raise StopAsyncIteration
+        if self._events is None:
+            self._events, previous = await self._assistant._open(self._text, self._thread_id)
+            if previous is not None:
+                self._company = previous.detected_company
+                self._before = dict(previous.usage)
+        async for event in self._events:
+            if isinstance(event, NodeStarted):
+                message = _PROGRESS[event.node].format(company=self._company or "the company")
+                return Progress(event.node, message)
+            if isinstance(event, Emitted) and event.kind == "token":
+                return Token(str(event.data))
+            if isinstance(event, Emitted) and event.kind == "reset":
+                return Progress("synthesis", "Rewriting the answer without the LLM...")
+            if isinstance(event, NodeFinished):
+                self._company = event.update.get("detected_company", self._company)
+            elif isinstance(event, (Completed, Suspended)):
+                self._done = True
+                return Answer(self._assistant._reply(event.result, self._before))
+        self._done = True
+        raise StopAsyncIteration
+
+    async def aclose(self) -> None:
+        """Cancel the question if still running; the conversation is free on return."""
+        self._done = True
+        if self._events is not None:
+            await self._events.aclose()
+
+    async def __aenter__(self) -> AssistantStream:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
 class ResearchAssistant:
     """Answers questions about companies; one ``thread_id`` per conversation.
 
@@ -144,9 +209,18 @@ class ResearchAssistant:
         self._lock = asyncio.Lock()
 
     @classmethod
-    def from_env(cls, *, store: CheckpointStore | None = None) -> ResearchAssistant:
-        """Configure from the environment: ``RESEARCH_DATA_SOURCE``, ``RESEARCH_FSM_HOME``."""
-        return cls(llm=None, source=create_data_source(None), store=store)
+    def from_env(
+        cls, *, source: str | None = None, store: CheckpointStore | None = None
+    ) -> ResearchAssistant:
+        """Configure from the environment: Claude when ``ANTHROPIC_API_KEY`` is set
+        (model ``RESEARCH_FSM_MODEL``), the data source from ``source`` or
+        ``RESEARCH_DATA_SOURCE``, the store under ``RESEARCH_FSM_HOME``."""
+        llm: LLM | None = None
+        if os.environ.get("ANTHROPIC_API_KEY"):
+            from .llm._anthropic import AnthropicLLM
+
+            llm = AnthropicLLM()
+        return cls(llm=llm, source=create_data_source(source), store=store)
 
     async def graph(self) -> CompiledGraph[ResearchState]:
         """The compiled graph (built on first use: the company index loads once)."""
@@ -174,43 +248,29 @@ class ResearchAssistant:
         app = await self.graph()
         question = self._check(text)
         snapshot = await app.get_state(thread_id)
+        before = dict(snapshot.state.usage) if snapshot else {}
         if snapshot is not None and snapshot.suspension is not None:
-            return self._reply(await app.resume(snapshot.suspension.token, question))
+            return self._reply(await app.resume(snapshot.suspension.token, question), before)
         cid = secrets.token_hex(6)
-        return self._reply(await app.run(new_question_input(question, cid), thread_id=thread_id))
+        result = await app.run(new_question_input(question, cid), thread_id=thread_id)
+        return self._reply(result, before)
 
     async def clarify(self, token: SuspendToken | str, text: str) -> Reply:
         """Answer the question the assistant asked back (``reply.token`` from ``ask``)."""
         app = await self.graph()
-        return self._reply(await app.resume(token, self._check(text)))
+        parsed = token if isinstance(token, SuspendToken) else SuspendToken.parse(token)
+        snapshot = await app.get_state(parsed.thread_id)
+        before = dict(snapshot.state.usage) if snapshot else {}
+        return self._reply(await app.resume(parsed, self._check(text)), before)
 
-    async def stream(
-        self, text: str, *, thread_id: str
-    ) -> AsyncIterator[Progress | Token | Answer]:
+    def stream(self, text: str, *, thread_id: str) -> AssistantStream:
         """Like ``ask``, yielding ``Progress`` per agent, ``Token`` pieces of the
-        answer as written, and finally ``Answer``."""
-        app = await self.graph()
-        question = self._check(text)
-        snapshot = await app.get_state(thread_id)
-        if snapshot is not None and snapshot.suspension is not None:
-            events = app.stream_resume(snapshot.suspension.token, question)
-        else:
-            events = app.stream(
-                new_question_input(question, secrets.token_hex(6)), thread_id=thread_id
-            )
-        company: str | None = snapshot.state.detected_company if snapshot else None
-        async with events:
-            async for event in events:
-                if isinstance(event, NodeStarted):
-                    yield Progress(
-                        event.node, _PROGRESS[event.node].format(company=company or "the company")
-                    )
-                elif isinstance(event, Emitted) and event.kind == "token":
-                    yield Token(str(event.data))
-                elif isinstance(event, (Completed, Suspended)):
-                    yield Answer(self._reply(event.result))
-                elif isinstance(event, NodeFinished):
-                    company = event.update.get("detected_company", company)
+        answer as written, and finally ``Answer``.
+
+        Use ``async with assistant.stream(...) as events: async for event in events``;
+        leaving early cancels the question and frees the conversation at once.
+        """
+        return AssistantStream(self, text, thread_id)
 
     async def history(self, thread_id: str) -> list[Message]:
         """The conversation's messages (older ones may be folded into its summary)."""
@@ -227,11 +287,23 @@ class ResearchAssistant:
         return Reply(
             status="needs_clarification", text=str(payload.get("question")), thread_id=thread_id,
             token=str(snapshot.suspension.token), company=snapshot.state.detected_company,
-            confidence=0, sources=[], path=[], state=snapshot.state,
-            correlation_id=snapshot.state.correlation_id, usage=dict(snapshot.state.usage),
+            compared=[], confidence=0, sources=[], path=[], state=snapshot.state,
+            correlation_id=snapshot.state.correlation_id, usage={},
         )  # fmt: skip
 
     # -- helpers ---------------------------------------------------------------
+
+    async def _open(
+        self, text: str, thread_id: str
+    ) -> tuple[RunStream[ResearchState], ResearchState | None]:
+        app = await self.graph()
+        question = self._check(text)
+        snapshot = await app.get_state(thread_id)
+        if snapshot is not None and snapshot.suspension is not None:
+            return app.stream_resume(snapshot.suspension.token, question), snapshot.state
+        cid = secrets.token_hex(6)
+        events = app.stream(new_question_input(question, cid), thread_id=thread_id)
+        return events, snapshot.state if snapshot else None
 
     @staticmethod
     def _check(text: object) -> str:
@@ -245,12 +317,18 @@ class ResearchAssistant:
         return question
 
     @staticmethod
-    def _reply(result: RunResult[ResearchState]) -> Reply:
+    def _reply(result: RunResult[ResearchState], before: dict[str, Usage]) -> Reply:
         state = result.state
         findings = state.research_findings
+        usage = {
+            agent: total - before[agent] if agent in before else total
+            for agent, total in state.usage.items()
+        }
         common: dict[str, Any] = {
             "thread_id": result.thread_id, "company": state.detected_company, "path": result.path,
-            "state": state, "correlation_id": state.correlation_id, "usage": dict(state.usage),
+            "compared": list(state.comparison_companies),
+            "state": state, "correlation_id": state.correlation_id,
+            "usage": {agent: u for agent, u in usage.items() if u.calls},
         }  # fmt: skip
         if result.suspension is not None:
             payload = result.suspension.payload

@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from ..constants import (
+    CLARITY_TOKEN_BUDGET,
     MAX_CLARIFICATION_ATTEMPTS,
     MESSAGE_THRESHOLD,
     MESSAGES_TO_KEEP,
@@ -15,6 +16,7 @@ from ..constants import (
 )
 from ..engine import NodeContext, Replace
 from ..llm import LLM, LLMError
+from ..llm._tokens import fit_to_budget
 from ..sources import INTENTS, CompanyIndex
 from ..state import Message, ResearchState
 from ._common import log_step, usage_update, warn_fallback
@@ -90,8 +92,11 @@ class ClarityAgent:
     ) -> ClarityVerdict | None:
         assert self.llm is not None
         history = "\n".join(f"{m.role}: {m.content}" for m in state.messages[-6:])
+        context = await fit_to_budget(
+            f"{state.conversation_summary or ''}\n{history}", CLARITY_TOKEN_BUDGET
+        )
         prompt = (
-            f"<conversation>\n{state.conversation_summary or ''}\n{history}\n</conversation>\n"
+            f"<conversation>\n{context.text}\n</conversation>\n"
             f"Previous company context: {state.detected_company or 'none'}\n"
             f"Latest query: {query}\n"
             f"Allowed intents: {', '.join(INTENTS)}"

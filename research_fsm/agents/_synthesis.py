@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..constants import CONFIDENCE_HIGH_THRESHOLD, CONFIDENCE_MEDIUM_THRESHOLD
+from ..constants import (
+    CONFIDENCE_HIGH_THRESHOLD,
+    CONFIDENCE_MEDIUM_THRESHOLD,
+)
 from ..engine import NodeContext
 from ..llm import LLM, LLMError
 from ..sources import ResearchFindings

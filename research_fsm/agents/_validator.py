@@ -6,8 +6,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from ..constants import VALIDATOR_TOKEN_BUDGET
 from ..engine import NodeContext
 from ..llm import LLM, LLMError
+from ..llm._tokens import fit_to_budget
 from ..sources import ResearchFindings
 from ..state import ResearchState
 from ._common import log_step, usage_update, warn_fallback
@@ -82,10 +84,13 @@ class ValidatorAgent:
         verdict = None
         findings = state.research_findings
         if self.llm is not None and findings is not None:
+            data = await fit_to_budget(
+                findings.model_dump_json(exclude={"raw_data"}), VALIDATOR_TOKEN_BUDGET
+            )
             prompt = (
                 f"Original query: {state.original_query}\nIntent: {state.query_intent}\n"
                 f"Confidence score: {state.confidence_score}\n"
-                f"<findings>\n{findings.model_dump_json(exclude={'raw_data'})}\n</findings>"
+                f"<findings>\n{data.text}\n</findings>"
             )
             try:
                 reply = await self.llm.structured(

@@ -74,3 +74,25 @@ async def test_graph_matches_contract(assistant: ResearchAssistant) -> None:
         "error_recovery --> __end__",
     ]:
         assert line in diagram
+
+
+async def test_breaking_out_of_stream_frees_thread() -> None:
+    """Leaving ``stream`` early (``async with`` or a bare ``break``) frees the conversation at once."""
+    from research_fsm.engine import MemoryCheckpointStore
+    from research_fsm.sources import MockDataSource
+
+    assistant = ResearchAssistant(source=MockDataSource(delay=0.05), store=MemoryCheckpointStore())
+    async with assistant.stream("Tell me about Apple", thread_id="s1") as events:
+        async for _ in events:
+            break
+    assert "Tesla, Inc." == (await assistant.ask("Tell me about Tesla", thread_id="s1")).company
+    async for _ in assistant.stream("Tell me about Apple", thread_id="s2"):
+        break
+    assert "Tesla, Inc." == (await assistant.ask("Tell me about Tesla", thread_id="s2")).company
+
+
+async def test_comparison_reply_lists_compared(assistant: ResearchAssistant) -> None:
+    """A comparison's reply names the compared companies."""
+    await assistant.ask("Tell me about Tesla", thread_id="cmp")
+    reply = await assistant.ask("Compare them to Apple", thread_id="cmp")
+    assert ["Apple Inc."] == reply.compared

@@ -1,0 +1,272 @@
+"""``AnthropicLLM``: the ``LLM`` seam over ``anthropic.AsyncAnthropic``.
+
+Structured output uses forced tool use (one tool whose input schema is the
+pydantic model's JSON schema); text is streamed token by token. The SDK's own
+retries are off: transient failures (429, 529, 5xx, timeouts, connection
+errors) are retried here a bounded number of times with exponential backoff
+that honours ``retry-after``; authentication errors are never retried and
+switch the client off for the rest of the process with one clear message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import structlog
+from pydantic import BaseModel, ValidationError
+
+from ._base import LLMError, LLMErrorKind, StructuredReply, TextReply, Usage
+
+if TYPE_CHECKING:
+    import anthropic
+
+__all__ = ["DEFAULT_MODEL", "PRICES", "AnthropicLLM", "Price"]
+
+M = TypeVar("M", bound=BaseModel)
+_log = structlog.get_logger("research_fsm.llm")
+
+DEFAULT_MODEL = "claude-sonnet-5"
+"""The model used when ``RESEARCH_FSM_MODEL`` is not set."""
+
+
+@dataclass(frozen=True, slots=True)
+class Price:
+    """US dollars per million tokens."""
+
+    input: float
+    """Per million input tokens."""
+    output: float
+    """Per million output tokens."""
+
+
+PRICES: Mapping[str, Price] = {
+    "claude-sonnet-5": Price(2.0, 10.0),
+    "claude-opus-5": Price(5.0, 25.0),
+    "claude-haiku-4-5": Price(1.0, 5.0),
+    "claude-sonnet-4-5": Price(3.0, 15.0),
+    "claude-opus-4-1": Price(15.0, 75.0),
+}
+"""Published list prices; pass ``prices=`` to override or extend."""
+
+MAX_TOKENS: Mapping[str, int] = {"clarity": 512, "validator": 512, "synthesis": 1200}
+"""Output token limits per agent (others get 1024)."""
+
+_TOOL_NAME = "respond"
+
+
+class AnthropicLLM:
+    """Claude through the official async SDK.
+
+    Args:
+        api_key: defaults to ``ANTHROPIC_API_KEY``.
+        model: defaults to ``RESEARCH_FSM_MODEL``, else ``DEFAULT_MODEL``.
+        base_url: defaults to ``ANTHROPIC_BASE_URL`` (read by the SDK).
+        timeout: seconds per request.
+        max_attempts: attempts per call for transient failures (1 = no retry).
+        backoff, max_backoff: first wait and cap, in seconds (doubling).
+        max_tokens: output limits per agent, merged over ``MAX_TOKENS``.
+        prices: per-model prices, merged over ``PRICES``.
+    """
+
+    def __init__(
+        self,
+        api_key: str | None = None,
+        *,
+        model: str | None = None,
+        base_url: str | None = None,
+        timeout: float = 30.0,
+        max_attempts: int = 3,
+        backoff: float = 0.5,
+        max_backoff: float = 8.0,
+        max_tokens: Mapping[str, int] | None = None,
+        prices: Mapping[str, Price] | None = None,
+    ) -> None:
+        import anthropic  # imported here: the SDK is slow to import
+
+        key = api_key or os.environ.get("ANTHROPIC_API_KEY")
+        if not key:
+            raise ValueError("no Anthropic API key: set ANTHROPIC_API_KEY or pass api_key=")
+        if max_attempts < 1:
+            raise ValueError(f"max_attempts must be >= 1, got {max_attempts}")
+        self.model = model or os.environ.get("RESEARCH_FSM_MODEL") or DEFAULT_MODEL
+        self.timeout = timeout
+        self.max_attempts = max_attempts
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self.max_tokens = {**MAX_TOKENS, **(max_tokens or {})}
+        self.prices = {**PRICES, **(prices or {})}
+        self._sdk = anthropic
+        self._client = anthropic.AsyncAnthropic(
+            api_key=key, base_url=base_url, timeout=timeout, max_retries=0
+        )
+        self._auth_failure: str | None = None
+
+    def __repr__(self) -> str:
+        return f"AnthropicLLM(model={self.model!r}, base_url={str(self._client.base_url)!r})"
+
+    # -- the LLM protocol --------------------------------------------------------
+
+    async def structured(
+        self, *, agent: str, system: str, prompt: str, schema: type[M]
+    ) -> StructuredReply[M]:
+        tool: Any = {
+            "name": _TOOL_NAME,
+            "description": f"Give your answer as a {schema.__name__}.",
+            "input_schema": schema.model_json_schema(),
+        }
+        usage = Usage()
+        for schema_try in (1, 2):  # output that does not fit: one retry, then give up
+            message = await self._call(
+                lambda: self._client.messages.create(
+                    model=self.model,
+                    max_tokens=self.max_tokens.get(agent, 1024),
+                    system=system,
+                    messages=[{"role": "user", "content": prompt}],
+                    tools=[tool],
+                    tool_choice={"type": "tool", "name": _TOOL_NAME},
+                )
+            )
+            usage = usage + self._usage(message.usage.input_tokens, message.usage.output_tokens)
+            block = next((b for b in message.content if b.type == "tool_use"), None)
+            try:
+                if block is None:
+                    raise ValueError("the reply has no tool_use block")
+                value = schema.model_validate(block.input)
+            except (ValueError, ValidationError) as exc:
+                if schema_try == 2:
+                    raise LLMError(
+                        f"Claude's answer does not fit {schema.__name__}: {str(exc)[:200]}",
+                        kind="schema",
+                    ) from None
+                continue
+            return StructuredReply(value=value, usage=usage)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def generate(
+        self,
+        *,
+        agent: str,
+        system: str,
+        prompt: str,
+        on_token: Callable[[str], None] | None = None,
+    ) -> TextReply:
+        streamed = False
+
+        async def attempt() -> Any:
+            nonlocal streamed
+            async with self._client.messages.stream(
+                model=self.model,
+                max_tokens=self.max_tokens.get(agent, 1024),
+                system=system,
+                messages=[{"role": "user", "content": prompt}],
+            ) as stream:
+                async for text in stream.text_stream:
+                    streamed = True
+                    if on_token is not None:
+                        on_token(text)
+                return await stream.get_final_message()
+
+        message = await self._call(attempt, retry_if=lambda: not streamed)
+        text = "".join(b.text for b in message.content if b.type == "text")
+        return TextReply(
+            text=text, usage=self._usage(message.usage.input_tokens, message.usage.output_tokens)
+        )
+
+    # -- retries and error mapping -------------------------------------------------
+
+    async def _call(
+        self, request: Callable[[], Any], retry_if: Callable[[], bool] = lambda: True
+    ) -> Any:
+        if self._auth_failure is not None:
+            raise LLMError(self._auth_failure, kind="auth")
+        for attempt in range(1, self.max_attempts + 1):
+            try:
+                return await request()
+            except self._sdk.APIError as exc:
+                error, wait = self._classify(exc, attempt)
+            if error.kind == "auth":
+                self._auth_failure = error.message
+                _log.error(
+                    "Anthropic authentication failed; not using Claude", detail=error.message
+                )
+                raise error
+            if wait is None or attempt == self.max_attempts or not retry_if():
+                raise error
+            _log.info(
+                "Anthropic call failed; retrying",
+                kind=error.kind,
+                attempt=attempt,
+                wait=round(wait, 2),
+            )
+            await asyncio.sleep(wait)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _classify(self, exc: anthropic.APIError, attempt: int) -> tuple[LLMError, float | None]:
+        """The error to raise, and how long to wait before retrying (None: don't)."""
+        sdk = self._sdk
+        backoff = min(self.backoff * 2 ** (attempt - 1), self.max_backoff)
+        if isinstance(exc, sdk.APITimeoutError):
+            return LLMError(
+                f"Claude did not answer within {self.timeout:g} s", kind="timeout"
+            ), backoff
+        if isinstance(exc, sdk.APIConnectionError):
+            return LLMError("could not connect to the Anthropic API", kind="connection"), backoff
+        if not isinstance(exc, sdk.APIStatusError):
+            return LLMError(f"Anthropic API error: {type(exc).__name__}", kind="other"), None
+        status = exc.status_code
+        detail = _error_message(exc)
+        if status in (401, 403):
+            return LLMError(
+                f"Anthropic rejected the API key in ANTHROPIC_API_KEY (HTTP {status}): {detail}",
+                kind="auth",
+            ), None
+        kind: LLMErrorKind
+        if status == 429:
+            kind = "rate_limit"
+        elif status == 529:
+            kind = "overloaded"
+        elif status >= 500:
+            kind = "server"
+        else:
+            return LLMError(f"Anthropic API error (HTTP {status}): {detail}", kind="other"), None
+        retry_after = _retry_after(exc)
+        wait = (
+            backoff
+            if retry_after is None
+            else min(max(retry_after, 0.0), max(self.max_backoff, 1.0))
+        )
+        return LLMError(
+            f"Anthropic API {kind.replace('_', ' ')} (HTTP {status}): {detail}", kind=kind
+        ), wait
+
+    def _usage(self, input_tokens: int, output_tokens: int) -> Usage:
+        price = self.prices.get(self.model)
+        cost = (
+            0.0
+            if price is None
+            else (input_tokens * price.input + output_tokens * price.output) / 1e6
+        )
+        return Usage(
+            input_tokens=input_tokens, output_tokens=output_tokens, calls=1, cost_usd=round(cost, 6)
+        )
+
+
+def _error_message(exc: anthropic.APIStatusError) -> str:
+    body = exc.body
+    if isinstance(body, dict):
+        error = body.get("error")
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            return str(error["message"])[:200]
+    return str(exc.message)[:200]
+
+
+def _retry_after(exc: anthropic.APIStatusError) -> float | None:
+    try:
+        value = exc.response.headers.get("retry-after")
+        return None if value is None else float(value)
+    except (ValueError, AttributeError):
+        return None

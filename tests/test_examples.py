@@ -1,0 +1,48 @@
+"""Every script in examples/ runs offline, exits 0 and prints what it is about."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+
+MARKERS: dict[str, list[str]] = {
+    "quickstart": ["company:    Apple Inc.", "path:       clarity -> research"],
+    "clarification": ["status:    needs_clarification", "company:   Apple Inc.", "interrupt -> clarity"],
+    "multi_turn": ["[2] user: What about their stock?", "about: Tesla, Inc. and Apple Inc."],
+    "streaming": ["synthesis  Writing the answer...", "MSFT trading at $378", "company: Microsoft Corporation"],
+    "custom_graph": ["flowchart TD", 'review -->|"again"| write', "'approved': True"],
+    "web_app": ["answered: 55/55; each answer named its own company: True", "edited token               -> 400"],
+}  # fmt: skip
+"""For each example: strings its output must contain."""
+
+
+def test_every_example_is_tested() -> None:
+    """The examples on disk are exactly the ones this module checks."""
+    assert {path.stem for path in EXAMPLES.glob("*.py")} == set(MARKERS)
+
+
+@pytest.mark.parametrize("name", sorted(MARKERS))
+def test_example_runs(name: str, tmp_path: Path) -> None:
+    """The example exits 0 within 60 s, offline, and prints its marker lines."""
+    env = {
+        **os.environ,
+        "RESEARCH_FSM_HOME": str(tmp_path),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    }
+    for key in ("ANTHROPIC_API_KEY", "TAVILY_API_KEY", "RESEARCH_DATA_SOURCE", "LOG_LEVEL"):
+        env.pop(key, None)
+    result = subprocess.run(
+        [sys.executable, str(EXAMPLES / f"{name}.py")],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path, env=env,
+    )  # fmt: skip
+    output = f"--- stdout\n{result.stdout}\n--- stderr\n{result.stderr}"
+    assert result.returncode == 0, output
+    for marker in MARKERS[name]:
+        assert marker in result.stdout, f"{marker!r} missing from the output of {name}.py\n{output}"
