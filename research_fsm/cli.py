@@ -87,7 +87,7 @@ def _thread(thread: str | None) -> str:
 
 def _assistant(source: str | None) -> ResearchAssistant:
     try:
-        return ResearchAssistant(source=create_data_source(source))
+        return ResearchAssistant.from_env(source=source)
     except ValueError as exc:
         raise CliError(str(exc), EXIT_USAGE) from None
 
@@ -103,6 +103,7 @@ def _as_json(reply: Reply) -> str:
             "confidence": reply.confidence,
             "sources": [s.model_dump() for s in reply.sources],
             "path": reply.path,
+            "compared": reply.compared,
             "usage": {k: v.model_dump() for k, v in reply.usage.items()},
         },
         ensure_ascii=False,
@@ -132,6 +133,8 @@ async def _converse(
         print(file=out, flush=True)
     else:
         print(for_terminal(reply.text), file=out, flush=True)
+    if reply.usage_line():
+        print(f"\n({reply.usage_line()})", file=out, flush=True)
     return reply
 
 

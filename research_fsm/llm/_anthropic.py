@@ -188,6 +188,11 @@ class AnthropicLLM:
                 return await request()
             except self._sdk.APIError as exc:
                 error, wait = self._classify(exc, attempt)
+            except (ValueError, TypeError, KeyError, AttributeError) as exc:  # unparseable answer
+                error = LLMError(
+                    f"unexpected answer from the Anthropic API ({type(exc).__name__})", kind="other"
+                )
+                wait = None
             if error.kind == "auth":
                 self._auth_failure = error.message
                 _log.error(
