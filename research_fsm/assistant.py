@@ -272,6 +272,12 @@ class ResearchAssistant:
         """
         return AssistantStream(self, text, thread_id)
 
+    async def aclose(self) -> None:
+        """Release the LLM client's connections (if it has any)."""
+        close = getattr(self.llm, "aclose", None)
+        if close is not None:
+            await close()
+
     async def history(self, thread_id: str) -> list[Message]:
         """The conversation's messages (older ones may be folded into its summary)."""
         snapshot = await (await self.graph()).get_state(thread_id)

@@ -91,9 +91,9 @@ class ClarityAgent:
         self, state: ResearchState, query: str, ctx: NodeContext, update: dict[str, Any]
     ) -> ClarityVerdict | None:
         assert self.llm is not None
-        history = "\n".join(f"{m.role}: {m.content}" for m in state.messages[-6:])
+        history = "\n".join(f"{m.role}: {m.content}" for m in state.messages)
         context = await fit_to_budget(
-            f"{state.conversation_summary or ''}\n{history}", CLARITY_TOKEN_BUDGET
+            f"{state.conversation_summary or ''}\n{history}", CLARITY_TOKEN_BUDGET, keep="end"
         )
         prompt = (
             f"<conversation>\n{context.text}\n</conversation>\n"

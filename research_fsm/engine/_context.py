@@ -29,7 +29,10 @@ class NodeContext:
     node: str
     """The name of the node being run."""
     resume_value: Any = None
-    """The value passed to ``resume`` when this node is being resumed, else ``None``."""
+    """The value passed to ``resume`` when this node is being resumed, else ``None``.
+
+    A function node is resumed by calling it again from the top with this set,
+    so everything it does before returning ``Suspend`` must be safe to re-run."""
     resuming: bool = False
     """True when this call resumes a suspension of this node."""
     error: ErrorInfo | None = None

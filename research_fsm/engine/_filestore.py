@@ -159,9 +159,18 @@ class JsonFileCheckpointStore:
     # -- lease -----------------------------------------------------------------
 
     async def acquire(self, thread_id: str) -> _FileLease:
-        # mkdir + open + a non-blocking flock: quick metadata calls, done inline so
-        # that a cancelled acquire can never leave a lock held by an orphan fd.
-        fd = self._lock(thread_id)
+        # The lock is taken in a worker thread (file I/O stays off the event loop).
+        # If the caller is cancelled meanwhile, wait for that thread (microseconds)
+        # and close its descriptor before unwinding, so no orphan keeps the lock.
+        locking = asyncio.ensure_future(asyncio.to_thread(self._lock, thread_id))
+        try:
+            fd = await asyncio.shield(locking)
+        except asyncio.CancelledError:
+            while not locking.done():
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.wait({locking})
+            _close_orphan(locking)
+            raise
         self._leased.add(thread_id)
         return _FileLease(self, thread_id, fd)
 
@@ -203,6 +212,7 @@ class JsonFileCheckpointStore:
         tmp = folder / f".tmp-{secrets.token_hex(8)}.json"
         try:
             self._mkdir(folder)
+            self._check_parent(folder, cp)
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             try:
                 view = memoryview(data)
@@ -225,6 +235,23 @@ class JsonFileCheckpointStore:
             raise StoreWriteError(cp.thread_id, exc) from exc
         if self.keep is not None and cp.seq > self.keep:
             _unlink(folder / _file_name(cp.seq - self.keep))
+
+    @staticmethod
+    def _check_parent(folder: Path, cp: Checkpoint) -> None:
+        """The expected-parent check: ``cp.parent_id`` must be the checkpoint at
+        ``seq - 1`` (or, for ``None``, the thread must have none). Together with
+        the hard link into a free slot this makes the parent the latest."""
+        if cp.parent_id is None:
+            ok = cp.seq == 1 and all(_seq_of(name) is None for name in os.listdir(folder))
+        else:
+            line = f'\n  "checkpoint_id": {json.dumps(cp.parent_id, ensure_ascii=False)},\n'
+            try:
+                with open(folder / _file_name(cp.seq - 1), "rb") as file:
+                    ok = line.encode() in file.read(4096)
+            except FileNotFoundError:
+                ok = False
+        if not ok:
+            raise CheckpointConflict(cp.thread_id, cp.parent_id)
 
     @staticmethod
     def encode(cp: Checkpoint) -> bytes:
@@ -264,6 +291,9 @@ class JsonFileCheckpointStore:
                 )  # fmt: skip
                 with contextlib.suppress(OSError):
                     os.replace(path, path.with_name(path.name + ".corrupt"))
+        if not damaged:  # files moved aside earlier still mean "not a new thread"
+            with contextlib.suppress(FileNotFoundError):
+                damaged = sorted(n for n in os.listdir(folder) if n.endswith(".json.corrupt"))
         if damaged:
             raise CorruptCheckpoint(
                 thread_id,
@@ -388,12 +418,17 @@ class _Damaged(Exception):
 def _state_json(cp: Checkpoint) -> str:
     state: BaseModel | dict[str, Any] = cp.state
     try:
-        if isinstance(state, BaseModel):
-            return state.model_dump_json(indent=2)
+        if isinstance(state, BaseModel):  # by alias: what model_validate reads back
+            return state.model_dump_json(indent=2, by_alias=True)
         return json.dumps(state, indent=2, ensure_ascii=False, allow_nan=False)
     except Exception as exc:  # pydantic raises several types here
         path, detail = find_unserializable(state, "state")
         raise StateSerializationError(cp.last_node, path, detail or str(exc)) from None
+
+
+def _close_orphan(locking: asyncio.Future[int]) -> None:
+    if not locking.cancelled() and locking.exception() is None:
+        os.close(locking.result())
 
 
 def _unlink(path: Path) -> None:

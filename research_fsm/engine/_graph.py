@@ -145,7 +145,12 @@ class StateGraph(Generic[StateT]):
     ) -> StateGraph[StateT]:
         """Add a node: an async ``(state)`` / ``(state, ctx)`` callable, or an
         object with ``async def run(self, state, ctx)`` and optionally
-        ``async def resume(self, state, value, ctx)``."""
+        ``async def resume(self, state, value, ctx)``.
+
+        A node that returns ``Suspend`` and has no ``resume`` method is called
+        again from the top on resume (with ``ctx.resume_value`` set), so it must
+        be safe to re-run; give it a ``resume`` method to run its pre-suspend
+        code exactly once. A ``(state)``-only node cannot suspend."""
         if not isinstance(name, str) or not name:
             raise GraphValidationError([f"node name must be a non-empty str, got {name!r}"])
         if name in _RESERVED:

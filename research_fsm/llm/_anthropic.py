@@ -105,6 +105,10 @@ class AnthropicLLM:
         )
         self._auth_failure: str | None = None
 
+    async def aclose(self) -> None:
+        """Close the HTTP connections."""
+        await self._client.close()
+
     def __repr__(self) -> str:
         return f"AnthropicLLM(model={self.model!r}, base_url={str(self._client.base_url)!r})"
 
@@ -130,7 +134,7 @@ class AnthropicLLM:
                     tool_choice={"type": "tool", "name": _TOOL_NAME},
                 )
             )
-            usage = usage + self._usage(message.usage.input_tokens, message.usage.output_tokens)
+            usage = usage + self._usage_of(message)
             block = next((b for b in message.content if b.type == "tool_use"), None)
             try:
                 if block is None:
@@ -172,9 +176,7 @@ class AnthropicLLM:
 
         message = await self._call(attempt, retry_if=lambda: not streamed)
         text = "".join(b.text for b in message.content if b.type == "text")
-        return TextReply(
-            text=text, usage=self._usage(message.usage.input_tokens, message.usage.output_tokens)
-        )
+        return TextReply(text=text, usage=self._usage_of(message))
 
     # -- retries and error mapping -------------------------------------------------
 
@@ -185,7 +187,10 @@ class AnthropicLLM:
             raise LLMError(self._auth_failure, kind="auth")
         for attempt in range(1, self.max_attempts + 1):
             try:
-                return await request()
+                message = await request()
+                if not isinstance(message, self._sdk.types.Message):
+                    raise TypeError(f"got {type(message).__name__} instead of a message")
+                return message
             except self._sdk.APIError as exc:
                 error, wait = self._classify(exc, attempt)
             except (ValueError, TypeError, KeyError, AttributeError) as exc:  # unparseable answer
@@ -247,6 +252,9 @@ class AnthropicLLM:
         return LLMError(
             f"Anthropic API {kind.replace('_', ' ')} (HTTP {status}): {detail}", kind=kind
         ), wait
+
+    def _usage_of(self, message: Any) -> Usage:
+        return self._usage(message.usage.input_tokens, message.usage.output_tokens)
 
     def _usage(self, input_tokens: int, output_tokens: int) -> Usage:
         price = self.prices.get(self.model)

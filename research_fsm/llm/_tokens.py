@@ -13,6 +13,7 @@ import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal
 
 import structlog
 
@@ -88,8 +89,17 @@ class Budgeted:
     """Tokens in the original text."""
 
 
-async def fit_to_budget(text: str, budget: int, *, counter: TokenCounter | None = None) -> Budgeted:
-    """Cut ``text`` at a sentence boundary so it fits ``budget`` tokens, and say so."""
+async def fit_to_budget(
+    text: str,
+    budget: int,
+    *,
+    keep: Literal["start", "end"] = "start",
+    counter: TokenCounter | None = None,
+) -> Budgeted:
+    """Cut ``text`` at a sentence boundary so it fits ``budget`` tokens, and say so.
+
+    ``keep="end"`` drops the oldest sentences instead (for conversation history).
+    """
     counter = counter or _COUNTER
     await counter.aload()
     total = counter.count(text)
@@ -97,12 +107,18 @@ async def fit_to_budget(text: str, budget: int, *, counter: TokenCounter | None 
         return Budgeted(text=text, truncated=False, tokens=total)
     note = f"\n[truncated: {total:,} tokens cut to fit a budget of {budget:,}]"
     room = budget - counter.count(note)
+    sentences = _SENTENCE_END.split(text)
+    if keep == "end":
+        sentences.reverse()
     kept: list[str] = []
     used = 0
-    for sentence in _SENTENCE_END.split(text):
+    for sentence in sentences:
         cost = counter.count(sentence + " ")
         if used + cost > room:
             break
         kept.append(sentence)
         used += cost
+    if keep == "end":
+        kept.reverse()
+        return Budgeted(text=note.strip() + "\n" + " ".join(kept).strip(), truncated=True, tokens=total)
     return Budgeted(text=" ".join(kept).strip() + note, truncated=True, tokens=total)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -20,7 +20,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> CheckpointStore:
     kind: str = request.param
     if kind == "memory":
         return MemoryCheckpointStore()
-    durability = "fsync" if kind == "file-fsync" else "none"
+    durability: Literal["fsync", "none"] = "fsync" if kind == "file-fsync" else "none"
     return JsonFileCheckpointStore(tmp_path / "store", durability=durability)
 
 

@@ -280,7 +280,7 @@ def test_router_needs_targets() -> None:
     with pytest.raises(GraphValidationError, match="declares no targets"):
         graph.add_router("a", lambda s: "x", [])
     with pytest.raises(GraphValidationError, match="targets must be a list"):
-        graph.add_router("a", lambda s: "x", "a")  # type: ignore[arg-type]
+        graph.add_router("a", lambda s: "x", "a")
 
 
 def test_graph_validation_error_is_a_value_error() -> None:

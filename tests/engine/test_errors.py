@@ -105,7 +105,9 @@ async def test_engine_control_errors_are_never_retried(store: CheckpointStore) -
     assert 1 == node.attempts
 
 
-async def test_exhausted_retries_raise_node_failed_and_checkpoint_failure(store: CheckpointStore) -> None:
+async def test_exhausted_retries_raise_node_failed_and_checkpoint_failure(
+    store: CheckpointStore,
+) -> None:
     """After the last attempt NodeFailed carries node, step and cause, and a 'failed' checkpoint is saved."""
     node = Flaky(failures=10, exc=ConnectionError("still down"))
     compiled = flaky_graph(node, store, retry=FAST)

@@ -14,6 +14,7 @@ from research_fsm.engine import (
     CompiledGraph,
     InvalidUpdate,
     NodeFailed,
+    Replace,
     StateGraph,
     add,
     append,
@@ -86,6 +87,22 @@ async def test_custom_callable_reducer(store: CheckpointStore) -> None:
 async def test_custom_callable_reducer_takes_new_value(store: CheckpointStore) -> None:
     """The custom reducer gets (old, new) in that order."""
     assert (await run_update({"best": "longest!"}, store, {"best": "ab"})).best == "longest!"
+
+
+async def test_replace_wrapper_bypasses_the_reducer(store: CheckpointStore) -> None:
+    """``Replace(value)`` overwrites a field whatever its reducer (e.g. trims an append list)."""
+    state = await run_update(
+        {"items": Replace(["only"]), "total": Replace(1)}, store, {"items": ["a", "b"], "total": 5}
+    )
+    assert (["only"], 1) == (state.items, state.total)
+
+
+async def test_replace_wrapper_value_is_validated(store: CheckpointStore) -> None:
+    """A ``Replace`` value of the wrong type is an InvalidUpdate naming the field."""
+    with pytest.raises(NodeFailed) as info:
+        await run_update({"total": Replace("many")}, store, {})
+    assert isinstance(info.value.cause, InvalidUpdate)
+    assert "field `total`" in str(info.value.cause)
 
 
 async def test_partial_model_update_only_touches_set_fields(store: CheckpointStore) -> None:
@@ -161,7 +178,8 @@ def test_reducer_functions_directly() -> None:
     assert append([1], [2, 3]) == [1, 2, 3]
     assert append([1], 2) == [1, 2]
     assert append([1], None) == [1]
-    assert append(None, [5]) == [5]
+    nothing: list[int] | None = None
+    assert append(nothing, [5]) == [5]
     assert add(1, 2) == 3
     assert add({"a": 1}, {"a": 2, "b": 1}) == {"a": 3, "b": 1}
     assert add(None, 4) == 4
