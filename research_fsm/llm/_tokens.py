@@ -120,5 +120,7 @@ async def fit_to_budget(
         used += cost
     if keep == "end":
         kept.reverse()
-        return Budgeted(text=note.strip() + "\n" + " ".join(kept).strip(), truncated=True, tokens=total)
+        return Budgeted(
+            text=note.strip() + "\n" + " ".join(kept).strip(), truncated=True, tokens=total
+        )
     return Budgeted(text=" ".join(kept).strip() + note, truncated=True, tokens=total)

@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from servers import anthropic as api
 from structlog.testing import capture_logs
 
 from research_fsm.agents import ClarityVerdict
@@ -15,8 +16,6 @@ from research_fsm.engine import MemoryCheckpointStore
 from research_fsm.llm import LLMError
 from research_fsm.llm._anthropic import AnthropicLLM, Price
 from research_fsm.sources import MockDataSource
-from tests.servers import anthropic as api
-
 
 _OPEN: list[AnthropicLLM] = []
 
@@ -62,7 +61,9 @@ async def test_structured_output_uses_forced_tool(anthropic_server: Any) -> None
     assert "detected_company" in body["tools"][0]["input_schema"]["properties"]
     assert "claude-haiku-4-5" == body["model"]
     headers = anthropic_server.requests[0].headers
-    assert "sk-ant-test-key-123456" in (headers.get("x-api-key", "") + headers.get("authorization", ""))
+    assert "sk-ant-test-key-123456" in (
+        headers.get("x-api-key", "") + headers.get("authorization", "")
+    )
 
 
 async def test_happy_path_two_calls_streamed_and_costed(anthropic_server: Any) -> None:

@@ -11,14 +11,16 @@ from research_fsm.sources import DirectorySource, MockDataSource, create_data_so
     ("kind", "expected"),
     [("mock", MockDataSource), ("directory", DirectorySource), ("auto", DirectorySource)],
 )
-def test_explicit_kind(kind: str, expected: type) -> None:
-    """Each kind builds its source; "auto" is the directory for now."""
+def test_explicit_kind(kind: str, expected: type, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each kind builds its source; "auto" without a Tavily key is the directory."""
+    monkeypatch.delenv("TAVILY_API_KEY", raising=False)
     assert expected is type(create_data_source(kind))
 
 
 def test_no_kind_and_no_env_is_auto(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without argument nor RESEARCH_DATA_SOURCE the directory is used."""
     monkeypatch.delenv("RESEARCH_DATA_SOURCE", raising=False)
+    monkeypatch.delenv("TAVILY_API_KEY", raising=False)
     assert DirectorySource is type(create_data_source())
 
 
@@ -32,13 +34,6 @@ def test_argument_wins_over_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """An explicit kind overrides the environment."""
     monkeypatch.setenv("RESEARCH_DATA_SOURCE", "mock")
     assert DirectorySource is type(create_data_source("directory"))
-
-
-def test_tavily_is_not_available_yet() -> None:
-    """The kind "tavily" is known but not implemented: ValueError says so."""
-    with pytest.raises(ValueError) as caught:
-        create_data_source("tavily")
-    assert "data source 'tavily' is not available yet" == str(caught.value)
 
 
 def test_unknown_kind_names_value_and_allowed() -> None:
