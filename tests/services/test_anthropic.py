@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -229,3 +230,50 @@ def test_missing_key_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     with pytest.raises(ValueError, match="ANTHROPIC_API_KEY"):
         AnthropicLLM()
+
+
+def test_cli_uses_claude_from_environment(anthropic_server: Any, tmp_path: Any) -> None:
+    """With ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL set, the CLI thinks with Claude and reports usage."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    anthropic_server.auto(
+        lambda body: (
+            clarity("Apple", intent="news") if "tools" in body else api.text("Apple is fine.")
+        )
+    )
+    env = {
+        **os.environ,
+        "ANTHROPIC_API_KEY": "sk-ant-test-key-123456",
+        "ANTHROPIC_BASE_URL": anthropic_server.url,
+        "RESEARCH_FSM_HOME": str(tmp_path),
+        "RESEARCH_DATA_SOURCE": "mock",
+    }
+    env.pop("TAVILY_API_KEY", None)
+    result = subprocess.run(
+        [sys.executable, "-m", "research_fsm", "ask", "What's happening with Apple?", "--json"],
+        capture_output=True, text=True, env=env, timeout=60,
+    )  # fmt: skip
+    assert 0 == result.returncode, result.stderr
+    reply = json.loads(result.stdout)
+    assert reply["text"].startswith("Apple is fine.")
+    assert {"clarity": 1, "synthesis": 1} == {k: v["calls"] for k, v in reply["usage"].items()}
+    assert "sk-ant-test-key-123456" not in result.stdout + result.stderr
+    assert not list(tmp_path.rglob("*.json")) or all(
+        "sk-ant-test-key-123456" not in p.read_text() for p in tmp_path.rglob("*.json")
+    )
+
+
+@pytest.mark.skipif(
+    not os.environ.get("ANTHROPIC_API_KEY") or bool(os.environ.get("ANTHROPIC_BASE_URL")),
+    reason="needs a real ANTHROPIC_API_KEY (and no ANTHROPIC_BASE_URL)",
+)
+async def test_real_claude_answers() -> None:
+    """Against the real API (only with a real key): a question is answered with 2 calls."""
+    llm = AnthropicLLM()
+    _OPEN.append(llm)
+    reply = await assistant_with(llm).ask("What's happening with Apple?", thread_id="real")
+    assert "answered" == reply.status
+    assert 2 == sum(u.calls for u in reply.usage.values())
