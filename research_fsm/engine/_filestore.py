@@ -111,6 +111,7 @@ class _FileLease:
         fd, self._fd = self._fd, None
         if fd is not None:
             self._owner._leased.discard(self._thread_id)
+            self._owner._heads.pop(self._thread_id, None)
             os.close(fd)  # closing the descriptor drops the flock
 
 
@@ -145,6 +146,9 @@ class JsonFileCheckpointStore:
         self.keep = keep
         self._secret = secret.encode() if isinstance(secret, str) else secret
         self._leased: set[str] = set()
+        # Latest (seq, checkpoint id) per leased thread, as this store last read or
+        # wrote it: lets a save skip re-reading its parent (the link still guards).
+        self._heads: dict[str, tuple[int, str]] = {}
 
     def __repr__(self) -> str:
         return (
@@ -210,9 +214,12 @@ class JsonFileCheckpointStore:
         folder = self.thread_dir(cp.thread_id)
         final = folder / _file_name(cp.seq)
         tmp = folder / f".tmp-{secrets.token_hex(8)}.json"
+        leased = cp.thread_id in self._leased
         try:
-            self._mkdir(folder)
-            self._check_parent(folder, cp)
+            if not leased:
+                self._mkdir(folder)
+            if not leased or self._heads.get(cp.thread_id) != (cp.seq - 1, cp.parent_id):
+                self._check_parent(folder, cp)
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             try:
                 view = memoryview(data)
@@ -233,6 +240,8 @@ class JsonFileCheckpointStore:
         except OSError as exc:
             _unlink(tmp)
             raise StoreWriteError(cp.thread_id, exc) from exc
+        if leased:
+            self._heads[cp.thread_id] = (cp.seq, cp.checkpoint_id)
         if self.keep is not None and cp.seq > self.keep:
             _unlink(folder / _file_name(cp.seq - self.keep))
 
@@ -282,7 +291,7 @@ class JsonFileCheckpointStore:
         for seq in seqs:
             path = folder / _file_name(seq)
             try:
-                return self._read(path, thread_id)
+                checkpoint = self._read(path, thread_id)
             except _Damaged as exc:
                 damaged.append(path.name)
                 _log.warning(
@@ -291,6 +300,10 @@ class JsonFileCheckpointStore:
                 )  # fmt: skip
                 with contextlib.suppress(OSError):
                     os.replace(path, path.with_name(path.name + ".corrupt"))
+                continue
+            if thread_id in self._leased:
+                self._heads[thread_id] = (checkpoint.seq, checkpoint.checkpoint_id)
+            return checkpoint
         if not damaged:  # files moved aside earlier still mean "not a new thread"
             with contextlib.suppress(FileNotFoundError):
                 damaged = sorted(n for n in os.listdir(folder) if n.endswith(".json.corrupt"))
