@@ -58,12 +58,16 @@ def build_research_graph(
 ) -> StateGraph[ResearchState]:
     """The assistant's graph, not yet compiled (compile it with your store)."""
     graph = StateGraph(ResearchState)
-    guarded = {"timeout": NODE_TIMEOUT_SECONDS, "on_error": "error_recovery"}
-    graph.add_node("clarity", ClarityAgent(index, llm), **guarded)  # type: ignore[arg-type]
+    # Every agent but interrupt (which only suspends) and error recovery itself
+    # hands an unexpected failure to error recovery, and none may hang.
+    for name, agent in (
+        ("clarity", ClarityAgent(index, llm)),
+        ("research", ResearchAgent(source)),
+        ("validator", ValidatorAgent(llm)),
+        ("synthesis", SynthesisAgent(llm)),
+    ):
+        graph.add_node(name, agent, timeout=NODE_TIMEOUT_SECONDS, on_error="error_recovery")
     graph.add_node("interrupt", InterruptAgent())
-    graph.add_node("research", ResearchAgent(source), **guarded)  # type: ignore[arg-type]
-    graph.add_node("validator", ValidatorAgent(llm), **guarded)  # type: ignore[arg-type]
-    graph.add_node("synthesis", SynthesisAgent(llm), **guarded)  # type: ignore[arg-type]
     graph.add_node("error_recovery", ErrorRecoveryAgent(), timeout=NODE_TIMEOUT_SECONDS)
     graph.add_edge(START, "clarity")
     graph.add_router(
