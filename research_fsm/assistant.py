@@ -23,6 +23,7 @@ from .engine import (
     RunStream,
     Suspended,
     SuspendToken,
+    ThreadSuspended,
 )
 from .graph import build_research_graph
 from .llm import LLM, Usage
@@ -142,7 +143,6 @@ class AssistantStream:
         self._thread_id = thread_id
         self._events: RunStream[ResearchState] | None = None
         self._company: str | None = None
-        self._before: dict[str, Usage] = {}
         self._done = False
 
     def __aiter__(self) -> AssistantStream:
@@ -155,7 +155,6 @@ class AssistantStream:
             self._events, previous = await self._assistant._open(self._text, self._thread_id)
             if previous is not None:
                 self._company = previous.detected_company
-                self._before = dict(previous.usage)
         async for event in self._events:
             if isinstance(event, NodeStarted):
                 message = _PROGRESS[event.node].format(company=self._company or "the company")
@@ -168,7 +167,7 @@ class AssistantStream:
                 self._company = event.update.get("detected_company", self._company)
             elif isinstance(event, (Completed, Suspended)):
                 self._done = True
-                return Answer(self._assistant._reply(event.result, self._before))
+                return Answer(self._assistant._reply(event.result))
         self._done = True
         raise StopAsyncIteration
 
@@ -247,21 +246,18 @@ class ResearchAssistant:
         """
         app = await self.graph()
         question = self._check(text)
-        snapshot = await app.get_state(thread_id)
-        before = dict(snapshot.state.usage) if snapshot else {}
-        if snapshot is not None and snapshot.suspension is not None:
-            return self._reply(await app.resume(snapshot.suspension.token, question), before)
-        cid = secrets.token_hex(6)
-        result = await app.run(new_question_input(question, cid), thread_id=thread_id)
-        return self._reply(result, before)
+        try:
+            result = await app.run(
+                new_question_input(question, secrets.token_hex(6)), thread_id=thread_id
+            )
+        except ThreadSuspended as waiting:  # the text answers the pending question
+            result = await app.resume(waiting.token, question)
+        return self._reply(result)
 
     async def clarify(self, token: SuspendToken | str, text: str) -> Reply:
         """Answer the question the assistant asked back (``reply.token`` from ``ask``)."""
         app = await self.graph()
-        parsed = token if isinstance(token, SuspendToken) else SuspendToken.parse(token)
-        snapshot = await app.get_state(parsed.thread_id)
-        before = dict(snapshot.state.usage) if snapshot else {}
-        return self._reply(await app.resume(parsed, self._check(text)), before)
+        return self._reply(await app.resume(token, self._check(text)))
 
     def stream(self, text: str, *, thread_id: str) -> AssistantStream:
         """Like ``ask``, yielding ``Progress`` per agent, ``Token`` pieces of the
@@ -323,18 +319,14 @@ class ResearchAssistant:
         return question
 
     @staticmethod
-    def _reply(result: RunResult[ResearchState], before: dict[str, Usage]) -> Reply:
+    def _reply(result: RunResult[ResearchState]) -> Reply:
         state = result.state
         findings = state.research_findings
-        usage = {
-            agent: total - before[agent] if agent in before else total
-            for agent, total in state.usage.items()
-        }
         common: dict[str, Any] = {
             "thread_id": result.thread_id, "company": state.detected_company, "path": result.path,
             "compared": list(state.comparison_companies),
             "state": state, "correlation_id": state.correlation_id,
-            "usage": {agent: u for agent, u in usage.items() if u.calls},
+            "usage": dict(state.question_usage),
         }  # fmt: skip
         if result.suspension is not None:
             payload = result.suspension.payload

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .engine import add, append
+from .engine import Replace, add, append
 from .llm import Usage
 from .sources import ResearchFindings
 
@@ -109,6 +109,8 @@ class ResearchState(BaseModel):
     """Id of the question, in every log line."""
     usage: Annotated[dict[str, Usage], add] = Field(default_factory=dict)
     """LLM usage per agent over the whole thread."""
+    question_usage: Annotated[dict[str, Usage], add] = Field(default_factory=dict)
+    """LLM usage per agent for the current question (reset per question)."""
 
 
 def new_question_input(text: str, correlation_id: str) -> dict[str, object]:
@@ -131,4 +133,5 @@ def new_question_input(text: str, correlation_id: str) -> dict[str, object]:
         "final_summary": None,
         "error_context": None,
         "correlation_id": correlation_id,
+        "question_usage": Replace({}),
     }

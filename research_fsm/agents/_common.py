@@ -14,7 +14,7 @@ __all__ = ["emit_text", "log_step", "usage_update", "warn_fallback"]
 
 def usage_update(agent: str, usage: Usage) -> dict[str, Any]:
     """The state change that adds ``usage`` to ``agent``'s running total."""
-    return {"usage": {agent: usage}}
+    return {"usage": {agent: usage}, "question_usage": {agent: usage}}
 
 
 def log_step(ctx: NodeContext, state: ResearchState, **fields: Any) -> None:

@@ -58,6 +58,8 @@ class StateSchema:
             return data.model_copy()
         if isinstance(data, BaseModel):
             data = {k: getattr(data, k) for k in data.model_fields_set}
+        if isinstance(data, Mapping):
+            data = {k: v.value if isinstance(v, Replace) else v for k, v in data.items()}
         if isinstance(data, Mapping) and self._input_keys is not None:
             unknown = [str(k) for k in data if k not in self._input_keys]
             if unknown:

@@ -38,14 +38,6 @@ class Usage(BaseModel):
             cost_usd=round(self.cost_usd + other.cost_usd, 6),
         )
 
-    def __sub__(self, other: Usage) -> Usage:
-        return Usage(
-            input_tokens=self.input_tokens - other.input_tokens,
-            output_tokens=self.output_tokens - other.output_tokens,
-            calls=self.calls - other.calls,
-            cost_usd=round(self.cost_usd - other.cost_usd, 6),
-        )
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StructuredReply(Generic[M]):

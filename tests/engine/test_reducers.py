@@ -184,3 +184,25 @@ def test_reducer_functions_directly() -> None:
     assert add({"a": 1}, {"a": 2, "b": 1}) == {"a": 3, "b": 1}
     assert add(None, 4) == 4
     assert replace("old", "new") == "new"
+
+
+async def test_replace_in_first_input_is_the_value() -> None:
+    """``Replace(v)`` in a thread's first input sets the field to ``v``."""
+    from pydantic import BaseModel
+
+    from research_fsm.engine import END, START, Replace, StateGraph
+
+    class Log(BaseModel):
+        items: Annotated[list[str], append] = []
+
+    async def noop(state: Log) -> None:
+        return None
+
+    graph = StateGraph(Log)
+    graph.add_node("noop", noop)
+    graph.add_edge(START, "noop")
+    graph.add_edge("noop", END)
+    app = graph.compile()
+    first = await app.run({"items": Replace(["a"])}, thread_id="r")
+    second = await app.run({"items": Replace(["b"])}, thread_id="r")
+    assert (["a"], ["b"]) == (first.state.items, second.state.items)
