@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 from collections.abc import MutableMapping
 from typing import Any, TextIO
 
 import structlog
 
-__all__ = ["configure_logging", "redact_secrets"]
+__all__ = ["configure_logging", "escape_controls", "redact_secrets"]
 
 _SECRET_VARS = ("ANTHROPIC_API_KEY", "TAVILY_API_KEY")
 
@@ -28,6 +29,21 @@ def redact_secrets(_: Any, __: str, event: MutableMapping[str, Any]) -> MutableM
             for s in secrets:
                 text = text.replace(s, "[REDACTED]")
             event[key] = text
+    return event
+
+
+_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def escape_controls(_: Any, __: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+    """A structlog processor that shows control and bidi characters in text values
+    escaped (``\\x1b``), so a value that came from the web or an LLM cannot drive the
+    terminal or forge log lines."""
+    for key, value in event.items():
+        if isinstance(value, str) and _CONTROLS.search(value):
+            event[key] = _CONTROLS.sub(
+                lambda match: match.group().encode("unicode_escape").decode("ascii"), value
+            )
     return event
 
 
@@ -55,6 +71,7 @@ def configure_logging(
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             redact_secrets,
+            # escape_controls,
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import secrets
 import sys
 from typing import TextIO
@@ -92,8 +93,18 @@ def _assistant(source: str | None) -> ResearchAssistant:
         raise CliError(str(exc), EXIT_USAGE) from None
 
 
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _dumps(value: object) -> str:
+    """Indented JSON that keeps non-ASCII text readable but escapes, as ``\\uXXXX``, what
+    would drive a terminal: C1 controls, DEL and bidi controls (JSON escapes C0 itself)."""
+    text = json.dumps(value, ensure_ascii=False, indent=2)
+    return _JSON_UNSAFE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+
+
 def _as_json(reply: Reply) -> str:
-    return json.dumps(
+    return _dumps(
         {
             "status": reply.status,
             "text": reply.text,
@@ -105,9 +116,7 @@ def _as_json(reply: Reply) -> str:
             "path": reply.path,
             "compared": reply.compared,
             "usage": {k: v.model_dump() for k, v in reply.usage.items()},
-        },
-        ensure_ascii=False,
-        indent=2,
+        }
     )
 
 
@@ -119,7 +128,7 @@ async def _converse(
     streamed = False
     async for event in assistant.stream(text, thread_id=thread):
         if isinstance(event, Progress):
-            print(f"  [{event.agent}] {event.message}", file=err, flush=True)
+            print(f"  [{event.agent}] {for_terminal(event.message)}", file=err, flush=True)
         elif isinstance(event, Token):
             out.write(for_terminal(event.text))
             out.flush()
@@ -195,7 +204,7 @@ async def _history(args: argparse.Namespace) -> int:
     if not messages:
         raise CliError(f"there is no conversation `{thread}`")
     if args.json:
-        print(json.dumps([m.model_dump() for m in messages], ensure_ascii=False, indent=2))
+        print(_dumps([m.model_dump() for m in messages]))
     else:
         for message in messages:
             print(f"[{message.timestamp}] {message.role}: {for_terminal(message.content)}\n")
@@ -219,8 +228,19 @@ async def _main(args: argparse.Namespace) -> int:
     return await _graph()
 
 
+def _tolerant_stdio() -> None:
+    """Bytes the terminal's encoding cannot decode become lone surrogates (the assistant
+    strips them) and characters it cannot show are replaced, instead of ending a chat
+    or losing an answer with a codec error."""
+    for stream, errors in ((sys.stdin, "surrogateescape"), (sys.stdout, "replace")):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors=errors)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``research-fsm`` and ``python -m research_fsm``."""
+    _tolerant_stdio()
     args = _parser().parse_args(argv)
     try:
         configure_logging()

@@ -19,7 +19,7 @@ from ..llm import LLM, LLMError
 from ..llm._tokens import fit_to_budget
 from ..sources import INTENTS, CompanyIndex
 from ..state import Message, ResearchState
-from ._common import log_step, usage_update, warn_fallback
+from ._common import as_data, log_step, usage_update, warn_fallback
 from ._rules import (
     clean_text,
     detect_intent,
@@ -96,7 +96,7 @@ class ClarityAgent:
             f"{state.conversation_summary or ''}\n{history}", CLARITY_TOKEN_BUDGET, keep="end"
         )
         prompt = (
-            f"<conversation>\n{context.text}\n</conversation>\n"
+            f"<conversation>\n{as_data(context.text)}\n</conversation>\n"
             f"Previous company context: {state.detected_company or 'none'}\n"
             f"Latest query: {query}\n"
             f"Allowed intents: {', '.join(INTENTS)}"
@@ -109,7 +109,7 @@ class ClarityAgent:
             warn_fallback(ctx, state, exc)
             return None
         update |= usage_update("clarity", reply.usage)
-        verdict = reply.value
+        verdict = _cleaned(reply.value)
         if verdict.intent not in INTENTS:
             verdict = verdict.model_copy(update={"intent": detect_intent(query)})
         if verdict.detected_company:
@@ -201,8 +201,9 @@ class ClarityAgent:
                     agent="clarity",
                     system="Summarise this conversation history concisely. Preserve company "
                     "names discussed, key facts learned, and the user's interests. Be brief.",
-                    prompt=f"Previous summary: {state.conversation_summary or 'none'}\n\n"
-                    f"<conversation>\n{text}\n</conversation>",
+                    prompt=f"<conversation>\nPrevious summary: "
+                    f"{as_data(state.conversation_summary or 'none')}\n\n{as_data(text)}\n"
+                    "</conversation>",
                 )
                 summary = reply.text.strip()[:SUMMARY_MAX_CHARS]
                 update |= usage_update("clarity", reply.usage)
@@ -211,6 +212,19 @@ class ClarityAgent:
         if not summary:
             summary = extractive_summary(state.conversation_summary, old, state.detected_company)
         return update | {"conversation_summary": summary, "messages": Replace(list(recent))}
+
+
+def _cleaned(verdict: ClarityVerdict) -> ClarityVerdict:
+    """The LLM's verdict with its texts stripped of escapes and control characters (they
+    reach the state, the logs and the terminal)."""
+    companies = [clean_text(name)[:200] for name in verdict.comparison_companies]
+    return verdict.model_copy(
+        update={
+            "detected_company": clean_text(verdict.detected_company or "")[:200] or None,
+            "comparison_companies": [name for name in companies if name],
+            "clarification_needed": clean_text(verdict.clarification_needed or "") or None,
+        }
+    )
 
 
 def extractive_summary(previous: str | None, old: list[Message], company: str | None) -> str:

@@ -9,7 +9,14 @@ from ..engine import NodeContext
 from ..llm import LLMError, Usage
 from ..state import ResearchState
 
-__all__ = ["emit_text", "log_step", "usage_update", "warn_fallback"]
+__all__ = ["as_data", "emit_text", "log_step", "usage_update", "warn_fallback"]
+
+
+def as_data(text: str) -> str:
+    """``text`` made safe to put inside a prompt's ``<findings>`` or ``<conversation>``
+    block: its angle brackets are escaped the way JSON may escape them (``\\u003c``), so
+    text from the web cannot close the block early and speak outside it."""
+    return text.replace("<", "\\u003c").replace(">", "\\u003e")
 
 
 def usage_update(agent: str, usage: Usage) -> dict[str, Any]:

@@ -22,7 +22,9 @@ __all__ = [
 
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
 
-_BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+_BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+"""Bidirectional marks, embeddings, overrides and isolates: they reorder what a
+terminal shows (category Cf, so not caught as control characters)."""
 _INTENT_WORDS: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
     ("comparison", re.compile(r"\b(compare[sd]?|comparison|versus|vs\.?|compared (to|with)|difference between|better than)\b", re.I)),
     ("competitors", re.compile(r"\b(competitors?|rivals?|competition|compete[sd]?|competing)\b", re.I)),

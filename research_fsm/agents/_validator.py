@@ -12,7 +12,7 @@ from ..llm import LLM, LLMError
 from ..llm._tokens import fit_to_budget
 from ..sources import ResearchFindings
 from ..state import ResearchState
-from ._common import log_step, usage_update, warn_fallback
+from ._common import as_data, log_step, usage_update, warn_fallback
 from ._rules import INTENT_FIELDS
 
 __all__ = ["ValidationVerdict", "ValidatorAgent", "rule_verdict"]
@@ -85,7 +85,7 @@ class ValidatorAgent:
         findings = state.research_findings
         if self.llm is not None and findings is not None:
             data = await fit_to_budget(
-                findings.model_dump_json(exclude={"raw_data"}), VALIDATOR_TOKEN_BUDGET
+                as_data(findings.model_dump_json(exclude={"raw_data"})), VALIDATOR_TOKEN_BUDGET
             )
             prompt = (
                 f"Original query: {state.original_query}\nIntent: {state.query_intent}\n"

@@ -20,13 +20,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import hashlib
 import json
 import os
 import secrets
 import shutil
-import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -180,8 +178,11 @@ class JsonFileCheckpointStore:
 
     def _lock(self, thread_id: str) -> int:
         folder = self.thread_dir(thread_id)
-        self._mkdir(folder)
-        fd = os.open(folder / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            self._mkdir(folder)
+            fd = os.open(folder / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:  # a read-only or full file system, no permission
+            raise StoreWriteError(thread_id, exc) from exc
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -194,15 +195,7 @@ class JsonFileCheckpointStore:
 
     def _mkdir(self, folder: Path) -> None:
         for path in (self.directory, folder):
-            try:
-                path.mkdir(mode=0o700)
-            except FileExistsError:
-                pass
-            except OSError as exc:
-                if exc.errno == errno.ENOENT:
-                    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-                else:
-                    raise
+            _make_private_dirs(path)
 
     # -- saving ----------------------------------------------------------------
 
@@ -383,7 +376,11 @@ class JsonFileCheckpointStore:
 
     def _delete(self, thread_id: str) -> None:
         folder = self.thread_dir(thread_id)
-        for name in os.listdir(folder):
+        # Checkpoints go oldest first, after everything else: a process killed
+        # midway leaves the thread whole (its newest checkpoint in place) or gone,
+        # never rolled back to an older checkpoint whose used token works again.
+        names = sorted(os.listdir(folder), key=lambda name: (_seq_of(name) or 0, name))
+        for name in names:
             if name != ".lock":
                 path = folder / name
                 if path.is_dir():
@@ -397,28 +394,31 @@ class JsonFileCheckpointStore:
         return self._secret
 
     def _load_secret(self) -> bytes:
+        # The key is written to a temporary file, synced and hard-linked into place,
+        # so ``.secret`` is always whole: a writer killed (or out of disk) midway
+        # leaves no half-written key that would lock every token out for good.
         path = self.directory / ".secret"
         self._mkdir(self.directory)
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            pass
-        else:
-            key = secrets.token_bytes(32)
+        if not path.exists():
+            tmp = self.directory / f".tmp-secret-{secrets.token_hex(8)}"
             try:
-                os.write(fd, key.hex().encode())
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            return key
-        for _ in range(50):  # another process may be writing it right now
-            data = path.read_bytes()
-            if len(data) == 64:
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
                 try:
-                    return bytes.fromhex(data.decode("ascii"))
-                except ValueError:
-                    break
-            time.sleep(0.01)
+                    view = memoryview(secrets.token_bytes(32).hex().encode())
+                    while view:
+                        view = view[os.write(fd, view) :]
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+                with contextlib.suppress(FileExistsError):  # another process was first
+                    os.link(tmp, path)
+                _fsync_dir(self.directory)
+            finally:
+                _unlink(tmp)
+        data = path.read_bytes()
+        if len(data) == 64:
+            with contextlib.suppress(ValueError):
+                return bytes.fromhex(data.decode("ascii"))
         raise CorruptCheckpoint(
             ".secret", f"the key file {path} is damaged; delete it to make a new key"
         )
@@ -442,6 +442,19 @@ def _state_json(cp: Checkpoint) -> str:
 def _close_orphan(locking: asyncio.Future[int]) -> None:
     if not locking.cancelled() and locking.exception() is None:
         os.close(locking.result())
+
+
+def _make_private_dirs(path: Path) -> None:
+    """``mkdir -p`` where every directory made, missing parents included, is 0700
+    (``Path.mkdir(parents=True)`` gives parents the umask's mode, maybe 0777)."""
+    try:
+        path.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    except FileNotFoundError:
+        _make_private_dirs(path.parent)
+        with contextlib.suppress(FileExistsError):
+            path.mkdir(mode=0o700)
 
 
 def _unlink(path: Path) -> None:

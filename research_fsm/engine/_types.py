@@ -140,7 +140,13 @@ def _b64(data: bytes) -> str:
 def _unb64(text: str) -> bytes:
     if not text.isascii():
         raise ValueError("not ascii")
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    data = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    # The decoder skips stray characters, accepts '+' '/' '=' and ignores unused
+    # low bits: accept only the one spelling ``_b64`` produces, so no edited
+    # token string is ever taken for the genuine one.
+    if _b64(data) != text:
+        raise ValueError("not the canonical encoding")
+    return data
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -11,6 +11,7 @@ switch the client off for the rest of the process with one clear message.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -57,6 +58,14 @@ MAX_TOKENS: Mapping[str, int] = {"clarity": 512, "validator": 512, "synthesis": 
 
 _TOOL_NAME = "respond"
 
+_STATUS_OF_ERROR_TYPE: Mapping[str, int] = {
+    "rate_limit_error": 429,
+    "overloaded_error": 529,
+    "api_error": 500,
+    "timeout_error": 504,
+}
+"""The HTTP status an ``event: error`` in a streamed (HTTP 200) answer stands for."""
+
 
 class AnthropicLLM:
     """Claude through the official async SDK.
@@ -100,6 +109,7 @@ class AnthropicLLM:
         self.max_tokens = {**MAX_TOKENS, **(max_tokens or {})}
         self.prices = {**PRICES, **(prices or {})}
         self._sdk = anthropic
+        self._network_errors, self._timeout_errors = _http_errors()
         self._client = anthropic.AsyncAnthropic(
             api_key=key, base_url=base_url, timeout=timeout, max_retries=0
         )
@@ -188,12 +198,14 @@ class AnthropicLLM:
         for attempt in range(1, self.max_attempts + 1):
             try:
                 message = await request()
-                if not isinstance(message, self._sdk.types.Message):
-                    raise TypeError(f"got {type(message).__name__} instead of a message")
+                _check_message(message, self._sdk.types.Message)
                 return message
             except self._sdk.APIError as exc:
                 error, wait = self._classify(exc, attempt)
-            except (ValueError, TypeError, KeyError, AttributeError) as exc:  # unparseable answer
+            except self._network_errors as exc:  # raised while a stream is read
+                error, wait = self._classify_transport(exc, attempt)
+            # an unparseable answer (the SDK asserts on a stream without a message)
+            except (ValueError, TypeError, KeyError, AttributeError, AssertionError) as exc:
                 error = LLMError(
                     f"unexpected answer from the Anthropic API ({type(exc).__name__})", kind="other"
                 )
@@ -228,7 +240,9 @@ class AnthropicLLM:
         if not isinstance(exc, sdk.APIStatusError):
             return LLMError(f"Anthropic API error: {type(exc).__name__}", kind="other"), None
         status = exc.status_code
-        detail = _error_message(exc)
+        if status < 400:  # an ``event: error`` in a streamed answer: its type tells
+            status = _STATUS_OF_ERROR_TYPE.get(_error_type(exc) or "", status)
+        detail = _error_message(exc, self._client.api_key)
         if status in (401, 403):
             return LLMError(
                 f"Anthropic rejected the API key in ANTHROPIC_API_KEY (HTTP {status}): {detail}",
@@ -253,6 +267,17 @@ class AnthropicLLM:
             f"Anthropic API {kind.replace('_', ' ')} (HTTP {status}): {detail}", kind=kind
         ), wait
 
+    def _classify_transport(self, exc: Exception, attempt: int) -> tuple[LLMError, float | None]:
+        """A network failure the SDK did not wrap (it happens while a stream is read)."""
+        backoff = min(self.backoff * 2 ** (attempt - 1), self.max_backoff)
+        if isinstance(exc, self._timeout_errors):
+            return LLMError(
+                f"Claude did not answer within {self.timeout:g} s", kind="timeout"
+            ), backoff
+        return LLMError(
+            f"the connection to the Anthropic API broke ({type(exc).__name__})", kind="connection"
+        ), backoff
+
     def _usage_of(self, message: Any) -> Usage:
         return self._usage(message.usage.input_tokens, message.usage.output_tokens)
 
@@ -268,13 +293,59 @@ class AnthropicLLM:
         )
 
 
-def _error_message(exc: anthropic.APIStatusError) -> str:
+def _http_errors() -> tuple[tuple[type[Exception], ...], tuple[type[Exception], ...]]:
+    """The network and timeout errors of the SDK's HTTP client (``httpx``, or
+    ``httpx2`` in newer SDKs), which the SDK lets through while a stream is read."""
+    network: list[type[Exception]] = []
+    timeouts: list[type[Exception]] = []
+    for name in ("httpx", "httpx2"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        network.append(module.TransportError)
+        timeouts.append(module.TimeoutException)
+    return tuple(network), tuple(timeouts)
+
+
+def _check_message(message: object, message_type: type) -> None:
+    """Raise ``TypeError`` unless ``message`` is a message with content and usage
+    (the SDK builds messages from any JSON without validating them)."""
+    if not isinstance(message, message_type):
+        raise TypeError(f"got {type(message).__name__} instead of a message")
+    usage = getattr(message, "usage", None)
+    content = getattr(message, "content", None)
+    if not isinstance(content, list) or not (
+        isinstance(getattr(usage, "input_tokens", None), int)
+        and isinstance(getattr(usage, "output_tokens", None), int)
+    ):
+        raise TypeError("the message has no content or no usage")
+    for block in content:
+        kind = getattr(block, "type", None)
+        if not isinstance(kind, str) or (
+            kind == "text" and not isinstance(getattr(block, "text", None), str)
+        ):
+            raise TypeError("the message has a malformed content block")
+
+
+def _error_type(exc: anthropic.APIStatusError) -> str | None:
     body = exc.body
+    error = body.get("error") if isinstance(body, dict) else None
+    kind = error.get("type") if isinstance(error, dict) else None
+    return kind if isinstance(kind, str) else None
+
+
+def _error_message(exc: anthropic.APIStatusError, key: str | None) -> str:
+    """The server's message, capped, with the API key masked (some proxies echo it)."""
+    body = exc.body
+    message = str(exc.message)
     if isinstance(body, dict):
         error = body.get("error")
         if isinstance(error, dict) and isinstance(error.get("message"), str):
-            return str(error["message"])[:200]
-    return str(exc.message)[:200]
+            message = str(error["message"])
+    if key:
+        message = message.replace(key, "***")
+    return message[:200]
 
 
 def _retry_after(exc: anthropic.APIStatusError) -> float | None:

@@ -1,0 +1,303 @@
+"""Figure 2: cost per step with persistence.
+
+Pairings (each batch: ``fig2_runs`` new threads one after the other, a fresh
+store or database per batch, set up before the clock starts):
+
+* ``JsonFileCheckpointStore(durability="fsync")`` vs LangGraph ``SqliteSaver``
+  with ``durability="sync"`` (its defaults: WAL, ``synchronous=FULL``, so every
+  commit is fsynced); LangGraph's ``SqliteSaver`` is synchronous-only, so it
+  runs with ``invoke`` and plain-function nodes.
+* ``JsonFileCheckpointStore(durability="none")`` vs the same ``SqliteSaver`` on a
+  connection with ``PRAGMA synchronous=OFF`` (neither fsyncs).
+* ``MemoryCheckpointStore`` vs ``InMemorySaver`` (``ainvoke``, ``durability="sync"``).
+
+"With fsync, the cost per step is about one fsync": the extra cost per step of
+``fsync`` over ``none``, in units of one raw ``write + fsync`` of a file of a
+checkpoint's size in the same directory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+from research_fsm.engine import JsonFileCheckpointStore, MemoryCheckpointStore
+
+from ._common import (
+    FigureResult,
+    Row,
+    Sample,
+    Sizes,
+    alternate,
+    at_most,
+    fmt,
+    md_table,
+    median,
+    temp_dir,
+    timed,
+)
+from ._graphs import (
+    STEPS,
+    build_langgraph,
+    build_rfsm,
+    check_final,
+    lg_config,
+    lg_input,
+    question_input,
+)
+
+TITLE = "Cost per step with persistence"
+SCENARIOS = ("happy", "retry")
+
+LABELS = {
+    "rfsm_fsync": "research_fsm, JsonFileCheckpointStore(durability='fsync')",
+    "rfsm_none": "research_fsm, JsonFileCheckpointStore(durability='none')",
+    "rfsm_mem": "research_fsm, MemoryCheckpointStore",
+    "lg_sqlite": "LangGraph, SqliteSaver (invoke, durability='sync', synchronous=FULL)",
+    "lg_sqlite_off": "LangGraph, SqliteSaver (invoke, durability='sync', synchronous=OFF)",
+    "lg_mem": "LangGraph, InMemorySaver (ainvoke, durability='sync')",
+    "lg_asqlite": "LangGraph, AsyncSqliteSaver (ainvoke, durability='sync')",
+}
+PAIRS = (
+    ("rfsm_fsync", "lg_sqlite", "JsonFile fsync vs SqliteSaver"),
+    ("rfsm_none", "lg_sqlite_off", "JsonFile none vs SqliteSaver synchronous=OFF"),
+    ("rfsm_mem", "lg_mem", "Memory vs InMemorySaver"),
+)
+
+
+async def _rfsm_batch(store: Any, scenario: str, n: int, tag: str) -> Sample:
+    app = build_rfsm(store)
+    inputs = [question_input(scenario) for _ in range(n)]
+    ids = [f"{tag}-{i}" for i in range(n)]
+    with timed() as sample:
+        for i in range(n):
+            await app.run(inputs[i], thread_id=ids[i])
+    return sample
+
+
+def _lg_sqlite_batch(path: Path, scenario: str, n: int, synchronous_off: bool) -> Sample:
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    conn = sqlite3.connect(str(path), check_same_thread=False)
+    try:
+        if synchronous_off:
+            conn.execute("PRAGMA synchronous=OFF")
+        saver = SqliteSaver(conn)
+        saver.setup()
+        app = build_langgraph(saver, async_nodes=False)
+        inputs = [lg_input(scenario) for _ in range(n)]
+        configs = [lg_config(f"t{i}") for i in range(n)]
+        with timed() as sample:
+            for i in range(n):
+                app.invoke(inputs[i], configs[i], durability="sync")
+        return sample
+    finally:
+        conn.close()
+
+
+async def _lg_mem_batch(scenario: str, n: int) -> Sample:
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    app = build_langgraph(InMemorySaver())
+    inputs = [lg_input(scenario) for _ in range(n)]
+    configs = [lg_config(f"t{i}") for i in range(n)]
+    with timed() as sample:
+        for i in range(n):
+            await app.ainvoke(inputs[i], configs[i], durability="sync")
+    return sample
+
+
+async def _lg_asqlite_batch(path: Path, scenario: str, n: int) -> Sample:
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    async with AsyncSqliteSaver.from_conn_string(str(path)) as saver:
+        await saver.setup()
+        app = build_langgraph(saver)
+        inputs = [lg_input(scenario) for _ in range(n)]
+        configs = [lg_config(f"t{i}") for i in range(n)]
+        with timed() as sample:
+            for i in range(n):
+                await app.ainvoke(inputs[i], configs[i], durability="sync")
+        return sample
+
+
+def raw_fsync_seconds(directory: Path, size: int, count: int = 200) -> dict[str, float]:
+    """Median seconds of: write+fsync of a ``size``-byte new file; the same plus
+    link into place and a directory fsync (what one durable save does)."""
+    data = os.urandom(size)
+    plain, full = [], []
+    for i in range(count):
+        path = directory / f"raw-{i}.tmp"
+        t0 = time.perf_counter()
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        os.write(fd, data)
+        os.fsync(fd)
+        os.close(fd)
+        t1 = time.perf_counter()
+        os.link(path, directory / f"raw-{i}.json")
+        os.unlink(path)
+        dfd = os.open(directory, os.O_RDONLY)
+        os.fsync(dfd)
+        os.close(dfd)
+        t2 = time.perf_counter()
+        plain.append(t1 - t0)
+        full.append(t2 - t0)
+    return {"write_fsync": median(plain), "write_fsync_link_dirfsync": median(full)}
+
+
+def _checkpoint_size(directory: Path) -> int:
+    sizes = [p.stat().st_size for p in directory.rglob("*.json")]
+    return int(median(sizes)) if sizes else 2000
+
+
+def run(sizes: Sizes, peer: bool) -> FigureResult:
+    fig = FigureResult(2, TITLE)
+    n = sizes.fig2_runs
+    variants = ["rfsm_fsync", "rfsm_none", "rfsm_mem"]
+    if peer:
+        variants += ["lg_sqlite", "lg_sqlite_off", "lg_mem", "lg_asqlite"]
+    samples: dict[str, dict[str, list[Sample]]] = {s: {v: [] for v in variants} for s in SCENARIOS}
+    counter = [0]
+
+    with temp_dir("fig2") as root:
+
+        def measure(variant: str, scenario: str) -> Sample:
+            counter[0] += 1
+            where = root / f"{variant}-{counter[0]}"
+            if variant.startswith("rfsm"):
+                store: Any
+                if variant == "rfsm_mem":
+                    store = MemoryCheckpointStore()
+                else:
+                    durability = "fsync" if variant == "rfsm_fsync" else "none"
+                    store = JsonFileCheckpointStore(where, durability=durability)  # type: ignore[arg-type]
+                return asyncio.run(_rfsm_batch(store, scenario, n, "t"))
+            where.mkdir()
+            db = where / "checkpoints.sqlite"
+            if variant == "lg_sqlite":
+                return _lg_sqlite_batch(db, scenario, n, synchronous_off=False)
+            if variant == "lg_sqlite_off":
+                return _lg_sqlite_batch(db, scenario, n, synchronous_off=True)
+            if variant == "lg_asqlite":
+                return asyncio.run(_lg_asqlite_batch(db, scenario, n))
+            return asyncio.run(_lg_mem_batch(scenario, n))
+
+        asyncio.run(_verify(root, peer))
+        for scenario in SCENARIOS:  # warm-up
+            for variant in variants:
+                measure(variant, scenario)
+        for rep in range(sizes.reps):
+            for scenario in SCENARIOS:
+                for variant in alternate(rep, *variants):
+                    samples[scenario][variant].append(measure(variant, scenario))
+        size = _checkpoint_size(next(root.glob("rfsm_fsync-*")))
+        raw_dir = root / "raw-fsync"
+        raw_dir.mkdir()
+        raw = raw_fsync_seconds(raw_dir, size)
+
+    def per_step(scenario: str, variant: str, attr: str = "wall") -> float | None:
+        if variant not in samples[scenario]:
+            return None
+        return (
+            median([getattr(s, attr) for s in samples[scenario][variant]])
+            / (n * STEPS[scenario])
+            * 1e6
+        )
+
+    for ours, theirs, label in PAIRS:
+        mine, peer_us = per_step("happy", ours), per_step("happy", theirs)
+        holds, margin = (None, "n/a") if peer_us is None else at_most(mine, peer_us)
+        if holds is not None:
+            margin = (
+                margin.replace("margin", "faster") if holds else margin.replace("over", "slower")
+            )
+        fig.rows.append(
+            Row(
+                metric=f"per step, happy path, {label}",
+                unit="µs",
+                research_fsm=mine,
+                langgraph=peer_us,
+                goal="faster than LangGraph",
+                holds=holds,
+                margin=margin,
+            )
+        )
+
+    raw_us = raw["write_fsync"] * 1e6
+    extra = {}
+    for scenario in SCENARIOS:
+        fsync_us, none_us = per_step(scenario, "rfsm_fsync"), per_step(scenario, "rfsm_none")
+        assert fsync_us is not None and none_us is not None
+        extra[scenario] = (fsync_us - none_us) / raw_us
+    lg_extra = None
+    full_us, off_us = per_step("happy", "lg_sqlite"), per_step("happy", "lg_sqlite_off")
+    if full_us is not None and off_us is not None:
+        lg_extra = (full_us - off_us) / raw_us
+    holds, margin = at_most(extra["happy"], 1.5)
+    fig.rows.append(
+        Row(
+            metric="fsync's extra cost per step (fsync minus none), in raw fsyncs",
+            unit="fsyncs",
+            research_fsm=extra["happy"],
+            langgraph=lg_extra,
+            goal="≈ 1 fsync (≤ 1.5)",
+            holds=holds,
+            margin=margin,
+        )
+    )
+
+    table = []
+    detail: dict[str, Any] = {
+        "runs_per_batch": n,
+        "reps": sizes.reps,
+        "checkpoint_bytes": size,
+        "raw_fsync_us": raw_us,
+        "raw_durable_save_us": raw["write_fsync_link_dirfsync"] * 1e6,
+        "fsync_extra_in_fsyncs": extra,
+        "langgraph_fsync_extra_in_fsyncs": lg_extra,
+        "steps": {},
+    }
+    for scenario in SCENARIOS:
+        detail["steps"][scenario] = {}
+        for variant in variants:
+            wall, cpu = per_step(scenario, variant), per_step(scenario, variant, "cpu")
+            detail["steps"][scenario][variant] = {"us_per_step": wall, "cpu_us_per_step": cpu}
+            table.append(
+                [
+                    scenario,
+                    LABELS[variant],
+                    fmt(wall),
+                    fmt(cpu),
+                    fmt(None if wall is None else wall * STEPS[scenario]),
+                ]
+            )
+    fig.detail = detail
+    fig.detail_md = [
+        f"{n} runs per batch (new threads), {sizes.reps} repetitions, alternating; medians. "
+        f"A checkpoint file here is ~{size:,} bytes; one raw write+fsync of that size costs "
+        f"{raw_us:.0f} µs, a full durable save protocol (write, fsync, link, directory fsync) "
+        f"{raw['write_fsync_link_dirfsync'] * 1e6:.0f} µs. fsync's extra cost per step over "
+        f"'none': {extra['happy']:.2f} raw fsyncs (happy), {extra['retry']:.2f} (retry)"
+        + (f"; SqliteSaver FULL over OFF: {lg_extra:.2f}." if lg_extra is not None else "."),
+        "",
+        *md_table(["path", "engine / store", "µs/step", "CPU µs/step", "µs/run"], table),
+    ]
+    return fig
+
+
+async def _verify(root: Path, peer: bool) -> None:
+    for scenario in SCENARIOS:
+        store = JsonFileCheckpointStore(root / "verify", durability="none")
+        result = await build_rfsm(store).run(question_input(scenario), thread_id=f"v-{scenario}")
+        check_final("research_fsm", scenario, result.state.__dict__)
+    if peer:
+        from langgraph.checkpoint.memory import InMemorySaver
+
+        app = build_langgraph(InMemorySaver())
+        for scenario in SCENARIOS:
+            out = await app.ainvoke(lg_input(scenario), lg_config(scenario), durability="sync")
+            check_final("LangGraph", scenario, out)

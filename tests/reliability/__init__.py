@@ -1,0 +1,1 @@
+"""The reliability suite: faults, hostile input, secrets, terminal safety, load."""
