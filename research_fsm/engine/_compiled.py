@@ -162,7 +162,10 @@ class CompiledGraph(Generic[StateT]):
 
     async def _verify(self, token: SuspendToken) -> None:
         expected = await self._signature(token.thread_id, token.checkpoint_id)
-        if not hmac.compare_digest(expected.encode(), token.signature.encode()):
+        given = (
+            token.signature.encode("utf-8", "replace") if isinstance(token.signature, str) else b""
+        )
+        if not hmac.compare_digest(expected.encode(), given):
             raise InvalidResumeToken(
                 "resume token signature does not match: it was edited, or issued by another store"
             )

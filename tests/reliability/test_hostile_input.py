@@ -269,13 +269,6 @@ async def test_token_naming_an_invalid_thread_is_invalid_token(sandbox: Path) ->
         await assistant.clarify(token, "Apple")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=UnicodeEncodeError,
-    reason="engine bug: CompiledGraph._verify encodes the token's signature with "
-    "str.encode(), so a lone surrogate in it raises UnicodeEncodeError instead of "
-    "InvalidResumeToken (research_fsm/engine/_compiled.py, _verify)",
-)
 async def test_lone_surrogate_in_token_signature(clarifying: ResearchAssistant) -> None:
     """A genuine token whose signature is replaced by a lone surrogate is an
     ``InvalidResumeToken``, not a ``UnicodeEncodeError``."""
