@@ -71,7 +71,7 @@ def configure_logging(
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             redact_secrets,
-            # escape_controls,
+            escape_controls,
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),

@@ -61,16 +61,15 @@ FRAGMENTS = [
 """Pieces that broke programs before: controls, escapes, bidi, surrogates, paths."""
 
 CHARS = st.characters(exclude_categories=[])  # every code point, lone surrogates included
-TOKEN_CHARS = st.characters(exclude_categories=["Cs"])
-"""For edits of a token: a lone surrogate in its signature is a known engine bug, pinned
-by ``test_lone_surrogate_in_token_signature`` (xfail) so the property tests stay stable."""
 hostile_text = st.lists(st.one_of(st.text(CHARS, max_size=20), st.sampled_from(FRAGMENTS)),
                         max_size=12).map("".join)  # fmt: skip
 huge_text = st.builds(lambda piece, n: piece * n, st.sampled_from([*FRAGMENTS[:20], "a b "]),
                       st.sampled_from([MAX_QUESTION_CHARS, 25_000, 100_000]))  # fmt: skip
 questions = st.one_of(hostile_text, huge_text)
-thread_ids = st.one_of(st.from_regex(THREAD_ID, fullmatch=True), hostile_text,
-                       st.sampled_from([".hidden", "..", "a/b", "-", "x" * 129, "", "CON"]))  # fmt: skip
+ODD_THREADS = [".hidden", "..", "a/b", "-", "x" * 129, "", "CON"]
+thread_ids = st.one_of(
+    st.from_regex(THREAD_ID, fullmatch=True), hostile_text, st.sampled_from(ODD_THREADS)
+)
 API_SETTINGS = settings(
     max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -118,8 +117,7 @@ def clean_length(text: str) -> int:
 @example(question="Tell me about Apple" + "\u202e" * 5000, thread_id="t")
 @example(question="x" * 100_000, thread_id="../../etc")
 async def test_ask_any_text_any_thread(sandbox: Path, question: str, thread_id: str) -> None:
-    """``ask`` with any text on any thread id: a ``Reply``, ``InvalidQuestion`` (too long)
-    or ``ValueError`` (bad thread id), and nothing written outside the store."""
+    """ask with any text and thread id: a Reply, InvalidQuestion or ValueError, nothing else."""
     assistant = ResearchAssistant(
         source=MockDataSource(), store=JsonFileCheckpointStore(sandbox / "store", durability="none")
     )
@@ -180,7 +178,7 @@ def forged_tokens(draw: st.DrawFn, genuine: str, other_thread: str) -> str:
         return genuine[: draw(st.integers(0, len(genuine) - 1))]
     if kind == "edit":
         at = draw(st.integers(0, len(genuine) - 1))
-        ch = draw(st.one_of(st.sampled_from("AZaz09-_.=+/\x00\n"), TOKEN_CHARS))
+        ch = draw(st.one_of(st.sampled_from("AZaz09-_.=+/\x00\n\ud800\u00e9"), CHARS))
         return genuine[:at] + ch + genuine[at + 1 :]
     thread, _, checkpoint = base64.urlsafe_b64decode(body + "==").decode().partition("\n")
     if kind == "other-thread":
@@ -189,7 +187,8 @@ def forged_tokens(draw: st.DrawFn, genuine: str, other_thread: str) -> str:
         fake = draw(st.text(CHARS, min_size=1, max_size=30))
         return f"rt1.{_b64(thread + chr(10) + fake)}.{signature}"
     if kind == "signature":
-        return f"rt1.{body}.{draw(st.text(TOKEN_CHARS, max_size=40))}"
+        odd = st.sampled_from(["\ud800", "\udcff", "\x00", "\u00e9", "\U0001f600", "."])
+        return f"rt1.{body}.{draw(st.text(st.one_of(CHARS, odd), max_size=40))}"
     if kind == "random":
         return draw(hostile_text)
     return "rt1." + draw(hostile_text)
@@ -215,10 +214,7 @@ def clarifying(sandbox: Path) -> ResearchAssistant:
 async def test_clarify_with_forged_tokens(
     clarifying: ResearchAssistant, data: st.DataObject, answer: str
 ) -> None:
-    """``clarify`` with a forged token (truncated, edited, random, pointing at another
-    thread or checkpoint): ``InvalidResumeToken`` (or ``InvalidQuestion`` for a too long
-    answer), the conversation still waits; the genuine token then works once, then is
-    ``StaleResumeToken``."""
+    """clarify with a forged token is refused; the genuine token still works, once."""
     thread = f"c-{uuid.uuid4().hex}"
     asked = await clarifying.ask("Tell me about the company", thread_id=thread)
     assert ("needs_clarification", True) == (asked.status, asked.token is not None)
@@ -259,8 +255,7 @@ async def test_token_from_another_store_is_refused(sandbox: Path) -> None:
 
 
 async def test_token_naming_an_invalid_thread_is_invalid_token(sandbox: Path) -> None:
-    """A token whose thread id is not a valid id is an ``InvalidResumeToken`` (not a bare
-    ``ValueError`` about thread ids)."""
+    """A token naming an invalid thread id is an InvalidResumeToken, not a bare ValueError."""
     assistant = ResearchAssistant(
         source=MockDataSource(), store=JsonFileCheckpointStore(sandbox / "store")
     )
@@ -270,8 +265,7 @@ async def test_token_naming_an_invalid_thread_is_invalid_token(sandbox: Path) ->
 
 
 async def test_lone_surrogate_in_token_signature(clarifying: ResearchAssistant) -> None:
-    """A genuine token whose signature is replaced by a lone surrogate is an
-    ``InvalidResumeToken``, not a ``UnicodeEncodeError``."""
+    """A lone surrogate in a token signature is an InvalidResumeToken, not UnicodeEncodeError."""
     asked = await clarifying.ask("Tell me about the company", thread_id="surrogate")
     body, _ = _body(str(asked.token))
     with pytest.raises(InvalidResumeToken):
@@ -321,9 +315,7 @@ def has_surrogate(text: str) -> bool:
 async def test_engine_run_and_resume(
     sandbox: Path, data: st.DataObject, text: str, thread_id: str, value: str
 ) -> None:
-    """The engine's ``run``/``resume`` with any text, thread id and (forged) token: a
-    result, ``ValueError`` for a bad thread id, ``StateSerializationError`` for text the
-    file store cannot write, ``InvalidResumeToken`` for a forged token."""
+    """Engine run/resume with any text, thread id and forged token raise only documented errors."""
     store = JsonFileCheckpointStore(sandbox / "store" / uuid.uuid4().hex, durability="none")
     app = small_graph(store)
     try:
@@ -390,8 +382,7 @@ def assert_clean_exit(result: subprocess.CompletedProcess[bytes]) -> None:
 @example(question=b"\xff\xfe Tell me about \x1b[2J Apple \xe2\x80\xae", thread=b"t-1")
 @example(question="\ud800 Apple".encode("utf-8", "surrogatepass"), thread=b"../x")
 async def test_cli_ask_and_answer(sandbox: Path, question: bytes, thread: bytes) -> None:
-    """``ask`` then ``answer`` and ``history`` with any bytes as text and thread: exit
-    0-3, no traceback, nothing written outside the store."""
+    """ask, answer and history with any bytes as text and thread: exit 0-3, no traceback."""
     for args in (
         (b"ask", question, b"--thread", thread),
         (b"ask", question, b"--json"),
@@ -417,8 +408,7 @@ def test_cli_huge_question(sandbox: Path) -> None:
 
 
 def test_cli_chat_survives_undecodable_input(sandbox: Path) -> None:
-    """A chat line that is not valid UTF-8 does not end the chat: the next question is
-    still answered."""
+    """A chat line that is not valid UTF-8 does not end the chat."""
     result = cli(sandbox, b"chat", stdin=b"Tell me about \xff\xfe Apple\nTell me about Tesla\n")
     assert_clean_exit(result)
     answers = result.stdout.count(b"Here's what I found about")
@@ -426,8 +416,7 @@ def test_cli_chat_survives_undecodable_input(sandbox: Path) -> None:
 
 
 def test_cli_answer_on_an_ascii_terminal(sandbox: Path) -> None:
-    """On a terminal that cannot show "é" the answer is still printed (with a
-    replacement character), not lost to an encoding error."""
+    """On a terminal that cannot show "é" the answer is still printed, with a replacement."""
     result = cli(sandbox, "ask", "Tell me about Nestlé", "--source", "directory",
                  encoding="ascii")  # fmt: skip
     assert_clean_exit(result)

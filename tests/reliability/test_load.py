@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from research_fsm.agents._clarity import ASK_WHICH_COMPANY
 from research_fsm.assistant import Reply, ResearchAssistant
 from research_fsm.engine import JsonFileCheckpointStore
 from research_fsm.sources import MockDataSource
@@ -51,16 +52,13 @@ def expected(n: int) -> list[tuple[str, str | None, str]]:
     _, company = COMPANIES[n % len(COMPANIES)]
     answer = ("answered", company, f"Here's what I found about {company}:")
     if n % 3 == 2:
-        return [("needs_clarification", None, "Which company would you like me to research? "
-                 "Please give its name or ticker (for example Apple, Tesla or MSFT)."), answer]  # fmt: skip
+        return [("needs_clarification", None, ASK_WHICH_COMPANY), answer]
     return [answer, answer] if n % 3 == 1 else [answer]
 
 
 @pytest.mark.slow
 async def test_thousand_concurrent_conversations(tmp_path: Path) -> None:
-    """1,000 conversations at once (follow-ups and clarifications included): no error,
-    each answer names its own company, every thread's checkpoint reads back through
-    ``get_state`` and through a brand-new store, all within the budget."""
+    """1,000 concurrent conversations: no error, no cross-talk, every checkpoint readable after."""
     directory = tmp_path / "store"
     assistant = ResearchAssistant(
         source=MockDataSource(delay=0.01),

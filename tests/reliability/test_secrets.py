@@ -138,9 +138,7 @@ async def converse(llm: AnthropicLLM, tavily: FakeTavily, store_dir: Path) -> li
 async def test_no_key_in_logs_files_errors_or_reprs(
     llm: AnthropicLLM, anthropic_server: FakeAnthropic, tavily_server: FakeTavily, tmp_path: Path
 ) -> None:
-    """Servers echoing the keys in 429/529/500/400/401 errors and a mid-stream error
-    event: no captured log event, reply, state, checkpoint file, exception (message,
-    repr, traceback) or repr contains a key."""
+    """Servers echoing the keys: no log event, reply, checkpoint, exception or repr holds a key."""
     script_servers(anthropic_server, tavily_server)
     with capture_logs() as logs:
         seen = await converse(llm, tavily_server, tmp_path / "store")
@@ -158,8 +156,7 @@ async def test_no_key_in_configured_log_output(
     tmp_path: Path,
     fmt: str,
 ) -> None:
-    """The same conversation logged through ``configure_logging`` at DEBUG (console and
-    JSON): the rendered log output contains no key."""
+    """The same conversation through configure_logging at DEBUG: the log output holds no key."""
     script_servers(anthropic_server, tavily_server)
     out = io.StringIO()
     configure_logging(level="DEBUG", fmt=fmt, stream=out)
@@ -183,8 +180,7 @@ def test_keys_passed_as_arguments_are_hidden(
 async def test_echoed_key_not_in_errors_when_passed_as_argument(
     monkeypatch: pytest.MonkeyPatch, anthropic_server: FakeAnthropic, tavily_server: FakeTavily
 ) -> None:
-    """A key given as an argument and echoed by the server is masked in the error
-    messages and log events (no environment variable for the log redactor to use)."""
+    """A key passed as an argument and echoed by the server is masked in errors and logs."""
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.delenv("TAVILY_API_KEY", raising=False)
     anthropic_server.default = echo(401)
@@ -228,9 +224,7 @@ def cli(
 def test_cli_never_prints_a_key(
     anthropic_server: FakeAnthropic, tavily_server: FakeTavily, tmp_path: Path, fmt: str
 ) -> None:
-    """The CLI at LOG_LEVEL=DEBUG, with servers echoing the keys in their errors (a
-    clarification, a rate-limited search, a rejected key): no key on stdout, stderr or
-    in any file it wrote."""
+    """The CLI at DEBUG with key-echoing servers: no key on stdout, stderr or in its files."""
     anthropic_server.enqueue(
         echo(529), echo(529),  # the first verdict: overloaded twice, then unclear
         api.tool_use("respond", {"is_clear": False, "clarification_needed": "Which one?"}),

@@ -5,6 +5,7 @@ the prompt, never in the system prompt."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -15,10 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import structlog
 from servers import FakeAnthropic, FakeTavily
 from servers import anthropic as api
 from servers import tavily as tv
 
+from research_fsm import configure_logging
 from research_fsm.assistant import Reply, ResearchAssistant
 from research_fsm.engine import MemoryCheckpointStore
 from research_fsm.llm._anthropic import AnthropicLLM
@@ -51,14 +54,19 @@ CLEAN_ANSWER = "Apple launched new iPhones."
 
 def hostile(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The same results with escapes and injected instructions in every text field."""
-    return [
-        item | {
+    changed = []
+    for item in items:
+        extra = (
+            {"published_date": f"{item['published_date']}\x1b[31m"}
+            if "published_date" in item
+            else {}
+        )
+        changed.append(item | extra | {
             "title": f"\x1b[1m{item['title']}\x1b[0m{HOSTILE_TAIL}",
             "content": f"{item['content']}{HOSTILE_TAIL}",
             "url": f"{item['url']}\x1b[2J",
-        } | ({"published_date": f"{item['published_date']}\x1b[31m"} if "published_date" in item else {})
-        for item in items
-    ]  # fmt: skip
+        })  # fmt: skip
+    return changed
 
 
 HOSTILE = hostile(CLEAN)
@@ -91,9 +99,7 @@ async def converse(assistant: ResearchAssistant, thread_id: str) -> list[Reply]:
 
 
 async def test_rule_based_decisions_ignore_hostile_text(tavily_server: FakeTavily) -> None:
-    """Without an LLM: the hostile results lead to the same company, path, clarity
-    status, intent, confidence and sources as the clean ones, and the answers carry no
-    escape or control character."""
+    """Hostile results: same decisions as clean ones, and answers free of control characters."""
     source = TavilySource("tvly-terminal-test", base_url=tavily_server.url, backoff=0)
     serve(tavily_server, CLEAN, CLEAN_ANSWER)
     clean = await converse(ResearchAssistant(source=source, store=MemoryCheckpointStore()), "c")
@@ -151,9 +157,7 @@ def outside_blocks(prompt: str) -> tuple[str, list[str]]:
 async def test_hostile_text_reaches_claude_only_as_data(
     claude: AnthropicLLM, anthropic_server: FakeAnthropic, tavily_server: FakeTavily
 ) -> None:
-    """With Claude: the injected text is never in a system prompt and, in every prompt,
-    only inside the one ``<findings>`` (or ``<conversation>``) block, which it cannot
-    close early; the decisions match the clean run's."""
+    """Injected text reaches Claude only inside the one <findings>/<conversation> block."""
     source = TavilySource("tvly-terminal-test", base_url=tavily_server.url, backoff=0)
     serve(tavily_server, CLEAN, CLEAN_ANSWER)
     clean = await converse(
@@ -210,9 +214,7 @@ def cli(
 def test_cli_output_has_no_escapes(
     tavily_server: FakeTavily, tmp_path: Path, log_format: str
 ) -> None:
-    """``ask``, ``ask --json``, ``history`` and ``chat`` over hostile results (and a
-    hostile Tavily error): stdout and stderr hold no ESC, no other control character but
-    newline and tab, no C1 and no bidi control."""
+    """CLI output over hostile results: no ESC, C0 but newline/tab, C1 or bidi control."""
     serve(tavily_server, HOSTILE, HOSTILE_ANSWER)
     tavily_server.enqueue(tv.results(HOSTILE, answer=HOSTILE_ANSWER))
     fmt = {"log_format": log_format}
@@ -239,6 +241,10 @@ def test_cli_output_has_no_escapes(
     )
 
 
+COMPANY_FROM_CLAUDE = "\x1b[2J\x1b]0;pwned\x07Apple\u202e\x9b1m"
+"""A company name with escapes and no space (log renderers print such values raw)."""
+
+
 def hostile_claude(body: dict[str, Any]) -> Any:
     """A Claude that was talked into emitting escapes: in the company it names, in the
     question it asks back, in its streamed answers and in an error message."""
@@ -250,7 +256,7 @@ def hostile_claude(body: dict[str, Any]) -> Any:
     if "Tell me about the company" in query:
         verdict = {"is_clear": False, "clarification_needed": f"Which one?{ESCAPES}"}
     else:
-        verdict = {"is_clear": True, "detected_company": f"\x1b[2JApple{ESCAPES}", "intent": "news"}
+        verdict = {"is_clear": True, "detected_company": COMPANY_FROM_CLAUDE, "intent": "news"}
     return api.tool_use("respond", verdict)
 
 
@@ -258,9 +264,7 @@ def hostile_claude(body: dict[str, Any]) -> Any:
 def test_cli_output_has_no_escapes_from_claude(
     anthropic_server: FakeAnthropic, tavily_server: FakeTavily, tmp_path: Path, log_format: str
 ) -> None:
-    """With a Claude that emits escapes (in the company it detects, its question back and
-    its answers) over hostile results: progress lines, log lines, answers, JSON output and
-    history carry no ESC, C0 (but newline and tab), C1 or bidi control."""
+    """CLI output stays free of controls when Claude itself emits escapes."""
     anthropic_server.auto(hostile_claude)
     serve(tavily_server, HOSTILE, HOSTILE_ANSWER)
     opts: dict[str, Any] = {"log_format": log_format, "claude": anthropic_server}
@@ -281,3 +285,33 @@ def test_cli_output_has_no_escapes_from_claude(
         name: UNSAFE.findall(text)[:5] for name, text in outputs.items() if UNSAFE.search(text)
     }
     assert "Apple is" in runs[1].stdout  # Claude's answer was shown
+
+
+async def test_company_named_by_claude_is_cleaned(
+    anthropic_server: FakeAnthropic, tavily_server: FakeTavily
+) -> None:
+    """A company name with escapes from Claude is stored and shown without them."""
+    anthropic_server.auto(hostile_claude)
+    serve(tavily_server, CLEAN, CLEAN_ANSWER)
+    llm = AnthropicLLM(api_key="sk-ant-terminal-test", base_url=anthropic_server.url)
+    source = TavilySource("tvly-terminal-test", base_url=tavily_server.url, backoff=0)
+    assistant = ResearchAssistant(llm=llm, source=source, store=MemoryCheckpointStore())
+    reply = await assistant.ask(QUESTIONS[0], thread_id="t")
+    await llm.aclose()
+    assert ("Apple Inc.", "Apple Inc.") == (reply.company, reply.state.detected_company)
+
+
+def test_log_lines_escape_controls() -> None:
+    """Control and bidi characters in log values are written escaped, console and JSON."""
+    saved = structlog.get_config()
+    outputs = []
+    try:
+        for fmt in ("console", "json"):
+            out = io.StringIO()
+            configure_logging(level="INFO", fmt=fmt, stream=out)
+            structlog.get_logger("t").warning("event", company=COMPANY_FROM_CLAUDE, n=1)
+            outputs.append(out.getvalue())
+    finally:
+        structlog.configure(**saved)
+    assert [[], []] == [UNSAFE.findall(text) for text in outputs]
+    assert all("Apple" in text for text in outputs)
