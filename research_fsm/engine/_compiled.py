@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import os
 import secrets
 import time
 from collections.abc import AsyncIterator, Callable
@@ -57,8 +58,18 @@ _log = structlog.get_logger("research_fsm.engine")
 _NO_VALUE: Any = object()
 
 
+_clock: tuple[int, str] = (-1, "")  # the last millisecond formatted, and its text
+
+
 def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
+    """ISO-8601 UTC time to the millisecond (formatted once per millisecond)."""
+    global _clock
+    ms = int(time.time() * 1000)
+    cached_ms, text = _clock
+    if ms != cached_ms:
+        text = datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds")
+        _clock = (ms, text)
+    return text
 
 
 class _NodeError(Exception):
@@ -423,7 +434,7 @@ class CompiledGraph(Generic[StateT]):
         last_node: str | None, suspension: dict[str, Any] | None = None,
         error: dict[str, str] | None = None,
     ) -> str:  # fmt: skip
-        checkpoint_id = secrets.token_urlsafe(12)
+        checkpoint_id = os.urandom(12).hex()
         await self.store.save(
             Checkpoint(
                 thread_id=thread_id, checkpoint_id=checkpoint_id, parent_id=parent_id,
