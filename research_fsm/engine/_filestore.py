@@ -110,6 +110,7 @@ class _FileLease:
         if fd is not None:
             self._owner._leased.discard(self._thread_id)
             self._owner._heads.pop(self._thread_id, None)
+            self._owner._peeked.pop(self._thread_id, None)
             os.close(fd)  # closing the descriptor drops the flock
 
 
@@ -147,6 +148,9 @@ class JsonFileCheckpointStore:
         # Latest (seq, checkpoint id) per leased thread, as this store last read or
         # wrote it: lets a save skip re-reading its parent (the link still guards).
         self._heads: dict[str, tuple[int, str]] = {}
+        # The newest checkpoint read while taking a lease, handed to the next
+        # load_latest of that thread (nothing can change it while the lease is held).
+        self._peeked: dict[str, Checkpoint | None] = {}
 
     def __repr__(self) -> str:
         return (
@@ -164,17 +168,27 @@ class JsonFileCheckpointStore:
         # The lock is taken in a worker thread (file I/O stays off the event loop).
         # If the caller is cancelled meanwhile, wait for that thread (microseconds)
         # and close its descriptor before unwinding, so no orphan keeps the lock.
-        locking = asyncio.ensure_future(asyncio.to_thread(self._lock, thread_id))
+        # The newest checkpoint is read in the same trip: the engine asks for it next.
+        locking = asyncio.ensure_future(asyncio.to_thread(self._lock_and_peek, thread_id))
         try:
             fd = await asyncio.shield(locking)
         except asyncio.CancelledError:
             while not locking.done():
                 with contextlib.suppress(asyncio.CancelledError):
                     await asyncio.wait({locking})
-            _close_orphan(locking)
+            if not locking.cancelled() and locking.exception() is None:
+                _FileLease(self, thread_id, locking.result()).release_now()
             raise
-        self._leased.add(thread_id)
         return _FileLease(self, thread_id, fd)
+
+    def _lock_and_peek(self, thread_id: str) -> int:
+        fd = self._lock(thread_id)
+        self._leased.add(thread_id)
+        try:
+            self._peeked[thread_id] = self._load_latest(thread_id)
+        except Exception:  # load_latest will meet (and report) the same problem
+            self._peeked.pop(thread_id, None)
+        return fd
 
     def _lock(self, thread_id: str) -> int:
         folder = self.thread_dir(thread_id)
@@ -203,21 +217,34 @@ class JsonFileCheckpointStore:
         await _to_thread_to_completion(self._save, checkpoint)
 
     def _save(self, cp: Checkpoint) -> None:
+        self._peeked.pop(cp.thread_id, None)
         data = self.encode(cp)
         folder = self.thread_dir(cp.thread_id)
         final = folder / _file_name(cp.seq)
         tmp = folder / f".tmp-{secrets.token_hex(8)}.json"
         leased = cp.thread_id in self._leased
+        # With keep >= 2 the checkpoint this save prunes is not its parent: reuse its
+        # file (renamed to the temp name, overwritten in place) instead of deleting
+        # one file and creating another, which costs a block discard on many disks.
+        prune = None if self.keep is None or cp.seq <= self.keep else cp.seq - self.keep
+        recycled = False
         try:
             if not leased:
                 self._mkdir(folder)
             if not leased or self._heads.get(cp.thread_id) != (cp.seq - 1, cp.parent_id):
                 self._check_parent(folder, cp)
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            if prune is not None and self.keep is not None and self.keep >= 2:
+                with contextlib.suppress(FileNotFoundError):
+                    os.rename(folder / _file_name(prune), tmp)
+                    recycled = True
+            flags = os.O_WRONLY if recycled else os.O_WRONLY | os.O_CREAT | os.O_EXCL
+            fd = os.open(tmp, flags, 0o600)
             try:
                 view = memoryview(data)
                 while view:
                     view = view[os.write(fd, view) :]
+                if recycled:
+                    os.ftruncate(fd, len(data))
                 if self.durability == "fsync":
                     os.fsync(fd)
             finally:
@@ -235,8 +262,8 @@ class JsonFileCheckpointStore:
             raise StoreWriteError(cp.thread_id, exc) from exc
         if leased:
             self._heads[cp.thread_id] = (cp.seq, cp.checkpoint_id)
-        if self.keep is not None and cp.seq > self.keep:
-            _unlink(folder / _file_name(cp.seq - self.keep))
+        if prune is not None and not recycled:
+            _unlink(folder / _file_name(prune))
 
     @staticmethod
     def _check_parent(folder: Path, cp: Checkpoint) -> None:
@@ -275,6 +302,8 @@ class JsonFileCheckpointStore:
     # -- loading ---------------------------------------------------------------
 
     async def load_latest(self, thread_id: str) -> Checkpoint | None:
+        if thread_id in self._peeked:
+            return self._peeked.pop(thread_id)
         return await asyncio.to_thread(self._load_latest, thread_id)
 
     def _load_latest(self, thread_id: str) -> Checkpoint | None:
@@ -437,11 +466,6 @@ def _state_json(cp: Checkpoint) -> str:
     except Exception as exc:  # pydantic raises several types here
         path, detail = find_unserializable(state, "state")
         raise StateSerializationError(cp.last_node, path, detail or str(exc)) from None
-
-
-def _close_orphan(locking: asyncio.Future[int]) -> None:
-    if not locking.cancelled() and locking.exception() is None:
-        os.close(locking.result())
 
 
 def _make_private_dirs(path: Path) -> None:

@@ -42,7 +42,9 @@ def _with_changes(state: BaseModel, changes: dict[str, Any]) -> BaseModel:
     values = state.__dict__.copy()
     values.update(changes)
     object.__setattr__(new, "__dict__", values)
-    object.__setattr__(new, "__pydantic_fields_set__", state.__pydantic_fields_set__ | changes.keys())
+    object.__setattr__(
+        new, "__pydantic_fields_set__", state.__pydantic_fields_set__ | changes.keys()
+    )
     extra = state.__pydantic_extra__
     object.__setattr__(new, "__pydantic_extra__", None if extra is None else dict(extra))
     private = state.__pydantic_private__
