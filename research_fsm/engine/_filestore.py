@@ -21,17 +21,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import itertools
 import json
 import os
 import secrets
 import shutil
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import structlog
 from pydantic import BaseModel
 
+from ._batch import Batcher
 from ._errors import (
     CheckpointConflict,
     CorruptCheckpoint,
@@ -51,6 +53,7 @@ except ImportError:  # pragma: no cover - Windows
 __all__ = ["SCHEMA_VERSION", "JsonFileCheckpointStore"]
 
 SCHEMA_VERSION = 1
+_TMP_COUNTER = itertools.count()
 _CHECKSUM_MARK = ',\n  "checksum": "'
 _HEADER_FIELDS = (
     "thread_id", "checkpoint_id", "parent_id", "seq", "run_id", "step", "status",
@@ -60,19 +63,6 @@ _log = structlog.get_logger("research_fsm.engine.store")
 
 Durability = Literal["fsync", "none"]
 T = TypeVar("T")
-
-
-async def _to_thread_to_completion(fn: Callable[..., T], *args: Any) -> T:
-    """Run ``fn`` in a worker thread; if the caller is cancelled, wait for ``fn``
-    to finish before re-raising, so the lease is never released mid-write."""
-    work = asyncio.ensure_future(asyncio.to_thread(fn, *args))
-    try:
-        return await asyncio.shield(work)
-    except asyncio.CancelledError:
-        await asyncio.wait({work})
-        if not work.cancelled():
-            work.exception()  # the caller is gone: nobody else will read it
-        raise
 
 
 def _thread_dirname(thread_id: str) -> str:
@@ -145,6 +135,7 @@ class JsonFileCheckpointStore:
         self.keep = keep
         self._secret = secret.encode() if isinstance(secret, str) else secret
         self._leased: set[str] = set()
+        self._worker = Batcher()
         # Latest (seq, checkpoint id) per leased thread, as this store last read or
         # wrote it: lets a save skip re-reading its parent (the link still guards).
         self._heads: dict[str, tuple[int, str]] = {}
@@ -169,7 +160,9 @@ class JsonFileCheckpointStore:
         # If the caller is cancelled meanwhile, wait for that thread (microseconds)
         # and close its descriptor before unwinding, so no orphan keeps the lock.
         # The newest checkpoint is read in the same trip: the engine asks for it next.
-        locking = asyncio.ensure_future(asyncio.to_thread(self._lock_and_peek, thread_id))
+        # If the caller is cancelled, the locking still finishes; its lease is then
+        # dropped at once, so no orphan descriptor keeps the lock.
+        locking = asyncio.ensure_future(self._worker.run(self._lock_and_peek, thread_id))
         try:
             fd = await asyncio.shield(locking)
         except asyncio.CancelledError:
@@ -192,9 +185,13 @@ class JsonFileCheckpointStore:
 
     def _lock(self, thread_id: str) -> int:
         folder = self.thread_dir(thread_id)
+        lock = folder / ".lock"
         try:
-            self._mkdir(folder)
-            fd = os.open(folder / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+            except FileNotFoundError:  # a new thread: make its folder first
+                self._mkdir(folder)
+                fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
         except OSError as exc:  # a read-only or full file system, no permission
             raise StoreWriteError(thread_id, exc) from exc
         try:
@@ -214,14 +211,14 @@ class JsonFileCheckpointStore:
     # -- saving ----------------------------------------------------------------
 
     async def save(self, checkpoint: Checkpoint) -> None:
-        await _to_thread_to_completion(self._save, checkpoint)
+        await self._worker.run(self._save, checkpoint)
 
     def _save(self, cp: Checkpoint) -> None:
         self._peeked.pop(cp.thread_id, None)
         data = self.encode(cp)
         folder = self.thread_dir(cp.thread_id)
         final = folder / _file_name(cp.seq)
-        tmp = folder / f".tmp-{secrets.token_hex(8)}.json"
+        tmp = folder / f".tmp-{os.getpid()}-{next(_TMP_COUNTER)}.json"
         leased = cp.thread_id in self._leased
         # With keep >= 2 the checkpoint this save prunes is not its parent: reuse its
         # file (renamed to the temp name, overwritten in place) instead of deleting
@@ -304,7 +301,7 @@ class JsonFileCheckpointStore:
     async def load_latest(self, thread_id: str) -> Checkpoint | None:
         if thread_id in self._peeked:
             return self._peeked.pop(thread_id)
-        return await asyncio.to_thread(self._load_latest, thread_id)
+        return await self._worker.run(self._load_latest, thread_id)
 
     def _load_latest(self, thread_id: str) -> Checkpoint | None:
         folder = self.thread_dir(thread_id)
@@ -399,7 +396,7 @@ class JsonFileCheckpointStore:
     async def delete(self, thread_id: str) -> None:
         lease = await self.acquire(thread_id)
         try:
-            await _to_thread_to_completion(self._delete, thread_id)
+            await self._worker.run(self._delete, thread_id)
         finally:
             await lease.release()
 
