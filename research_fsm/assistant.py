@@ -27,7 +27,13 @@ from .engine import (
 )
 from .graph import build_research_graph
 from .llm import LLM, Usage
-from .sources import CompanyIndex, DataSource, SourceRef, create_data_source
+from .sources import (
+    CompanyIndex,
+    DataSource,
+    DirectorySource,
+    SourceRef,
+    create_data_source,
+)
 from .state import Message, ResearchState, new_question_input
 
 __all__ = [
@@ -232,10 +238,12 @@ class ResearchAssistant:
         return self._app
 
     async def _index(self) -> CompanyIndex:
-        sources: list[DataSource] = [self.source]
-        if not await self.source.companies():
-            sources.append(create_data_source("directory"))  # web search knows no names
-        return await CompanyIndex.from_sources(sources)
+        source = self.source
+        if isinstance(source, DirectorySource):
+            return await source.company_index()  # already built: don't build a second
+        if not await source.companies():  # web search knows no names: use the directory's
+            return await DirectorySource().company_index()
+        return await CompanyIndex.from_sources([source])
 
     # -- asking ------------------------------------------------------------------
 

@@ -182,7 +182,7 @@ class StateGraph(Generic[StateT]):
         self,
         source: str,
         router: Callable[[Any], Any],
-        targets: Sequence[str] | Mapping[Hashable, str],
+        targets: Sequence[str] | Mapping[Any, str],
     ) -> StateGraph[StateT]:
         """After ``source``, call ``router(state)`` (sync or async) and go to the
         node its key names: ``targets`` is a list of node names (the key is the

@@ -207,6 +207,10 @@ class DirectorySource:
             message = f"company directory could not be loaded: {exc}"
             raise DataSourceError(message, source=self.name, retryable=False) from exc
 
+    async def company_index(self) -> CompanyIndex:
+        """The name index this source built for itself (shared, built once)."""
+        return (await self._directory()).index
+
     async def companies(self) -> Sequence[CompanyRef]:
         """Every company of the directory."""
         return (await self._directory()).index.refs
