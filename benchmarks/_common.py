@@ -246,6 +246,17 @@ def at_most(value: float | None, limit: float) -> tuple[bool | None, str]:
     return False, f"no ({value / limit:.2f}x over)"
 
 
+def faster_row(metric: str, unit: str, mine: float | None, peer: float | None) -> Row:
+    """A row whose goal is "cheaper than LangGraph" (lower is better)."""
+    holds, margin = (None, "n/a") if peer is None or mine is None else at_most(mine, peer)
+    if holds is not None:
+        margin = margin.replace("margin", "faster") if holds else margin.replace("over", "slower")
+    return Row(
+        metric=metric, unit=unit, research_fsm=mine, langgraph=peer,
+        goal="faster than LangGraph", holds=holds, margin=margin,
+    )  # fmt: skip
+
+
 def at_least(value: float | None, limit: float) -> tuple[bool | None, str]:
     """``value >= limit``, with the margin as a factor."""
     if value is None:

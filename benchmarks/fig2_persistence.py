@@ -34,6 +34,7 @@ from ._common import (
     Sizes,
     alternate,
     at_most,
+    faster_row,
     fmt,
     md_table,
     median,
@@ -210,22 +211,7 @@ def run(sizes: Sizes, peer: bool) -> FigureResult:
 
     for ours, theirs, label in PAIRS:
         mine, peer_us = per_step("happy", ours), per_step("happy", theirs)
-        holds, margin = (None, "n/a") if peer_us is None else at_most(mine, peer_us)
-        if holds is not None:
-            margin = (
-                margin.replace("margin", "faster") if holds else margin.replace("over", "slower")
-            )
-        fig.rows.append(
-            Row(
-                metric=f"per step, happy path, {label}",
-                unit="µs",
-                research_fsm=mine,
-                langgraph=peer_us,
-                goal="faster than LangGraph",
-                holds=holds,
-                margin=margin,
-            )
-        )
+        fig.rows.append(faster_row(f"per step, happy path, {label}", "µs", mine, peer_us))
 
     raw_us = raw["write_fsync"] * 1e6
     extra = {}

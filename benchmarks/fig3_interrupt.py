@@ -21,11 +21,10 @@ from research_fsm.engine import JsonFileCheckpointStore, MemoryCheckpointStore
 
 from ._common import (
     FigureResult,
-    Row,
     Sample,
     Sizes,
     alternate,
-    at_most,
+    faster_row,
     fmt,
     md_table,
     median,
@@ -194,22 +193,7 @@ def run(sizes: Sizes, peer: bool) -> FigureResult:
 
     for ours, theirs, label in PAIRS:
         mine, peer_ms = ms(ours), ms(theirs)
-        holds, margin = (None, "n/a") if peer_ms is None else at_most(mine, peer_ms)
-        if holds is not None:
-            margin = (
-                margin.replace("margin", "faster") if holds else margin.replace("over", "slower")
-            )
-        fig.rows.append(
-            Row(
-                metric=f"round trip, {label}",
-                unit="ms",
-                research_fsm=mine,
-                langgraph=peer_ms,
-                goal="faster than LangGraph",
-                holds=holds,
-                margin=margin,
-            )
-        )
+        fig.rows.append(faster_row(f"round trip, {label}", "ms", mine, peer_ms))
     table = [[LABELS[v], fmt(ms(v)), fmt(ms(v, "cpu"))] for v in variants]
     fig.detail = {
         "trips_per_batch": n,
