@@ -17,7 +17,9 @@ async def test_results_and_errors_reach_their_callers() -> None:
     def fail() -> None:
         raise KeyError("nope")
 
-    ok, bad = await asyncio.gather(batcher.run(lambda: 42), batcher.run(fail), return_exceptions=True)
+    ok, bad = await asyncio.gather(
+        batcher.run(lambda: 42), batcher.run(fail), return_exceptions=True
+    )
     assert 42 == ok
     assert isinstance(bad, KeyError)
 
