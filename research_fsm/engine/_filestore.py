@@ -54,6 +54,7 @@ __all__ = ["SCHEMA_VERSION", "JsonFileCheckpointStore"]
 
 SCHEMA_VERSION = 1
 _TMP_COUNTER = itertools.count()
+_HEADER_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
 _CHECKSUM_MARK = ',\n  "checksum": "'
 _HEADER_FIELDS = (
     "thread_id", "checkpoint_id", "parent_id", "seq", "run_id", "step", "status",
@@ -286,7 +287,7 @@ class JsonFileCheckpointStore:
         for name in _HEADER_FIELDS:
             value = getattr(cp, name)
             try:
-                text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+                text = _HEADER_ENCODER.encode(value)
             except (TypeError, ValueError) as exc:
                 path, detail = find_unserializable(value, name)
                 raise StateSerializationError(cp.last_node, path, detail or str(exc)) from None
