@@ -216,31 +216,20 @@ def run(sizes: Sizes, peer: bool) -> FigureResult:
             return None
         return entry[key][last] / entry[key][1] if entry[key][1] else None
 
-    t_ratio, b_ratio = growth(ours, "ms_at_turn"), growth(ours, "bytes_written_at_turn")
-    holds, margin = at_most(t_ratio, 1.5)
-    fig.rows.append(
-        Row(
-            metric=f"time of turn {last} / turn 1, summarisation on",
-            unit="x",
-            research_fsm=t_ratio,
-            langgraph=growth(lg_on, "ms_at_turn"),
-            goal="≤ 1.5",
-            holds=holds,
-            margin=margin,
+    for what, key in (("time of", "ms_at_turn"), ("bytes written,", "bytes_written_at_turn")):
+        ratio = growth(ours, key)
+        holds, margin = at_most(ratio, 1.5)
+        fig.rows.append(
+            Row(
+                metric=f"{what} turn {last} / turn 1, summarisation on",
+                unit="x",
+                research_fsm=ratio,
+                langgraph=growth(lg_on, key),
+                goal="≤ 1.5",
+                holds=holds,
+                margin=margin,
+            )
         )
-    )
-    holds, margin = at_most(b_ratio, 1.5)
-    fig.rows.append(
-        Row(
-            metric=f"bytes written, turn {last} / turn 1, summarisation on",
-            unit="x",
-            research_fsm=b_ratio,
-            langgraph=growth(lg_on, "bytes_written_at_turn"),
-            goal="≤ 1.5",
-            holds=holds,
-            margin=margin,
-        )
-    )
     fig.rows.append(
         Row(
             metric=f"time of turn {last}, summarisation off",

@@ -90,6 +90,7 @@ class CompiledGraph(Generic[StateT]):
         self._nodes = dict(graph.nodes)
         self._edges = {source: target for source, target in graph.edges}
         self._routers = dict(graph.routers)
+        self._origins = {name: f"node `{name}`" for name in self._nodes}  # for error messages
         self._holders: dict[str, asyncio.Task[Any]] = {}
 
     def __repr__(self) -> str:
@@ -264,7 +265,7 @@ class CompiledGraph(Generic[StateT]):
         elif latest is None:
             if input is None:
                 raise ThreadNotFound(thread_id, "; pass input to start it")
-            state = self._initial(input)
+            state = schema.initial(input)
             node, run_id, step = None, secrets.token_hex(8), 0
         elif latest.status == "suspended":
             raise ThreadSuspended(thread_id, await self._sign(thread_id, latest.checkpoint_id))
@@ -282,7 +283,9 @@ class CompiledGraph(Generic[StateT]):
                     "new input abandons an unfinished run", thread_id=thread_id,
                     run_id=latest.run_id, next_node=latest.next,
                 )  # fmt: skip
-            state = self._merge_input(schema.coerce(latest.state), input)
+            state = schema.apply(
+                schema.coerce(latest.state), schema.as_changes(input, "input"), "input"
+            )
             node, run_id, step = None, secrets.token_hex(8), 0
 
         parent_id = latest.checkpoint_id if latest else None
@@ -317,7 +320,7 @@ class CompiledGraph(Generic[StateT]):
                 resume_value = _NO_VALUE
             if sink is not None:
                 sink(NodeStarted(node=node, step=step))
-            started = time.perf_counter()
+            started = time.perf_counter() if sink is not None else 0.0
             try:
                 out = await self._invoke(spec, state, ctx, resuming)
                 if isinstance(out, Suspend):
@@ -332,7 +335,7 @@ class CompiledGraph(Generic[StateT]):
                     return await self._suspend(
                         thread_id, run_id, step, seq + 1, parent_id, node, state, out, path, sink
                     )
-                origin = f"node `{node}`"
+                origin = self._origins[node]
                 changes = schema.as_changes(out, origin)
                 new_state = schema.apply(state, changes, origin)
             except (_NodeError, InvalidUpdate) as failure:
@@ -383,12 +386,6 @@ class CompiledGraph(Generic[StateT]):
         if sink is not None:
             sink(Completed(result=result))
         return result
-
-    def _initial(self, input: dict[str, Any] | BaseModel) -> BaseModel:
-        return self._schema.initial(input)
-
-    def _merge_input(self, state: BaseModel, input: dict[str, Any] | BaseModel) -> BaseModel:
-        return self._schema.apply(state, self._schema.as_changes(input, "input"), "input")
 
     async def _invoke(
         self, spec: NodeSpec, state: BaseModel, ctx: NodeContext, resuming: bool

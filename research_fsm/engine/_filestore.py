@@ -157,12 +157,10 @@ class JsonFileCheckpointStore:
     # -- lease -----------------------------------------------------------------
 
     async def acquire(self, thread_id: str) -> _FileLease:
-        # The lock is taken in a worker thread (file I/O stays off the event loop).
-        # If the caller is cancelled meanwhile, wait for that thread (microseconds)
-        # and close its descriptor before unwinding, so no orphan keeps the lock.
-        # The newest checkpoint is read in the same trip: the engine asks for it next.
-        # If the caller is cancelled, the locking still finishes; its lease is then
-        # dropped at once, so no orphan descriptor keeps the lock.
+        # The lock is taken in a worker thread (file I/O stays off the event loop),
+        # and the newest checkpoint is read in the same trip: the engine asks for it
+        # next. If the caller is cancelled meanwhile, the locking still finishes and
+        # its lease is dropped at once, so no orphan descriptor keeps the lock.
         locking = asyncio.ensure_future(self._worker.run(self._lock_and_peek, thread_id))
         try:
             fd = await asyncio.shield(locking)
@@ -221,9 +219,10 @@ class JsonFileCheckpointStore:
         final = folder / _file_name(cp.seq)
         tmp = folder / f".tmp-{os.getpid()}-{next(_TMP_COUNTER)}.json"
         leased = cp.thread_id in self._leased
-        # With keep >= 2 the checkpoint this save prunes is not its parent: reuse its
-        # file (renamed to the temp name, overwritten in place) instead of deleting
-        # one file and creating another, which costs a block discard on many disks.
+        # When the checkpoint this save prunes is not its parent (keep >= 2), reuse
+        # its file (renamed to the temp name, overwritten in place) instead of
+        # deleting one file and creating another: that costs a block discard on many
+        # disks. With keep == 1 the parent is deleted only after the new file lands.
         prune = None if self.keep is None or cp.seq <= self.keep else cp.seq - self.keep
         recycled = False
         try:
@@ -231,7 +230,7 @@ class JsonFileCheckpointStore:
                 self._mkdir(folder)
             if not leased or self._heads.get(cp.thread_id) != (cp.seq - 1, cp.parent_id):
                 self._check_parent(folder, cp)
-            if prune is not None and self.keep is not None and self.keep >= 2:
+            if prune is not None and prune < cp.seq - 1:
                 with contextlib.suppress(FileNotFoundError):
                     os.rename(folder / _file_name(prune), tmp)
                     recycled = True

@@ -32,6 +32,9 @@ __all__ = [
     "RecordedRequest",
     "Reply",
     "chunks",
+    "delay",
+    "disconnect",
+    "raw",
     "reason_phrase",
 ]
 
@@ -195,6 +198,27 @@ class Disconnect(Reply):
     def respond(self, exchange: Exchange) -> None:
         """Drop the connection."""
         exchange.abort()
+
+
+def raw(
+    status: int,
+    body: bytes,
+    content_type: str = "application/json",
+    *,
+    headers: Mapping[str, str] | None = None,
+) -> Raw:
+    """Exactly these bytes (malformed JSON, an HTML error page from a proxy...)."""
+    return Raw(status, body, content_type, dict(headers or {}))
+
+
+def delay(seconds: float, reply: Reply) -> Delay:
+    """Sleep ``seconds``, then answer with ``reply`` (to exceed a client timeout)."""
+    return Delay(seconds, reply)
+
+
+def disconnect() -> Disconnect:
+    """Close the connection without answering (a connection error)."""
+    return Disconnect()
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -27,15 +27,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._http import (
-    Delay,
-    Disconnect,
     Exchange,
     JsonReply,
     LoopbackServer,
-    Raw,
     RecordedRequest,
     Reply,
     chunks,
+    delay,
+    disconnect,
+    raw,
 )
 
 __all__ = [
@@ -294,27 +294,6 @@ def stream_error(
     """For a streaming request: ``message_start`` (and ``partial_text`` deltas), then
     ``event: error``. A non-streaming request gets HTTP 529 with the same error."""
     return StreamErrorReply(type, message, partial_text)
-
-
-def raw(
-    status: int,
-    body: bytes,
-    content_type: str = "application/json",
-    *,
-    headers: Mapping[str, str] | None = None,
-) -> Raw:
-    """Exactly these bytes (malformed JSON, HTML from a proxy...)."""
-    return Raw(status, body, content_type, dict(headers or {}))
-
-
-def delay(seconds: float, reply: Reply) -> Delay:
-    """Sleep ``seconds``, then answer with ``reply`` (to exceed a client timeout)."""
-    return Delay(seconds, reply)
-
-
-def disconnect() -> Disconnect:
-    """Close the connection without answering (a connection error)."""
-    return Disconnect()
 
 
 # -- the server -------------------------------------------------------------------

@@ -18,14 +18,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._http import (
-    Delay,
-    Disconnect,
     Exchange,
     JsonReply,
     LoopbackServer,
-    Raw,
     RecordedRequest,
     Reply,
+    delay,
+    disconnect,
+    raw,
 )
 
 __all__ = [
@@ -109,27 +109,6 @@ def error(status: int, detail: str = "fake error", *, retry_after: float | None 
     ``retry-after`` header when given)."""
     headers = {} if retry_after is None else {"retry-after": f"{retry_after:g}"}
     return _ErrorReply(status, detail, headers)
-
-
-def raw(
-    status: int,
-    body: bytes,
-    content_type: str = "application/json",
-    *,
-    headers: Mapping[str, str] | None = None,
-) -> Raw:
-    """Exactly these bytes (malformed JSON, an HTML error page...)."""
-    return Raw(status, body, content_type, dict(headers or {}))
-
-
-def delay(seconds: float, reply: Reply) -> Delay:
-    """Sleep ``seconds``, then answer with ``reply`` (to exceed a client timeout)."""
-    return Delay(seconds, reply)
-
-
-def disconnect() -> Disconnect:
-    """Close the connection without answering (a connection error)."""
-    return Disconnect()
 
 
 # -- the server -------------------------------------------------------------------
