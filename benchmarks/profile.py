@@ -91,7 +91,7 @@ def profile_file(path: str, runs: int, top: int, durability: str) -> None:
             for cp in checkpoints:
                 cp = dataclasses.replace(cp, thread_id=thread)
                 t3 = time.perf_counter()
-                sync_store.encode(cp)
+                sync_store._line(cp, delta=cp.parent_id is not None and cp.changes is not None)
                 t4 = time.perf_counter()
                 sync_store._save(cp)
                 parts["encode (included in save)"] += t4 - t3

@@ -248,6 +248,7 @@ class CompiledGraph(Generic[StateT]):
         schema = self._schema
         latest = await self.store.load_latest(thread_id)
         resume_value: Any = _NO_VALUE
+        delta: dict[str, int | None] | None = {}  # changed since the latest checkpoint
         if resume is not None:
             token, resume_value = resume
             if latest is None:
@@ -267,6 +268,7 @@ class CompiledGraph(Generic[StateT]):
                 raise ThreadNotFound(thread_id, "; pass input to start it")
             state = schema.initial(input)
             node, run_id, step = None, secrets.token_hex(8), 0
+            delta = None  # the first checkpoint holds the whole state
         elif latest.status == "suspended":
             raise ThreadSuspended(thread_id, await self._sign(thread_id, latest.checkpoint_id))
         elif input is None:
@@ -284,7 +286,7 @@ class CompiledGraph(Generic[StateT]):
                     run_id=latest.run_id, next_node=latest.next,
                 )  # fmt: skip
             state = schema.apply(
-                schema.coerce(latest.state), schema.as_changes(input, "input"), "input"
+                schema.coerce(latest.state), schema.as_changes(input, "input"), "input", delta
             )
             node, run_id, step = None, secrets.token_hex(8), 0
 
@@ -299,6 +301,7 @@ class CompiledGraph(Generic[StateT]):
             parent_id = await self._save(
                 thread_id, run_id, step, seq, parent_id,
                 "completed" if node == END else "running", node, state, last_node=None,
+                changes=delta,
             )  # fmt: skip
         path: list[str] = []
         pending_error: ErrorInfo | None = None
@@ -330,14 +333,19 @@ class CompiledGraph(Generic[StateT]):
                             "a `ctx` parameter, or make it an object with `run`/`resume`"
                         ))  # fmt: skip
                     origin = f"node `{node}` (Suspend.update)"
-                    state = schema.apply(state, schema.as_changes(out.update, origin), origin)
+                    delta = {}
+                    state = schema.apply(
+                        state, schema.as_changes(out.update, origin), origin, delta
+                    )
                     path.append(node)
                     return await self._suspend(
-                        thread_id, run_id, step, seq + 1, parent_id, node, state, out, path, sink
-                    )
+                        thread_id, run_id, step, seq + 1, parent_id, node, state, out, path,
+                        sink, delta,
+                    )  # fmt: skip
                 origin = self._origins[node]
                 changes = schema.as_changes(out, origin)
-                new_state = schema.apply(state, changes, origin)
+                delta = {}
+                new_state = schema.apply(state, changes, origin, delta)
             except (_NodeError, InvalidUpdate) as failure:
                 cause = failure.cause if isinstance(failure, _NodeError) else failure
                 if spec.on_error is not None:
@@ -370,6 +378,7 @@ class CompiledGraph(Generic[StateT]):
             parent_id = await self._save(
                 thread_id, run_id, step, seq, parent_id,
                 "completed" if target == END else "running", target, state, last_node=node,
+                changes=delta,
             )  # fmt: skip
             if sink is not None:
                 sink(NodeFinished(
@@ -429,7 +438,7 @@ class CompiledGraph(Generic[StateT]):
         self, thread_id: str, run_id: str, step: int, seq: int, parent_id: str | None,
         status: CheckpointStatus, next_node: str | None, state: BaseModel, *,
         last_node: str | None, suspension: dict[str, Any] | None = None,
-        error: dict[str, str] | None = None,
+        error: dict[str, str] | None = None, changes: dict[str, int | None] | None = None,
     ) -> str:  # fmt: skip
         checkpoint_id = os.urandom(12).hex()
         await self.store.save(
@@ -438,6 +447,7 @@ class CompiledGraph(Generic[StateT]):
                 seq=seq, run_id=run_id, step=step, status=status,
                 next=None if next_node == END else next_node, state=state,
                 created_at=_now(), suspension=suspension, error=error, last_node=last_node,
+                changes=changes,
             )
         )  # fmt: skip
         return checkpoint_id
@@ -449,16 +459,18 @@ class CompiledGraph(Generic[StateT]):
         error = {"node": node, "exc_type": type(cause).__name__, "message": str(cause)}
         await self._save(
             thread_id, run_id, step, seq, parent_id, "failed", node, state,
-            last_node=node, error=error,
+            last_node=node, error=error, changes={},
         )  # fmt: skip
 
     async def _suspend(
         self, thread_id: str, run_id: str, step: int, seq: int, parent_id: str | None,
         node: str, state: BaseModel, out: Suspend, path: list[str], sink: Sink,
+        changes: dict[str, int | None],
     ) -> RunResult[StateT]:  # fmt: skip
         checkpoint_id = await self._save(
             thread_id, run_id, step, seq, parent_id, "suspended", node, state,
             last_node=node, suspension={"node": node, "payload": out.payload},
+            changes=changes,
         )  # fmt: skip
         suspension = Suspension(
             node=node, payload=out.payload, token=await self._sign(thread_id, checkpoint_id)

@@ -1,19 +1,27 @@
-"""``JsonFileCheckpointStore``: one readable JSON file per checkpoint.
+"""``JsonFileCheckpointStore``: an append-only JSON-lines log per thread.
 
-Layout under ``directory``::
+Layout under ``directory`` (one flat folder: creating a file in a folder that
+already exists is many times cheaper than making a folder per thread)::
 
-    .secret                      token-signing key (0600), unless one is passed in
-    <thread>/                    one directory per thread (0700)
-        .lock                    the lease: an OS file lock, released when the process dies
-        000000000001.json        checkpoint seq 1 (0600)
-        000000000002.json        ...
-        000000000002.json.corrupt  a damaged file moved aside
+    .secret                          token-signing key (0600), unless one is passed in
+    alice.lock                       the lease (an OS file lock, released when the
+                                     process dies) and the list of live segments
+    alice=000000000001.jsonl         a segment: checkpoints 1, 2, ... one JSON line each
+    alice=000000000025.jsonl         the next segment, from checkpoint 25
+    alice=000000000025.jsonl.corrupt   damaged lines moved aside
 
-A save writes a temporary file, fsyncs it, hard-links it to its final name
-(which fails if another writer took that slot: ``CheckpointConflict``) and
-fsyncs the directory, so a killed process leaves the old or the new checkpoint,
-never a torn one. The lease relies on ``flock`` and assumes a local file
-system; a network file system needs a database-backed store.
+Each line is one checkpoint: its JSON, a tab and a checksum. The first line of
+a segment holds the whole state; every later line holds only what its step
+changed (fields set, items appended to ``append`` lists), so a save writes a
+few hundred bytes however long the conversation, and never rewrites what is
+already on disk. A save is one ``write(2)`` to the open segment (and one
+``fdatasync`` with ``durability="fsync"``); a killed process leaves at most an
+unfinished last line, which the next lease holder cuts off. Segments rotate
+after ``min(keep, 128)`` checkpoints (or ~1 MiB of changes); each starts at the
+checkpoint after the last one of its predecessor, so the newest is always
+found by following that chain. With ``keep``, the oldest whole segments are
+deleted. The lease relies on ``flock`` and assumes a local file system; a
+network file system needs a database-backed store.
 """
 
 from __future__ import annotations
@@ -21,14 +29,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import itertools
 import json
 import os
 import secrets
-import shutil
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 import structlog
 from pydantic import BaseModel
@@ -52,37 +59,47 @@ except ImportError:  # pragma: no cover - Windows
 
 __all__ = ["SCHEMA_VERSION", "JsonFileCheckpointStore"]
 
-SCHEMA_VERSION = 1
-_TMP_COUNTER = itertools.count()
+SCHEMA_VERSION = 2
+_SEGMENT_RECORDS = 128  # checkpoints per segment at most (fewer with a smaller keep)
+_SEGMENT_BYTES = 1 << 20  # ... and rotate once changes pass this size
+_CACHED_HEADS = 256  # newest checkpoints remembered between leases (LRU)
+_TAIL = 34  # a line ends with a tab, 32 hex digits of checksum and a newline
 _HEADER_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
-_CHECKSUM_MARK = ',\n  "checksum": "'
 _HEADER_FIELDS = (
     "thread_id", "checkpoint_id", "parent_id", "seq", "run_id", "step", "status",
     "next", "last_node", "created_at", "suspension", "error",
 )  # fmt: skip
+_MOVED_ASIDE = "corrupt checkpoint moved aside; using the one before it"
 _log = structlog.get_logger("research_fsm.engine.store")
 
 Durability = Literal["fsync", "none"]
-T = TypeVar("T")
 
 
-def _thread_dirname(thread_id: str) -> str:
+def _file_stem(thread_id: str) -> str:
     # Ids are case-sensitive; on a case-insensitive file system "Alice" and
-    # "alice" must not share a directory, so ids with capitals get a hash suffix
-    # ('+' never appears in a valid id).
+    # "alice" must not share files, so ids with capitals get a hash suffix.
+    # '+' and '=' never appear in a valid id: "a=..." files are thread a's alone.
     if thread_id == thread_id.lower():
         return thread_id
     return f"{thread_id}+{hashlib.sha256(thread_id.encode()).hexdigest()[:16]}"
 
 
-def _file_name(seq: int) -> str:
-    return f"{seq:012d}.json"
+def _checksum(body: bytes) -> bytes:
+    return hashlib.sha256(body).hexdigest()[:32].encode()
 
 
-def _seq_of(name: str) -> int | None:
-    if len(name) == 17 and name.endswith(".json") and name[:12].isdigit():
-        return int(name[:12])
-    return None
+@dataclass(slots=True)
+class _Head:
+    """The newest checkpoint of a thread as this store last read or wrote it."""
+
+    checkpoint: Checkpoint
+    segments: list[int]  # first seqs of the live segments, newest first
+    ino: int  # the newest segment's inode, size and last bytes: unchanged means
+    size: int  # nobody wrote to it since
+    tail: bytes
+    records: int  # lines in the newest segment
+    base: int  # bytes of its first (whole-state) line
+    fd: int | None = field(default=None)  # open for appending while the lease is held
 
 
 class _FileLease:
@@ -99,20 +116,21 @@ class _FileLease:
     def release_now(self) -> None:
         fd, self._fd = self._fd, None
         if fd is not None:
-            self._owner._leased.discard(self._thread_id)
-            self._owner._heads.pop(self._thread_id, None)
-            self._owner._peeked.pop(self._thread_id, None)
+            self._owner._release(self._thread_id)
             os.close(fd)  # closing the descriptor drops the flock
 
 
 class JsonFileCheckpointStore:
-    """Checkpoints as JSON files, one directory per thread.
+    """Checkpoints as append-only JSON lines, a few files per thread in one folder.
 
     Args:
         directory: root folder (created 0700 if missing).
-        durability: ``"fsync"`` survives power loss; ``"none"`` survives a killed
-            process (atomic rename) but not a power cut, and is much faster.
-        keep: prune each thread to its newest ``keep`` checkpoints (``None``: keep all).
+        durability: ``"fsync"`` survives power loss (one ``fdatasync`` per
+            save); ``"none"`` survives a killed process but not a power cut, and
+            is faster.
+        keep: keep at least the newest ``keep`` checkpoints of each thread;
+            older ones are deleted a whole segment at a time, so up to about
+            ``2 * keep`` stay on disk (``None``: keep all).
         secret: key for signing resume tokens; by default a random key is kept
             in ``directory/.secret`` (0600) and shared by every process.
     """
@@ -134,15 +152,16 @@ class JsonFileCheckpointStore:
         self.directory = Path(directory)
         self.durability: Durability = durability
         self.keep = keep
+        self._per_segment = min(keep, _SEGMENT_RECORDS) if keep else _SEGMENT_RECORDS
         self._secret = secret.encode() if isinstance(secret, str) else secret
-        self._leased: set[str] = set()
+        self._locks: dict[str, int] = {}  # lock descriptors of the threads we hold
         self._worker = Batcher()
-        # Latest (seq, checkpoint id) per leased thread, as this store last read or
-        # wrote it: lets a save skip re-reading its parent (the link still guards).
-        self._heads: dict[str, tuple[int, str]] = {}
+        self._heads: dict[str, _Head] = {}
         # The newest checkpoint read while taking a lease, handed to the next
         # load_latest of that thread (nothing can change it while the lease is held).
         self._peeked: dict[str, Checkpoint | None] = {}
+        self._aliases: dict[type[BaseModel], dict[str, str]] = {}
+        self._root_ready = False
 
     def __repr__(self) -> str:
         return (
@@ -150,9 +169,24 @@ class JsonFileCheckpointStore:
             f"durability={self.durability!r}, keep={self.keep!r})"
         )
 
-    def thread_dir(self, thread_id: str) -> Path:
-        """The folder holding ``thread_id``'s checkpoints (``ValueError`` for a bad id)."""
-        return self.directory / _thread_dirname(validate_thread_id(thread_id))
+    def thread_files(self, thread_id: str) -> list[Path]:
+        """Every file of ``thread_id``, sorted: its lock, its segments and any
+        damaged lines moved aside (``ValueError`` for a bad id). Lists the
+        whole folder: meant for tools and tests, not for hot paths."""
+        stem = _file_stem(validate_thread_id(thread_id))
+        try:
+            names = os.listdir(self.directory)
+        except FileNotFoundError:
+            return []
+        mine = [n for n in names if n == f"{stem}.lock" or n.startswith(f"{stem}=")]
+        return [self.directory / n for n in sorted(mine)]
+
+    def segment_path(self, thread_id: str, first_seq: int) -> Path:
+        """Where the segment of ``thread_id`` starting at checkpoint ``first_seq`` lives."""
+        return self._segment(_file_stem(validate_thread_id(thread_id)), first_seq)
+
+    def _segment(self, stem: str, first_seq: int) -> Path:
+        return self.directory / f"{stem}={first_seq:012d}.jsonl"
 
     # -- lease -----------------------------------------------------------------
 
@@ -175,21 +209,28 @@ class JsonFileCheckpointStore:
 
     def _lock_and_peek(self, thread_id: str) -> int:
         fd = self._lock(thread_id)
-        self._leased.add(thread_id)
+        self._locks[thread_id] = fd
         try:
             self._peeked[thread_id] = self._load_latest(thread_id)
         except Exception:  # load_latest will meet (and report) the same problem
             self._peeked.pop(thread_id, None)
         return fd
 
+    def _release(self, thread_id: str) -> None:
+        self._locks.pop(thread_id, None)
+        self._peeked.pop(thread_id, None)
+        head = self._heads.get(thread_id)
+        if head is not None and head.fd is not None:
+            fd, head.fd = head.fd, None
+            os.close(fd)
+
     def _lock(self, thread_id: str) -> int:
-        folder = self.thread_dir(thread_id)
-        lock = folder / ".lock"
+        lock = self.directory / f"{_file_stem(validate_thread_id(thread_id))}.lock"
         try:
             try:
                 fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
-            except FileNotFoundError:  # a new thread: make its folder first
-                self._mkdir(folder)
+            except FileNotFoundError:  # a new store: make its folder first
+                self._make_root()
                 fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
         except OSError as exc:  # a read-only or full file system, no permission
             raise StoreWriteError(thread_id, exc) from exc
@@ -203,9 +244,9 @@ class JsonFileCheckpointStore:
             raise
         return fd
 
-    def _mkdir(self, folder: Path) -> None:
-        for path in (self.directory, folder):
-            _make_private_dirs(path)
+    def _make_root(self) -> None:
+        if _make_private_dirs(self.directory) and self.durability == "fsync":
+            _fsync_dir(self.directory.parent)
 
     # -- saving ----------------------------------------------------------------
 
@@ -213,76 +254,116 @@ class JsonFileCheckpointStore:
         await self._worker.run(self._save, checkpoint)
 
     def _save(self, cp: Checkpoint) -> None:
-        self._peeked.pop(cp.thread_id, None)
-        data = self.encode(cp)
-        folder = self.thread_dir(cp.thread_id)
-        final = folder / _file_name(cp.seq)
-        tmp = folder / f".tmp-{os.getpid()}-{next(_TMP_COUNTER)}.json"
-        leased = cp.thread_id in self._leased
-        # When the checkpoint this save prunes is not its parent (keep >= 2), reuse
-        # its file (renamed to the temp name, overwritten in place) instead of
-        # deleting one file and creating another: that costs a block discard on many
-        # disks. With keep == 1 the parent is deleted only after the new file lands.
-        prune = None if self.keep is None or cp.seq <= self.keep else cp.seq - self.keep
-        recycled = False
+        thread_id = cp.thread_id
+        self._peeked.pop(thread_id, None)
+        if thread_id in self._locks:
+            self._save_leased(cp)
+            return
+        # Not leased by us: hold the lock for this one save (never wait for it).
         try:
-            if not leased:
-                self._mkdir(folder)
-            if not leased or self._heads.get(cp.thread_id) != (cp.seq - 1, cp.parent_id):
-                self._check_parent(folder, cp)
-            if prune is not None and prune < cp.seq - 1:
-                with contextlib.suppress(FileNotFoundError):
-                    os.rename(folder / _file_name(prune), tmp)
-                    recycled = True
-            flags = os.O_WRONLY if recycled else os.O_WRONLY | os.O_CREAT | os.O_EXCL
-            fd = os.open(tmp, flags, 0o600)
+            lock = self._lock(thread_id)
+        except ThreadBusy:
+            raise CheckpointConflict(thread_id, cp.parent_id) from None
+        self._locks[thread_id] = lock
+        try:
+            self._save_leased(cp)
+        finally:
+            self._release(thread_id)
+            os.close(lock)
+
+    def _save_leased(self, cp: Checkpoint) -> None:
+        head = self._heads.get(cp.thread_id)
+        if head is None or head.checkpoint.checkpoint_id != cp.parent_id:
+            self._load_latest(cp.thread_id)  # the thread as it is on disk
+            head = self._heads.get(cp.thread_id)
+        latest = None if head is None else head.checkpoint
+        expected = (None, 1) if latest is None else (latest.checkpoint_id, latest.seq + 1)
+        if expected != (cp.parent_id, cp.seq):
+            raise CheckpointConflict(cp.thread_id, cp.parent_id)
+        if (
+            head is None
+            or cp.changes is None
+            or not isinstance(cp.state, BaseModel)
+            or head.records >= self._per_segment
+            or head.size - head.base > max(_SEGMENT_BYTES, head.base)
+        ):
+            self._start_segment(cp, head)
+        else:
+            self._append(cp, head)
+
+    def _append(self, cp: Checkpoint, head: _Head) -> None:
+        line = self._line(cp, delta=True)
+        try:
+            if head.fd is None:
+                path = self._segment(_file_stem(cp.thread_id), head.segments[0])
+                head.fd = os.open(path, os.O_WRONLY | os.O_APPEND)
             try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
-                if recycled:
-                    os.ftruncate(fd, len(data))
+                _write_all(head.fd, line)
+                if self.durability == "fsync":
+                    os.fdatasync(head.fd)
+            except OSError:
+                # Cut off whatever part of the line landed, so the next save does not
+                # follow a torn line; if even that fails, forget the head: the next
+                # save reads the thread back from disk (and cuts it off then).
+                try:
+                    os.ftruncate(head.fd, head.size)
+                except OSError:
+                    self._forget(cp.thread_id)
+                raise
+        except OSError as exc:
+            raise StoreWriteError(cp.thread_id, exc) from exc
+        head.checkpoint = cp
+        head.size += len(line)
+        head.tail = line[-_TAIL:]
+        head.records += 1
+
+    def _start_segment(self, cp: Checkpoint, head: _Head | None) -> None:
+        """Write ``cp`` with its whole state as the first line of a new segment."""
+        line = self._line(cp, delta=False)
+        path = self._segment(_file_stem(cp.thread_id), cp.seq)
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL
+        try:
+            try:
+                fd = os.open(path, flags, 0o600)
+            except FileNotFoundError:
+                self._make_root()
+                fd = os.open(path, flags, 0o600)
+            try:
+                _write_all(fd, line)
                 if self.durability == "fsync":
                     os.fsync(fd)
-            finally:
+                    _fsync_dir(self.directory)
+            except BaseException:
                 os.close(fd)
-            try:
-                os.link(tmp, final)
-            except FileExistsError:
-                raise CheckpointConflict(cp.thread_id, cp.parent_id) from None
-            finally:
-                _unlink(tmp)
-            if self.durability == "fsync":
-                _fsync_dir(folder)
+                _unlink(path)
+                raise
+        except FileExistsError:
+            raise CheckpointConflict(cp.thread_id, cp.parent_id) from None
         except OSError as exc:
-            _unlink(tmp)
             raise StoreWriteError(cp.thread_id, exc) from exc
-        if leased:
-            self._heads[cp.thread_id] = (cp.seq, cp.checkpoint_id)
-        if prune is not None and not recycled:
-            _unlink(folder / _file_name(prune))
+        segments = [cp.seq, *(head.segments if head is not None else ())]
+        if self.keep is not None:  # delete segments older than the newest `keep`
+            while len(segments) > 1 and segments[-2] - 1 <= cp.seq - self.keep:
+                _unlink(self._segment(_file_stem(cp.thread_id), segments.pop()))
+        self._remember(
+            cp.thread_id,
+            _Head(cp, segments, os.fstat(fd).st_ino, len(line), line[-_TAIL:], 1, len(line), fd),
+        )
+        # The list of live segments in the lock file is a hint for readers: the
+        # chain of segments is the truth, so a lost update costs a probe, not data.
+        self._write_pointer(cp.thread_id, segments)
 
-    @staticmethod
-    def _check_parent(folder: Path, cp: Checkpoint) -> None:
-        """The expected-parent check: ``cp.parent_id`` must be the checkpoint at
-        ``seq - 1`` (or, for ``None``, the thread must have none). Together with
-        the hard link into a free slot this makes the parent the latest."""
-        if cp.parent_id is None:
-            ok = cp.seq == 1 and all(_seq_of(name) is None for name in os.listdir(folder))
-        else:
-            line = f'\n  "checkpoint_id": {json.dumps(cp.parent_id, ensure_ascii=False)},\n'
-            try:
-                with open(folder / _file_name(cp.seq - 1), "rb") as file:
-                    ok = line.encode() in file.read(4096)
-            except FileNotFoundError:
-                ok = False
-        if not ok:
-            raise CheckpointConflict(cp.thread_id, cp.parent_id)
+    def _write_pointer(self, thread_id: str, segments: list[int]) -> None:
+        lock = self._locks.get(thread_id)
+        if lock is not None:
+            data = (" ".join(f"{seq:012d}" for seq in segments) + "\n").encode()
+            with contextlib.suppress(OSError):  # only a hint
+                os.pwrite(lock, data, 0)
+                os.ftruncate(lock, len(data))
 
-    @staticmethod
-    def encode(cp: Checkpoint) -> bytes:
-        """The exact bytes written for ``cp`` (indented JSON with a checksum)."""
-        lines = ['{\n  "schema_version": ' + str(SCHEMA_VERSION)]
+    def _line(self, cp: Checkpoint, *, delta: bool) -> bytes:
+        """One log line: the checkpoint's JSON, a tab, its checksum, a newline."""
+        parts = ['{"v":' + str(SCHEMA_VERSION)]
         for name in _HEADER_FIELDS:
             value = getattr(cp, name)
             try:
@@ -290,11 +371,54 @@ class JsonFileCheckpointStore:
             except (TypeError, ValueError) as exc:
                 path, detail = find_unserializable(value, name)
                 raise StateSerializationError(cp.last_node, path, detail or str(exc)) from None
-            lines.append(f'  "{name}": {text}')
-        lines.append('  "state": ' + _state_json(cp).replace("\n", "\n  "))
-        body = ",\n".join(lines).encode("utf-8", "surrogatepass")
-        digest = hashlib.sha256(body).hexdigest()
-        return body + f'{_CHECKSUM_MARK}sha256:{digest}"\n}}\n'.encode()
+            parts.append(f'"{name}":{text}')
+        if delta:
+            assert isinstance(cp.state, BaseModel) and cp.changes is not None
+            include: dict[str, Any] = {}
+            appended: list[str] = []
+            aliases = self._alias_map(type(cp.state))
+            for name, count in cp.changes.items():
+                if count is None:
+                    include[name] = True
+                elif count > 0:
+                    total = len(getattr(cp.state, name))
+                    include[name] = set(range(total - count, total))
+                    appended.append(aliases.get(name, name))
+            parts.append('"set":' + _state_json(cp, include))
+            if appended:
+                parts.append('"append":' + _HEADER_ENCODER.encode(appended))
+        else:
+            parts.append('"state":' + _state_json(cp, None))
+        body = (",".join(parts) + "}").encode("utf-8", "surrogatepass")
+        return body + b"\t" + _checksum(body) + b"\n"
+
+    def _alias_map(self, model: type[BaseModel]) -> dict[str, str]:
+        aliases = self._aliases.get(model)
+        if aliases is None:
+            aliases = {}
+            for name, info in model.model_fields.items():
+                alias = info.serialization_alias or info.alias
+                if isinstance(alias, str):
+                    aliases[name] = alias
+            self._aliases[model] = aliases
+        return aliases
+
+    def _remember(self, thread_id: str, head: _Head) -> None:
+        old = self._heads.pop(thread_id, None)
+        if old is not None and old.fd is not None and old.fd != head.fd:
+            os.close(old.fd)
+        self._heads[thread_id] = head
+        if len(self._heads) > _CACHED_HEADS:
+            for name in list(self._heads):
+                if name not in self._locks:
+                    self._forget(name)
+                    if len(self._heads) <= _CACHED_HEADS:
+                        break
+
+    def _forget(self, thread_id: str) -> None:
+        head = self._heads.pop(thread_id, None)
+        if head is not None and head.fd is not None:
+            os.close(head.fd)
 
     # -- loading ---------------------------------------------------------------
 
@@ -304,92 +428,172 @@ class JsonFileCheckpointStore:
         return await self._worker.run(self._load_latest, thread_id)
 
     def _load_latest(self, thread_id: str) -> Checkpoint | None:
-        folder = self.thread_dir(thread_id)
-        seqs = self._list(folder, thread_id)
-        damaged: list[str] = []
-        for seq in seqs:
-            path = folder / _file_name(seq)
+        stem = _file_stem(validate_thread_id(thread_id))
+        head = self._heads.get(thread_id)
+        if head is not None and self._unchanged(stem, head):
+            if thread_id in self._locks:  # most recently used
+                self._heads[thread_id] = self._heads.pop(thread_id)
+            return head.checkpoint
+        return self._read_newest(thread_id, stem)
+
+    def _unchanged(self, stem: str, head: _Head) -> bool:
+        """Whether the newest segment still ends with the line this store last saw,
+        and no newer segment follows it."""
+        if os.path.lexists(self._segment(stem, head.checkpoint.seq + 1)):
+            return False
+        try:
+            fd = os.open(self._segment(stem, head.segments[0]), os.O_RDONLY)
+        except FileNotFoundError:
+            return False
+        try:
+            st = os.fstat(fd)
+            if st.st_ino != head.ino or st.st_size != head.size:
+                return False
+            return os.pread(fd, len(head.tail), head.size - len(head.tail)) == head.tail
+        finally:
+            os.close(fd)
+
+    def _live_segments(self, thread_id: str, stem: str) -> list[int]:
+        """First seqs of the thread's segments, newest first: the lock file's
+        list, or (if that is missing or unreadable) a listing of the folder."""
+        fd = self._locks.get(thread_id)
+        data = b""
+        try:
+            if fd is not None:
+                data = os.pread(fd, 1 << 16, 0)
+            else:
+                with open(self.directory / f"{stem}.lock", "rb") as file:
+                    data = file.read(1 << 16)
+        except FileNotFoundError:
+            pass
+        text = data.decode("ascii", "replace")
+        words = text.split()
+        if text.endswith("\n") and words and all(w.isdigit() and len(w) == 12 for w in words):
+            return [int(w) for w in words]
+        if not data and not os.path.lexists(self._segment(stem, 1)):
+            return []  # a new thread (the common case): no need to list the folder
+        try:
+            names = os.listdir(self.directory)
+        except FileNotFoundError:
+            return []
+        prefix, seqs = f"{stem}=", []
+        for name in names:
+            digits = name[len(prefix) : -len(".jsonl")]
+            if name.startswith(prefix) and name.endswith(".jsonl") and digits.isdigit():
+                seqs.append(int(digits))
+        return sorted(seqs, reverse=True)
+
+    def _chain(self, thread_id: str, stem: str) -> tuple[list[int], dict[int, _Scan]]:
+        """The live segments, newest first, with any newer ones the list missed
+        (a segment is made just before the list names it), and the scans made
+        while finding them."""
+        segments = self._live_segments(thread_id, stem)
+        scans: dict[int, _Scan] = {}
+        while segments:
             try:
-                checkpoint = self._read(path, thread_id)
-            except _Damaged as exc:
-                damaged.append(path.name)
-                _log.warning(
-                    "corrupt checkpoint moved aside; using the one before it",
-                    thread_id=thread_id, file=str(path), reason=str(exc),
-                )  # fmt: skip
-                with contextlib.suppress(OSError):
-                    os.replace(path, path.with_name(path.name + ".corrupt"))
+                scan = _scan(self._segment(stem, segments[0]), thread_id)
+            except FileNotFoundError:  # moved aside or deleted since the list was written
+                segments.pop(0)
                 continue
-            if thread_id in self._leased:
-                self._heads[thread_id] = (checkpoint.seq, checkpoint.checkpoint_id)
+            scans[segments[0]] = scan
+            if not scan.records:
+                break
+            following = scan.records[-1].seq + 1
+            if not os.path.lexists(self._segment(stem, following)):
+                break
+            segments.insert(0, following)
+        return segments, scans
+
+    def _read_newest(self, thread_id: str, stem: str) -> Checkpoint | None:
+        leased = thread_id in self._locks
+        segments, scans = self._chain(thread_id, stem)
+        damaged: list[str] = []
+        for index, first in enumerate(segments):
+            path = self._segment(stem, first)
+            scan = scans.get(first)
+            if scan is None:
+                try:
+                    scan = _scan(path, thread_id)
+                except FileNotFoundError:  # pruned by a writer elsewhere
+                    continue
+            if leased:
+                self._repair(path, scan, damaged)
+            elif scan.problem == "damaged":
+                damaged.append(path.name)
+            if not scan.records:
+                continue
+            checkpoint = scan.records[-1]
+            if leased:
+                live = segments[index:]
+                self._remember(
+                    thread_id,
+                    _Head(
+                        checkpoint, live, scan.ino, scan.good_size, scan.tail,
+                        len(scan.records), scan.base,
+                    ),
+                )  # fmt: skip
+                if live != segments or index > 0:
+                    self._write_pointer(thread_id, live)
             return checkpoint
-        if not damaged:  # files moved aside earlier still mean "not a new thread"
-            with contextlib.suppress(FileNotFoundError):
-                damaged = sorted(n for n in os.listdir(folder) if n.endswith(".json.corrupt"))
+        if not damaged:  # lines moved aside earlier still mean "not a new thread"
+            damaged = [p.name for p in self.thread_files(thread_id) if p.name.endswith(".corrupt")]
         if damaged:
             raise CorruptCheckpoint(
                 thread_id,
                 f"no readable checkpoint left; damaged files moved aside: {', '.join(damaged)}",
             )
+        if leased and segments:
+            self._write_pointer(thread_id, [])
         return None
 
-    def _list(self, folder: Path, thread_id: str) -> list[int]:
-        """Checkpoint seqs on disk, newest first; tidies up if we hold the lease."""
-        try:
-            names = os.listdir(folder)
-        except FileNotFoundError:
-            return []
-        seqs = sorted((s for s in map(_seq_of, names) if s is not None), reverse=True)
-        if thread_id in self._leased:
-            for name in names:
-                if name.startswith(".tmp-"):
-                    _unlink(folder / name)  # left by a writer killed mid-save
-            if self.keep is not None:
-                for seq in seqs[self.keep :]:
-                    _unlink(folder / _file_name(seq))
-                del seqs[self.keep :]
-        return seqs
-
-    def _read(self, path: Path, thread_id: str) -> Checkpoint:
-        try:
-            raw = path.read_bytes()
-        except FileNotFoundError:
-            raise _Damaged("vanished") from None
-        cut = raw.rfind(_CHECKSUM_MARK.encode())
-        if cut < 0:
-            raise _Damaged("no checksum (truncated?)")
-        expected = raw[cut + len(_CHECKSUM_MARK) :].split(b'"', 1)[0].decode("ascii", "replace")
-        actual = "sha256:" + hashlib.sha256(raw[:cut]).hexdigest()
-        if expected != actual:
-            raise _Damaged("checksum mismatch")
-        try:
-            data = json.loads(raw.decode("utf-8", "surrogatepass"))
-        except ValueError as exc:
-            raise _Damaged(f"not JSON: {exc}") from None
-        version = data.get("schema_version") if isinstance(data, dict) else None
-        if not isinstance(version, int):
-            raise _Damaged("no schema_version")
-        if version > SCHEMA_VERSION:
-            raise CorruptCheckpoint(
-                thread_id,
-                f"{path.name} was written with checkpoint schema version {version}; this "
-                f"research_fsm reads up to version {SCHEMA_VERSION}: upgrade research_fsm",
-            )
-        if data.get("thread_id") != thread_id:
-            raise _Damaged(f"belongs to thread {data.get('thread_id')!r}")
-        try:
-            return Checkpoint(**{name: data[name] for name in _HEADER_FIELDS}, state=data["state"])
-        except (KeyError, TypeError) as exc:
-            raise _Damaged(f"missing field {exc}") from None
+    def _repair(self, path: Path, scan: _Scan, damaged: list[str]) -> None:
+        """As lease holder: cut an unfinished last line, move damaged lines aside."""
+        if scan.problem == "torn":  # a writer killed mid-line: it never returned
+            if scan.records:
+                with open(path, "r+b") as file:
+                    file.truncate(scan.good_size)
+            else:
+                _unlink(path)
+        elif scan.problem == "damaged":
+            aside = path.with_name(path.name + ".corrupt")
+            if aside.exists():
+                aside = path.with_name(f"{path.name}.{scan.good_size}.corrupt")
+            _log.warning(
+                _MOVED_ASIDE, thread_id=scan.thread_id, file=str(path),
+                reason=scan.reason, moved_to=aside.name,
+            )  # fmt: skip
+            if scan.records:
+                with open(path, "r+b") as file:
+                    file.seek(scan.good_size)
+                    rest = file.read()
+                    fd = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                    try:
+                        _write_all(fd, rest)
+                        os.fsync(fd)
+                    finally:
+                        os.close(fd)
+                    file.truncate(scan.good_size)
+            else:
+                os.replace(path, aside)
+            damaged.append(aside.name)
 
     async def history(self, thread_id: str) -> AsyncIterator[Checkpoint]:
-        folder = self.thread_dir(thread_id)
-        seqs = await asyncio.to_thread(self._list, folder, thread_id)
-        for seq in seqs:
-            try:
-                yield await asyncio.to_thread(self._read, folder / _file_name(seq), thread_id)
-            except _Damaged:
-                continue
+        stem = _file_stem(validate_thread_id(thread_id))
+        segments, scans = await asyncio.to_thread(self._chain, thread_id, stem)
+        left = self.keep  # older checkpoints may wait on disk for their segment to go
+        for first in segments:
+            scan = scans.get(first)
+            if scan is None:
+                try:
+                    scan = await asyncio.to_thread(_scan, self._segment(stem, first), thread_id)
+                except FileNotFoundError:  # pruned meanwhile
+                    continue
+            for checkpoint in reversed(scan.records):
+                if left is not None:
+                    if left == 0:
+                        return
+                    left -= 1
+                yield checkpoint
 
     # -- the rest ----------------------------------------------------------------
 
@@ -401,18 +605,22 @@ class JsonFileCheckpointStore:
             await lease.release()
 
     def _delete(self, thread_id: str) -> None:
-        folder = self.thread_dir(thread_id)
-        # Checkpoints go oldest first, after everything else: a process killed
-        # midway leaves the thread whole (its newest checkpoint in place) or gone,
-        # never rolled back to an older checkpoint whose used token works again.
-        names = sorted(os.listdir(folder), key=lambda name: (_seq_of(name) or 0, name))
-        for name in names:
-            if name != ".lock":
-                path = folder / name
-                if path.is_dir():
-                    shutil.rmtree(path)
-                else:
-                    _unlink(path)
+        self._forget(thread_id)
+        self._peeked.pop(thread_id, None)
+        stem = _file_stem(thread_id)
+
+        def order(path: Path) -> tuple[int, int, str]:
+            # Moved-aside files first, then segments oldest first: a process killed
+            # midway leaves the thread whole (its newest checkpoint in place) or
+            # gone, never rolled back to an older checkpoint whose used token works.
+            digits = path.name[len(stem) + 1 : len(stem) + 13]
+            corrupt = not path.name.endswith(".jsonl")
+            return (0 if corrupt else 1, int(digits) if digits.isdigit() else 0, path.name)
+
+        files = [p for p in self.thread_files(thread_id) if not p.name.endswith(".lock")]
+        for path in sorted(files, key=order):
+            _unlink(path)
+        self._write_pointer(thread_id, [])
 
     async def secret(self) -> bytes:
         if self._secret is None:
@@ -424,15 +632,13 @@ class JsonFileCheckpointStore:
         # so ``.secret`` is always whole: a writer killed (or out of disk) midway
         # leaves no half-written key that would lock every token out for good.
         path = self.directory / ".secret"
-        self._mkdir(self.directory)
+        self._make_root()
         if not path.exists():
             tmp = self.directory / f".tmp-secret-{secrets.token_hex(8)}"
             try:
                 fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
                 try:
-                    view = memoryview(secrets.token_bytes(32).hex().encode())
-                    while view:
-                        view = view[os.write(fd, view) :]
+                    _write_all(fd, secrets.token_bytes(32).hex().encode())
                     os.fsync(fd)
                 finally:
                     os.close(fd)
@@ -450,32 +656,131 @@ class JsonFileCheckpointStore:
         )
 
 
+# -- reading a segment ----------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Scan:
+    thread_id: str
+    records: list[Checkpoint]
+    ino: int
+    good_size: int  # bytes up to the end of the last good line
+    base: int  # bytes of the first line
+    tail: bytes  # the last bytes of the last good line
+    problem: Literal["", "torn", "damaged"] = ""
+    reason: str = ""
+
+
 class _Damaged(Exception):
-    """A checkpoint file that cannot be trusted."""
+    """A line that cannot be trusted."""
 
 
-def _state_json(cp: Checkpoint) -> str:
+def _scan(path: Path, thread_id: str) -> _Scan:
+    """Read a segment: its checkpoints oldest first (each with its whole state),
+    up to the first unfinished (torn) or damaged line."""
+    with open(path, "rb") as file:
+        ino = os.fstat(file.fileno()).st_ino
+        raw = file.read()
+    scan = _Scan(thread_id, [], ino, 0, 0, b"")
+    state: dict[str, Any] = {}
+    previous: Checkpoint | None = None
+    offset = 0
+    while offset < len(raw):
+        end = raw.find(b"\n", offset)
+        if end < 0:
+            scan.problem, scan.reason = "torn", "unfinished last line"
+            break
+        line = raw[offset : end + 1]
+        try:
+            checkpoint, state = _parse(line, thread_id, state, previous)
+        except _Damaged as exc:
+            scan.problem, scan.reason = "damaged", f"line {len(scan.records) + 1}: {exc}"
+            break
+        scan.records.append(checkpoint)
+        previous = checkpoint
+        offset = end + 1
+        if len(scan.records) == 1:
+            scan.base = offset
+        scan.good_size, scan.tail = offset, line[-_TAIL:]
+    return scan
+
+
+def _parse(
+    line: bytes, thread_id: str, state: dict[str, Any], previous: Checkpoint | None
+) -> tuple[Checkpoint, dict[str, Any]]:
+    body, tab, rest = line[:-1].rpartition(b"\t")
+    if not tab or rest != _checksum(body):
+        raise _Damaged("checksum mismatch")
+    try:
+        data = json.loads(body.decode("utf-8", "surrogatepass"))
+    except ValueError as exc:
+        raise _Damaged(f"not JSON: {exc}") from None
+    version = data.get("v") if isinstance(data, dict) else None
+    if not isinstance(version, int):
+        raise _Damaged("no schema version")
+    if version > SCHEMA_VERSION:
+        raise CorruptCheckpoint(
+            thread_id,
+            f"a checkpoint was written with checkpoint schema version {version}; this "
+            f"research_fsm reads up to version {SCHEMA_VERSION}: upgrade research_fsm",
+        )
+    if data.get("thread_id") != thread_id:
+        raise _Damaged(f"belongs to thread {data.get('thread_id')!r}")
+    if "state" in data and isinstance(data["state"], dict):
+        state = data["state"]
+    elif previous is not None and isinstance(data.get("set"), dict):
+        if data.get("seq") != previous.seq + 1 or data.get("parent_id") != previous.checkpoint_id:
+            raise _Damaged("does not follow the line before it")
+        changes: dict[str, Any] = data["set"]
+        before, state = state, {**state, **changes}
+        try:
+            for key in data.get("append") or ():
+                state[key] = [*before.get(key, ()), *changes[key]]
+        except (KeyError, TypeError):
+            raise _Damaged("bad append") from None
+    else:
+        raise _Damaged("no state")
+    try:
+        return Checkpoint(**{name: data[name] for name in _HEADER_FIELDS}, state=state), state
+    except (KeyError, TypeError) as exc:
+        raise _Damaged(f"missing field {exc}") from None
+
+
+# -- helpers ------------------------------------------------------------------------
+
+
+def _state_json(cp: Checkpoint, include: dict[str, Any] | None) -> str:
     state: BaseModel | dict[str, Any] = cp.state
     try:
         if isinstance(state, BaseModel):  # by alias: what model_validate reads back
-            return state.model_dump_json(indent=2, by_alias=True)
-        return json.dumps(state, indent=2, ensure_ascii=False, allow_nan=False)
+            return state.model_dump_json(by_alias=True, include=include)
+        return json.dumps(state, ensure_ascii=False, allow_nan=False)
     except Exception as exc:  # pydantic raises several types here
         path, detail = find_unserializable(state, "state")
         raise StateSerializationError(cp.last_node, path, detail or str(exc)) from None
 
 
-def _make_private_dirs(path: Path) -> None:
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _make_private_dirs(path: Path) -> bool:
     """``mkdir -p`` where every directory made, missing parents included, is 0700
-    (``Path.mkdir(parents=True)`` gives parents the umask's mode, maybe 0777)."""
+    (``Path.mkdir(parents=True)`` gives parents the umask's mode, maybe 0777).
+    Returns whether ``path`` was made."""
     try:
         path.mkdir(mode=0o700)
     except FileExistsError:
-        pass
+        return False
     except FileNotFoundError:
         _make_private_dirs(path.parent)
-        with contextlib.suppress(FileExistsError):
+        try:
             path.mkdir(mode=0o700)
+        except FileExistsError:
+            return False
+    return True
 
 
 def _unlink(path: Path) -> None:

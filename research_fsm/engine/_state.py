@@ -110,8 +110,18 @@ class StateSchema:
             f"a partial `{self.model.__name__}`, a Suspend, or None"
         )
 
-    def apply(self, state: BaseModel, changes: Mapping[str, Any], origin: str) -> BaseModel:
-        """Merge ``changes`` into ``state`` with each field's reducer; returns a new state."""
+    def apply(
+        self,
+        state: BaseModel,
+        changes: Mapping[str, Any],
+        origin: str,
+        track: dict[str, int | None] | None = None,
+    ) -> BaseModel:
+        """Merge ``changes`` into ``state`` with each field's reducer; returns a new state.
+
+        ``track`` (if given) gets each changed field: the number of items an
+        ``append`` added at the end, or ``None`` for a new value.
+        """
         if not changes:
             return state
         merged: dict[str, Any] = {}
@@ -124,6 +134,7 @@ class StateSchema:
                     f"fields are: {allowed}"
                 )
             try:
+                appended: int | None = None
                 if isinstance(value, Replace):
                     merged[name] = spec.validate(value.value)
                 elif spec.reducer is replace:
@@ -131,7 +142,11 @@ class StateSchema:
                 elif spec.reducer is append:
                     if not isinstance(value, (list, tuple)):
                         value = [value]
-                    merged[name] = append(getattr(state, name), spec.validate(value))
+                    items = spec.validate(value)
+                    old = getattr(state, name)
+                    merged[name] = append(old, items)
+                    if isinstance(old, list) and len(merged[name]) == len(old) + len(items):
+                        appended = len(items)
                 else:
                     merged[name] = spec.validate(spec.reducer(getattr(state, name), value))
             except ValidationError as exc:
@@ -144,10 +159,15 @@ class StateSchema:
                     f"{origin} set field `{name}` to a value its reducer cannot merge: "
                     f"{type(exc).__name__}: {exc} (got {type(value).__name__})"
                 ) from exc
+            if track is not None:
+                previous = track.get(name, 0)
+                track[name] = None if appended is None or previous is None else previous + appended
         return _with_changes(state, merged)
 
     def coerce(self, data: BaseModel | Mapping[str, Any]) -> BaseModel:
         """A loaded checkpoint's state as a model instance."""
         if isinstance(data, self.model):
             return data
+        if isinstance(data, BaseModel):  # saved by a graph over another model
+            data = data.model_dump(by_alias=True)
         return self.model.model_validate(data)

@@ -235,3 +235,8 @@ class Checkpoint:
     """The node whose step produced this checkpoint."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Store-specific metadata (not interpreted by the engine)."""
+    changes: dict[str, int | None] | None = None
+    """Set by the engine when saving: the fields changed since the parent
+    checkpoint, each mapped to the number of items its ``append`` reducer added
+    at the end, or to ``None`` when the field got a new value. ``None`` (the
+    default) means unknown. A store may save just these changes."""
