@@ -4,11 +4,15 @@ Layout under ``directory`` (one flat folder: creating a file in a folder that
 already exists is many times cheaper than making a folder per thread)::
 
     .secret                          token-signing key (0600), unless one is passed in
-    alice.lock                       the lease (an OS file lock, released when the
-                                     process dies) and the list of live segments
+    .locks                           leases: one byte-range lock per thread (Linux)
     alice=000000000001.jsonl         a segment: checkpoints 1, 2, ... one JSON line each
     alice=000000000025.jsonl         the next segment, from checkpoint 25
     alice=000000000025.jsonl.corrupt   damaged lines moved aside
+    alice.idx                        the live segments, once there is more than one
+    alice.lock                       the lease where there are no range locks (flock)
+
+A new thread costs one new file; leases cost no file at all on Linux (locks
+owned by the store's open ``.locks`` file, released when the process dies).
 
 Each line is one checkpoint: its JSON, a tab and a checksum. The first line of
 a segment holds the whole state; every later line holds only what its step
@@ -20,18 +24,21 @@ unfinished last line, which the next lease holder cuts off. Segments rotate
 after ``min(keep, 128)`` checkpoints (or ~1 MiB of changes); each starts at the
 checkpoint after the last one of its predecessor, so the newest is always
 found by following that chain. With ``keep``, the oldest whole segments are
-deleted. The lease relies on ``flock`` and assumes a local file system; a
-network file system needs a database-backed store.
+deleted. The leases assume a local file system; a network file system needs a
+database-backed store.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import hashlib
 import json
 import os
 import secrets
+import struct
+import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,6 +81,16 @@ _log = structlog.get_logger("research_fsm.engine.store")
 
 Durability = Literal["fsync", "none"]
 
+# struct flock for open-file-description locks (Linux, 64-bit off_t): l_type,
+# l_whence, l_start, l_len, l_pid (must be 0).
+_FLOCK = "hhxxxxqqixxxx"
+_OFD_LOCKS = (
+    sys.platform == "linux"
+    and hasattr(fcntl, "F_OFD_SETLK")
+    and struct.calcsize(_FLOCK) == 32
+    and struct.calcsize("P") == 8
+)
+
 
 def _file_stem(thread_id: str) -> str:
     # Ids are case-sensitive; on a case-insensitive file system "Alice" and
@@ -103,21 +120,20 @@ class _Head:
 
 
 class _FileLease:
-    __slots__ = ("_fd", "_owner", "_thread_id")
+    __slots__ = ("_held", "_owner", "_thread_id")
 
-    def __init__(self, owner: JsonFileCheckpointStore, thread_id: str, fd: int) -> None:
+    def __init__(self, owner: JsonFileCheckpointStore, thread_id: str) -> None:
         self._owner = owner
         self._thread_id = thread_id
-        self._fd: int | None = fd
+        self._held = True
 
     async def release(self) -> None:
         self.release_now()
 
     def release_now(self) -> None:
-        fd, self._fd = self._fd, None
-        if fd is not None:
+        if self._held:
+            self._held = False
             self._owner._release(self._thread_id)
-            os.close(fd)  # closing the descriptor drops the flock
 
 
 class JsonFileCheckpointStore:
@@ -154,7 +170,10 @@ class JsonFileCheckpointStore:
         self.keep = keep
         self._per_segment = min(keep, _SEGMENT_RECORDS) if keep else _SEGMENT_RECORDS
         self._secret = secret.encode() if isinstance(secret, str) else secret
-        self._locks: dict[str, int] = {}  # lock descriptors of the threads we hold
+        # The threads we hold: their flock descriptor, or -1 for a range lock.
+        self._locks: dict[str, int] = {}
+        self._lock_fd: int | None = None  # the shared ``.locks`` file (range locks)
+        self._lock_pid = 0
         self._worker = Batcher()
         self._heads: dict[str, _Head] = {}
         # The newest checkpoint read while taking a lease, handed to the next
@@ -178,7 +197,8 @@ class JsonFileCheckpointStore:
             names = os.listdir(self.directory)
         except FileNotFoundError:
             return []
-        mine = [n for n in names if n == f"{stem}.lock" or n.startswith(f"{stem}=")]
+        own = (f"{stem}.lock", f"{stem}.idx")
+        mine = [n for n in names if n in own or n.startswith(f"{stem}=")]
         return [self.directory / n for n in sorted(mine)]
 
     def segment_path(self, thread_id: str, first_seq: int) -> Path:
@@ -197,35 +217,57 @@ class JsonFileCheckpointStore:
         # its lease is dropped at once, so no orphan descriptor keeps the lock.
         locking = asyncio.ensure_future(self._worker.run(self._lock_and_peek, thread_id))
         try:
-            fd = await asyncio.shield(locking)
+            await asyncio.shield(locking)
         except asyncio.CancelledError:
             while not locking.done():
                 with contextlib.suppress(asyncio.CancelledError):
                     await asyncio.wait({locking})
             if not locking.cancelled() and locking.exception() is None:
-                _FileLease(self, thread_id, locking.result()).release_now()
+                _FileLease(self, thread_id).release_now()
             raise
-        return _FileLease(self, thread_id, fd)
+        return _FileLease(self, thread_id)
 
-    def _lock_and_peek(self, thread_id: str) -> int:
-        fd = self._lock(thread_id)
-        self._locks[thread_id] = fd
+    def _lock_and_peek(self, thread_id: str) -> None:
+        self._lock(thread_id)
         try:
             self._peeked[thread_id] = self._load_latest(thread_id)
         except Exception:  # load_latest will meet (and report) the same problem
             self._peeked.pop(thread_id, None)
-        return fd
 
     def _release(self, thread_id: str) -> None:
-        self._locks.pop(thread_id, None)
         self._peeked.pop(thread_id, None)
         head = self._heads.get(thread_id)
         if head is not None and head.fd is not None:
             fd, head.fd = head.fd, None
             os.close(fd)
+        lock = self._locks.pop(thread_id, None)
+        if lock is None:
+            return
+        if lock >= 0:
+            os.close(lock)  # closing the descriptor drops the flock
+        else:
+            self._range_lock(thread_id, fcntl.F_UNLCK)
 
-    def _lock(self, thread_id: str) -> int:
-        lock = self.directory / f"{_file_stem(validate_thread_id(thread_id))}.lock"
+    def _lock(self, thread_id: str) -> None:
+        """Take the thread's lock (``ThreadBusy`` if anyone holds it, this store
+        included): a byte-range lock on the shared ``.locks`` file where the system
+        has open-file-description locks (Linux), else a ``flock`` on ``<thread>.lock``."""
+        if validate_thread_id(thread_id) in self._locks:
+            raise ThreadBusy(thread_id)
+        if _OFD_LOCKS:
+            try:
+                fd = self._shared_lock_fd()
+            except OSError as exc:  # a read-only or full file system, no permission
+                raise StoreWriteError(thread_id, exc) from exc
+            try:
+                self._range_lock(thread_id, fcntl.F_WRLCK, fd)
+            except OSError as exc:
+                if exc.errno in (errno.EAGAIN, errno.EACCES):
+                    raise ThreadBusy(thread_id) from None
+                raise StoreWriteError(thread_id, exc) from exc
+            self._locks[thread_id] = -1
+            return
+        lock = self.directory / f"{_file_stem(thread_id)}.lock"
         try:
             try:
                 fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
@@ -242,7 +284,33 @@ class JsonFileCheckpointStore:
         except BaseException:
             os.close(fd)
             raise
-        return fd
+        self._locks[thread_id] = fd
+
+    def _range_lock(self, thread_id: str, kind: int, fd: int | None = None) -> None:
+        # One byte per thread, at a 63-bit hash of its id: locks are owned by the
+        # open file description, so each store (and each process) competes for it.
+        digest = hashlib.sha256(_file_stem(thread_id).encode()).digest()
+        offset = int.from_bytes(digest[:8], "big") >> 1
+        lock = struct.pack(_FLOCK, kind, os.SEEK_SET, offset, 1, 0)
+        fcntl.fcntl(self._shared_lock_fd() if fd is None else fd, fcntl.F_OFD_SETLK, lock)
+
+    def _shared_lock_fd(self) -> int:
+        if self._lock_fd is None or self._lock_pid != os.getpid():
+            # A forked child gets its own description: it must not share our locks.
+            path = self.directory / ".locks"
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+            except FileNotFoundError:
+                self._make_root()
+                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+            self._lock_fd, self._lock_pid = fd, os.getpid()
+        return self._lock_fd
+
+    def __del__(self) -> None:
+        fd = getattr(self, "_lock_fd", None)
+        if fd is not None and getattr(self, "_lock_pid", None) == os.getpid():
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
     def _make_root(self) -> None:
         if _make_private_dirs(self.directory) and self.durability == "fsync":
@@ -261,15 +329,13 @@ class JsonFileCheckpointStore:
             return
         # Not leased by us: hold the lock for this one save (never wait for it).
         try:
-            lock = self._lock(thread_id)
+            self._lock(thread_id)
         except ThreadBusy:
             raise CheckpointConflict(thread_id, cp.parent_id) from None
-        self._locks[thread_id] = lock
         try:
             self._save_leased(cp)
         finally:
             self._release(thread_id)
-            os.close(lock)
 
     def _save_leased(self, cp: Checkpoint) -> None:
         head = self._heads.get(cp.thread_id)
@@ -354,12 +420,18 @@ class JsonFileCheckpointStore:
         self._write_pointer(cp.thread_id, segments)
 
     def _write_pointer(self, thread_id: str, segments: list[int]) -> None:
-        lock = self._locks.get(thread_id)
-        if lock is not None:
-            data = (" ".join(f"{seq:012d}" for seq in segments) + "\n").encode()
-            with contextlib.suppress(OSError):  # only a hint
-                os.pwrite(lock, data, 0)
-                os.ftruncate(lock, len(data))
+        """Record the live segments in ``<thread>.idx`` (a hint for readers)."""
+        path = self.directory / f"{_file_stem(thread_id)}.idx"
+        if segments == [1] and not os.path.lexists(path):
+            return  # the default: a thread's first segment starts at checkpoint 1
+        data = (" ".join(f"{seq:012d}" for seq in segments) + "\n").encode()
+        with contextlib.suppress(OSError):  # only a hint
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+            try:
+                os.pwrite(fd, data, 0)
+                os.ftruncate(fd, len(data))
+            finally:
+                os.close(fd)
 
     def _line(self, cp: Checkpoint, *, delta: bool) -> bytes:
         """One log line: the checkpoint's JSON, a tab, its checksum, a newline."""
@@ -456,14 +528,10 @@ class JsonFileCheckpointStore:
     def _live_segments(self, thread_id: str, stem: str) -> list[int]:
         """First seqs of the thread's segments, newest first: the lock file's
         list, or (if that is missing or unreadable) a listing of the folder."""
-        fd = self._locks.get(thread_id)
         data = b""
         try:
-            if fd is not None:
-                data = os.pread(fd, 1 << 16, 0)
-            else:
-                with open(self.directory / f"{stem}.lock", "rb") as file:
-                    data = file.read(1 << 16)
+            with open(self.directory / f"{stem}.idx", "rb") as file:
+                data = file.read(1 << 16)
         except FileNotFoundError:
             pass
         text = data.decode("ascii", "replace")
@@ -535,7 +603,7 @@ class JsonFileCheckpointStore:
                 if live != segments or index > 0:
                     self._write_pointer(thread_id, live)
             return checkpoint
-        if not damaged:  # lines moved aside earlier still mean "not a new thread"
+        if not damaged and segments:  # lines moved aside earlier: "not a new thread"
             damaged = [p.name for p in self.thread_files(thread_id) if p.name.endswith(".corrupt")]
         if damaged:
             raise CorruptCheckpoint(
@@ -617,7 +685,7 @@ class JsonFileCheckpointStore:
             corrupt = not path.name.endswith(".jsonl")
             return (0 if corrupt else 1, int(digits) if digits.isdigit() else 0, path.name)
 
-        files = [p for p in self.thread_files(thread_id) if not p.name.endswith(".lock")]
+        files = [p for p in self.thread_files(thread_id) if p.name.endswith((".jsonl", ".corrupt"))]
         for path in sorted(files, key=order):
             _unlink(path)
         self._write_pointer(thread_id, [])
