@@ -4,11 +4,17 @@ Each call is queued; a worker thread runs everything queued so far in one go,
 and at most ``max_batches`` batches run at once. One waiting run costs one
 thread hand-off as before; a thousand concurrent runs share a few hand-offs
 instead of paying one each, which is what dominates a file store's cost.
+
+A ``commit`` callable, if given, runs in the worker thread after each batch
+(e.g. one ``syncfs`` for every write of the batch) and may fail single calls
+of it: it returns ``(index, exception)`` pairs, the index being what
+``Batcher.call_index()`` returned inside that call.
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -17,15 +23,26 @@ __all__ = ["Batcher"]
 
 T = TypeVar("T")
 _Call = tuple[Callable[..., Any], tuple[Any, ...], "asyncio.Future[Any]"]
+Commit = Callable[[], list[tuple[int, BaseException]]]
+_local = threading.local()
 
 
-def _run_all(calls: list[tuple[Callable[..., Any], tuple[Any, ...]]]) -> list[tuple[bool, Any]]:
+def _run_all(
+    calls: list[tuple[Callable[..., Any], tuple[Any, ...]]], commit: Commit | None
+) -> list[tuple[bool, Any]]:
     results: list[tuple[bool, Any]] = []
-    for fn, args in calls:
-        try:
-            results.append((True, fn(*args)))
-        except BaseException as exc:  # handed back to the caller's task
-            results.append((False, exc))
+    try:
+        for index, (fn, args) in enumerate(calls):
+            _local.index = index
+            try:
+                results.append((True, fn(*args)))
+            except BaseException as exc:  # handed back to the caller's task
+                results.append((False, exc))
+    finally:
+        _local.index = None
+    if commit is not None:
+        for index, error in commit():
+            results[index] = (False, error)
     return results
 
 
@@ -40,11 +57,18 @@ class _LoopQueue:
 class Batcher:
     """Runs blocking callables in worker threads, batching what queues up meanwhile."""
 
-    def __init__(self, max_batches: int = 2) -> None:
+    def __init__(self, max_batches: int = 2, *, commit: Commit | None = None) -> None:
         self._max = max_batches
+        self._commit = commit
         self._queues: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopQueue] = (
             weakref.WeakKeyDictionary()
         )
+
+    @staticmethod
+    def call_index() -> int | None:
+        """Inside a batched call: its position in the batch; elsewhere ``None``."""
+        index: int | None = getattr(_local, "index", None)
+        return index
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """``fn(*args)`` in a worker thread. If the caller is cancelled, the call
@@ -68,7 +92,8 @@ class Batcher:
     def _start(self, loop: asyncio.AbstractEventLoop, queue: _LoopQueue) -> None:
         batch, queue.pending = queue.pending, []
         queue.running += 1
-        work = loop.run_in_executor(None, _run_all, [(fn, args) for fn, args, _ in batch])
+        calls = [(fn, args) for fn, args, _ in batch]
+        work = loop.run_in_executor(None, _run_all, calls, self._commit)
         work.add_done_callback(lambda done: self._finish(loop, queue, batch, done))
 
     def _finish(

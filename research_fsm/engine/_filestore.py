@@ -33,12 +33,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import functools
 import hashlib
 import json
 import os
 import secrets
 import struct
 import sys
+import threading
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -174,7 +176,8 @@ class JsonFileCheckpointStore:
         self._locks: dict[str, int] = {}
         self._lock_fd: int | None = None  # the shared ``.locks`` file (range locks)
         self._lock_pid = 0
-        self._worker = Batcher()
+        self._worker = Batcher(commit=self._commit)
+        self._pending = threading.local()  # writes of the running batch awaiting a sync
         self._heads: dict[str, _Head] = {}
         # The newest checkpoint read while taking a lease, handed to the next
         # load_latest of that thread (nothing can change it while the lease is held).
@@ -333,11 +336,11 @@ class JsonFileCheckpointStore:
         except ThreadBusy:
             raise CheckpointConflict(thread_id, cp.parent_id) from None
         try:
-            self._save_leased(cp)
+            self._save_leased(cp, group=False)  # synced before the lock goes
         finally:
             self._release(thread_id)
 
-    def _save_leased(self, cp: Checkpoint) -> None:
+    def _save_leased(self, cp: Checkpoint, *, group: bool = True) -> None:
         head = self._heads.get(cp.thread_id)
         if head is None or head.checkpoint.checkpoint_id != cp.parent_id:
             self._load_latest(cp.thread_id)  # the thread as it is on disk
@@ -353,11 +356,11 @@ class JsonFileCheckpointStore:
             or head.records >= self._per_segment
             or head.size - head.base > max(_SEGMENT_BYTES, head.base)
         ):
-            self._start_segment(cp, head)
+            self._start_segment(cp, head, group)
         else:
-            self._append(cp, head)
+            self._append(cp, head, group)
 
-    def _append(self, cp: Checkpoint, head: _Head) -> None:
+    def _append(self, cp: Checkpoint, head: _Head, group: bool) -> None:
         line = self._line(cp, delta=True)
         try:
             if head.fd is None:
@@ -365,7 +368,9 @@ class JsonFileCheckpointStore:
                 head.fd = os.open(path, os.O_WRONLY | os.O_APPEND)
             try:
                 _write_all(head.fd, line)
-                if self.durability == "fsync":
+                if self.durability == "fsync" and not (
+                    group and self._defer_sync(cp.thread_id, head.fd, head.size, None)
+                ):
                     os.fdatasync(head.fd)
             except OSError:
                 # Cut off whatever part of the line landed, so the next save does not
@@ -383,7 +388,7 @@ class JsonFileCheckpointStore:
         head.tail = line[-_TAIL:]
         head.records += 1
 
-    def _start_segment(self, cp: Checkpoint, head: _Head | None) -> None:
+    def _start_segment(self, cp: Checkpoint, head: _Head | None, group: bool) -> None:
         """Write ``cp`` with its whole state as the first line of a new segment."""
         line = self._line(cp, delta=False)
         path = self._segment(_file_stem(cp.thread_id), cp.seq)
@@ -396,7 +401,9 @@ class JsonFileCheckpointStore:
                 fd = os.open(path, flags, 0o600)
             try:
                 _write_all(fd, line)
-                if self.durability == "fsync":
+                if self.durability == "fsync" and not (
+                    group and self._defer_sync(cp.thread_id, fd, 0, path)
+                ):
                     os.fsync(fd)
                     _fsync_dir(self.directory)
             except BaseException:
@@ -418,6 +425,60 @@ class JsonFileCheckpointStore:
         # The list of live segments in the lock file is a hint for readers: the
         # chain of segments is the truth, so a lost update costs a probe, not data.
         self._write_pointer(cp.thread_id, segments)
+
+    # -- group commit ------------------------------------------------------------
+
+    def _defer_sync(self, thread_id: str, fd: int, old_size: int, path: Path | None) -> bool:
+        """Inside a batch, leave the sync of this write to ``_commit`` (one sync
+        for the whole batch); elsewhere return ``False``: sync it now."""
+        index = Batcher.call_index()
+        if index is None:
+            return False
+        pending: list[_PendingSync] | None = getattr(self._pending, "items", None)
+        if pending is None:
+            pending = self._pending.items = []
+        pending.append(_PendingSync(index, thread_id, fd, old_size, path))
+        return True
+
+    def _commit(self) -> list[tuple[int, BaseException]]:
+        """After a batch: make its writes durable, with one ``syncfs`` when there
+        are several (else, or if that fails, file by file); a write that cannot be
+        synced is undone and its save fails with ``StoreWriteError``."""
+        pending: list[_PendingSync] = getattr(self._pending, "items", None) or []
+        if not pending:
+            return []
+        self._pending.items = []
+        if len(pending) >= 3 and _syncfs_available():
+            try:
+                _syncfs(pending[0].fd)
+                return []
+            except OSError:
+                pass  # find out which write it was, one by one
+        failed: list[tuple[_PendingSync, OSError]] = []
+        for item in pending:
+            try:
+                if item.path is None:
+                    os.fdatasync(item.fd)
+                else:
+                    os.fsync(item.fd)
+            except OSError as exc:
+                failed.append((item, exc))
+        if any(item.path is not None for item in pending):
+            try:
+                _fsync_dir(self.directory)
+            except OSError as exc:
+                done = {id(item) for item, _ in failed}
+                failed += [(i, exc) for i in pending if i.path is not None and id(i) not in done]
+        out: list[tuple[int, BaseException]] = []
+        for item, error in failed:
+            if item.path is None:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(item.fd, item.old_size)
+            else:
+                _unlink(item.path)
+            self._forget(item.thread_id)  # the next save reads the thread from disk
+            out.append((item.index, StoreWriteError(item.thread_id, error)))
+        return out
 
     def _write_pointer(self, thread_id: str, segments: list[int]) -> None:
         """Record the live segments in ``<thread>.idx`` (a hint for readers)."""
@@ -722,6 +783,38 @@ class JsonFileCheckpointStore:
         raise CorruptCheckpoint(
             ".secret", f"the key file {path} is damaged; delete it to make a new key"
         )
+
+
+# -- group commit helpers ---------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _PendingSync:
+    index: int  # the save's position in its batch
+    thread_id: str
+    fd: int
+    old_size: int  # for an append: the size to cut back to if the sync fails
+    path: Path | None  # for a new segment: the file to remove if it fails
+
+
+@functools.cache
+def _libc() -> Any:
+    import ctypes  # only when a batch has several durable writes
+
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _syncfs_available() -> bool:
+    return sys.platform == "linux" and hasattr(_libc(), "syncfs")
+
+
+def _syncfs(fd: int) -> None:
+    """``syncfs(2)``: write out everything of the file system holding ``fd``."""
+    import ctypes
+
+    if _libc().syncfs(fd) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, os.strerror(code))
 
 
 # -- reading a segment ----------------------------------------------------------
