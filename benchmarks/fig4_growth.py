@@ -113,14 +113,14 @@ async def _rfsm_thread(root: Path, turns: int, summarise: bool, keep: int | None
         # others. A segment counts as rewritten unless it still starts with every
         # byte it held before the turn (appending is fine; pruning deletes whole
         # segments, which is not a rewrite).
-        written.append(
-            sum(after[n][1] - (before[n][1] if n in before else 0) for n in after)
-        )
+        written.append(sum(after[n][1] - (before[n][1] if n in before else 0) for n in after))
         wchar.append((w1 - w0) if w0 is not None and w1 is not None else 0)
         for name in after.keys() & before.keys():
             ino, size, digest = before[name]
-            if after[name][0] != ino or after[name][1] < size or (
-                _prefix_hash(folder / name, size) != digest
+            if (
+                after[name][0] != ino
+                or after[name][1] < size
+                or (_prefix_hash(folder / name, size) != digest)
             ):
                 rewrites += 1
     apparent, allocated = dir_bytes(folder)

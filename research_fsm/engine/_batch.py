@@ -54,6 +54,15 @@ class _LoopQueue:
         self.running = 0
 
 
+class _Uncancellable(asyncio.Future[Any]):
+    """A future that ignores ``cancel()``: a task awaiting it and cancelled then
+    waits for the result and raises ``CancelledError`` after it (no shield, no
+    extra future per call)."""
+
+    def cancel(self, msg: Any = None) -> bool:
+        return False
+
+
 class Batcher:
     """Runs blocking callables in worker threads, batching what queues up meanwhile."""
 
@@ -70,22 +79,27 @@ class Batcher:
         index: int | None = getattr(_local, "index", None)
         return index
 
-    async def run(self, fn: Callable[..., T], *args: Any) -> T:
-        """``fn(*args)`` in a worker thread. If the caller is cancelled, the call
-        still finishes (it may be a write) before ``CancelledError`` propagates."""
+    def submit(self, fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
+        """Queue ``fn(*args)``; the future cannot be cancelled: a task cancelled
+        while awaiting it gets ``CancelledError`` once the call has finished."""
         loop = asyncio.get_running_loop()
         queue = self._queues.get(loop)
         if queue is None:
             queue = self._queues[loop] = _LoopQueue()
-        future: asyncio.Future[T] = loop.create_future()
+        future: asyncio.Future[T] = _Uncancellable(loop=loop)
         queue.pending.append((fn, args, future))
         if queue.running < self._max:
             self._start(loop, queue)
+        return future
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` in a worker thread. If the caller is cancelled, the call
+        still finishes (it may be a write) before ``CancelledError`` propagates."""
+        future = self.submit(fn, *args)
         try:
-            return await asyncio.shield(future)
+            return await future
         except asyncio.CancelledError:
-            await asyncio.wait({future})
-            if not future.cancelled():
+            if future.done():
                 future.exception()  # the caller is gone: nobody else will read it
             raise
 

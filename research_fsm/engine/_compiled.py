@@ -209,13 +209,16 @@ class CompiledGraph(Generic[StateT]):
             return await self.store.acquire(thread_id)
         except ThreadBusy:
             task = self._holders.get(thread_id)
-            if task is None or task is asyncio.current_task():
+            if task is asyncio.current_task():
                 raise
-            if not (task.done() or task.cancelling()):
+            if task is not None and not (task.done() or task.cancelling()):
                 raise
         # A cancelled run (e.g. a stream its consumer closed or dropped) is
-        # unwinding in this process: let it release the lease, then take it.
-        await asyncio.wait({task})
+        # unwinding in this process: let it release the lease, then take it. With
+        # no run of ours registered, the lease may have been let go while the store
+        # was asked: ask once more.
+        if task is not None:
+            await asyncio.wait({task})
         return await self.store.acquire(thread_id)
 
     async def _execute(

@@ -218,14 +218,11 @@ class JsonFileCheckpointStore:
         # and the newest checkpoint is read in the same trip: the engine asks for it
         # next. If the caller is cancelled meanwhile, the locking still finishes and
         # its lease is dropped at once, so no orphan descriptor keeps the lock.
-        locking = asyncio.ensure_future(self._worker.run(self._lock_and_peek, thread_id))
+        locking = self._worker.submit(self._lock_and_peek, thread_id)
         try:
-            await asyncio.shield(locking)
+            await locking  # cannot be cancelled: finishes before CancelledError comes
         except asyncio.CancelledError:
-            while not locking.done():
-                with contextlib.suppress(asyncio.CancelledError):
-                    await asyncio.wait({locking})
-            if not locking.cancelled() and locking.exception() is None:
+            if locking.done() and locking.exception() is None:
                 _FileLease(self, thread_id).release_now()
             raise
         return _FileLease(self, thread_id)
