@@ -333,6 +333,7 @@ class JsonFileCheckpointStore:
         except ThreadBusy:
             raise CheckpointConflict(thread_id, cp.parent_id) from None
         try:
+            self._load_latest(thread_id)  # another store may have moved on meanwhile
             self._save_leased(cp, group=False)  # synced before the lock goes
         finally:
             self._release(thread_id)
@@ -366,7 +367,7 @@ class JsonFileCheckpointStore:
             try:
                 _write_all(head.fd, line)
                 if self.durability == "fsync" and not (
-                    group and self._defer_sync(cp.thread_id, head.fd, head.size, None)
+                    group and self._defer_sync(cp.thread_id, head.fd, head.size, None, None)
                 ):
                     os.fdatasync(head.fd)
             except OSError:
@@ -396,11 +397,19 @@ class JsonFileCheckpointStore:
             except FileNotFoundError:
                 self._make_root()
                 fd = os.open(path, flags, 0o600)
+            segments = [cp.seq, *(head.segments if head is not None else ())]
+            pruned: list[int] = []
+            if self.keep is not None:  # segments older than the newest `keep`
+                while len(segments) > 1 and segments[-2] - 1 <= cp.seq - self.keep:
+                    pruned.append(segments.pop())
             try:
                 _write_all(fd, line)
-                if self.durability == "fsync" and not (
-                    group and self._defer_sync(cp.thread_id, fd, 0, path)
-                ):
+                deferred = (
+                    self.durability == "fsync"
+                    and group
+                    and self._defer_sync(cp.thread_id, fd, 0, path, (segments, pruned))
+                )
+                if self.durability == "fsync" and not deferred:
                     os.fsync(fd)
                     _fsync_dir(self.directory)
             except BaseException:
@@ -411,21 +420,33 @@ class JsonFileCheckpointStore:
             raise CheckpointConflict(cp.thread_id, cp.parent_id) from None
         except OSError as exc:
             raise StoreWriteError(cp.thread_id, exc) from exc
-        segments = [cp.seq, *(head.segments if head is not None else ())]
-        if self.keep is not None:  # delete segments older than the newest `keep`
-            while len(segments) > 1 and segments[-2] - 1 <= cp.seq - self.keep:
-                _unlink(self._segment(_file_stem(cp.thread_id), segments.pop()))
         self._remember(
             cp.thread_id,
             _Head(cp, segments, os.fstat(fd).st_ino, len(line), line[-_TAIL:], 1, len(line), fd),
         )
-        # The list of live segments in the lock file is a hint for readers: the
-        # chain of segments is the truth, so a lost update costs a probe, not data.
-        self._write_pointer(cp.thread_id, segments)
+        if not deferred:  # else once the new segment is durable (``_commit``)
+            self._after_new_segment(cp.thread_id, segments, pruned)
+
+    def _after_new_segment(self, thread_id: str, segments: list[int], pruned: list[int]) -> None:
+        """Delete the segments ``keep`` no longer needs, and record the live ones:
+        only once the new segment is safely written, so a failed one loses nothing."""
+        stem = _file_stem(thread_id)
+        for first in pruned:
+            _unlink(self._segment(stem, first))
+        # The list of live segments is a hint for readers: the chain of segments is
+        # the truth, so a lost update costs a probe, not data.
+        self._write_pointer(thread_id, segments)
 
     # -- group commit ------------------------------------------------------------
 
-    def _defer_sync(self, thread_id: str, fd: int, old_size: int, path: Path | None) -> bool:
+    def _defer_sync(
+        self,
+        thread_id: str,
+        fd: int,
+        old_size: int,
+        path: Path | None,
+        segments: tuple[list[int], list[int]] | None,
+    ) -> bool:
         """Inside a batch, leave the sync of this write to ``_commit`` (one sync
         for the whole batch); elsewhere return ``False``: sync it now."""
         index = Batcher.call_index()
@@ -434,7 +455,7 @@ class JsonFileCheckpointStore:
         pending: list[_PendingSync] | None = getattr(self._pending, "items", None)
         if pending is None:
             pending = self._pending.items = []
-        pending.append(_PendingSync(index, thread_id, fd, old_size, path))
+        pending.append(_PendingSync(index, thread_id, fd, old_size, path, segments))
         return True
 
     def _commit(self) -> list[tuple[int, BaseException]]:
@@ -448,9 +469,11 @@ class JsonFileCheckpointStore:
         if len(pending) >= 3 and _syncfs_available():
             try:
                 _syncfs(pending[0].fd)
-                return []
+                pending, synced = [], pending
             except OSError:
-                pass  # find out which write it was, one by one
+                synced = []  # find out which write it was, one by one
+        else:
+            synced = []
         failed: list[tuple[_PendingSync, OSError]] = []
         for item in pending:
             try:
@@ -464,8 +487,12 @@ class JsonFileCheckpointStore:
             try:
                 _fsync_dir(self.directory)
             except OSError as exc:
-                done = {id(item) for item, _ in failed}
-                failed += [(i, exc) for i in pending if i.path is not None and id(i) not in done]
+                seen = {id(item) for item, _ in failed}
+                failed += [(i, exc) for i in pending if i.path is not None and id(i) not in seen]
+        done = {id(item) for item, _ in failed}
+        for item in [*synced, *pending]:
+            if item.segments is not None and id(item) not in done:
+                self._after_new_segment(item.thread_id, *item.segments)
         out: list[tuple[int, BaseException]] = []
         for item, error in failed:
             if item.path is None:
@@ -477,10 +504,11 @@ class JsonFileCheckpointStore:
             out.append((item.index, StoreWriteError(item.thread_id, error)))
         return out
 
-    def _write_pointer(self, thread_id: str, segments: list[int]) -> None:
-        """Record the live segments in ``<thread>.idx`` (a hint for readers)."""
+    def _write_pointer(self, thread_id: str, segments: list[int], force: bool = False) -> None:
+        """Record the live segments in ``<thread>.idx`` (a hint for readers; an
+        empty one marks a thread whose every checkpoint was moved aside)."""
         path = self.directory / f"{_file_stem(thread_id)}.idx"
-        if segments == [1] and not os.path.lexists(path):
+        if segments == [1] and not force and not os.path.lexists(path):
             return  # the default: a thread's first segment starts at checkpoint 1
         data = (" ".join(f"{seq:012d}" for seq in segments) + "\n").encode()
         with contextlib.suppress(OSError):  # only a hint
@@ -583,9 +611,10 @@ class JsonFileCheckpointStore:
         finally:
             os.close(fd)
 
-    def _live_segments(self, thread_id: str, stem: str) -> list[int]:
-        """First seqs of the thread's segments, newest first: the lock file's
-        list, or (if that is missing or unreadable) a listing of the folder."""
+    def _live_segments(self, stem: str) -> tuple[list[int], bool]:
+        """First seqs of the thread's segments, newest first: ``<thread>.idx``'s
+        list, or (if that is unreadable) a listing of the folder; and whether the
+        thread has had checkpoints (its ``.idx`` exists, even empty)."""
         data = b""
         try:
             with open(self.directory / f"{stem}.idx", "rb") as file:
@@ -595,25 +624,25 @@ class JsonFileCheckpointStore:
         text = data.decode("ascii", "replace")
         words = text.split()
         if text.endswith("\n") and words and all(w.isdigit() and len(w) == 12 for w in words):
-            return [int(w) for w in words]
+            return [int(w) for w in words], True
         if not data and not os.path.lexists(self._segment(stem, 1)):
-            return []  # a new thread (the common case): no need to list the folder
+            return [], False  # a new thread (the common case): no need to list the folder
         try:
             names = os.listdir(self.directory)
         except FileNotFoundError:
-            return []
+            return [], False
         prefix, seqs = f"{stem}=", []
         for name in names:
             digits = name[len(prefix) : -len(".jsonl")]
             if name.startswith(prefix) and name.endswith(".jsonl") and digits.isdigit():
                 seqs.append(int(digits))
-        return sorted(seqs, reverse=True)
+        return sorted(seqs, reverse=True), bool(data) or bool(seqs)
 
-    def _chain(self, thread_id: str, stem: str) -> tuple[list[int], dict[int, _Scan]]:
+    def _chain(self, thread_id: str, stem: str) -> tuple[list[int], dict[int, _Scan], bool]:
         """The live segments, newest first, with any newer ones the list missed
-        (a segment is made just before the list names it), and the scans made
-        while finding them."""
-        segments = self._live_segments(thread_id, stem)
+        (a segment is made just before the list names it), the scans made while
+        finding them, and whether the thread has had checkpoints."""
+        segments, known = self._live_segments(stem)
         scans: dict[int, _Scan] = {}
         while segments:
             try:
@@ -628,11 +657,11 @@ class JsonFileCheckpointStore:
             if not os.path.lexists(self._segment(stem, following)):
                 break
             segments.insert(0, following)
-        return segments, scans
+        return segments, scans, known or bool(segments)
 
     def _read_newest(self, thread_id: str, stem: str) -> Checkpoint | None:
         leased = thread_id in self._locks
-        segments, scans = self._chain(thread_id, stem)
+        segments, scans, known = self._chain(thread_id, stem)
         damaged: list[str] = []
         for index, first in enumerate(segments):
             path = self._segment(stem, first)
@@ -661,15 +690,17 @@ class JsonFileCheckpointStore:
                 if live != segments or index > 0:
                     self._write_pointer(thread_id, live)
             return checkpoint
-        if not damaged and segments:  # lines moved aside earlier: "not a new thread"
+        if leased and damaged:  # mark the thread as one that had checkpoints
+            self._write_pointer(thread_id, [], force=True)
+        if not damaged and known:  # lines moved aside earlier: "not a new thread"
             damaged = [p.name for p in self.thread_files(thread_id) if p.name.endswith(".corrupt")]
         if damaged:
             raise CorruptCheckpoint(
                 thread_id,
                 f"no readable checkpoint left; damaged files moved aside: {', '.join(damaged)}",
             )
-        if leased and segments:
-            self._write_pointer(thread_id, [])
+        if leased and known:  # nothing but unfinished segments (now removed): a new thread
+            _unlink(self.directory / f"{stem}.idx")
         return None
 
     def _repair(self, path: Path, scan: _Scan, damaged: list[str]) -> None:
@@ -705,7 +736,7 @@ class JsonFileCheckpointStore:
 
     async def history(self, thread_id: str) -> AsyncIterator[Checkpoint]:
         stem = _file_stem(validate_thread_id(thread_id))
-        segments, scans = await asyncio.to_thread(self._chain, thread_id, stem)
+        segments, scans, _ = await asyncio.to_thread(self._chain, thread_id, stem)
         left = self.keep  # older checkpoints may wait on disk for their segment to go
         for first in segments:
             scan = scans.get(first)
@@ -746,7 +777,7 @@ class JsonFileCheckpointStore:
         files = [p for p in self.thread_files(thread_id) if p.name.endswith((".jsonl", ".corrupt"))]
         for path in sorted(files, key=order):
             _unlink(path)
-        self._write_pointer(thread_id, [])
+        _unlink(self.directory / f"{stem}.idx")  # last: until then the thread is known
 
     async def secret(self) -> bytes:
         if self._secret is None:
@@ -792,6 +823,7 @@ class _PendingSync:
     fd: int
     old_size: int  # for an append: the size to cut back to if the sync fails
     path: Path | None  # for a new segment: the file to remove if it fails
+    segments: tuple[list[int], list[int]] | None  # ... its live and pruned segments
 
 
 @functools.cache
@@ -860,6 +892,8 @@ def _scan(path: Path, thread_id: str) -> _Scan:
         if len(scan.records) == 1:
             scan.base = offset
         scan.good_size, scan.tail = offset, line[-_TAIL:]
+    if not raw:  # made, then its writer was killed before the first line
+        scan.problem, scan.reason = "torn", "empty segment"
     return scan
 
 
