@@ -14,8 +14,9 @@ Per turn: wall time of the run; bytes written = the size of the checkpoint
 files the turn created (research_fsm) or of the checkpoint, metadata and
 write blobs it inserted (LangGraph), plus the bytes both passed to
 ``write(2)`` (``wchar`` of ``/proc/self/io``: SQLite's pages and WAL frames,
-our files). Disk = the thread's folder (research_fsm) or the database file
-after closing (LangGraph, WAL checkpointed).
+our files). Disk = the store's folder, which holds only this thread
+(research_fsm), or the database file after closing (LangGraph, WAL
+checkpointed).
 """
 
 from __future__ import annotations
@@ -98,7 +99,7 @@ def _prefix_hash(path: Path, size: int) -> str:
 async def _rfsm_thread(root: Path, turns: int, summarise: bool, keep: int | None) -> dict[str, Any]:
     store = JsonFileCheckpointStore(root, keep=keep)
     app = build_rfsm(store, summarise=summarise, answer=ANSWER_300)
-    folder = store.thread_dir("growth")
+    folder = store.directory  # the store holds this one thread
     times, written, wchar, rewrites = [], [], [], 0
     for turn in range(1, turns + 1):
         data = question_input("happy", text_of(f"Turn {turn}:"))
