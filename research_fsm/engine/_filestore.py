@@ -381,6 +381,7 @@ class JsonFileCheckpointStore:
                 raise
         except OSError as exc:
             raise StoreWriteError(cp.thread_id, exc) from exc
+        cp.changes = None  # written; the cached copy need not keep it
         head.checkpoint = cp
         head.size += len(line)
         head.tail = line[-_TAIL:]
@@ -420,6 +421,7 @@ class JsonFileCheckpointStore:
             raise CheckpointConflict(cp.thread_id, cp.parent_id) from None
         except OSError as exc:
             raise StoreWriteError(cp.thread_id, exc) from exc
+        cp.changes = None  # written; the cached copy need not keep it
         self._remember(
             cp.thread_id,
             _Head(cp, segments, os.fstat(fd).st_ino, len(line), line[-_TAIL:], 1, len(line), fd),
