@@ -1,0 +1,154 @@
+"""Group commit: concurrent durable saves share one sync; a failed sync stays with its save."""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from research_fsm.engine import JsonFileCheckpointStore, StoreWriteError
+from research_fsm.engine import _filestore
+from research_fsm.engine._batch import Batcher
+
+from .helpers import chain
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="syncfs(2) is Linux-only")
+
+THREADS = 40
+SAVES_PER_RUN = 3  # the input checkpoint and one per node of chain("a", "b")
+
+
+class Syncs:
+    """Counts the store's sync calls and can make them fail."""
+
+    def __init__(
+        self, *, syncfs_fails: bool = False, file_fails: Callable[[str], bool] | None = None
+    ) -> None:
+        self.syncfs = 0
+        self.files: list[str] = []
+        self._syncfs_fails = syncfs_fails
+        self._file_fails = file_fails or (lambda name: False)
+
+    def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        real_syncfs = _filestore._syncfs
+
+        def syncfs(fd: int) -> None:
+            self.syncfs += 1
+            if self._syncfs_fails:
+                raise OSError(errno.EIO, "injected syncfs failure")
+            real_syncfs(fd)
+
+        def file_sync(real: Callable[[int], None]) -> Callable[[int], None]:
+            def sync(fd: int) -> None:
+                name = os.path.basename(os.readlink(f"/proc/self/fd/{fd}"))
+                if name.endswith(".jsonl"):
+                    self.files.append(name)
+                    if self._file_fails(name):
+                        raise OSError(errno.EIO, "injected fsync failure")
+                real(fd)
+
+            return sync
+
+        monkeypatch.setattr(_filestore, "_syncfs", syncfs)
+        monkeypatch.setattr(_filestore.os, "fdatasync", file_sync(os.fdatasync))
+        monkeypatch.setattr(_filestore.os, "fsync", file_sync(os.fsync))
+
+
+async def run_all(store: JsonFileCheckpointStore) -> list[Any]:
+    app = chain("a", "b", store=store)
+    runs = [app.run({}, thread_id=f"t{i}") for i in range(THREADS)]
+    return await asyncio.gather(*runs, return_exceptions=True)
+
+
+async def test_concurrent_durable_saves_share_one_syncfs_per_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Many runs saving at once with fsync durability pay far fewer syncs than saves."""
+    syncs = Syncs()
+    syncs.install(monkeypatch)
+    store = JsonFileCheckpointStore(tmp_path / "s", durability="fsync")
+    results = await run_all(store)
+    assert [] == [r for r in results if isinstance(r, BaseException)]
+    saves = THREADS * SAVES_PER_RUN
+    assert syncs.syncfs >= 1
+    assert syncs.syncfs + len(syncs.files) < saves // 4
+    monkeypatch.undo()
+    fresh = JsonFileCheckpointStore(tmp_path / "s")
+    steps = [(await fresh.load_latest(f"t{i}")) for i in range(THREADS)]
+    assert [SAVES_PER_RUN] * THREADS == [cp.seq if cp else None for cp in steps]
+
+
+async def test_failed_syncfs_falls_back_to_one_sync_per_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When syncfs fails, every write of the batch is synced on its own and all saves succeed."""
+    syncs = Syncs(syncfs_fails=True)
+    syncs.install(monkeypatch)
+    store = JsonFileCheckpointStore(tmp_path / "s", durability="fsync")
+    results = await run_all(store)
+    assert [] == [r for r in results if isinstance(r, BaseException)]
+    assert syncs.syncfs >= 1
+    assert THREADS * SAVES_PER_RUN == len(syncs.files)  # each save synced exactly once
+
+
+async def test_a_failed_sync_fails_only_its_own_run_and_keeps_the_checkpoint_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write whose sync fails is cut off and its run gets StoreWriteError; the others finish."""
+    victim = "t7="
+    calls = {"n": 0}
+
+    def fails(name: str) -> bool:
+        # The victim's second durable write (its first append) cannot be synced.
+        if name.startswith(victim):
+            calls["n"] += 1
+            return calls["n"] == 2
+        return False
+
+    syncs = Syncs(syncfs_fails=True, file_fails=fails)
+    syncs.install(monkeypatch)
+    store = JsonFileCheckpointStore(tmp_path / "s", durability="fsync")
+    results = await run_all(store)
+    failed = {i: r for i, r in enumerate(results) if isinstance(r, BaseException)}
+    assert [7] == list(failed)
+    assert isinstance(failed[7], StoreWriteError)
+    assert "thread `t7`" in str(failed[7])
+    monkeypatch.undo()
+    fresh = JsonFileCheckpointStore(tmp_path / "s")
+    latest = await fresh.load_latest("t7")
+    assert latest is not None
+    assert (1, "running", "a") == (latest.seq, latest.status, latest.next)
+    others = [await fresh.load_latest(f"t{i}") for i in range(THREADS) if i != 7]
+    assert [SAVES_PER_RUN] * (THREADS - 1) == [cp.seq if cp else None for cp in others]
+    result = await chain("a", "b", store=fresh).run(None, thread_id="t7")
+    assert ["a", "b"] == result.path
+
+
+async def test_cancelled_caller_of_an_uncancellable_future_gets_cancelled_after_the_call() -> None:
+    """Cancelling a task awaiting Batcher.run raises CancelledError only once the call is done."""
+    batcher = Batcher()
+    started, release = asyncio.Event(), asyncio.Event()
+    loop = asyncio.get_running_loop()
+    done: list[str] = []
+
+    def blocking() -> str:
+        loop.call_soon_threadsafe(started.set)
+        asyncio.run_coroutine_threadsafe(release.wait(), loop).result()
+        done.append("finished")
+        return "ok"
+
+    task = asyncio.create_task(batcher.run(blocking))
+    await started.wait()
+    task.cancel()
+    await asyncio.sleep(0.01)
+    assert (False, []) == (task.done(), done)
+    release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert ["finished"] == done
