@@ -12,8 +12,7 @@ from typing import Any
 
 import pytest
 
-from research_fsm.engine import JsonFileCheckpointStore, StoreWriteError
-from research_fsm.engine import _filestore
+from research_fsm.engine import JsonFileCheckpointStore, StoreWriteError, _filestore
 from research_fsm.engine._batch import Batcher
 
 from .helpers import chain
