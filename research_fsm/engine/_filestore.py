@@ -176,6 +176,7 @@ class JsonFileCheckpointStore:
         self._locks: dict[str, int] = {}
         self._lock_fd: int | None = None  # the shared ``.locks`` file (range locks)
         self._lock_pid = 0
+        self._lock_fd_guard = threading.Lock()
         self._worker = Batcher(commit=self._commit)
         self._pending = threading.local()  # writes of the running batch awaiting a sync
         self._heads: dict[str, _Head] = {}
@@ -295,16 +296,20 @@ class JsonFileCheckpointStore:
         fcntl.fcntl(self._shared_lock_fd() if fd is None else fd, fcntl.F_OFD_SETLK, lock)
 
     def _shared_lock_fd(self) -> int:
-        if self._lock_fd is None or self._lock_pid != os.getpid():
-            # A forked child gets its own description: it must not share our locks.
-            path = self.directory / ".locks"
-            try:
-                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-            except FileNotFoundError:
-                self._make_root()
-                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-            self._lock_fd, self._lock_pid = fd, os.getpid()
-        return self._lock_fd
+        fd = self._lock_fd
+        if fd is not None and self._lock_pid == os.getpid():
+            return fd
+        with self._lock_fd_guard:  # two worker threads may both get here first
+            if self._lock_fd is None or self._lock_pid != os.getpid():
+                # A forked child gets its own description: it must not share our locks.
+                path = self.directory / ".locks"
+                try:
+                    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+                except FileNotFoundError:
+                    self._make_root()
+                    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+                self._lock_fd, self._lock_pid = fd, os.getpid()
+            return self._lock_fd
 
     def __del__(self) -> None:
         fd = getattr(self, "_lock_fd", None)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import os
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -151,3 +153,36 @@ async def test_cancelled_caller_of_an_uncancellable_future_gets_cancelled_after_
     with pytest.raises(asyncio.CancelledError):
         await task
     assert ["finished"] == done
+
+
+def test_first_use_from_two_worker_threads_opens_one_lock_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two worker threads taking their first lease at once share one `.locks` descriptor."""
+    store = JsonFileCheckpointStore(tmp_path / "s", durability="none")
+    real_open = os.open
+    both_inside = threading.Barrier(2, timeout=0.5)
+    opened: list[int] = []
+
+    def slow_open(path: Any, flags: int, mode: int = 0o777) -> int:
+        if str(path).endswith(".locks"):
+            # Without a guard both threads get here together; with it, one waits out.
+            with contextlib.suppress(threading.BrokenBarrierError):
+                both_inside.wait()
+            fd = real_open(path, flags, mode)
+            opened.append(fd)
+            return fd
+        return real_open(path, flags, mode)
+
+    monkeypatch.setattr(_filestore.os, "open", slow_open)
+    fds: list[int] = []
+    workers = [
+        threading.Thread(target=lambda: fds.append(store._shared_lock_fd())) for _ in range(2)
+    ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    monkeypatch.undo()
+    assert 1 == len(opened)
+    assert [opened[0], opened[0]] == fds

@@ -2,16 +2,20 @@
 
 A child (``_procs/crash_child.py``) runs engine or assistant conversations on a
 ``JsonFileCheckpointStore(durability="fsync")`` and logs (fsynced) every call that
-returned; the parent kills it after a seeded random delay, then checks with a
-brand-new store that every checkpoint file parses, equals the reference run's
-checkpoint at the same position, chains to its parent, still holds every call that
-returned, and that a copy of the thread continues to the reference's end. The next
-child starts on the raw crash state, so kills also hit recoveries.
+returned; the parent kills it after a seeded random delay, then checks with
+brand-new stores that every complete checkpoint line on disk parses, equals the
+reference run's checkpoint at the same position, chains to its parent and still
+holds every call that returned; that the next lease holder silently cuts off an
+unfinished last line (a save the kill cut short); and that a copy of the thread
+continues to the reference's end. The next child starts on the raw crash state, so
+kills also hit recoveries. Further children die at chosen points of starting a
+segment file and of deleting a thread.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import json
 import os
 import random
@@ -37,6 +41,8 @@ from research_fsm.engine import (
 )
 from research_fsm.state import ResearchState
 
+from . import disk
+
 PROCS = Path(__file__).parent / "_procs"
 REPO = Path(__file__).resolve().parents[2]
 
@@ -59,14 +65,8 @@ MAX_DELAY = 0.06
 """Kills land uniformly in the first this-many seconds of work (several turns)."""
 
 
-def json_names(folder: Path) -> list[str]:
-    if not folder.exists():
-        return []
-    return sorted(n for n in os.listdir(folder) if n.endswith(".json") and not n.startswith("."))
-
-
-def temp_files(folder: Path) -> list[str]:
-    return sorted(n for n in os.listdir(folder) if n.startswith(".tmp-"))
+def warnings(logs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [e for e in logs if e["log_level"] in ("warning", "error", "critical")]
 
 
 def new_store(mode: str, directory: Path) -> JsonFileCheckpointStore:
@@ -113,8 +113,30 @@ class Tally:
     statuses: Counter[str] = field(default_factory=Counter)
     returned: int = 0
     continued: int = 0
-    torn_saves: int = 0
-    """Kills that left a save's temporary file behind (killed mid-save)."""
+    torn: int = 0
+    """Kills that left an unfinished last line or an empty segment (killed mid-save)."""
+
+
+async def take_lease_and_load(
+    store: JsonFileCheckpointStore, thread_id: str
+) -> tuple[Checkpoint | None, list[dict[str, Any]]]:
+    """What the next lease holder loads (repairing what it must), and its warnings."""
+    with capture_logs() as logs:
+        lease = await store.acquire(thread_id)
+        try:
+            latest = await store.load_latest(thread_id)
+        finally:
+            await lease.release()
+    return latest, warnings(logs)
+
+
+def copy_thread(store: JsonFileCheckpointStore, thread_id: str, root: Path) -> None:
+    """Copy the thread's files (and the signing key) into a new store folder ``root``."""
+    root.mkdir(mode=0o700, parents=True)
+    for path in store.thread_files(thread_id):
+        shutil.copy2(path, root / path.name)
+    if (store.directory / ".secret").exists():
+        shutil.copy2(store.directory / ".secret", root / ".secret")
 
 
 async def check_thread(
@@ -127,27 +149,30 @@ async def check_thread(
     tally: Tally,
 ) -> bool:
     """Check one thread after a kill; continue a copy of it. True if it was finished."""
-    store = new_store(mode, directory)
-    folder = store.thread_dir(thread_id)
+    store = new_store(mode, directory)  # reads only: no lease, no file changed
     with capture_logs() as logs:
         latest = await store.load_latest(thread_id)
         history = [cp async for cp in store.history(thread_id)]
-    assert [] == [e for e in logs if e["log_level"] in ("warning", "error", "critical")]
-    assert len(json_names(folder)) == len(history)  # every checkpoint file parses
+        on_disk = await disk.everything_on_disk(directory, thread_id)
+    assert [] == warnings(logs)
+    # every complete line parses (a reader stops a segment at its first bad line)
+    assert disk.complete_lines(store, thread_id) == len(on_disk)
     if latest is None:
-        assert [] == records  # nothing returned, nothing saved
+        assert ([], []) == (records, on_disk)  # nothing returned, nothing saved
         return False
     tally.statuses[latest.status] += 1
-    tally.torn_saves += bool(temp_files(folder))
-    assert latest.checkpoint_id == history[0].checkpoint_id
-    assert list(range(latest.seq, latest.seq - len(history), -1)) == [cp.seq for cp in history]
-    assert [cp.parent_id for cp in history[:-1]] == [cp.checkpoint_id for cp in history[1:]]
+    tally.torn += bool(disk.unfinished(store, thread_id))
+    assert latest.checkpoint_id == on_disk[0].checkpoint_id
+    newest = len(on_disk) if store.keep is None else min(store.keep, len(on_disk))
+    assert on_disk[:newest] == history
+    assert list(range(latest.seq, latest.seq - len(on_disk), -1)) == [cp.seq for cp in on_disk]
+    assert [cp.parent_id for cp in on_disk[:-1]] == [cp.checkpoint_id for cp in on_disk[1:]]
     # each checkpoint is the state after one completed step of the reference run
-    assert [reference[cp.seq - 1] for cp in history] == [describe(mode, cp) for cp in history]
+    assert [reference[cp.seq - 1] for cp in on_disk] == [describe(mode, cp) for cp in on_disk]
     # every call that returned before the kill is still there
     tally.returned += len(records)
     if mode == "engine":
-        saved = {cp.checkpoint_id for cp in history}
+        saved = {cp.checkpoint_id for cp in on_disk}
         assert [] == [r for r in records if r["checkpoint_id"] not in saved]
     else:
         state = ResearchState.model_validate(latest.state)
@@ -161,22 +186,29 @@ async def check_thread(
                     at = said.index(("user", record["question"]))
                     assert ("assistant", record["text"]) == said[at + 1]
     finished = latest.seq == len(reference)
-    # continuing a copy of the thread reaches the reference's end
+    # on a copy (the next child must meet the raw crash state), the next lease
+    # holder silently cuts off what the kill left unfinished, and nothing else
     copy_root = scratch / thread_id
-    shutil.copytree(folder, copy_root / folder.name)
-    if (directory / ".secret").exists():
-        shutil.copy2(directory / ".secret", copy_root / ".secret")
+    copy_thread(store, thread_id, copy_root)
     copy = new_store(mode, copy_root)
+    repaired, warned = await take_lease_and_load(copy, thread_id)
+    assert [] == warned
+    assert (latest, []) == (repaired, disk.unfinished(copy, thread_id))
+    assert len(on_disk) == disk.complete_lines(copy, thread_id)
+    # continuing the copy reaches the reference's end
     step = await advance(mode, copy, thread_id)
     calls = 0
-    while await step() is not None:
-        calls += 1
+    with capture_logs() as logs:
+        while await step() is not None:
+            calls += 1
+    assert [] == warnings(logs)
     tally.continued += calls > 0
     end = await copy.load_latest(thread_id)
     assert end is not None
     assert (len(reference), reference[-1]) == (end.seq, describe(mode, end))
-    if calls:
-        assert [] == temp_files(copy.thread_dir(thread_id))
+    assert [] == disk.unfinished(copy, thread_id)
+    everything = await disk.everything_on_disk(copy_root, thread_id)
+    assert disk.complete_lines(copy, thread_id) == len(everything)
     shutil.rmtree(copy_root)
     return finished
 
@@ -198,14 +230,10 @@ def read_records(log: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines if line.endswith("\n")]
 
 
-def thread_ids(directory: Path) -> list[str]:
-    return sorted(p.name for p in directory.iterdir() if p.is_dir()) if directory.exists() else []
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["engine", "assistant"])
 async def test_sigkill_at_random_moments_loses_no_returned_turn(tmp_path: Path, mode: str) -> None:
-    """After each of many SIGKILLs every checkpoint parses, matches a completed step, keeps every returned call, and the thread continues to the end."""
+    """After each of many SIGKILLs every checkpoint line parses, matches a completed step and keeps every returned call; the next lease holder cuts off only an unfinished line, and the thread continues to the end."""
     rng = random.Random(f"crash-{mode}")
     reference = await reference_run(mode)
     kills = KILLS[mode]
@@ -239,7 +267,8 @@ async def test_sigkill_at_random_moments_loses_no_returned_turn(tmp_path: Path, 
             assert -signal.SIGKILL == proc.returncode, errors.read_text()
             tally.kills += 1
             records = read_records(log)
-            for thread_id in thread_ids(directory):
+            # the threads with files, and any a returned call names (it must have some)
+            for thread_id in sorted({*disk.thread_ids(directory), *(r["thread"] for r in records)}):
                 if (directory, thread_id) in finished:
                     continue
                 mine = [r for r in records if r["thread"] == thread_id]
@@ -281,19 +310,68 @@ async def test_kill_while_creating_the_signing_key_leaves_a_usable_store(
     assert 64 == len(key) and key == (await JsonFileCheckpointStore(directory).secret()).hex()
 
 
+def save_kill_cases() -> list[Any]:
+    cases = []
+    for which in ("first", "rotated", "appended"):
+        for point in ("after-create", "mid-write", "before-fsync"):
+            if (which, point) != ("appended", "after-create"):  # appending makes no file
+                cases.append(pytest.param(which, point, id=f"{which}-{point}"))
+    return cases
+
+
+@pytest.mark.parametrize(("which", "point"), save_kill_cases())
+async def test_kill_mid_save_leaves_a_thread_that_continues(
+    tmp_path: Path, which: str, point: str
+) -> None:
+    """A process killed mid-save (segment made, line half written, line written but not synced) leaves the thread at the checkpoint before (or at the new one once its line is whole); the next lease holder silently cuts off what is unfinished and the thread continues to the reference's end."""
+    directory = tmp_path / "store"
+    proc = subprocess.run(
+        [sys.executable, str(PROCS / "save_killer.py"), str(directory), which, point],
+        capture_output=True, text=True, timeout=60,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )  # fmt: skip
+    assert -signal.SIGKILL == proc.returncode, proc.stderr
+    seq = int(proc.stdout)  # the checkpoint it was saving
+    # segments of 2 lines: 1-2 and 3-4; the resume after the first suspension (at 3)
+    # reopens segment 3 and appends 4
+    assert {"first": 1, "rotated": 3, "appended": 4}[which] == seq
+    store = JsonFileCheckpointStore(directory, durability="fsync", keep=2)
+    torn = disk.unfinished(store, "t")
+    assert (point != "before-fsync") == bool(torn)
+    latest, warned = await take_lease_and_load(store, "t")
+    assert [] == warned
+    saved = seq if point == "before-fsync" else seq - 1  # a whole line counts
+    assert saved == (latest.seq if latest is not None else 0)
+    assert [] == disk.unfinished(store, "t")
+    reference = await reference_run("engine")
+    app = child.engine_app(store)
+    with capture_logs() as logs:
+        while await child.advance_engine(app, "t") is not None:
+            pass
+    assert [] == warnings(logs)
+    end = await store.load_latest("t")
+    assert end is not None
+    assert (len(reference), reference[-1]) == (end.seq, describe("engine", end))
+
+
 @pytest.mark.slow
 async def test_kill_during_delete_never_brings_back_an_older_state(tmp_path: Path) -> None:
-    """A process killed at any point of deleting a thread leaves it whole or gone, never rolled back to an older checkpoint where a used token works again."""
+    """A process killed at any point of deleting a thread (one segment file after another) leaves it whole or gone, never rolled back to an older checkpoint where a used token works again."""
     outcomes = []
-    for kill_at in range(1, 10):  # the thread has 9 checkpoint files
+    files = 0
+    for kill_at in itertools.count(1):  # until the delete finishes before the kill
         directory = tmp_path / f"store-{kill_at}"
         proc = subprocess.run(
             [sys.executable, str(PROCS / "delete_killer.py"), str(directory), str(kill_at)],
             capture_output=True, text=True, timeout=60,
             env={**os.environ, "PYTHONPATH": str(REPO)},
         )  # fmt: skip
+        used_token, latest_id, segments, *done = proc.stdout.split()
+        files = int(segments)
+        if proc.returncode == 0:
+            assert ["deleted"] == done
+            break
         assert -signal.SIGKILL == proc.returncode, proc.stderr
-        used_token, latest_id = proc.stdout.split()
         store = JsonFileCheckpointStore(directory)
         latest = await store.load_latest("t")
         outcomes.append("gone" if latest is None else "whole")
@@ -303,4 +381,6 @@ async def test_kill_during_delete_never_brings_back_an_older_state(tmp_path: Pat
             await app.resume(used_token, "again")
         await app.delete_thread("t")  # deleting again finishes the job
         assert None is await store.load_latest("t")
+        assert [] == disk.segments(store, "t")
+    assert 2 <= files <= len(outcomes)  # killed before removing each segment
     assert "whole" in outcomes

@@ -1,6 +1,6 @@
 """Privacy on disk: whatever the file store creates is the owner's alone.
 
-Checkpoints, locks, the signing key and damaged files moved aside are 0600, and
+Checkpoint segments, locks, the signing key and damaged lines moved aside are 0600, and
 every directory the store creates (missing parents included) is 0700, even under a
 permissive umask; also for the assistant's default store and the CLI.
 """
@@ -30,6 +30,8 @@ from research_fsm.engine import (
 )
 from research_fsm.sources import MockDataSource
 
+from . import disk
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -55,18 +57,29 @@ def wrong_modes(root: Path) -> list[tuple[str, str]]:
 
 
 def kinds(root: Path) -> set[str]:
-    """What sort of files the store made: checkpoint, lock, secret, corrupt, dir."""
+    """What sort of files the store made: segment, lock, secret, corrupt, dir (any
+    other file by its name)."""
     found = set()
     for path in root.rglob("*"):
         if path.is_dir():
             found.add("dir")
-        elif path.name.endswith(".json.corrupt"):
+        elif path.name.endswith(".corrupt"):
             found.add("corrupt")
-        elif path.name.endswith(".json"):
-            found.add("checkpoint")
+        elif path.name.endswith(".jsonl"):
+            found.add("segment")
+        elif path.name.endswith((".lock", ".locks")):
+            found.add("lock")
+        elif path.name == ".secret":
+            found.add("secret")
         else:
             found.add(path.name)
     return found
+
+
+def missing(expected: set[str], root: Path) -> set[str]:
+    """The kinds in ``expected`` that the store did not make under ``root`` (so the
+    modes of all of them were checked)."""
+    return expected - kinds(root)
 
 
 class Ledger(BaseModel):
@@ -84,21 +97,29 @@ class Ask:
 async def test_store_files_are_0600_and_directories_0700_under_umask_0(
     tmp_path: Path, permissive_umask: None
 ) -> None:
-    """Under umask 0, every checkpoint, lock, key and .corrupt file is 0600 and every directory the store creates, missing parents included, is 0700."""
+    """Under umask 0, every segment, lock, key and .corrupt file is 0600 and every directory the store creates, missing parents included, is 0700."""
     root = tmp_path / "made-by-the-store"
     store = JsonFileCheckpointStore(root / "nested" / "store", durability="fsync", keep=3)
     graph = StateGraph(Ledger)
     graph.add_node("ask", Ask()).add_edge(START, "ask").add_edge("ask", END)
     app = graph.compile(store=store)
-    for thread_id in ("alice", "Bob", "x" * 128):  # "Bob" gets a hashed folder name
-        for turn in range(3):  # pruned to the newest 3 files
+    for thread_id in ("alice", "Bob", "x" * 128):  # "Bob" gets hashed file names
+        for turn in range(3):  # segments of 3 checkpoints; old ones pruned
             suspended = await app.run({"log": [f"turn {turn}"]}, thread_id=thread_id)
             assert suspended.suspension is not None
             await app.resume(suspended.suspension.token, "ok")
-    newest = max(store.thread_dir("alice").glob("*.json"))
-    newest.write_bytes(b"{damaged")
-    assert await JsonFileCheckpointStore(store.directory).load_latest("alice") is not None
-    assert {"dir", "checkpoint", ".lock", ".secret", "corrupt"} == kinds(root)
+    segments = disk.segments(store, "alice")
+    assert 2 <= len(segments)  # it rotated (and pruned)
+    with segments[-1].open("ab") as newest:  # a complete line with a wrong checksum
+        newest.write(b'{"damaged": true}\t' + b"0" * 32 + b"\n")
+    fresh = JsonFileCheckpointStore(store.directory)
+    lease = await fresh.acquire("alice")  # the lease holder copies the line aside
+    try:
+        assert await fresh.load_latest("alice") is not None
+    finally:
+        await lease.release()
+    assert [segments[-1].name + ".corrupt"] == [p.name for p in disk.moved_aside(store, "alice")]
+    assert set() == missing({"dir", "segment", "lock", "secret", "corrupt"}, root)
     assert [] == wrong_modes(root)
 
 
@@ -115,7 +136,7 @@ async def test_assistant_default_store_is_private_under_umask_0(
     assert asked.token is not None
     assert "answered" == (await assistant.clarify(asked.token, "Apple")).status
     assert "answered" == (await assistant.ask("Tesla news", thread_id="Bob")).status
-    assert {"dir", "checkpoint", ".lock", ".secret"} == kinds(home)
+    assert set() == missing({"dir", "segment", "lock", "secret"}, home)
     assert [] == wrong_modes(tmp_path / "data")
 
 
@@ -139,5 +160,5 @@ def test_cli_in_a_new_process_writes_private_files_under_umask_0(tmp_path: Path)
     answered = cli("answer", "Apple", "--source", "mock")
     assert 0 == answered.returncode, answered.stderr
     assert "Apple" in answered.stdout
-    assert {"dir", "checkpoint", ".lock", ".secret"} == kinds(home)
+    assert set() == missing({"dir", "segment", "lock", "secret"}, home)
     assert [] == wrong_modes(tmp_path / "home")

@@ -24,6 +24,8 @@ import pytest
 from research_fsm.engine import JsonFileCheckpointStore
 from research_fsm.state import ResearchState
 
+from . import disk
+
 PROCS = Path(__file__).parent / "_procs"
 REPO = Path(__file__).resolve().parents[2]
 WORKERS = 5
@@ -104,11 +106,12 @@ def effects(path: Path) -> list[str]:
 
 
 async def assert_history_whole(directory: Path, thread_id: str) -> int:
-    """Every checkpoint file of the thread parses and they chain 1..n; returns n."""
+    """Every checkpoint line of the thread is complete and parses, and they chain
+    1..n; returns n."""
     store = JsonFileCheckpointStore(directory)
     history = [cp async for cp in store.history(thread_id)]
-    names = [n for n in os.listdir(store.thread_dir(thread_id)) if n.endswith(".json")]
-    assert len(names) == len(history)
+    assert [] == disk.unfinished(store, thread_id)
+    assert disk.complete_lines(store, thread_id) == len(history)
     assert list(range(len(history), 0, -1)) == [cp.seq for cp in history]
     assert [cp.parent_id for cp in history[:-1]] == [cp.checkpoint_id for cp in history[1:]]
     return len(history)
@@ -282,4 +285,7 @@ async def test_processes_creating_the_signing_key_at_once_agree_on_it(
         race.SETTINGS.update(effects=str(tmp_path / "effects.txt"), hold=0.0)
         paid = [(await app.resume(o["token"], i)).state.log for i, o in enumerate(outcomes)]
         assert [[f"paid {i}"] for i in range(WORKERS)] == paid
-        assert [".secret"] == [n for n in os.listdir(directory) if n.startswith(".")]
+        # one key, and no temporary key file left behind
+        assert [".secret"] == [
+            n for n in os.listdir(directory) if n.startswith((".secret", ".tmp"))
+        ]

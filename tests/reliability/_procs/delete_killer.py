@@ -1,9 +1,11 @@
 """Child program: builds a thread, then SIGKILLs itself in the middle of deleting it.
 
 Usage: ``python delete_killer.py STORE_DIR K``. Runs two turns of the crash
-child's engine conversation on thread ``t`` (the first suspends and is resumed),
-prints the used resume token and the latest checkpoint id, then deletes the thread
-and dies at its K-th file removal. Exits 0 only if the delete finished first.
+child's engine conversation on thread ``t`` (the first suspends and is resumed)
+on a store keeping 2 checkpoints (segments of 2 lines, so the thread spans
+more than one segment file), prints the used resume token, the latest checkpoint id
+and the number of segment files, then deletes the thread and dies at its K-th
+file removal. Prints ``deleted`` and exits 0 only if the delete finished first.
 """
 
 from __future__ import annotations
@@ -18,9 +20,12 @@ from crash_child import advance_engine, engine_app
 
 from research_fsm.engine import JsonFileCheckpointStore
 
+KEEP = 2
+
 
 async def main(directory: Path, kill_at: int) -> None:
-    app = engine_app(JsonFileCheckpointStore(directory, durability="fsync"))
+    store = JsonFileCheckpointStore(directory, durability="fsync", keep=KEEP)
+    app = engine_app(store)
     first = await app.run({"turn": 1, "log": ["in1"]}, thread_id="t")
     assert first.suspension is not None
     while (await advance_engine(app, "t")) is not None:
@@ -28,7 +33,8 @@ async def main(directory: Path, kill_at: int) -> None:
         assert snapshot is not None
         if snapshot.state.turn == 2 and snapshot.status == "completed":
             break
-    print(first.suspension.token, snapshot.checkpoint_id, flush=True)
+    segments = [p for p in store.thread_files("t") if p.name.endswith(".jsonl")]
+    print(first.suspension.token, snapshot.checkpoint_id, len(segments), flush=True)
     real_unlink = os.unlink
     removed = {"n": 0}
 

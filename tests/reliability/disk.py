@@ -1,0 +1,66 @@
+"""What a ``JsonFileCheckpointStore`` left on disk for one thread, read byte by byte.
+
+A thread's checkpoints are lines in its segment files (``...NNNNNNNNNNNN.jsonl``,
+named after the seq of their first line); every complete line ends with a newline.
+These helpers look at the raw files, independently of the store's own reader.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from research_fsm.engine import Checkpoint, JsonFileCheckpointStore
+
+SUFFIX = ".jsonl"
+
+
+def first_seq(segment: Path) -> int:
+    """The seq of a segment's first checkpoint, from its name."""
+    return int(segment.name[-len(SUFFIX) - 12 : -len(SUFFIX)])
+
+
+def segments(store: JsonFileCheckpointStore, thread_id: str) -> list[Path]:
+    """The thread's segment files, oldest first."""
+    found = [p for p in store.thread_files(thread_id) if p.name.endswith(SUFFIX)]
+    return sorted(found, key=first_seq)
+
+
+def moved_aside(store: JsonFileCheckpointStore, thread_id: str) -> list[Path]:
+    """The thread's ``.corrupt`` files: damaged lines the store moved aside."""
+    return [p for p in store.thread_files(thread_id) if p.name.endswith(".corrupt")]
+
+
+def contents(store: JsonFileCheckpointStore, thread_id: str) -> dict[str, bytes]:
+    """Every segment's bytes, by file name."""
+    return {p.name: p.read_bytes() for p in segments(store, thread_id)}
+
+
+def complete_lines(store: JsonFileCheckpointStore, thread_id: str) -> int:
+    """Lines ending in a newline, over all the thread's segments."""
+    return sum(data.count(b"\n") for data in contents(store, thread_id).values())
+
+
+def unfinished(store: JsonFileCheckpointStore, thread_id: str) -> list[str]:
+    """Segments that are empty or end in an unfinished line (a save cut short)."""
+    return [name for name, data in contents(store, thread_id).items() if not data.endswith(b"\n")]
+
+
+def newest_line(segment: Path) -> tuple[bytes, bytes]:
+    """A segment's bytes split into (everything before its last line, its last line)."""
+    data = segment.read_bytes()
+    assert data.endswith(b"\n"), segment
+    start = data.rfind(b"\n", 0, -1) + 1
+    return data[:start], data[start:]
+
+
+async def everything_on_disk(directory: Path, thread_id: str) -> list[Checkpoint]:
+    """Every checkpoint a reader finds on disk, newest first (a store without ``keep``
+    lists them all, old segments not yet pruned included)."""
+    return [cp async for cp in JsonFileCheckpointStore(directory).history(thread_id)]
+
+
+def thread_ids(directory: Path) -> list[str]:
+    """The (lower-case) threads with segments under ``directory``: ``<thread>=<seq>.jsonl``."""
+    if not directory.exists():
+        return []
+    return sorted({p.name.partition("=")[0] for p in directory.glob(f"*={'[0-9]' * 12}{SUFFIX}")})
