@@ -78,6 +78,7 @@ _HEADER_FIELDS = (
     "thread_id", "checkpoint_id", "parent_id", "seq", "run_id", "step", "status",
     "next", "last_node", "created_at", "suspension", "error",
 )  # fmt: skip
+_CLAIMED = -2  # in ``_locks``: being locked by a worker thread of this store
 _MOVED_ASIDE = "corrupt checkpoint moved aside; using the one before it"
 _log = structlog.get_logger("research_fsm.engine.store")
 
@@ -177,6 +178,7 @@ class JsonFileCheckpointStore:
         self._lock_fd: int | None = None  # the shared ``.locks`` file (range locks)
         self._lock_pid = 0
         self._lock_fd_guard = threading.Lock()
+        self._claims = threading.Lock()
         self._worker = Batcher(commit=self._commit)
         self._pending = threading.local()  # writes of the running batch awaiting a sync
         self._heads: dict[str, _Head] = {}
@@ -242,7 +244,7 @@ class JsonFileCheckpointStore:
             fd, head.fd = head.fd, None
             os.close(fd)
         lock = self._locks.pop(thread_id, None)
-        if lock is None:
+        if lock is None or lock == _CLAIMED:
             return
         if lock >= 0:
             os.close(lock)  # closing the descriptor drops the flock
@@ -253,8 +255,18 @@ class JsonFileCheckpointStore:
         """Take the thread's lock (``ThreadBusy`` if anyone holds it, this store
         included): a byte-range lock on the shared ``.locks`` file where the system
         has open-file-description locks (Linux), else a ``flock`` on ``<thread>.lock``."""
-        if validate_thread_id(thread_id) in self._locks:
-            raise ThreadBusy(thread_id)
+        validate_thread_id(thread_id)
+        with self._claims:  # two worker threads of this store may ask at once
+            if thread_id in self._locks:
+                raise ThreadBusy(thread_id)
+            self._locks[thread_id] = _CLAIMED
+        try:
+            self._lock_in_kernel(thread_id)
+        except BaseException:
+            self._locks.pop(thread_id, None)
+            raise
+
+    def _lock_in_kernel(self, thread_id: str) -> None:
         if _OFD_LOCKS:
             try:
                 fd = self._shared_lock_fd()
