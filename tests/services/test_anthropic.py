@@ -261,9 +261,9 @@ def test_cli_uses_claude_from_environment(anthropic_server: Any, tmp_path: Any) 
     assert reply["text"].startswith("Apple is fine.")
     assert {"clarity": 1, "synthesis": 1} == {k: v["calls"] for k, v in reply["usage"].items()}
     assert "sk-ant-test-key-123456" not in result.stdout + result.stderr
-    assert not list(tmp_path.rglob("*.json")) or all(
-        "sk-ant-test-key-123456" not in p.read_text() for p in tmp_path.rglob("*.json")
-    )
+    stored = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert [] != [p for p in stored if p.name.endswith(".jsonl")]  # the conversation was saved
+    assert [] == [p.name for p in stored if b"sk-ant-test-key-123456" in p.read_bytes()]
 
 
 @pytest.mark.skipif(
