@@ -447,14 +447,15 @@ class JsonFileCheckpointStore:
             self._after_new_segment(cp.thread_id, segments, pruned)
 
     def _after_new_segment(self, thread_id: str, segments: list[int], pruned: list[int]) -> None:
-        """Delete the segments ``keep`` no longer needs, and record the live ones:
-        only once the new segment is safely written, so a failed one loses nothing."""
-        stem = _file_stem(thread_id)
-        for first in pruned:
-            _unlink(self._segment(stem, first))
-        # The list of live segments is a hint for readers: the chain of segments is
-        # the truth, so a lost update costs a probe, not data.
-        self._write_pointer(thread_id, segments)
+        """Record the live segments, then delete those ``keep`` no longer needs:
+        only once the new segment is safely written, so a failed one loses nothing.
+        The list comes first: readers find a thread whose first segment is gone
+        only through it (a kill between the two leaves a stray old segment, which
+        ``delete`` still removes)."""
+        if self._write_pointer(thread_id, segments):
+            stem = _file_stem(thread_id)
+            for first in pruned:
+                _unlink(self._segment(stem, first))
 
     # -- group commit ------------------------------------------------------------
 
@@ -523,20 +524,28 @@ class JsonFileCheckpointStore:
             out.append((item.index, StoreWriteError(item.thread_id, error)))
         return out
 
-    def _write_pointer(self, thread_id: str, segments: list[int], force: bool = False) -> None:
-        """Record the live segments in ``<thread>.idx`` (a hint for readers; an
-        empty one marks a thread whose every checkpoint was moved aside)."""
+    def _write_pointer(self, thread_id: str, segments: list[int], force: bool = False) -> bool:
+        """Record the live segments in ``<thread>.idx`` (replaced whole, never
+        half-written; an empty list marks a thread whose every checkpoint was
+        moved aside). Returns whether the file now says so."""
         path = self.directory / f"{_file_stem(thread_id)}.idx"
         if segments == [1] and not force and not os.path.lexists(path):
-            return  # the default: a thread's first segment starts at checkpoint 1
+            return True  # the default: a thread's first segment starts at checkpoint 1
         data = (" ".join(f"{seq:012d}" for seq in segments) + "\n").encode()
-        with contextlib.suppress(OSError):  # only a hint
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+        tmp = self.directory / f"{_file_stem(thread_id)}=idx.{os.getpid()}.tmp"
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             try:
-                os.pwrite(fd, data, 0)
-                os.ftruncate(fd, len(data))
+                _write_all(fd, data)
+                if self.durability == "fsync":
+                    os.fsync(fd)
             finally:
                 os.close(fd)
+            os.replace(tmp, path)
+        except OSError:
+            _unlink(tmp)
+            return False
+        return True
 
     def _line(self, cp: Checkpoint, *, delta: bool) -> bytes:
         """One log line: the checkpoint's JSON, a tab, its checksum, a newline."""
@@ -630,6 +639,16 @@ class JsonFileCheckpointStore:
         finally:
             os.close(fd)
 
+    def _pointer_says(self, stem: str, segments: list[int]) -> bool:
+        """Whether ``<thread>.idx`` lists ``segments`` (or, for just the first
+        segment, is absent): a lease holder that had to list the folder repairs it."""
+        try:
+            with open(self.directory / f"{stem}.idx", "rb") as file:
+                data = file.read(1 << 16)
+        except FileNotFoundError:
+            return segments == [1]
+        return data == (" ".join(f"{seq:012d}" for seq in segments) + "\n").encode()
+
     def _live_segments(self, stem: str) -> tuple[list[int], bool]:
         """First seqs of the thread's segments, newest first: ``<thread>.idx``'s
         list, or (if that is unreadable) a listing of the folder; and whether the
@@ -706,7 +725,7 @@ class JsonFileCheckpointStore:
                         len(scan.records), scan.base,
                     ),
                 )  # fmt: skip
-                if live != segments or index > 0:
+                if live != segments or index > 0 or not self._pointer_says(stem, live):
                     self._write_pointer(thread_id, live)
             return checkpoint
         if leased and damaged:  # mark the thread as one that had checkpoints
@@ -793,7 +812,11 @@ class JsonFileCheckpointStore:
             corrupt = not path.name.endswith(".jsonl")
             return (0 if corrupt else 1, int(digits) if digits.isdigit() else 0, path.name)
 
-        files = [p for p in self.thread_files(thread_id) if p.name.endswith((".jsonl", ".corrupt"))]
+        files = [
+            p
+            for p in self.thread_files(thread_id)
+            if p.name.endswith((".jsonl", ".corrupt", ".tmp"))
+        ]
         for path in sorted(files, key=order):
             _unlink(path)
         _unlink(self.directory / f"{stem}.idx")  # last: until then the thread is known
