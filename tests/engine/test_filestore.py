@@ -349,8 +349,9 @@ NEW_SEGMENT = ["fsync file", "fsync dir"]  # the segment's first line, then the 
     [
         # a new segment, then one fdatasync per line appended to it
         ("fsync", None, False, [*NEW_SEGMENT, "fdatasync file", "fdatasync file"], ["fdatasync file"] * 3),
-        # three checkpoints a segment: the second run starts a new one
-        ("fsync", 3, False, [*NEW_SEGMENT, "fdatasync file", "fdatasync file"], [*NEW_SEGMENT, "fdatasync file", "fdatasync file"]),
+        # three checkpoints a segment: the second run starts a new one, then replaces the
+        # thread's segment list (<thread>.idx, written to a synced temporary file)
+        ("fsync", 3, False, [*NEW_SEGMENT, "fdatasync file", "fdatasync file"], [*NEW_SEGMENT, "fsync file", "fdatasync file", "fdatasync file"]),
         # the store's folder is made by the first run: its parent is synced too
         ("fsync", None, True, ["fsync dir", *NEW_SEGMENT, "fdatasync file", "fdatasync file"], ["fdatasync file"] * 3),
         ("none", None, False, [], []),
