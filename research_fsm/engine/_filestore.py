@@ -447,15 +447,18 @@ class JsonFileCheckpointStore:
             self._after_new_segment(cp.thread_id, segments, pruned)
 
     def _after_new_segment(self, thread_id: str, segments: list[int], pruned: list[int]) -> None:
-        """Record the live segments, then delete those ``keep`` no longer needs:
+        """Delete the segments ``keep`` no longer needs, then record the live ones:
         only once the new segment is safely written, so a failed one loses nothing.
-        The list comes first: readers find a thread whose first segment is gone
-        only through it (a kill between the two leaves a stray old segment, which
-        ``delete`` still removes)."""
-        if self._write_pointer(thread_id, segments):
-            stem = _file_stem(thread_id)
-            for first in pruned:
-                _unlink(self._segment(stem, first))
+        Readers find a thread whose first segment is gone only through the list,
+        so it must name the old segments before they go (a missing one is skipped;
+        a stray one, never listed, would be lost to readers)."""
+        stem = _file_stem(thread_id)
+        listed = not pruned or self._pointer_lists(stem, pruned)
+        if not listed and not self._write_pointer(thread_id, [*segments, *pruned]):
+            return  # keep everything until the list can be written
+        for first in pruned:
+            _unlink(self._segment(stem, first))
+        self._write_pointer(thread_id, segments)
 
     # -- group commit ------------------------------------------------------------
 
@@ -638,6 +641,15 @@ class JsonFileCheckpointStore:
             return os.pread(fd, len(head.tail), head.size - len(head.tail)) == head.tail
         finally:
             os.close(fd)
+
+    def _pointer_lists(self, stem: str, seqs: list[int]) -> bool:
+        """Whether ``<thread>.idx`` names every segment in ``seqs``."""
+        try:
+            with open(self.directory / f"{stem}.idx", "rb") as file:
+                listed = set(file.read(1 << 16).decode("ascii", "replace").split())
+        except FileNotFoundError:
+            return False
+        return all(f"{seq:012d}" in listed for seq in seqs)
 
     def _pointer_says(self, stem: str, segments: list[int]) -> bool:
         """Whether ``<thread>.idx`` lists ``segments`` (or, for just the first

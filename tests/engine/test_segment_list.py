@@ -19,10 +19,12 @@ class Killed(BaseException):
 async def test_kill_while_pruning_never_hides_the_thread(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A writer dying as it deletes a pruned segment leaves a thread a new store still reads whole."""
+    """A writer dying as it deletes a pruned segment leaves every segment on disk in readers' reach."""
     store = JsonFileCheckpointStore(tmp_path / "s", durability="none", keep=2)
     app = chain("a", store=store)
     await app.run({}, thread_id="t")  # checkpoints 1, 2 in segment 1
+    await app.run({}, thread_id="t")  # 3, 4 in segment 3; the list says [3, 1]
+    (tmp_path / "s" / "t.idx").unlink()  # as if a kill had lost that write
     real_unlink = _filestore._unlink
     listed_then: list[list[int]] = []
 
@@ -39,11 +41,13 @@ async def test_kill_while_pruning_never_hides_the_thread(
     monkeypatch.undo()
     on_disk = sorted(p.name for p in store.thread_files("t"))
     assert "t=000000000001.jsonl" in on_disk  # the pruned segment was never deleted
-    assert [[5, 3]] == listed_then  # the list already left it out when it was deleted
+    assert [[5, 3, 1]] == listed_then  # the list named it again before it was to go
     fresh = JsonFileCheckpointStore(tmp_path / "s", durability="none", keep=2)
     latest = await fresh.load_latest("t")
     assert latest is not None
-    assert latest.seq == max([cp.seq async for cp in fresh.history("t")])
+    everything = JsonFileCheckpointStore(tmp_path / "s", durability="none")  # keep=None
+    seqs = [cp.seq async for cp in everything.history("t")]
+    assert list(range(latest.seq, 0, -1)) == seqs  # no segment on disk is out of its reach
     result = await chain("a", store=fresh).run({}, thread_id="t")
     assert latest.seq + 2 == (await fresh.load_latest("t")).seq  # type: ignore[union-attr]
     assert ["a"] == result.path
