@@ -92,6 +92,8 @@ class CompiledGraph(Generic[StateT]):
         self._routers = dict(graph.routers)
         self._origins = {name: f"node `{name}`" for name in self._nodes}  # for error messages
         self._holders: dict[str, asyncio.Task[Any]] = {}
+        # Only stores that save a step's changes alone need them worked out.
+        self._tracks = bool(getattr(store, "saves_changes", False))
 
     def __repr__(self) -> str:
         return (
@@ -251,7 +253,9 @@ class CompiledGraph(Generic[StateT]):
         schema = self._schema
         latest = await self.store.load_latest(thread_id)
         resume_value: Any = _NO_VALUE
-        delta: dict[str, int | None] | None = {}  # changed since the latest checkpoint
+        tracks = self._tracks
+        # What changed since the latest checkpoint, for stores that save just that.
+        delta: dict[str, int | None] | None = {} if tracks else None
         if resume is not None:
             token, resume_value = resume
             if latest is None:
@@ -336,7 +340,7 @@ class CompiledGraph(Generic[StateT]):
                             "a `ctx` parameter, or make it an object with `run`/`resume`"
                         ))  # fmt: skip
                     origin = f"node `{node}` (Suspend.update)"
-                    delta = {}
+                    delta = {} if tracks else None
                     state = schema.apply(
                         state, schema.as_changes(out.update, origin), origin, delta
                     )
@@ -347,7 +351,7 @@ class CompiledGraph(Generic[StateT]):
                     )  # fmt: skip
                 origin = self._origins[node]
                 changes = schema.as_changes(out, origin)
-                delta = {}
+                delta = {} if tracks else None
                 new_state = schema.apply(state, changes, origin, delta)
             except (_NodeError, InvalidUpdate) as failure:
                 cause = failure.cause if isinstance(failure, _NodeError) else failure
@@ -468,7 +472,7 @@ class CompiledGraph(Generic[StateT]):
     async def _suspend(
         self, thread_id: str, run_id: str, step: int, seq: int, parent_id: str | None,
         node: str, state: BaseModel, out: Suspend, path: list[str], sink: Sink,
-        changes: dict[str, int | None],
+        changes: dict[str, int | None] | None,
     ) -> RunResult[StateT]:  # fmt: skip
         checkpoint_id = await self._save(
             thread_id, run_id, step, seq, parent_id, "suspended", node, state,

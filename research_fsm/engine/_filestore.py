@@ -154,6 +154,9 @@ class JsonFileCheckpointStore:
             in ``directory/.secret`` (0600) and shared by every process.
     """
 
+    saves_changes = True
+    """Asks the engine for ``Checkpoint.changes``: a save writes only those."""
+
     def __init__(
         self,
         directory: str | os.PathLike[str],

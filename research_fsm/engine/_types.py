@@ -239,4 +239,5 @@ class Checkpoint:
     """Set by the engine when saving: the fields changed since the parent
     checkpoint, each mapped to the number of items its ``append`` reducer added
     at the end, or to ``None`` when the field got a new value. ``None`` (the
-    default) means unknown. A store may save just these changes."""
+    default) means unknown. The engine sets it only for stores whose
+    ``saves_changes`` attribute is true; such a store may save just these."""
