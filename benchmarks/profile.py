@@ -73,6 +73,8 @@ def profile_file(path: str, runs: int, top: int, durability: str) -> None:
         checkpoints: list[Any] = []
 
         class Recorder(MemoryCheckpointStore):
+            saves_changes = True  # so the engine hands over each step's changes
+
             async def save(self, checkpoint: Any) -> None:
                 checkpoints.append(checkpoint)
                 await super().save(checkpoint)
@@ -83,8 +85,7 @@ def profile_file(path: str, runs: int, top: int, durability: str) -> None:
         for i in range(runs):
             thread = f"s{i}"
             t0 = time.perf_counter()
-            fd = sync_store._lock(thread)
-            sync_store._leased.add(thread)
+            sync_store._lock(thread)
             t1 = time.perf_counter()
             sync_store._load_latest(thread)
             t2 = time.perf_counter()
@@ -96,8 +97,7 @@ def profile_file(path: str, runs: int, top: int, durability: str) -> None:
                 sync_store._save(cp)
                 parts["encode (included in save)"] += t4 - t3
                 parts["save"] += time.perf_counter() - t4
-            sync_store._leased.discard(thread)
-            os.close(fd)
+            sync_store._release(thread)
             parts["lock"] += t1 - t0
             parts["load_latest"] += t2 - t1
         print("the file work alone, blocking calls, µs per run:")
