@@ -104,6 +104,27 @@ def _file_stem(thread_id: str) -> str:
     return f"{thread_id}+{hashlib.sha256(thread_id.encode()).hexdigest()[:16]}"
 
 
+def _segment_seq(stem: str, name: str) -> int | None:
+    """The first seq of ``name`` if it is one of ``stem``'s segments."""
+    digits = name[len(stem) + 1 : -len(".jsonl")]
+    if name.startswith(f"{stem}=") and name.endswith(".jsonl") and digits.isdigit():
+        return int(digits)
+    return None
+
+
+def _index_bytes(segments: list[int]) -> bytes:
+    return (" ".join(f"{seq:012d}" for seq in segments) + "\n").encode()
+
+
+def _index_seqs(data: bytes) -> list[int] | None:
+    """The segments a whole ``<thread>.idx`` lists (``None`` if it is not one)."""
+    text = data.decode("ascii", "replace")
+    words = text.split()
+    if text.endswith("\n") and words and all(w.isdigit() and len(w) == 12 for w in words):
+        return [int(w) for w in words]
+    return None
+
+
 def _checksum(body: bytes) -> bytes:
     return hashlib.sha256(body).hexdigest()[:32].encode()
 
@@ -189,7 +210,6 @@ class JsonFileCheckpointStore:
         # load_latest of that thread (nothing can change it while the lease is held).
         self._peeked: dict[str, Checkpoint | None] = {}
         self._aliases: dict[type[BaseModel], dict[str, str]] = {}
-        self._root_ready = False
 
     def __repr__(self) -> str:
         return (
@@ -216,6 +236,17 @@ class JsonFileCheckpointStore:
 
     def _segment(self, stem: str, first_seq: int) -> Path:
         return self.directory / f"{stem}={first_seq:012d}.jsonl"
+
+    def _index(self, stem: str) -> Path:
+        """``<thread>.idx``: the live segments, once there is more than the first."""
+        return self.directory / f"{stem}.idx"
+
+    def _read_index(self, stem: str) -> bytes | None:
+        try:
+            with open(self._index(stem), "rb") as file:
+                return file.read(1 << 16)
+        except FileNotFoundError:
+            return None
 
     # -- lease -----------------------------------------------------------------
 
@@ -500,7 +531,7 @@ class JsonFileCheckpointStore:
                 synced = []  # find out which write it was, one by one
         else:
             synced = []
-        failed: list[tuple[_PendingSync, OSError]] = []
+        failed: dict[int, tuple[_PendingSync, OSError]] = {}  # by position in the batch
         for item in pending:
             try:
                 if item.path is None:
@@ -508,19 +539,19 @@ class JsonFileCheckpointStore:
                 else:
                     os.fsync(item.fd)
             except OSError as exc:
-                failed.append((item, exc))
+                failed[item.index] = (item, exc)
         if any(item.path is not None for item in pending):
             try:
                 _fsync_dir(self.directory)
             except OSError as exc:
-                seen = {id(item) for item, _ in failed}
-                failed += [(i, exc) for i in pending if i.path is not None and id(i) not in seen]
-        done = {id(item) for item, _ in failed}
+                for item in pending:
+                    if item.path is not None:
+                        failed.setdefault(item.index, (item, exc))
         for item in [*synced, *pending]:
-            if item.segments is not None and id(item) not in done:
+            if item.segments is not None and item.index not in failed:
                 self._after_new_segment(item.thread_id, *item.segments)
         out: list[tuple[int, BaseException]] = []
-        for item, error in failed:
+        for item, error in failed.values():
             if item.path is None:
                 with contextlib.suppress(OSError):
                     os.ftruncate(item.fd, item.old_size)
@@ -534,11 +565,12 @@ class JsonFileCheckpointStore:
         """Record the live segments in ``<thread>.idx`` (replaced whole, never
         half-written; an empty list marks a thread whose every checkpoint was
         moved aside). Returns whether the file now says so."""
-        path = self.directory / f"{_file_stem(thread_id)}.idx"
+        stem = _file_stem(thread_id)
+        path = self._index(stem)
         if segments == [1] and not force and not os.path.lexists(path):
             return True  # the default: a thread's first segment starts at checkpoint 1
-        data = (" ".join(f"{seq:012d}" for seq in segments) + "\n").encode()
-        tmp = self.directory / f"{_file_stem(thread_id)}=idx.{os.getpid()}.tmp"
+        data = _index_bytes(segments)
+        tmp = self.directory / f"{stem}=idx.{os.getpid()}.tmp"
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             try:
@@ -647,48 +679,31 @@ class JsonFileCheckpointStore:
 
     def _pointer_lists(self, stem: str, seqs: list[int]) -> bool:
         """Whether ``<thread>.idx`` names every segment in ``seqs``."""
-        try:
-            with open(self.directory / f"{stem}.idx", "rb") as file:
-                listed = set(file.read(1 << 16).decode("ascii", "replace").split())
-        except FileNotFoundError:
-            return False
-        return all(f"{seq:012d}" in listed for seq in seqs)
+        data = self._read_index(stem)
+        listed = set(_index_seqs(data) or ()) if data is not None else set()
+        return all(seq in listed for seq in seqs)
 
     def _pointer_says(self, stem: str, segments: list[int]) -> bool:
         """Whether ``<thread>.idx`` lists ``segments`` (or, for just the first
         segment, is absent): a lease holder that had to list the folder repairs it."""
-        try:
-            with open(self.directory / f"{stem}.idx", "rb") as file:
-                data = file.read(1 << 16)
-        except FileNotFoundError:
-            return segments == [1]
-        return data == (" ".join(f"{seq:012d}" for seq in segments) + "\n").encode()
+        data = self._read_index(stem)
+        return segments == [1] if data is None else data == _index_bytes(segments)
 
     def _live_segments(self, stem: str) -> tuple[list[int], bool]:
         """First seqs of the thread's segments, newest first: ``<thread>.idx``'s
         list, or (if that is unreadable) a listing of the folder; and whether the
         thread has had checkpoints (its ``.idx`` exists, even empty)."""
-        data = b""
-        try:
-            with open(self.directory / f"{stem}.idx", "rb") as file:
-                data = file.read(1 << 16)
-        except FileNotFoundError:
-            pass
-        text = data.decode("ascii", "replace")
-        words = text.split()
-        if text.endswith("\n") and words and all(w.isdigit() and len(w) == 12 for w in words):
-            return [int(w) for w in words], True
+        data = self._read_index(stem) or b""
+        listed = _index_seqs(data)
+        if listed:
+            return listed, True
         if not data and not os.path.lexists(self._segment(stem, 1)):
             return [], False  # a new thread (the common case): no need to list the folder
         try:
             names = os.listdir(self.directory)
         except FileNotFoundError:
             return [], False
-        prefix, seqs = f"{stem}=", []
-        for name in names:
-            digits = name[len(prefix) : -len(".jsonl")]
-            if name.startswith(prefix) and name.endswith(".jsonl") and digits.isdigit():
-                seqs.append(int(digits))
+        seqs = [seq for seq in (_segment_seq(stem, name) for name in names) if seq is not None]
         return sorted(seqs, reverse=True), bool(data) or bool(seqs)
 
     def _chain(self, thread_id: str, stem: str) -> tuple[list[int], dict[int, _Scan], bool]:
@@ -753,7 +768,7 @@ class JsonFileCheckpointStore:
                 f"no readable checkpoint left; damaged files moved aside: {', '.join(damaged)}",
             )
         if leased and known:  # nothing but unfinished segments (now removed): a new thread
-            _unlink(self.directory / f"{stem}.idx")
+            _unlink(self._index(stem))
         return None
 
     def _repair(self, path: Path, scan: _Scan, damaged: list[str]) -> None:
@@ -823,9 +838,8 @@ class JsonFileCheckpointStore:
             # Moved-aside files first, then segments oldest first: a process killed
             # midway leaves the thread whole (its newest checkpoint in place) or
             # gone, never rolled back to an older checkpoint whose used token works.
-            digits = path.name[len(stem) + 1 : len(stem) + 13]
-            corrupt = not path.name.endswith(".jsonl")
-            return (0 if corrupt else 1, int(digits) if digits.isdigit() else 0, path.name)
+            seq = _segment_seq(stem, path.name)
+            return (0, 0, path.name) if seq is None else (1, seq, path.name)
 
         files = [
             p
@@ -834,7 +848,7 @@ class JsonFileCheckpointStore:
         ]
         for path in sorted(files, key=order):
             _unlink(path)
-        _unlink(self.directory / f"{stem}.idx")  # last: until then the thread is known
+        _unlink(self._index(stem))  # last: until then the thread is known
 
     async def secret(self) -> bytes:
         if self._secret is None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -72,7 +71,7 @@ def _seqs(text: str) -> list[int]:
     return [int(word) for word in text.split()]
 
 
-async def test_segment_list_names_only_live_segments(tmp_path: Path) -> Any:
+async def test_segment_list_names_only_live_segments(tmp_path: Path) -> None:
     """After pruning, `<thread>.idx` lists exactly the segments left on disk, newest first."""
     store = JsonFileCheckpointStore(tmp_path / "s", durability="fsync", keep=3)
     app = chain("a", store=store)

@@ -64,3 +64,12 @@ def thread_ids(directory: Path) -> list[str]:
     if not directory.exists():
         return []
     return sorted({p.name.partition("=")[0] for p in directory.glob(f"*={'[0-9]' * 12}{SUFFIX}")})
+
+
+async def load_as_lease_holder(store: JsonFileCheckpointStore, thread_id: str) -> Checkpoint | None:
+    """What the next lease holder loads (repairing what it must on the way)."""
+    lease = await store.acquire(thread_id)
+    try:
+        return await store.load_latest(thread_id)
+    finally:
+        await lease.release()

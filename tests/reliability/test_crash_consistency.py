@@ -122,11 +122,7 @@ async def take_lease_and_load(
 ) -> tuple[Checkpoint | None, list[dict[str, Any]]]:
     """What the next lease holder loads (repairing what it must), and its warnings."""
     with capture_logs() as logs:
-        lease = await store.acquire(thread_id)
-        try:
-            latest = await store.load_latest(thread_id)
-        finally:
-            await lease.release()
+        latest = await disk.load_as_lease_holder(store, thread_id)
     return latest, warnings(logs)
 
 

@@ -169,11 +169,7 @@ async def test_assistant_continues_from_newest_valid_checkpoint(
     assert ([], prefix + damaged) == (events(logs), segment.read_bytes())
     # the next lease holder repairs the segment
     with capture_logs() as logs:
-        lease = await fresh.acquire("alice")
-        try:
-            latest = await fresh.load_latest("alice")
-        finally:
-            await lease.release()
+        latest = await disk.load_as_lease_holder(fresh, "alice")
     assert latest is not None and 2 * STEPS - 1 == latest.seq
     aside = segment.with_name(segment.name + ".corrupt")
     if problem == TORN:
@@ -214,11 +210,7 @@ async def test_any_flipped_bit_is_caught_or_harmless(tmp_path: Path, layout: str
             segment.write_bytes(prefix + flip(line, at, bit))
             fresh = JsonFileCheckpointStore(store.directory)
             with capture_logs() as logs:
-                lease = await fresh.acquire("alice")
-                try:
-                    latest = await fresh.load_latest("alice")
-                finally:
-                    await lease.release()
+                latest = await disk.load_as_lease_holder(fresh, "alice")
             warned = [e["event"] for e in logs]
             if latest == previous and [MOVED_ASIDE] == warned:
                 outcomes["fell back"] += 1
