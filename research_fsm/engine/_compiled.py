@@ -31,15 +31,19 @@ from ._errors import (
 )
 from ._events import Completed, Event, NodeFinished, NodeStarted, Suspended
 from ._mermaid import to_mermaid
+from ._parallel import Continue, NodeError, ParallelRun, find_suspended
 from ._store import CheckpointStore, Lease, validate_thread_id
 from ._stream import RunStream
+from ._topology import NO_ITEM, Fork, Topology
 from ._types import (
     END,
     START,
+    BranchInfo,
     Checkpoint,
     CheckpointStatus,
     ErrorInfo,
     RunResult,
+    Send,
     StateSnapshot,
     Suspend,
     SuspendToken,
@@ -72,24 +76,34 @@ def _now() -> str:
     return text
 
 
-class _NodeError(Exception):
-    """Internal: a node failed for good (after retries)."""
+def _in_order(records: dict[str, dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+    """Branch records in declared order, each fan-out's branches after their owner."""
 
-    def __init__(self, cause: BaseException) -> None:
-        self.cause = cause
+    def key(pair: tuple[str, dict[str, Any]]) -> list[tuple[int, str]]:
+        parts = pair[0].split("/")
+        prefixes = ["/".join(parts[: i + 1]) for i in range(len(parts))]
+        return [(records[p]["i"] if p in records else 0, p) for p in prefixes]
+
+    return sorted(records.items(), key=key)
 
 
 class CompiledGraph(Generic[StateT]):
     """A validated graph bound to a checkpoint store; safe to share across tasks."""
 
-    def __init__(self, graph: StateGraph[StateT], store: CheckpointStore, step_limit: int) -> None:
+    def __init__(
+        self, graph: StateGraph[StateT], store: CheckpointStore, step_limit: int,
+        topology: Topology, max_concurrency: int | None = None,
+    ) -> None:  # fmt: skip
         self.state_model: type[StateT] = graph.state_model
         self.store = store
         self.step_limit = step_limit
+        self.max_concurrency = max_concurrency
         self._schema = graph.schema
         self._nodes = dict(graph.nodes)
-        self._edges = {source: target for source, target in graph.edges}
+        self._edges: dict[str, str | Fork] = topology.exits()
         self._routers = dict(graph.routers)
+        self._router_joins = {source: topology.router_join(source) for source in self._routers}
+        self._joins = list(graph.joins)
         self._origins = {name: f"node `{name}`" for name in self._nodes}  # for error messages
         self._holders: dict[str, asyncio.Task[Any]] = {}
         # Only stores that save a step's changes alone need them worked out.
@@ -150,7 +164,7 @@ class CompiledGraph(Generic[StateT]):
 
     def to_mermaid(self) -> str:
         """A Mermaid flowchart of the nodes, edges and router branches."""
-        return to_mermaid(self._nodes, self._edges, self._routers)
+        return to_mermaid(self._nodes, self._edges, self._routers, self._router_joins)
 
     # -- tokens ----------------------------------------------------------------
 
@@ -187,22 +201,47 @@ class CompiledGraph(Generic[StateT]):
     # -- snapshots ---------------------------------------------------------------
 
     async def _snapshot(self, cp: Checkpoint) -> StateSnapshot[StateT]:
-        suspension = None
+        suspensions: list[Suspension] = []
+        branches: tuple[BranchInfo, ...] = ()
         if cp.status == "suspended" and cp.suspension is not None:
-            suspension = Suspension(
-                node=cp.suspension["node"],
-                payload=cp.suspension["payload"],
+            suspensions.append(Suspension(
+                node=cp.suspension["node"], payload=cp.suspension["payload"],
                 token=await self._sign(cp.thread_id, cp.checkpoint_id),
+            ))  # fmt: skip
+        if cp.branches:
+            branches = tuple(
+                BranchInfo(
+                    id=branch_id,
+                    node=record["node"],
+                    status=record["status"],
+                    join=None if record["join"] == END else record["join"],
+                )
+                for branch_id, record in _in_order(cp.branches)
             )
+            suspensions += await self._branch_suspensions(cp.thread_id, cp.branches)
         return StateSnapshot(
             state=self._schema.coerce(cp.state),  # type: ignore[arg-type]
             status=cp.status,
             next=cp.next,
-            suspension=suspension,
+            suspension=suspensions[0] if suspensions else None,
             checkpoint_id=cp.checkpoint_id,
             created_at=cp.created_at,
             error=ErrorInfo(**cp.error) if cp.error else None,
+            suspensions=tuple(suspensions),
+            branches=branches,
         )
+
+    async def _branch_suspensions(
+        self, thread_id: str, records: dict[str, dict[str, Any]]
+    ) -> list[Suspension]:
+        found = []
+        for branch_id, record in _in_order(records):
+            if record["status"] == "suspended":
+                found.append(Suspension(
+                    node=record["node"], payload=record.get("payload"), branch=branch_id,
+                    token=await self._sign(thread_id, record["at"]),
+                ))  # fmt: skip
+        return found
 
     # -- the run loop ------------------------------------------------------------
 
@@ -256,13 +295,26 @@ class CompiledGraph(Generic[StateT]):
         tracks = self._tracks
         # What changed since the latest checkpoint, for stores that save just that.
         delta: dict[str, int | None] | None = {} if tracks else None
+        # An unfinished fan-out to continue first, and the branch a token resumes.
+        fanout: dict[str, dict[str, Any]] | None = None
+        resumed_branch: tuple[str, Any] | None = None
         if resume is not None:
             token, resume_value = resume
             if latest is None:
                 raise StaleResumeToken(
                     thread_id, token.checkpoint_id, "the thread no longer exists"
                 )
-            if latest.checkpoint_id != token.checkpoint_id or latest.status != "suspended":
+            branch_id = (
+                find_suspended(latest.branches, token.checkpoint_id) if latest.branches else None
+            )
+            if branch_id is not None:
+                fanout, resumed_branch = latest.branches, (branch_id, resume_value)
+                resume_value = _NO_VALUE
+            elif (
+                latest.checkpoint_id != token.checkpoint_id
+                or latest.status != "suspended"
+                or latest.branches
+            ):
                 raise StaleResumeToken(
                     thread_id,
                     token.checkpoint_id,
@@ -277,7 +329,7 @@ class CompiledGraph(Generic[StateT]):
             node, run_id, step = None, secrets.token_hex(8), 0
             delta = None  # the first checkpoint holds the whole state
         elif latest.status == "suspended":
-            raise ThreadSuspended(thread_id, await self._sign(thread_id, latest.checkpoint_id))
+            raise ThreadSuspended(thread_id, await self._first_token(latest))
         elif input is None:
             state = schema.coerce(latest.state)
             if latest.status == "completed":
@@ -286,6 +338,7 @@ class CompiledGraph(Generic[StateT]):
                     checkpoint_id=latest.checkpoint_id, thread_id=thread_id,
                 )  # fmt: skip
             node, run_id, step = latest.next, latest.run_id, latest.step
+            fanout = latest.branches
         else:
             if latest.status != "completed":
                 _log.warning(
@@ -296,26 +349,52 @@ class CompiledGraph(Generic[StateT]):
                 schema.coerce(latest.state), schema.as_changes(input, "input"), "input", delta
             )
             node, run_id, step = None, secrets.token_hex(8), 0
+            if latest.branches:
+                delta = None  # the abandoned fan-out's records go: save the whole state
 
         parent_id = latest.checkpoint_id if latest else None
         seq = latest.seq if latest else 0
-        if node is None:
+        path: list[str] = []
+        pending_error: ErrorInfo | None = None
+        outcome: Continue | list[Any] | None = None
+        fan: ParallelRun | None = None
+        if fanout is not None:
+            fan = ParallelRun(
+                self, thread_id, run_id, sink, path, seq=seq, parent_id=parent_id, step=step
+            )
+            outcome = await fan.restart(fanout, state, resumed_branch)
+        elif node is None:
             # A fresh start (new thread or next turn): checkpoint the input first,
             # so a crash or cancellation in the first node loses nothing and
             # ``run(None)`` continues from there.
-            node = await self._route(START, state)
-            seq += 1
-            parent_id = await self._save(
-                thread_id, run_id, step, seq, parent_id,
-                "completed" if node == END else "running", node, state, last_node=None,
-                changes=delta,
-            )  # fmt: skip
-        path: list[str] = []
-        pending_error: ErrorInfo | None = None
+            first: str | Fork = await self._route(START, state)
+            if isinstance(first, Fork):
+                fan = ParallelRun(
+                    self, thread_id, run_id, sink, path, seq=seq, parent_id=parent_id, step=step
+                )
+                await fan.begin(first, state, delta, None)
+                outcome = await fan.run()
+            else:
+                node = first
+                seq += 1
+                parent_id = await self._save(
+                    thread_id, run_id, step, seq, parent_id,
+                    "completed" if node == END else "running", node, state, last_node=None,
+                    changes=delta,
+                )  # fmt: skip
         nodes = self._nodes
         limit = self.step_limit
 
-        while node != END:
+        while True:
+            if outcome is not None:
+                assert fan is not None
+                if not isinstance(outcome, Continue):
+                    return await self._suspended_in_branches(fan, state)
+                node, state, pending_error = outcome.node, outcome.state, outcome.error
+                seq, parent_id, step = fan.seq, fan.parent_id, fan.step
+                outcome = None
+            if node == END or node is None:
+                break
             if len(path) >= limit:
                 raise StepLimitExceeded(limit, path)
             spec = nodes[node]
@@ -335,7 +414,7 @@ class CompiledGraph(Generic[StateT]):
                 out = await self._invoke(spec, state, ctx, resuming)
                 if isinstance(out, Suspend):
                     if not spec.takes_ctx:
-                        raise _NodeError(TypeError(
+                        raise NodeError(TypeError(
                             f"node `{node}` takes only (state) and cannot suspend: give it "
                             "a `ctx` parameter, or make it an object with `run`/`resume`"
                         ))  # fmt: skip
@@ -353,8 +432,8 @@ class CompiledGraph(Generic[StateT]):
                 changes = schema.as_changes(out, origin)
                 delta = {} if tracks else None
                 new_state = schema.apply(state, changes, origin, delta)
-            except (_NodeError, InvalidUpdate) as failure:
-                cause = failure.cause if isinstance(failure, _NodeError) else failure
+            except (NodeError, InvalidUpdate) as failure:
+                cause = failure.cause if isinstance(failure, NodeError) else failure
                 if spec.on_error is not None:
                     _log.warning(
                         "node failed; routing to its on_error node", thread_id=thread_id,
@@ -381,6 +460,18 @@ class CompiledGraph(Generic[StateT]):
             state = new_state
             step += 1
             path.append(node)
+            if isinstance(target, Fork):
+                fan = ParallelRun(
+                    self, thread_id, run_id, sink, path, seq=seq, parent_id=parent_id, step=step
+                )
+                await fan.begin(target, state, delta, node)
+                if sink is not None:
+                    sink(NodeFinished(
+                        node=node, step=step - 1, update=changes,
+                        duration=time.perf_counter() - started,
+                    ))  # fmt: skip
+                outcome = await fan.run()
+                continue
             seq += 1
             parent_id = await self._save(
                 thread_id, run_id, step, seq, parent_id,
@@ -403,6 +494,25 @@ class CompiledGraph(Generic[StateT]):
             sink(Completed(result=result))
         return result
 
+    async def _first_token(self, latest: Checkpoint) -> SuspendToken:
+        if latest.branches:
+            found = await self._branch_suspensions(latest.thread_id, latest.branches)
+            if found:
+                return found[0].token
+        return await self._sign(latest.thread_id, latest.checkpoint_id)
+
+    async def _suspended_in_branches(self, fan: ParallelRun, state: BaseModel) -> RunResult[StateT]:
+        assert fan.parent_id is not None
+        suspensions = await self._branch_suspensions(fan.thread_id, fan.records())
+        result: RunResult[StateT] = RunResult(
+            status="suspended", state=state, path=fan.path,  # type: ignore[arg-type]
+            checkpoint_id=fan.parent_id, thread_id=fan.thread_id,
+            suspension=suspensions[0], suspensions=tuple(suspensions),
+        )  # fmt: skip
+        if fan.sink is not None:
+            fan.sink(Suspended(suspension=suspensions[0], result=result))
+        return result
+
     async def _invoke(
         self, spec: NodeSpec, state: BaseModel, ctx: NodeContext, resuming: bool
     ) -> Any:
@@ -423,12 +533,12 @@ class CompiledGraph(Generic[StateT]):
                     exc = NodeTimeout(spec.name, spec.timeout)
                 policy = spec.retry
                 if policy is None or not policy.should_retry(exc, attempt):
-                    raise _NodeError(exc) from raised
+                    raise NodeError(exc) from raised
                 ctx.log.warning("node failed; retrying", attempt=attempt, error=repr(exc))
                 await asyncio.sleep(policy.delay(attempt))
                 attempt += 1
 
-    async def _route(self, source: str, state: BaseModel) -> str:
+    async def _route(self, source: str, state: BaseModel) -> str | Fork:
         target = self._edges.get(source)
         if target is not None:
             return target
@@ -436,16 +546,42 @@ class CompiledGraph(Generic[StateT]):
         key = router.fn(state)
         if router.is_async:
             key = await key
+        if isinstance(key, (list, tuple)):
+            return self._fork(source, key)
         try:
             return router.targets[key]
         except (KeyError, TypeError):
             raise RoutingError(source, key, list(router.targets)) from None
+
+    def _fork(self, source: str, keys: list[Any] | tuple[Any, ...]) -> str | Fork:
+        """A router's list: the branches to start (an empty list goes to the join)."""
+        router = self._routers[source]
+        join = self._router_joins[source] or END
+        starts: list[tuple[str, Any]] = []
+        for key in keys:
+            if isinstance(key, Send):
+                if key.node not in router.targets.values() or key.node == END:
+                    nodes = [t for t in dict.fromkeys(router.targets.values()) if t != END]
+                    raise RoutingError(source, key.node, nodes, what="node")
+                starts.append((key.node, key.item))
+                continue
+            try:
+                node = router.targets[key]
+            except (KeyError, TypeError):
+                raise RoutingError(source, key, list(router.targets)) from None
+            if node == END:  # END starts no branch
+                keys = [k for k, t in router.targets.items() if t != END]
+                raise RoutingError(source, key, keys, what="branch key")
+            starts.append((node, NO_ITEM))
+        return Fork(tuple(starts), join) if starts else join
 
     async def _save(
         self, thread_id: str, run_id: str, step: int, seq: int, parent_id: str | None,
         status: CheckpointStatus, next_node: str | None, state: BaseModel, *,
         last_node: str | None, suspension: dict[str, Any] | None = None,
         error: dict[str, str] | None = None, changes: dict[str, int | None] | None = None,
+        branches: dict[str, dict[str, Any]] | None = None,
+        changed_branches: tuple[str, ...] | None = None,
     ) -> str:  # fmt: skip
         checkpoint_id = os.urandom(12).hex()
         await self.store.save(
@@ -454,7 +590,7 @@ class CompiledGraph(Generic[StateT]):
                 seq=seq, run_id=run_id, step=step, status=status,
                 next=None if next_node == END else next_node, state=state,
                 created_at=_now(), suspension=suspension, error=error, last_node=last_node,
-                changes=changes,
+                changes=changes, branches=branches, changed_branches=changed_branches,
             )
         )  # fmt: skip
         return checkpoint_id
@@ -485,6 +621,7 @@ class CompiledGraph(Generic[StateT]):
         result: RunResult[StateT] = RunResult(
             status="suspended", state=state, path=path,  # type: ignore[arg-type]
             checkpoint_id=checkpoint_id, thread_id=thread_id, suspension=suspension,
+            suspensions=(suspension,),
         )  # fmt: skip
         if sink is not None:
             sink(Suspended(suspension=suspension, result=result))

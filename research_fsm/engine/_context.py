@@ -37,13 +37,17 @@ class NodeContext:
     """True when this call resumes a suspension of this node."""
     error: ErrorInfo | None = None
     """For an ``on_error`` node: what failed; otherwise ``None``."""
+    item: Any = None
+    """In a branch started by ``Send(node, item)``: the item; otherwise ``None``."""
+    branch: str | None = None
+    """The parallel branch this node runs in (``None`` outside fan-outs)."""
     _sink: Callable[[Event], None] | None = field(default=None, repr=False)
     _log: Any = field(default=None, repr=False)
 
     def emit(self, kind: str, data: Any = None) -> None:
         """Send ``data`` to stream consumers now, while the node still runs."""
         if self._sink is not None:
-            self._sink(Emitted(node=self.node, kind=kind, data=data))
+            self._sink(Emitted(node=self.node, kind=kind, data=data, branch=self.branch))
 
     @property
     def log(self) -> Any:
@@ -52,4 +56,6 @@ class NodeContext:
             self._log = _logger.bind(
                 thread_id=self.thread_id, run_id=self.run_id, node=self.node, step=self.step
             )
+            if self.branch is not None:
+                self._log = self._log.bind(branch=self.branch)
         return self._log

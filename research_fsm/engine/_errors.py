@@ -57,14 +57,17 @@ class GraphValidationError(EngineError, ValueError):
 class RoutingError(EngineError, LookupError):
     """A router returned a key that its ``targets`` do not declare."""
 
-    def __init__(self, source: str, key: object, allowed: Sequence[Hashable]) -> None:
+    def __init__(
+        self, source: str, key: object, allowed: Sequence[Hashable], *, what: str = "key"
+    ) -> None:
         self.source = source
         self.key = key
         self.allowed = list(allowed)
-        allowed_text = ", ".join(repr(k) for k in self.allowed)
+        allowed_text = ", ".join(repr(k) for k in self.allowed) or "(none)"
+        verb = "sent a branch to node" if what == "node" else "returned"
         super().__init__(
-            f"router of node `{source}` returned {key!r}, which is not one of its "
-            f"declared keys: {allowed_text}"
+            f"router of node `{source}` {verb} {key!r}, which is not one of its "
+            f"declared {what}s: {allowed_text}"
         )
 
 

@@ -18,6 +18,8 @@ class NodeStarted:
     """The node."""
     step: int
     """Its step number in the run."""
+    branch: str | None = None
+    """The parallel branch it runs in (``None`` outside fan-outs)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -32,6 +34,8 @@ class NodeFinished:
     """The field changes it returned (before reducers)."""
     duration: float
     """Seconds the node took, retries included."""
+    branch: str | None = None
+    """The parallel branch it ran in (``None`` outside fan-outs)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -44,6 +48,8 @@ class Emitted:
     """A label chosen by the node, e.g. ``"token"``."""
     data: Any
     """The payload."""
+    branch: str | None = None
+    """The parallel branch of the node (``None`` outside fan-outs)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

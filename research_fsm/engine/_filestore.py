@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import pydantic_core
 import structlog
 from pydantic import BaseModel
 
@@ -68,7 +69,7 @@ except ImportError:  # pragma: no cover - Windows
 
 __all__ = ["SCHEMA_VERSION", "JsonFileCheckpointStore"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3  # 3: lines may carry parallel-branch records (others are still 2)
 _SEGMENT_RECORDS = 128  # checkpoints per segment at most (fewer with a smaller keep)
 _SEGMENT_BYTES = 1 << 20  # ... and rotate once changes pass this size
 _CACHED_HEADS = 256  # newest checkpoints remembered between leases (LRU)
@@ -587,7 +588,7 @@ class JsonFileCheckpointStore:
 
     def _line(self, cp: Checkpoint, *, delta: bool) -> bytes:
         """One log line: the checkpoint's JSON, a tab, its checksum, a newline."""
-        parts = ['{"v":' + str(SCHEMA_VERSION)]
+        parts = ['{"v":' + ("3" if cp.branches else "2")]
         for name in _HEADER_FIELDS:
             value = getattr(cp, name)
             try:
@@ -613,6 +614,8 @@ class JsonFileCheckpointStore:
                 parts.append('"append":' + _HEADER_ENCODER.encode(appended))
         else:
             parts.append('"state":' + _state_json(cp, None))
+        if cp.branches:
+            parts.extend(_branch_parts(cp, delta))
         body = (",".join(parts) + "}").encode("utf-8", "surrogatepass")
         return body + b"\t" + _checksum(body) + b"\n"
 
@@ -1003,10 +1006,53 @@ def _parse(
             raise _Damaged("bad append") from None
     else:
         raise _Damaged("no state")
+    branches = _branches_of(data, previous)
     try:
-        return Checkpoint(**{name: data[name] for name in _HEADER_FIELDS}, state=state), state
+        checkpoint = Checkpoint(
+            **{name: data[name] for name in _HEADER_FIELDS}, state=state, branches=branches
+        )
+        return checkpoint, state
     except (KeyError, TypeError) as exc:
         raise _Damaged(f"missing field {exc}") from None
+
+
+def _branches_of(
+    data: dict[str, Any], previous: Checkpoint | None
+) -> dict[str, dict[str, Any]] | None:
+    """A line's branch records: given whole, or as changes to the line before."""
+    if "branches" in data:
+        branches = data["branches"]
+    elif "bset" in data:
+        before = previous.branches if previous is not None and previous.branches else {}
+        branches = {**before, **data["bset"]}
+        for gone in data.get("bdel") or ():
+            branches.pop(gone, None)
+    else:
+        return None
+    if not isinstance(branches, dict) or not all(isinstance(r, dict) for r in branches.values()):
+        raise _Damaged("bad branch records")
+    return branches or None
+
+
+def _branch_parts(cp: Checkpoint, delta: bool) -> list[str]:
+    """The JSON members holding ``cp``'s branch records (just the changed ones in a delta)."""
+    branches = cp.branches or {}
+    changed = cp.changed_branches
+    if delta and changed is not None:
+        parts = ['"bset":' + _records_json(cp, {k: branches[k] for k in changed if k in branches})]
+        gone = [k for k in changed if k not in branches]
+        if gone:
+            parts.append('"bdel":' + _HEADER_ENCODER.encode(gone))
+        return parts
+    return ['"branches":' + _records_json(cp, branches)]
+
+
+def _records_json(cp: Checkpoint, records: dict[str, Any]) -> str:
+    try:
+        return pydantic_core.to_json(records).decode("utf-8", "surrogatepass")
+    except Exception as exc:  # pydantic raises several types here
+        path, detail = find_unserializable(records, "branches")
+        raise StateSerializationError(cp.last_node, path, detail or str(exc)) from None
 
 
 # -- helpers ------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from ._errors import GraphValidationError
 from ._state import StateSchema
+from ._topology import Topology
 from ._types import END, START, RetryPolicy
 
 if TYPE_CHECKING:
@@ -46,6 +47,7 @@ class RouterSpec:
     fn: Callable[[Any], Any]
     is_async: bool
     targets: dict[Hashable, str]
+    join: str | None = None
 
 
 def _positional_count(fn: Callable[..., Any]) -> int:
@@ -110,6 +112,17 @@ def _adapt_node(name: str, node: object) -> tuple[NodeCall, ResumeCall | None, b
     return node, None, True
 
 
+def _is_names(value: object) -> bool:
+    return isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
+
+
+def _list_problems(names: Sequence[str], owner: str) -> list[str]:
+    if not names:
+        return [f"{owner} lists no nodes"]
+    twice = sorted({n for n in names if list(names).count(n) > 1})
+    return [f"{owner} lists `{n}` twice" for n in twice]
+
+
 class StateGraph(Generic[StateT]):
     """A graph of async nodes over a pydantic state model.
 
@@ -131,6 +144,8 @@ class StateGraph(Generic[StateT]):
         self.schema = StateSchema(state_model)
         self.nodes: dict[str, NodeSpec] = {}
         self.edges: list[tuple[str, str]] = []
+        self.fanouts: list[tuple[str, tuple[str, ...]]] = []
+        self.joins: list[tuple[tuple[str, ...], str]] = []
         self.routers: dict[str, RouterSpec] = {}
         self._problems: list[str] = []
 
@@ -173,9 +188,30 @@ class StateGraph(Generic[StateT]):
         )  # fmt: skip
         return self
 
-    def add_edge(self, source: str, target: str) -> StateGraph[StateT]:
-        """Always go from ``source`` to ``target`` (``START``/``END`` allowed)."""
-        self.edges.append((source, target))
+    def add_edge(
+        self, source: str | Sequence[str], target: str | Sequence[str]
+    ) -> StateGraph[StateT]:
+        """Always go from ``source`` to ``target`` (``START``/``END`` allowed).
+
+        A list as ``target`` is a fan-out: those branches start together and run
+        in parallel. A list as ``source`` is a join: ``target`` runs once, after
+        every listed branch has finished, with their updates merged.
+        """
+        if isinstance(source, str) and isinstance(target, str):
+            self.edges.append((source, target))
+        elif isinstance(source, str) and _is_names(target):
+            self.fanouts.append((source, tuple(target)))
+        elif isinstance(target, str) and _is_names(source):
+            self.joins.append((tuple(source), target))
+        elif _is_names(source) and _is_names(target):
+            self._problems.append(
+                f"edge from a list to a list ({list(source)!r} -> {list(target)!r}): "
+                "join the branches into one node first"
+            )
+        else:
+            raise GraphValidationError(
+                [f"add_edge takes node names or lists of node names, got {source!r} -> {target!r}"]
+            )
         return self
 
     def add_router(
@@ -183,10 +219,17 @@ class StateGraph(Generic[StateT]):
         source: str,
         router: Callable[[Any], Any],
         targets: Sequence[str] | Mapping[Any, str],
+        *,
+        join: str | None = None,
     ) -> StateGraph[StateT]:
         """After ``source``, call ``router(state)`` (sync or async) and go to the
         node its key names: ``targets`` is a list of node names (the key is the
-        name) or a mapping key -> node name."""
+        name) or a mapping key -> node name.
+
+        The router may also return a list: of keys (those targets run as parallel
+        branches) or of ``Send(node, item)`` (``node`` runs once per item, reading
+        it as ``ctx.item``). The branches meet at ``join``, which runs once after
+        all of them; an empty list goes straight to ``join`` (or END)."""
         if not callable(router):
             raise GraphValidationError([f"router of `{source}` must be callable, got {router!r}"])
         if isinstance(targets, Mapping):
@@ -203,20 +246,26 @@ class StateGraph(Generic[StateT]):
             raise GraphValidationError([f"router of `{source}` declares no targets"])
         if source in self.routers:
             self._problems.append(f"node `{source}` has two routers")
+        if join is not None and not isinstance(join, str):
+            raise GraphValidationError(
+                [f"router of `{source}`: join must be a node name, got {join!r}"]
+            )
         self.routers[source] = RouterSpec(
-            source=source, fn=router, is_async=_is_async(router), targets=mapping
+            source=source, fn=router, is_async=_is_async(router), targets=mapping, join=join
         )
         return self
 
-    def validate(self) -> None:
-        """Raise ``GraphValidationError`` listing every problem, if any."""
+    def validate(self) -> Topology:
+        """Raise ``GraphValidationError`` listing every problem, if any; else return
+        the graph's fan-outs and joins worked out."""
         problems = list(self._problems)
         known = set(self.nodes)
         exits: dict[str, list[str]] = {}
-        for source, target in self.edges:
+
+        def add_exit(source: str, target: str) -> None:
             if source == END:
                 problems.append(f"edge out of END: `{source}` -> `{target}`")
-                continue
+                return
             if source != START and source not in known:
                 problems.append(f"edge from unknown node `{source}` (to `{target}`)")
             if target == START:
@@ -228,6 +277,30 @@ class StateGraph(Generic[StateT]):
                     f"node `{source}` has two unconditional edges (to `{exits[source][0]}` and `{target}`)"
                 )
             exits.setdefault(source, []).append(target)
+
+        for source, target in self.edges:
+            add_exit(source, target)
+        fanouts: dict[str, tuple[str, ...]] = {}
+        for source, targets in self.fanouts:
+            problems.extend(_list_problems(targets, f"fan-out from `{source}`"))
+            nodes_only = [t for t in dict.fromkeys(targets) if t not in (START, END)]
+            for target in dict.fromkeys(targets):
+                if target in (START, END):
+                    problems.append(f"fan-out from `{source}` names `{target}`; list nodes only")
+            if nodes_only:
+                add_exit(source, nodes_only[0])
+                for target in nodes_only[1:]:
+                    if target not in known:
+                        problems.append(f"edge from `{source}` to unknown node `{target}`")
+                exits[source] = nodes_only
+            fanouts[source] = targets
+        for sources, target in self.joins:
+            problems.extend(_list_problems(sources, f"join into `{target}`"))
+            for source in dict.fromkeys(sources):
+                if source in (START, END):
+                    problems.append(f"join into `{target}` lists `{source}`; list nodes only")
+                else:
+                    add_exit(source, target)
         for source, spec in self.routers.items():
             if source == END:
                 problems.append("router out of END")
@@ -241,6 +314,8 @@ class StateGraph(Generic[StateT]):
                         f"router of `{source}` maps key {key!r} to unknown node `{target}`"
                     )
             exits.setdefault(source, []).extend(spec.targets.values())
+            if spec.join is not None:
+                exits[source].append(spec.join)
         if START not in exits:
             problems.append("START has no edge: add_edge(START, first_node)")
         for name, node in self.nodes.items():
@@ -263,21 +338,45 @@ class StateGraph(Generic[StateT]):
         for name in self.nodes:
             if name not in reachable:
                 problems.append(f"node `{name}` is unreachable from START")
+        topology = Topology(
+            self.nodes,
+            {s: t for s, t in self.edges if s not in fanouts},
+            fanouts,
+            self.joins,
+            {s: r for s, r in self.routers.items() if s in known or s == START},
+        )
+        if not problems:  # the walk assumes every name is a node
+            problems.extend(topology.check())
         if problems:
             raise GraphValidationError(problems)
+        return topology
 
     def compile(
-        self, *, store: CheckpointStore | None = None, step_limit: int = 50
+        self,
+        *,
+        store: CheckpointStore | None = None,
+        step_limit: int = 50,
+        max_concurrency: int | None = None,
     ) -> CompiledGraph[StateT]:
         """Validate the graph and return a runnable ``CompiledGraph``.
 
         Without ``store`` a private ``MemoryCheckpointStore`` is used.
-        ``step_limit`` bounds the node executions of one ``run``/``resume`` call.
+        ``step_limit`` bounds the node executions of one ``run``/``resume`` call,
+        in every branch. ``max_concurrency`` caps the branch nodes of one run that
+        execute at once (the rest wait their turn, in order); ``None``: no cap.
         """
         from ._compiled import CompiledGraph
         from ._memory import MemoryCheckpointStore
 
         if not isinstance(step_limit, int) or step_limit < 1:
             raise GraphValidationError([f"step_limit must be an int >= 1, got {step_limit!r}"])
-        self.validate()
-        return CompiledGraph(self, store or MemoryCheckpointStore(), step_limit)
+        if max_concurrency is not None and (
+            not isinstance(max_concurrency, int) or max_concurrency < 1
+        ):
+            raise GraphValidationError(
+                [f"max_concurrency must be None or an int >= 1, got {max_concurrency!r}"]
+            )
+        topology = self.validate()
+        return CompiledGraph(
+            self, store or MemoryCheckpointStore(), step_limit, topology, max_concurrency
+        )

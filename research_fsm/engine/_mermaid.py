@@ -6,6 +6,7 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from ._topology import Fork
 from ._types import END, START
 
 if TYPE_CHECKING:
@@ -22,21 +23,37 @@ def _label(text: str) -> str:
 
 def to_mermaid(
     nodes: Mapping[str, NodeSpec],
-    edges: Mapping[str, str],
+    edges: Mapping[str, str | Fork],
     routers: Mapping[str, RouterSpec],
+    router_joins: Mapping[str, str | None],
 ) -> str:
     """Nodes as boxes, START/END as stadiums, router branches labelled with their keys,
-    ``on_error`` exits dotted."""
+    ``on_error`` exits dotted; fan-outs and joins as thick arrows labelled
+    ``parallel`` and ``join``."""
     ids = {START: "__start__", END: "__end__"}
     for i, name in enumerate(nodes):
         ids[name] = name if _SAFE.fullmatch(name) and name not in ("end", "graph") else f"n{i}"
     lines = ["flowchart TD", '    __start__(["START"])', '    __end__(["END"])']
     lines += [f'    {ids[name]}["{_label(name)}"]' for name in nodes]
+    joins = {
+        source: fork.join for source, fork in edges.items() if isinstance(fork, Fork)
+    }  # fmt: skip
+    joins.update({s: j for s, j in router_joins.items() if j is not None})
+    join_nodes = set(joins.values())
     for source, target in edges.items():
-        lines.append(f"    {ids[source]} --> {ids[target]}")
+        if isinstance(target, Fork):
+            for node, _ in target.starts:
+                lines.append(f'    {ids[source]} ==>|"parallel"| {ids[node]}')
+        elif target in join_nodes and target != END:
+            lines.append(f'    {ids[source]} ==>|"join"| {ids[target]}')
+        else:
+            lines.append(f"    {ids[source]} --> {ids[target]}")
     for source, router in routers.items():
         for key, target in router.targets.items():
             lines.append(f'    {ids[source]} -->|"{_label(str(key))}"| {ids[target]}')
+        join = router_joins.get(source)
+        if join is not None:
+            lines.append(f'    {ids[source]} -.->|"join"| {ids[join]}')
     for name, spec in nodes.items():
         if spec.on_error is not None:
             lines.append(f'    {ids[name]} -.->|"error"| {ids[spec.on_error]}')

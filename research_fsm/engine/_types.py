@@ -14,12 +14,15 @@ from ._errors import EngineError, InvalidResumeToken, NodeTimeout
 __all__ = [
     "END",
     "START",
+    "BranchInfo",
+    "BranchStatus",
     "Checkpoint",
     "CheckpointStatus",
     "ErrorInfo",
     "RetryPolicy",
     "RunResult",
     "RunStatus",
+    "Send",
     "StateSnapshot",
     "Suspend",
     "SuspendToken",
@@ -35,6 +38,38 @@ StateT = TypeVar("StateT", bound=BaseModel)
 
 RunStatus = Literal["completed", "suspended"]
 CheckpointStatus = Literal["running", "suspended", "completed", "failed"]
+BranchStatus = Literal["pending", "forked", "suspended", "failed", "done"]
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    """Returned in a router's list to run ``node`` as a branch of its own with ``item``.
+
+    The node reads the item as ``ctx.item``. Items are saved with the branch, so
+    give JSON values (dicts, lists, strings, numbers); after a restart they come
+    back as parsed JSON.
+    """
+
+    node: str
+    """The node the branch starts at; one of the router's declared targets."""
+    item: Any = None
+    """The branch's input, available to its nodes as ``ctx.item``."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BranchInfo:
+    """One parallel branch of an unfinished fan-out, as snapshots show it."""
+
+    id: str
+    """``node[index]`` of the branch's first node and its position in the fan-out;
+    a branch inside another branch's fan-out is ``outer/inner``."""
+    node: str | None
+    """The node the branch runs next (``None`` once it reached its join)."""
+    status: BranchStatus
+    """``pending`` (not finished), ``forked`` (waits for a fan-out of its own),
+    ``suspended``, ``failed`` or ``done``."""
+    join: str | None
+    """The node that runs once every branch of this fan-out is done (``None``: END)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +125,8 @@ class ErrorInfo:
     """The exception's class name."""
     message: str
     """The exception's message."""
+    branch: str | None = None
+    """The parallel branch the node ran in, if any (see ``BranchInfo.id``)."""
 
 
 _TOKEN_PREFIX = "rt1."
@@ -159,6 +196,8 @@ class Suspension:
     """What the node asked (the ``Suspend.payload``)."""
     token: SuspendToken
     """Pass this (or its ``str``) to ``resume``."""
+    branch: str | None = None
+    """The parallel branch that suspended, if any (its token resumes just it)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -176,7 +215,9 @@ class RunResult(Generic[StateT]):
     thread_id: str
     """The thread this call ran on."""
     suspension: Suspension | None = None
-    """Set when ``status == "suspended"``."""
+    """Set when ``status == "suspended"``: the first of ``suspensions``."""
+    suspensions: tuple[Suspension, ...] = ()
+    """Every pending suspension: one, or one per suspended parallel branch."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -197,6 +238,11 @@ class StateSnapshot(Generic[StateT]):
     """ISO-8601 UTC time the checkpoint was written."""
     error: ErrorInfo | None = None
     """What failed, when ``status == "failed"``."""
+    suspensions: tuple[Suspension, ...] = ()
+    """Every pending suspension (one per suspended parallel branch)."""
+    branches: tuple[BranchInfo, ...] = ()
+    """The branches of an unfinished fan-out (which finished, which are pending);
+    ``next`` is then the node that runs after the fan-out."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -241,3 +287,10 @@ class Checkpoint:
     at the end, or to ``None`` when the field got a new value. ``None`` (the
     default) means unknown. The engine sets it only for stores whose
     ``saves_changes`` attribute is true; such a store may save just these."""
+    branches: dict[str, dict[str, Any]] | None = None
+    """The in-flight parallel branches by id, each a JSON-able record the engine
+    writes and reads (``None`` when no fan-out is in flight). Records are never
+    changed in place: a changed branch gets a new record."""
+    changed_branches: tuple[str, ...] | None = None
+    """Set with ``changes``: ids of the branch records added, replaced or removed
+    since the parent checkpoint (``None``: unknown, save them all)."""

@@ -719,11 +719,11 @@ async def test_newer_schema_version_is_refused(file_store: JsonFileCheckpointSto
     """A line from a newer schema version is refused with a clear message and left in place."""
     compiled = chain("a", store=file_store)
     await compiled.run({}, thread_id="t")
-    damage_line(segment(file_store, 1), 1, lambda line: _edit(line, v=3))
+    damage_line(segment(file_store, 1), 1, lambda line: _edit(line, v=4))
     on_disk = snapshot(file_store)
     message = (
-        "thread `t`: a checkpoint was written with checkpoint schema version 3; this "
-        "research_fsm reads up to version 2: upgrade research_fsm"
+        "thread `t`: a checkpoint was written with checkpoint schema version 4; this "
+        "research_fsm reads up to version 3: upgrade research_fsm"
     )
     with pytest.raises(CorruptCheckpoint) as info:
         await compiled.get_state("t")

@@ -143,8 +143,8 @@ async def test_unhashable_router_key_raises_routing_error(store: CheckpointStore
     graph = StateGraph(Counter)
     graph.add_node("a", recorder("a"))
     graph.add_edge(START, "a")
-    graph.add_router("a", lambda s: ["x"], {"x": END})
-    with pytest.raises(RoutingError, match=r"returned \['x'\]"):
+    graph.add_router("a", lambda s: {"x": 1}, {"x": END})
+    with pytest.raises(RoutingError, match=r"returned \{'x': 1\}"):
         await graph.compile(store=store).run({}, thread_id="t")
 
 
