@@ -20,6 +20,8 @@ REPO = Path(__file__).resolve().parents[2]
 EXPECTED_ALL = [
     "END",
     "START",
+    "BranchInfo",
+    "BranchStatus",
     "Checkpoint",
     "CheckpointConflict",
     "CheckpointStore",
@@ -47,6 +49,7 @@ EXPECTED_ALL = [
     "RoutingError",
     "RunResult",
     "RunStream",
+    "Send",
     "StaleResumeToken",
     "StateGraph",
     "StateSerializationError",
