@@ -79,12 +79,16 @@ def _now() -> str:
 def _in_order(records: dict[str, dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
     """Branch records in declared order, each fan-out's branches after their owner."""
 
-    def key(pair: tuple[str, dict[str, Any]]) -> list[tuple[int, str]]:
-        parts = pair[0].split("/")
-        prefixes = ["/".join(parts[: i + 1]) for i in range(len(parts))]
-        return [(records[p]["i"] if p in records else 0, p) for p in prefixes]
+    def key(branch_id: str) -> list[int]:
+        chain = []
+        for _ in range(len(records)):  # bounded: a damaged record cannot loop
+            if branch_id not in records:
+                break
+            chain.append(records[branch_id]["i"])
+            branch_id = records[branch_id]["p"]
+        return chain[::-1]
 
-    return sorted(records.items(), key=key)
+    return sorted(records.items(), key=lambda pair: key(pair[0]))
 
 
 class CompiledGraph(Generic[StateT]):

@@ -4,7 +4,8 @@ each branch node as it finishes, merge the branches at the join in declared orde
 The saved form of an unfinished fan-out is ``Checkpoint.branches``: one JSON-able
 record per branch, keyed by branch id (``node[index]``, nested ``outer/inner``):
 
-``{"i": index, "node": next node | None, "status": ..., "join": node | END,
+``{"i": index, "p": owner branch id ("" at the top), "node": next node | None,
+"status": ..., "join": node | END,
 "updates": [{"n": node, "u": {field: value}, "r": [fields replaced]}], "item": ...,
 "at": suspension id, "payload": ..., "error": {...}}``
 
@@ -51,6 +52,7 @@ class NodeError(Exception):
 @dataclass(slots=True, eq=False)
 class _Branch:
     id: str
+    parent: str
     index: int
     node: str | None
     join: str
@@ -240,36 +242,34 @@ class ParallelRun:
 
     # -- frames ----------------------------------------------------------------
 
-    def _frame(self, fork: Fork, base: BaseModel, prefix: str) -> _Frame:
+    def _frame(self, fork: Fork, base: BaseModel, owner: str) -> _Frame:
+        prefix = f"{owner}/" if owner else ""
         branches = []
         for index, (node, item) in enumerate(fork.starts):
             branch = _Branch(
-                id=f"{prefix}{node}[{index}]", index=index, node=node, join=fork.join,
-                state=base, item=item,
+                id=f"{prefix}{node}[{index}]", parent=owner, index=index, node=node,
+                join=fork.join, state=base, item=item,
             )  # fmt: skip
             branches.append(branch)
             self._publish(branch)
         return _Frame(fork.join, base, branches)
 
-    def _rebuild(self, base: BaseModel, prefix: str) -> _Frame:
-        depth = prefix.count("/")
-        mine = [
-            (branch_id, record) for branch_id, record in self._records.items()
-            if branch_id.startswith(prefix) and branch_id.count("/") == depth
-        ]  # fmt: skip
+    def _rebuild(self, base: BaseModel, owner: str) -> _Frame:
+        mine = [pair for pair in self._records.items() if pair[1]["p"] == owner]
         mine.sort(key=lambda pair: pair[1]["i"])
         branches = []
         for branch_id, record in mine:
             origin = f"saved branch `{branch_id}`"
             branch = _Branch(
-                id=branch_id, index=record["i"], node=record["node"], join=record["join"],
+                id=branch_id, parent=owner, index=record["i"], node=record["node"],
+                join=record["join"],
                 state=_replay(self._schema, base, record["updates"], origin),
                 item=record.get("item", NO_ITEM), status=record["status"],
                 updates=list(record["updates"]), at=record.get("at"),
                 payload=record.get("payload"), error=record.get("error"),
             )  # fmt: skip
             if branch.status == "forked":
-                branch.frame = self._rebuild(branch.state, branch.id + "/")
+                branch.frame = self._rebuild(branch.state, branch.id)
             branches.append(branch)
         join = branches[0].join if branches else END
         return _Frame(join, base, branches)
@@ -278,8 +278,11 @@ class ParallelRun:
         for branch in frame.branches:
             if branch.id == branch_id:
                 return branch
-            if branch.frame is not None and branch_id.startswith(branch.id + "/"):
-                return self._find(branch.frame, branch_id)
+            if branch.frame is not None:
+                try:
+                    return self._find(branch.frame, branch_id)
+                except KeyError:
+                    pass
         raise KeyError(branch_id)
 
     def _walk(self, frame: _Frame) -> Iterator[_Branch]:
@@ -443,7 +446,7 @@ class ParallelRun:
             self.step += 1
             self.path.append(node)
             if isinstance(target, Fork):
-                branch.frame = self._frame(target, state, branch.id + "/")
+                branch.frame = self._frame(target, state, branch.id)
                 branch.status, branch.node = "forked", None
             elif target == frame.join or target == END:
                 branch.status, branch.node = "done", None
@@ -530,7 +533,7 @@ class ParallelRun:
 
     def _record(self, branch: _Branch) -> dict[str, Any]:
         record: dict[str, Any] = {
-            "i": branch.index, "node": branch.node, "status": branch.status,
+            "i": branch.index, "p": branch.parent, "node": branch.node, "status": branch.status,
             "join": branch.join, "updates": list(branch.updates),
         }  # fmt: skip
         if branch.item is not NO_ITEM:

@@ -658,3 +658,36 @@ async def test_file_store_reads_branch_records_back_in_a_fresh_store(tmp_path: A
         "product=P",
     ] == done.state.log
     assert () == (await app3.get_state("t")).branches  # type: ignore[union-attr]
+
+
+async def test_suspension_inside_a_nested_fan_out(store: CheckpointStore) -> None:
+    """A branch of a branch suspends; snapshots list owners before their branches; its
+    token resumes it and both joins run once."""
+    calls: list[str] = []
+    graph = StateGraph(Work)
+    for name in ("root", "left", "inner_b", "inner_join", "right"):
+        graph.add_node(name, logger(name, calls))
+    graph.add_node("inner_a", Asker("inner_a", calls))
+    graph.add_node("join", summarise)
+    graph.add_edge(START, "root")
+    graph.add_edge("root", ["left", "right"])
+    graph.add_edge("left", ["inner_a", "inner_b"])
+    graph.add_edge(["inner_a", "inner_b"], "inner_join")
+    graph.add_edge(["inner_join", "right"], "join")
+    graph.add_edge("join", END)
+    app = graph.compile(store=store)
+    first = await app.run({}, thread_id="t")
+    assert ["left[0]/inner_a[0]"] == [s.branch for s in first.suspensions]
+    snapshot = await app.get_state("t")
+    assert snapshot is not None
+    expected = [
+        ("left[0]", "forked"),
+        ("left[0]/inner_a[0]", "suspended"),
+        ("left[0]/inner_b[1]", "done"),
+        ("right[1]", "done"),
+    ]
+    assert expected == [(b.id, b.status) for b in snapshot.branches]
+    done = await app.resume(first.suspension.token, "yes")  # type: ignore[union-attr]
+    assert ["root", "left", "inner_a=yes", "inner_b", "inner_join", "right"] == done.state.log
+    assert ["inner_join", "join"] == [n for n in done.path if "join" in n]
+    assert 1 == calls.count("inner_join")
