@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import structlog
 from pydantic import BaseModel
 
+from ._branches import Continue, NodeError, find_suspended
 from ._context import NodeContext
 from ._errors import (
     EngineError,
@@ -31,7 +32,7 @@ from ._errors import (
 )
 from ._events import Completed, Event, NodeFinished, NodeStarted, Suspended
 from ._mermaid import to_mermaid
-from ._parallel import Continue, NodeError, ParallelRun, find_suspended
+from ._parallel import ParallelRun
 from ._store import CheckpointStore, Lease, validate_thread_id
 from ._stream import RunStream
 from ._topology import NO_ITEM, Fork, Topology

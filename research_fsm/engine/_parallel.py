@@ -1,16 +1,7 @@
 """Parallel branches at run time: run a fan-out's branches as tasks, checkpoint
 each branch node as it finishes, merge the branches at the join in declared order.
 
-The saved form of an unfinished fan-out is ``Checkpoint.branches``: one JSON-able
-record per branch, keyed by branch id (``node[index]``, nested ``outer/inner``):
-
-``{"i": index, "p": owner branch id ("" at the top), "node": next node | None,
-"status": ..., "join": node | END,
-"updates": [{"n": node, "u": {field: value}, "r": [fields replaced]}], "item": ...,
-"at": suspension id, "payload": ..., "error": {...}}``
-
-``Checkpoint.state`` stays the state the outermost fan-out started from; a
-branch's own view is that state plus its updates, replayed.
+The data (branches, frames, saved records, the merge) is in ``_branches``.
 """
 
 from __future__ import annotations
@@ -18,162 +9,35 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections import deque
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from ._branches import (
+    NO_VALUE,
+    Branch,
+    BranchFailure,
+    Continue,
+    Frame,
+    Limiter,
+    NodeError,
+    entry,
+    merge,
+    record,
+    replay,
+    walk,
+)
 from ._context import NodeContext
 from ._errors import EngineError, InvalidUpdate, NodeFailed, StepLimitExceeded
 from ._events import NodeFinished, NodeStarted
-from ._reducers import Replace, replace
 from ._topology import NO_ITEM, Fork
-from ._types import END, BranchStatus, ErrorInfo, Suspend
+from ._types import END, ErrorInfo, Suspend
 
 if TYPE_CHECKING:
     from ._compiled import CompiledGraph, Sink
     from ._state import StateSchema
 
-__all__ = ["Continue", "ParallelRun", "find_suspended"]
-
-_NO_VALUE: Any = object()
-
-
-class NodeError(Exception):
-    """A node failed for good (after retries); raised by ``CompiledGraph._invoke``."""
-
-    def __init__(self, cause: BaseException) -> None:
-        self.cause = cause
-
-
-@dataclass(slots=True, eq=False)
-class _Branch:
-    id: str
-    parent: str
-    index: int
-    node: str | None
-    join: str
-    state: BaseModel
-    item: Any = NO_ITEM
-    status: BranchStatus = "pending"
-    updates: list[dict[str, Any]] = field(default_factory=list)
-    frame: _Frame | None = None
-    at: str | None = None
-    payload: Any = None
-    error: dict[str, str] | None = None
-    resume_value: Any = _NO_VALUE
-    resumed_from: str | None = None
-    pending_error: ErrorInfo | None = None
-
-
-@dataclass(slots=True, eq=False)
-class _Frame:
-    join: str
-    base: BaseModel
-    branches: list[_Branch]
-
-
-@dataclass(slots=True)
-class Continue:
-    """The fan-out ended: the run goes on at ``node`` with ``state``."""
-
-    node: str
-    state: BaseModel
-    error: ErrorInfo | None = None
-
-
-class _BranchFailure(Exception):
-    """A branch node failed for good; ``on_error`` says where the run goes."""
-
-    def __init__(
-        self, branch: _Branch, node: str, step: int, cause: BaseException,
-        on_error: str | None, *, routing: bool = False,
-    ) -> None:  # fmt: skip
-        self.branch, self.node, self.step, self.cause, self.on_error = (
-            branch, node, step, cause, on_error,
-        )  # fmt: skip
-        self.routing = routing
-        """The router failed (not the node): its error is raised as it is."""
-
-
-class _Limiter:
-    """At most ``size`` holders at once; waiters are served in arrival order."""
-
-    def __init__(self, size: int | None) -> None:
-        self._free = size
-        self._waiters: deque[asyncio.Future[None]] = deque()
-
-    @asynccontextmanager
-    async def slot(self) -> AsyncIterator[None]:
-        if self._free is None:
-            yield
-            return
-        if self._free > 0 and not self._waiters:
-            self._free -= 1
-        else:
-            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            self._waiters.append(waiter)
-            try:
-                await waiter
-            except BaseException:
-                if waiter.done() and not waiter.cancelled():
-                    self._release()  # granted, then cancelled: pass it on
-                elif waiter in self._waiters:
-                    self._waiters.remove(waiter)
-                raise
-        try:
-            yield
-        finally:
-            self._release()
-
-    def _release(self) -> None:
-        while self._waiters:
-            waiter = self._waiters.popleft()
-            if not waiter.done():
-                waiter.set_result(None)
-                return
-        assert self._free is not None
-        self._free += 1
-
-
-def find_suspended(records: dict[str, dict[str, Any]], suspension_id: str) -> str | None:
-    """The id of the branch suspended with ``suspension_id``, if any."""
-    for branch_id, record in records.items():
-        if record.get("status") == "suspended" and record.get("at") == suspension_id:
-            return branch_id
-    return None
-
-
-def _entry(node: str, changes: dict[str, Any]) -> dict[str, Any]:
-    values: dict[str, Any] = {}
-    replaced: list[str] = []
-    for name, value in changes.items():
-        if isinstance(value, Replace):
-            values[name] = value.value
-            replaced.append(name)
-        else:
-            values[name] = value
-    entry: dict[str, Any] = {"n": node, "u": values}
-    if replaced:
-        entry["r"] = replaced
-    return entry
-
-
-def _changes(entry: dict[str, Any]) -> dict[str, Any]:
-    values: dict[str, Any] = entry["u"]
-    replaced = entry.get("r")
-    if not replaced:
-        return values
-    return {k: Replace(v) if k in replaced else v for k, v in values.items()}
-
-
-def _replay(schema: StateSchema, state: BaseModel, entries: list[dict[str, Any]], origin: str) -> BaseModel:  # fmt: skip
-    for entry in entries:
-        state = schema.apply(state, _changes(entry), origin)
-    return state
+__all__ = ["ParallelRun"]
 
 
 class ParallelRun:
@@ -198,14 +62,14 @@ class ParallelRun:
         self._schema: StateSchema = graph._schema
         self._tracks = graph._tracks
         limit = graph.max_concurrency
-        self._limiter = None if limit is None else _Limiter(limit)
+        self._limiter = None if limit is None else Limiter(limit)
         self._started = 0  # node executions begun in this call, in every branch
         self._records: dict[str, dict[str, Any]] = {}
         self._changed: set[str] = set()
         self._version = 0
         self._saved = 0
         self._saving: asyncio.Future[None] | None = None
-        self._root: _Frame | None = None
+        self._root: Frame | None = None
         self._last_node: str | None = None
 
     # -- entry points ----------------------------------------------------------
@@ -219,7 +83,7 @@ class ParallelRun:
         self._last_node = last_node
         await self._save("running", self._root.join, state, changes, full=True)
 
-    async def run(self) -> Continue | list[_Branch]:
+    async def run(self) -> Continue | list[Branch]:
         """Run the fan-out to its end: where the run goes on, or the suspended branches."""
         return await self._run_root()
 
@@ -230,7 +94,7 @@ class ParallelRun:
     async def restart(
         self, records: dict[str, dict[str, Any]], state: BaseModel,
         resume: tuple[str, Any] | None,
-    ) -> Continue | list[_Branch]:  # fmt: skip
+    ) -> Continue | list[Branch]:  # fmt: skip
         """Continue the saved fan-out ``records`` (after a crash, failure or suspension)."""
         self._records = dict(records)
         self._root = self._rebuild(state, "")
@@ -242,39 +106,39 @@ class ParallelRun:
 
     # -- frames ----------------------------------------------------------------
 
-    def _frame(self, fork: Fork, base: BaseModel, owner: str) -> _Frame:
+    def _frame(self, fork: Fork, base: BaseModel, owner: str) -> Frame:
         prefix = f"{owner}/" if owner else ""
         branches = []
         for index, (node, item) in enumerate(fork.starts):
-            branch = _Branch(
+            branch = Branch(
                 id=f"{prefix}{node}[{index}]", parent=owner, index=index, node=node,
                 join=fork.join, state=base, item=item,
             )  # fmt: skip
             branches.append(branch)
             self._publish(branch)
-        return _Frame(fork.join, base, branches)
+        return Frame(fork.join, base, branches)
 
-    def _rebuild(self, base: BaseModel, owner: str) -> _Frame:
+    def _rebuild(self, base: BaseModel, owner: str) -> Frame:
         mine = [pair for pair in self._records.items() if pair[1]["p"] == owner]
         mine.sort(key=lambda pair: pair[1]["i"])
         branches = []
-        for branch_id, record in mine:
+        for branch_id, saved in mine:
             origin = f"saved branch `{branch_id}`"
-            branch = _Branch(
-                id=branch_id, parent=owner, index=record["i"], node=record["node"],
-                join=record["join"],
-                state=_replay(self._schema, base, record["updates"], origin),
-                item=record.get("item", NO_ITEM), status=record["status"],
-                updates=list(record["updates"]), at=record.get("at"),
-                payload=record.get("payload"), error=record.get("error"),
+            branch = Branch(
+                id=branch_id, parent=owner, index=saved["i"], node=saved["node"],
+                join=saved["join"],
+                state=replay(self._schema, base, saved["updates"], origin),
+                item=saved.get("item", NO_ITEM), status=saved["status"],
+                updates=list(saved["updates"]), at=saved.get("at"),
+                payload=saved.get("payload"), error=saved.get("error"),
             )  # fmt: skip
             if branch.status == "forked":
                 branch.frame = self._rebuild(branch.state, branch.id)
             branches.append(branch)
         join = branches[0].join if branches else END
-        return _Frame(join, base, branches)
+        return Frame(join, base, branches)
 
-    def _find(self, frame: _Frame, branch_id: str) -> _Branch:
+    def _find(self, frame: Frame, branch_id: str) -> Branch:
         for branch in frame.branches:
             if branch.id == branch_id:
                 return branch
@@ -285,33 +149,27 @@ class ParallelRun:
                     pass
         raise KeyError(branch_id)
 
-    def _walk(self, frame: _Frame) -> Iterator[_Branch]:
-        for branch in frame.branches:
-            yield branch
-            if branch.frame is not None:
-                yield from self._walk(branch.frame)
-
     # -- the outermost fan-out -------------------------------------------------
 
-    async def _run_root(self) -> Continue | list[_Branch]:
+    async def _run_root(self) -> Continue | list[Branch]:
         root = self._root
         assert root is not None
         try:
             finished = await self._run_frame(root)
-        except _BranchFailure as failure:
+        except BranchFailure as failure:
             return await self._root_failure(root, failure)
         if not finished:
-            suspended = [b for b in self._walk(root) if b.status == "suspended"]
+            suspended = [b for b in walk(root) if b.status == "suspended"]
             await self._save("suspended", root.join, root.base, {} if self._tracks else None)
             return suspended
         track: dict[str, int | None] | None = {} if self._tracks else None
-        state, _ = self._merge(root, root.base, track)
+        state, _ = merge(self._schema, root.branches, root.base, track)
         self._clear(root)
         status = "completed" if root.join == END else "running"
         await self._save(status, root.join, state, track)
         return Continue(root.join, state)
 
-    async def _root_failure(self, root: _Frame, failure: _BranchFailure) -> Continue:
+    async def _root_failure(self, root: Frame, failure: BranchFailure) -> Continue:
         if failure.on_error is not None:
             track: dict[str, int | None] | None = {} if self._tracks else None
             state = self._kept(root, root.base, failure, None, track)
@@ -327,16 +185,16 @@ class ParallelRun:
             raise failure.cause
         raise NodeFailed(failure.node, failure.step, failure.cause) from failure.cause
 
-    def _error_info(self, failure: _BranchFailure) -> ErrorInfo:
+    def _error_info(self, failure: BranchFailure) -> ErrorInfo:
         cause = failure.cause
         return ErrorInfo(failure.node, type(cause).__name__, str(cause), branch=failure.branch.id)
 
     # -- running a frame -------------------------------------------------------
 
-    async def _run_frame(self, frame: _Frame) -> bool:
+    async def _run_frame(self, frame: Frame) -> bool:
         """Run the frame's unfinished branches together; True when all are done.
 
-        Raises ``_BranchFailure`` (siblings cancelled, finished ones kept)."""
+        Raises ``BranchFailure`` (siblings cancelled, finished ones kept)."""
         runnable = [b for b in frame.branches if b.status in ("pending", "failed", "forked")]
         for branch in runnable:
             if branch.status == "failed":
@@ -356,16 +214,16 @@ class ParallelRun:
             await self._settle()
         errors = [t.exception() for t in tasks if not t.cancelled() and t.exception() is not None]
         for error in errors:  # the first in declared order decides
-            if not isinstance(error, _BranchFailure):
+            if not isinstance(error, BranchFailure):
                 raise error  # type: ignore[misc]
         if errors:
             failure = errors[0]
-            assert isinstance(failure, _BranchFailure)
+            assert isinstance(failure, BranchFailure)
             self._mark_failed(failure)
             raise failure
         return all(b.status == "done" for b in frame.branches)
 
-    def _mark_failed(self, failure: _BranchFailure) -> None:
+    def _mark_failed(self, failure: BranchFailure) -> None:
         branch = failure.branch
         if branch.status == "suspended" or failure.on_error is not None or failure.routing:
             return
@@ -376,7 +234,7 @@ class ParallelRun:
         }  # fmt: skip
         self._publish(branch)
 
-    async def _branch(self, frame: _Frame, branch: _Branch) -> None:
+    async def _branch(self, frame: Frame, branch: Branch) -> None:
         if branch.frame is not None and not await self._join_children(branch):
             return
         graph, schema, sink, limiter = self.graph, self._schema, self.sink, self._limiter
@@ -394,10 +252,10 @@ class ParallelRun:
                 item=None if branch.item is NO_ITEM else branch.item,
             )  # fmt: skip
             branch.pending_error = None
-            resuming = branch.resume_value is not _NO_VALUE
+            resuming = branch.resume_value is not NO_VALUE
             if resuming:
                 ctx.resume_value, ctx.resuming = branch.resume_value, True
-                branch.resume_value = _NO_VALUE
+                branch.resume_value = NO_VALUE
             if sink is not None:
                 sink(NodeStarted(node=node, step=step, branch=branch.id))
             began = time.perf_counter()
@@ -417,7 +275,7 @@ class ParallelRun:
                     changes = schema.as_changes(out.update, origin)
                     branch.state = schema.apply(branch.state, changes, origin)
                     if changes:
-                        branch.updates.append(_entry(node, changes))
+                        branch.updates.append(entry(node, changes))
                     branch.status, branch.payload = "suspended", out.payload
                     branch.at = os.urandom(12).hex()
                     self._started -= 1
@@ -433,15 +291,15 @@ class ParallelRun:
                 if resuming and spec.on_error is None:  # keeps the suspension and its token
                     branch.status, branch.at = "suspended", branch.resumed_from
                     self._publish(branch)
-                raise _BranchFailure(branch, node, step, cause, spec.on_error) from cause
+                raise BranchFailure(branch, node, step, cause, spec.on_error) from cause
             try:
                 target = await graph._route(node, state)
             except Exception as exc:
                 self._started -= 1
-                raise _BranchFailure(branch, node, step, exc, None, routing=True) from exc
+                raise BranchFailure(branch, node, step, exc, None, routing=True) from exc
             branch.state = state
             if changes:
-                branch.updates.append(_entry(node, changes))
+                branch.updates.append(entry(node, changes))
             self._started -= 1
             self.step += 1
             self.path.append(node)
@@ -462,20 +320,20 @@ class ParallelRun:
             if branch.frame is not None and not await self._join_children(branch):
                 return
 
-    async def _join_children(self, branch: _Branch) -> bool:
+    async def _join_children(self, branch: Branch) -> bool:
         """Run the branch's own fan-out; False when some of it is suspended."""
         frame = branch.frame
         assert frame is not None
         try:
             if not await self._run_frame(frame):
                 return False
-        except _BranchFailure as failure:
+        except BranchFailure as failure:
             if failure.on_error is None:
                 raise
             state = self._kept(frame, branch.state, failure, branch.updates, None)
             branch.node, branch.pending_error = failure.on_error, self._error_info(failure)
         else:
-            state, entries = self._merge(frame, branch.state, None)
+            state, entries = merge(self._schema, frame.branches, branch.state, None)
             branch.updates.extend(entries)
             branch.node = frame.join
         self._clear(frame)
@@ -490,66 +348,26 @@ class ParallelRun:
 
     # -- merging ---------------------------------------------------------------
 
-    def _merge(
-        self, frame: _Frame, base: BaseModel, track: dict[str, int | None] | None,
-        only: list[_Branch] | None = None,
-    ) -> tuple[BaseModel, list[dict[str, Any]]]:  # fmt: skip
-        """Apply the branches' updates to ``base`` in declared order."""
-        schema = self._schema
-        writers: dict[str, tuple[str, str]] = {}
-        state, entries = base, []
-        for branch in only if only is not None else frame.branches:
-            for entry in branch.updates:
-                for name in entry["u"]:
-                    spec = schema.fields.get(name)
-                    if spec is None or spec.reducer is not replace:
-                        continue
-                    first = writers.setdefault(name, (branch.id, entry["n"]))
-                    if first[0] != branch.id:
-                        raise InvalidUpdate(
-                            f"branches `{first[0]}` (node `{first[1]}`) and `{branch.id}` "
-                            f"(node `{entry['n']}`) both set field `{name}`, whose reducer is "
-                            "`replace`: give the field a reducer (e.g. `append`) or let one "
-                            "branch set it"
-                        )
-                origin = f"node `{entry['n']}` (branch `{branch.id}`)"
-                state = schema.apply(state, _changes(entry), origin, track)
-                entries.append(entry)
-        return state, entries
-
     def _kept(
-        self, frame: _Frame, base: BaseModel, failure: _BranchFailure,
+        self, frame: Frame, base: BaseModel, failure: BranchFailure,
         into: list[dict[str, Any]] | None, track: dict[str, int | None] | None,
     ) -> BaseModel:  # fmt: skip
         """What an ``on_error`` node sees: the finished branches' updates and the
         failed branch's before its failing node, in declared order."""
         kept = [b for b in frame.branches if b.status == "done" or b is failure.branch]
-        state, entries = self._merge(frame, base, track, kept)
+        state, entries = merge(self._schema, kept, base, track)
         if into is not None:
             into.extend(entries)
         return state
 
     # -- saving ----------------------------------------------------------------
 
-    def _record(self, branch: _Branch) -> dict[str, Any]:
-        record: dict[str, Any] = {
-            "i": branch.index, "p": branch.parent, "node": branch.node, "status": branch.status,
-            "join": branch.join, "updates": list(branch.updates),
-        }  # fmt: skip
-        if branch.item is not NO_ITEM:
-            record["item"] = branch.item
-        if branch.status == "suspended":
-            record["at"], record["payload"] = branch.at, branch.payload
-        elif branch.error is not None:
-            record["error"] = branch.error
-        return record
-
-    def _publish(self, branch: _Branch) -> None:
-        self._records[branch.id] = self._record(branch)
+    def _publish(self, branch: Branch) -> None:
+        self._records[branch.id] = record(branch)
         self._changed.add(branch.id)
 
-    def _clear(self, frame: _Frame) -> None:
-        for branch in self._walk(frame):
+    def _clear(self, frame: Frame) -> None:
+        for branch in walk(frame):
             if self._records.pop(branch.id, None) is not None:
                 self._changed.add(branch.id)
 

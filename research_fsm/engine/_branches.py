@@ -1,0 +1,239 @@
+"""Parallel branches as data: the in-memory branches and fan-outs of a run, their
+saved records, and the merge at a join.
+
+The saved form of an unfinished fan-out is ``Checkpoint.branches``: one JSON-able
+record per branch, keyed by branch id (``node[index]``, nested ``outer[0]/inner[1]``):
+
+``{"i": index, "p": owner branch id ("" at the top), "node": next node | None,
+"status": ..., "join": node | END, "updates": [{"n": node, "u": {field: value},
+"r": [fields replaced]}], "item": ..., "at": suspension id, "payload": ...,
+"error": {...}}``
+
+``Checkpoint.state`` stays the state the outermost fan-out started from; a
+branch's own view is that state plus its updates, replayed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from ._errors import InvalidUpdate
+from ._reducers import Replace, replace
+from ._topology import NO_ITEM
+from ._types import BranchStatus, ErrorInfo
+
+if TYPE_CHECKING:
+    from ._state import StateSchema
+
+__all__ = [
+    "NO_VALUE",
+    "Branch",
+    "BranchFailure",
+    "Continue",
+    "Frame",
+    "Limiter",
+    "NodeError",
+    "entry",
+    "find_suspended",
+    "merge",
+    "record",
+    "replay",
+    "walk",
+]
+
+NO_VALUE: Any = object()
+"""No resume value: the branch is not being resumed."""
+
+
+class NodeError(Exception):
+    """A node failed for good (after retries); raised by ``CompiledGraph._invoke``."""
+
+    def __init__(self, cause: BaseException) -> None:
+        self.cause = cause
+
+
+@dataclass(slots=True, eq=False)
+class Branch:
+    id: str
+    parent: str
+    index: int
+    node: str | None
+    join: str
+    state: BaseModel
+    item: Any = NO_ITEM
+    status: BranchStatus = "pending"
+    updates: list[dict[str, Any]] = field(default_factory=list)
+    frame: Frame | None = None
+    at: str | None = None
+    payload: Any = None
+    error: dict[str, str] | None = None
+    resume_value: Any = NO_VALUE
+    resumed_from: str | None = None
+    pending_error: ErrorInfo | None = None
+
+
+@dataclass(slots=True, eq=False)
+class Frame:
+    join: str
+    base: BaseModel
+    branches: list[Branch]
+
+
+@dataclass(slots=True)
+class Continue:
+    """The fan-out ended: the run goes on at ``node`` with ``state``."""
+
+    node: str
+    state: BaseModel
+    error: ErrorInfo | None = None
+
+
+class BranchFailure(Exception):
+    """A branch node failed for good; ``on_error`` says where the run goes."""
+
+    def __init__(
+        self, branch: Branch, node: str, step: int, cause: BaseException,
+        on_error: str | None, *, routing: bool = False,
+    ) -> None:  # fmt: skip
+        self.branch, self.node, self.step, self.cause, self.on_error = (
+            branch, node, step, cause, on_error,
+        )  # fmt: skip
+        self.routing = routing
+        """The router failed (not the node): its error is raised as it is."""
+
+
+class Limiter:
+    """At most ``size`` holders at once; waiters are served in arrival order."""
+
+    def __init__(self, size: int | None) -> None:
+        self._free = size
+        self._waiters: deque[asyncio.Future[None]] = deque()
+
+    @asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        if self._free is None:
+            yield
+            return
+        if self._free > 0 and not self._waiters:
+            self._free -= 1
+        else:
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            try:
+                await waiter
+            except BaseException:
+                if waiter.done() and not waiter.cancelled():
+                    self._release()  # granted, then cancelled: pass it on
+                elif waiter in self._waiters:
+                    self._waiters.remove(waiter)
+                raise
+        try:
+            yield
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+        assert self._free is not None
+        self._free += 1
+
+
+def find_suspended(records: dict[str, dict[str, Any]], suspension_id: str) -> str | None:
+    """The id of the branch suspended with ``suspension_id``, if any."""
+    for branch_id, record in records.items():
+        if record.get("status") == "suspended" and record.get("at") == suspension_id:
+            return branch_id
+    return None
+
+
+def entry(node: str, update: dict[str, Any]) -> dict[str, Any]:
+    """A node's update as a branch record keeps it (``Replace`` marked by name)."""
+    values: dict[str, Any] = {}
+    replaced: list[str] = []
+    for name, value in update.items():
+        if isinstance(value, Replace):
+            values[name] = value.value
+            replaced.append(name)
+        else:
+            values[name] = value
+    saved: dict[str, Any] = {"n": node, "u": values}
+    if replaced:
+        saved["r"] = replaced
+    return saved
+
+
+def changes(saved: dict[str, Any]) -> dict[str, Any]:
+    """The update a record entry holds, ``Replace`` restored."""
+    values: dict[str, Any] = saved["u"]
+    replaced = saved.get("r")
+    if not replaced:
+        return values
+    return {k: Replace(v) if k in replaced else v for k, v in values.items()}
+
+
+def replay(schema: StateSchema, state: BaseModel, entries: list[dict[str, Any]], origin: str) -> BaseModel:  # fmt: skip
+    for item in entries:
+        state = schema.apply(state, changes(item), origin)
+    return state
+
+
+def merge(
+    schema: StateSchema, branches: list[Branch], base: BaseModel,
+    track: dict[str, int | None] | None,
+) -> tuple[BaseModel, list[dict[str, Any]]]:  # fmt: skip
+    """Apply the branches' updates to ``base`` in declared order; two branches
+    setting one ``replace`` field is an ``InvalidUpdate`` naming both."""
+    writers: dict[str, tuple[str, str]] = {}
+    state, entries = base, []
+    for branch in branches:
+        for saved in branch.updates:
+            for name in saved["u"]:
+                spec = schema.fields.get(name)
+                if spec is None or spec.reducer is not replace:
+                    continue
+                first = writers.setdefault(name, (branch.id, saved["n"]))
+                if first[0] != branch.id:
+                    raise InvalidUpdate(
+                        f"branches `{first[0]}` (node `{first[1]}`) and `{branch.id}` "
+                        f"(node `{saved['n']}`) both set field `{name}`, whose reducer is "
+                        "`replace`: give the field a reducer (e.g. `append`) or let one "
+                        "branch set it"
+                    )
+            origin = f"node `{saved['n']}` (branch `{branch.id}`)"
+            state = schema.apply(state, changes(saved), origin, track)
+            entries.append(saved)
+    return state, entries
+
+
+def record(branch: Branch) -> dict[str, Any]:
+    """The branch's saved record (a new dict: records are never changed in place)."""
+    saved: dict[str, Any] = {
+        "i": branch.index, "p": branch.parent, "node": branch.node, "status": branch.status,
+        "join": branch.join, "updates": list(branch.updates),
+    }  # fmt: skip
+    if branch.item is not NO_ITEM:
+        saved["item"] = branch.item
+    if branch.status == "suspended":
+        saved["at"], saved["payload"] = branch.at, branch.payload
+    elif branch.error is not None:
+        saved["error"] = branch.error
+    return saved
+
+
+def walk(frame: Frame) -> Iterator[Branch]:
+    """The frame's branches, each followed by the branches of its own fan-out."""
+    for branch in frame.branches:
+        yield branch
+        if branch.frame is not None:
+            yield from walk(branch.frame)
