@@ -40,6 +40,7 @@ __all__ = [
     "Frame",
     "Limiter",
     "NodeError",
+    "cannot_suspend",
     "entry",
     "find_suspended",
     "merge",
@@ -57,6 +58,16 @@ class NodeError(Exception):
 
     def __init__(self, cause: BaseException) -> None:
         self.cause = cause
+
+
+def cannot_suspend(node: str) -> NodeError:
+    """The failure of a ``(state)``-only node that returned ``Suspend``."""
+    return NodeError(
+        TypeError(
+            f"node `{node}` takes only (state) and cannot suspend: give it "
+            "a `ctx` parameter, or make it an object with `run`/`resume`"
+        )
+    )
 
 
 @dataclass(slots=True, eq=False)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import structlog
 from pydantic import BaseModel
 
-from ._branches import Continue, NodeError, find_suspended
+from ._branches import Continue, NodeError, cannot_suspend, find_suspended
 from ._context import NodeContext
 from ._errors import (
     EngineError,
@@ -419,10 +419,7 @@ class CompiledGraph(Generic[StateT]):
                 out = await self._invoke(spec, state, ctx, resuming)
                 if isinstance(out, Suspend):
                     if not spec.takes_ctx:
-                        raise NodeError(TypeError(
-                            f"node `{node}` takes only (state) and cannot suspend: give it "
-                            "a `ctx` parameter, or make it an object with `run`/`resume`"
-                        ))  # fmt: skip
+                        raise cannot_suspend(node)
                     origin = f"node `{node}` (Suspend.update)"
                     delta = {} if tracks else None
                     state = schema.apply(

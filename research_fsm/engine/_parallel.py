@@ -21,6 +21,7 @@ from ._branches import (
     Frame,
     Limiter,
     NodeError,
+    cannot_suspend,
     entry,
     merge,
     record,
@@ -235,90 +236,107 @@ class ParallelRun:
         self._publish(branch)
 
     async def _branch(self, frame: Frame, branch: Branch) -> None:
+        """Run one branch node after node until it is done, suspended or forked
+        into a fan-out of its own that is not finished."""
         if branch.frame is not None and not await self._join_children(branch):
             return
-        graph, schema, sink, limiter = self.graph, self._schema, self.sink, self._limiter
         while branch.status == "pending":
-            node = branch.node
-            assert node is not None
-            if len(self.path) + self._started >= graph.step_limit:
-                raise StepLimitExceeded(graph.step_limit, self.path)
-            self._started += 1
-            spec = graph._nodes[node]
-            step = self.step + self._started - 1
-            ctx = NodeContext(
-                thread_id=self.thread_id, run_id=self.run_id, step=step, node=node,
-                error=branch.pending_error, _sink=sink, branch=branch.id,
-                item=None if branch.item is NO_ITEM else branch.item,
-            )  # fmt: skip
-            branch.pending_error = None
-            resuming = branch.resume_value is not NO_VALUE
-            if resuming:
-                ctx.resume_value, ctx.resuming = branch.resume_value, True
-                branch.resume_value = NO_VALUE
-            if sink is not None:
-                sink(NodeStarted(node=node, step=step, branch=branch.id))
-            began = time.perf_counter()
-            origin = f"node `{node}` (branch `{branch.id}`)"
-            try:
-                if limiter is None:
-                    out = await graph._invoke(spec, branch.state, ctx, resuming)
-                else:
-                    async with limiter.slot():
-                        out = await graph._invoke(spec, branch.state, ctx, resuming)
-                if isinstance(out, Suspend):
-                    if not spec.takes_ctx:
-                        raise NodeError(TypeError(
-                            f"node `{node}` takes only (state) and cannot suspend: give it "
-                            "a `ctx` parameter, or make it an object with `run`/`resume`"
-                        ))  # fmt: skip
-                    changes = schema.as_changes(out.update, origin)
-                    branch.state = schema.apply(branch.state, changes, origin)
-                    if changes:
-                        branch.updates.append(entry(node, changes))
-                    branch.status, branch.payload = "suspended", out.payload
-                    branch.at = os.urandom(12).hex()
-                    self._started -= 1
-                    self.path.append(node)
-                    self._publish(branch)
-                    await self._commit(node)
-                    return
-                changes = schema.as_changes(out, origin)
-                state = schema.apply(branch.state, changes, origin)
-            except (NodeError, InvalidUpdate) as failure:
-                cause = failure.cause if isinstance(failure, NodeError) else failure
-                self._started -= 1
-                if resuming and spec.on_error is None:  # keeps the suspension and its token
-                    branch.status, branch.at = "suspended", branch.resumed_from
-                    self._publish(branch)
-                raise BranchFailure(branch, node, step, cause, spec.on_error) from cause
-            try:
-                target = await graph._route(node, state)
-            except Exception as exc:
-                self._started -= 1
-                raise BranchFailure(branch, node, step, exc, None, routing=True) from exc
-            branch.state = state
-            if changes:
-                branch.updates.append(entry(node, changes))
-            self._started -= 1
-            self.step += 1
-            self.path.append(node)
-            if isinstance(target, Fork):
-                branch.frame = self._frame(target, state, branch.id)
-                branch.status, branch.node = "forked", None
-            elif target == frame.join or target == END:
-                branch.status, branch.node = "done", None
-            else:
-                branch.node = target
-            self._publish(branch)
-            await self._commit(node)
-            if sink is not None:
-                sink(NodeFinished(
-                    node=node, step=step, update=changes,
-                    duration=time.perf_counter() - began, branch=branch.id,
-                ))  # fmt: skip
+            if not await self._step(frame, branch):
+                return
             if branch.frame is not None and not await self._join_children(branch):
                 return
+
+    def _context(self, branch: Branch, node: str) -> NodeContext:
+        if len(self.path) + self._started >= self.graph.step_limit:
+            raise StepLimitExceeded(self.graph.step_limit, self.path)
+        self._started += 1
+        ctx = NodeContext(
+            thread_id=self.thread_id, run_id=self.run_id, step=self.step + self._started - 1,
+            node=node, error=branch.pending_error, _sink=self.sink, branch=branch.id,
+            item=None if branch.item is NO_ITEM else branch.item,
+        )  # fmt: skip
+        branch.pending_error = None
+        if branch.resume_value is not NO_VALUE:
+            ctx.resume_value, ctx.resuming = branch.resume_value, True
+            branch.resume_value = NO_VALUE
+        return ctx
+
+    async def _step(self, frame: Frame, branch: Branch) -> bool:
+        """Run the branch's next node and save its update; False when it suspended."""
+        graph, schema, sink = self.graph, self._schema, self.sink
+        node = branch.node
+        assert node is not None
+        spec = graph._nodes[node]
+        ctx = self._context(branch, node)
+        if sink is not None:
+            sink(NodeStarted(node=node, step=ctx.step, branch=branch.id))
+        began = time.perf_counter()
+        origin = f"node `{node}` (branch `{branch.id}`)"
+        try:
+            if self._limiter is None:
+                out = await graph._invoke(spec, branch.state, ctx, ctx.resuming)
+            else:
+                async with self._limiter.slot():
+                    out = await graph._invoke(spec, branch.state, ctx, ctx.resuming)
+            if isinstance(out, Suspend):
+                await self._suspend(branch, node, out, origin)
+                return False
+            changes = schema.as_changes(out, origin)
+            state = schema.apply(branch.state, changes, origin)
+        except (NodeError, InvalidUpdate) as failure:
+            cause = failure.cause if isinstance(failure, NodeError) else failure
+            self._started -= 1
+            if ctx.resuming and spec.on_error is None:  # keeps the suspension and its token
+                branch.status, branch.at = "suspended", branch.resumed_from
+                self._publish(branch)
+            raise BranchFailure(branch, node, ctx.step, cause, spec.on_error) from cause
+        try:
+            target = await graph._route(node, state)
+        except Exception as exc:
+            self._started -= 1
+            raise BranchFailure(branch, node, ctx.step, exc, None, routing=True) from exc
+        self._advance(frame, branch, node, state, changes, target)
+        await self._commit(node)
+        if sink is not None:
+            sink(NodeFinished(
+                node=node, step=ctx.step, update=changes,
+                duration=time.perf_counter() - began, branch=branch.id,
+            ))  # fmt: skip
+        return True
+
+    def _advance(
+        self, frame: Frame, branch: Branch, node: str, state: BaseModel,
+        changes: dict[str, Any], target: str | Fork,
+    ) -> None:  # fmt: skip
+        """Record a finished branch node: its update, and where the branch goes next."""
+        branch.state = state
+        if changes:
+            branch.updates.append(entry(node, changes))
+        self._started -= 1
+        self.step += 1
+        self.path.append(node)
+        if isinstance(target, Fork):
+            branch.frame = self._frame(target, state, branch.id)
+            branch.status, branch.node = "forked", None
+        elif target == frame.join or target == END:
+            branch.status, branch.node = "done", None
+        else:
+            branch.node = target
+        self._publish(branch)
+
+    async def _suspend(self, branch: Branch, node: str, out: Suspend, origin: str) -> None:
+        if not self.graph._nodes[node].takes_ctx:
+            raise cannot_suspend(node)
+        changes = self._schema.as_changes(out.update, origin)
+        branch.state = self._schema.apply(branch.state, changes, origin)
+        if changes:
+            branch.updates.append(entry(node, changes))
+        branch.status, branch.payload = "suspended", out.payload
+        branch.at = os.urandom(12).hex()
+        self._started -= 1
+        self.path.append(node)
+        self._publish(branch)
+        await self._commit(node)
 
     async def _join_children(self, branch: Branch) -> bool:
         """Run the branch's own fan-out; False when some of it is suspended."""
