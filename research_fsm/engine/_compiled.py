@@ -9,6 +9,7 @@ import os
 import secrets
 import time
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -90,6 +91,22 @@ def _in_order(records: dict[str, dict[str, Any]]) -> list[tuple[str, dict[str, A
         return chain[::-1]
 
     return sorted(records.items(), key=lambda pair: key(pair[0]))
+
+
+@dataclass(slots=True)
+class _Start:
+    """Where a ``run``/``resume`` call starts (see ``CompiledGraph._begin``)."""
+
+    state: BaseModel
+    node: str | None  # None: a fresh start from START
+    run_id: str
+    step: int
+    seq: int
+    parent_id: str | None
+    delta: dict[str, int | None] | None
+    resume_value: Any = _NO_VALUE
+    fanout: dict[str, dict[str, Any]] | None = None  # an unfinished fan-out to continue
+    resumed_branch: tuple[str, Any] | None = None
 
 
 class CompiledGraph(Generic[StateT]):
@@ -287,34 +304,37 @@ class CompiledGraph(Generic[StateT]):
                 del self._holders[thread_id]
             await lease.release()
 
-    async def _run_locked(
+    async def _begin(
         self,
         thread_id: str,
         input: dict[str, Any] | BaseModel | None,
         resume: tuple[SuspendToken, Any] | None,
-        sink: Sink,
-    ) -> RunResult[StateT]:
+    ) -> _Start | RunResult[StateT]:
+        """Where a call starts: from the thread's latest checkpoint and what was given."""
         schema = self._schema
         latest = await self.store.load_latest(thread_id)
-        resume_value: Any = _NO_VALUE
-        tracks = self._tracks
         # What changed since the latest checkpoint, for stores that save just that.
-        delta: dict[str, int | None] | None = {} if tracks else None
-        # An unfinished fan-out to continue first, and the branch a token resumes.
-        fanout: dict[str, dict[str, Any]] | None = None
-        resumed_branch: tuple[str, Any] | None = None
-        if resume is not None:
-            token, resume_value = resume
-            if latest is None:
+        delta: dict[str, int | None] | None = {} if self._tracks else None
+        if latest is None:
+            if resume is not None:
                 raise StaleResumeToken(
-                    thread_id, token.checkpoint_id, "the thread no longer exists"
+                    thread_id, resume[0].checkpoint_id, "the thread no longer exists"
                 )
+            if input is None:
+                raise ThreadNotFound(thread_id, "; pass input to start it")
+            # the first checkpoint holds the whole state
+            return _Start(schema.initial(input), None, secrets.token_hex(8), 0, 0, None, None)
+        start = _Start(
+            schema.coerce(latest.state), latest.next, latest.run_id, latest.step, latest.seq,
+            latest.checkpoint_id, delta, fanout=latest.branches,
+        )  # fmt: skip
+        if resume is not None:
+            token, value = resume
             branch_id = (
                 find_suspended(latest.branches, token.checkpoint_id) if latest.branches else None
             )
             if branch_id is not None:
-                fanout, resumed_branch = latest.branches, (branch_id, resume_value)
-                resume_value = _NO_VALUE
+                start.resumed_branch = (branch_id, value)
             elif (
                 latest.checkpoint_id != token.checkpoint_id
                 or latest.status != "suspended"
@@ -325,49 +345,55 @@ class CompiledGraph(Generic[StateT]):
                     token.checkpoint_id,
                     "it was already used, or the thread has moved on since it was issued",
                 )
-            state = schema.coerce(latest.state)
-            node, run_id, step = latest.next, latest.run_id, latest.step
-        elif latest is None:
-            if input is None:
-                raise ThreadNotFound(thread_id, "; pass input to start it")
-            state = schema.initial(input)
-            node, run_id, step = None, secrets.token_hex(8), 0
-            delta = None  # the first checkpoint holds the whole state
+            else:
+                start.resume_value = value
         elif latest.status == "suspended":
             raise ThreadSuspended(thread_id, await self._first_token(latest))
         elif input is None:
-            state = schema.coerce(latest.state)
             if latest.status == "completed":
                 return RunResult(
-                    status="completed", state=state, path=[],  # type: ignore[arg-type]
+                    status="completed", state=start.state, path=[],  # type: ignore[arg-type]
                     checkpoint_id=latest.checkpoint_id, thread_id=thread_id,
                 )  # fmt: skip
-            node, run_id, step = latest.next, latest.run_id, latest.step
-            fanout = latest.branches
         else:
             if latest.status != "completed":
                 _log.warning(
                     "new input abandons an unfinished run", thread_id=thread_id,
                     run_id=latest.run_id, next_node=latest.next,
                 )  # fmt: skip
-            state = schema.apply(
-                schema.coerce(latest.state), schema.as_changes(input, "input"), "input", delta
+            start.state = schema.apply(
+                start.state, schema.as_changes(input, "input"), "input", delta
             )
-            node, run_id, step = None, secrets.token_hex(8), 0
-            if latest.branches:
-                delta = None  # the abandoned fan-out's records go: save the whole state
+            start.node, start.run_id, start.step, start.fanout = None, secrets.token_hex(8), 0, None
+        return start
 
-        parent_id = latest.checkpoint_id if latest else None
-        seq = latest.seq if latest else 0
+    async def _run_locked(
+        self,
+        thread_id: str,
+        input: dict[str, Any] | BaseModel | None,
+        resume: tuple[SuspendToken, Any] | None,
+        sink: Sink,
+    ) -> RunResult[StateT]:
+        begun = await self._begin(thread_id, input, resume)
+        if isinstance(begun, RunResult):
+            return begun
+        schema, tracks = self._schema, self._tracks
+        state, node, run_id, step = begun.state, begun.node, begun.run_id, begun.step
+        seq, parent_id, delta, resume_value = (
+            begun.seq,
+            begun.parent_id,
+            begun.delta,
+            begun.resume_value,
+        )
         path: list[str] = []
         pending_error: ErrorInfo | None = None
         outcome: Continue | list[Any] | None = None
         fan: ParallelRun | None = None
-        if fanout is not None:
+        if begun.fanout is not None:
             fan = ParallelRun(
                 self, thread_id, run_id, sink, path, seq=seq, parent_id=parent_id, step=step
             )
-            outcome = await fan.restart(fanout, state, resumed_branch)
+            outcome = await fan.restart(begun.fanout, state, begun.resumed_branch)
         elif node is None:
             # A fresh start (new thread or next turn): checkpoint the input first,
             # so a crash or cancellation in the first node loses nothing and
