@@ -691,3 +691,68 @@ async def test_suspension_inside_a_nested_fan_out(store: CheckpointStore) -> Non
     assert ["root", "left", "inner_a=yes", "inner_b", "inner_join", "right"] == done.state.log
     assert ["inner_join", "join"] == [n for n in done.path if "join" in n]
     assert 1 == calls.count("inner_join")
+
+
+async def test_a_loop_runs_the_fan_out_again(store: CheckpointStore) -> None:
+    """A quality loop back to the fan-out's source runs the branches afresh each round."""
+    graph = StateGraph(Work)
+    for name in ("research", "fin", "mkt"):
+        graph.add_node(name, logger(name))
+    graph.add_node("synth", summarise)
+    graph.add_edge(START, "research")
+    graph.add_edge("research", ["fin", "mkt"])
+    graph.add_edge(["fin", "mkt"], "synth")
+    graph.add_router("synth", lambda s: "again" if s.count < 6 else "done",
+                     {"again": "research", "done": END})  # fmt: skip
+    app = graph.compile(store=store)
+    result = await app.run({}, thread_id="t")
+    assert ["research", "fin", "mkt"] * 2 == result.state.log
+    assert () == (await app.get_state("t")).branches  # type: ignore[union-attr]
+
+
+async def test_router_list_meets_at_the_list_edge_join_without_join_argument(
+    store: CheckpointStore,
+) -> None:
+    """A router without join= whose targets meet at a list edge uses that join."""
+    graph = StateGraph(Work)
+    for name in ("a", "b", "c"):
+        graph.add_node(name, logger(name))
+    graph.add_node("j", summarise)
+    graph.add_edge(START, "a")
+    graph.add_router("a", lambda s: ["b", "c"], ["b", "c"])
+    graph.add_edge(["b", "c"], "j")
+    graph.add_edge("j", END)
+    result = await graph.compile(store=store).run({}, thread_id="t")
+    assert "a,b,c" == result.state.summary
+    assert 1 == result.path.count("j")
+
+
+async def test_a_branch_that_reaches_end_is_finished(store: CheckpointStore) -> None:
+    """A branch routed to END is done; its updates still join the others'."""
+    graph = StateGraph(Work)
+    for name in ("a", "b", "c"):
+        graph.add_node(name, logger(name))
+    graph.add_node("j", summarise)
+    graph.add_edge(START, "a")
+    graph.add_edge("a", ["b", "c"])
+    graph.add_router("b", lambda s: "stop", {"stop": END, "on": "j"})
+    graph.add_edge(["c"], "j")
+    graph.add_edge("j", END)
+    result = await graph.compile(store=store).run({}, thread_id="t")
+    assert "a,b,c" == result.state.summary
+
+
+async def test_fan_out_from_start(store: CheckpointStore) -> None:
+    """START may fan out; the first checkpoint already lists the branches."""
+    graph = StateGraph(Work)
+    for name in ("b", "c"):
+        graph.add_node(name, logger(name))
+    graph.add_node("j", summarise)
+    graph.add_edge(START, ["b", "c"])
+    graph.add_edge(["b", "c"], "j")
+    graph.add_edge("j", END)
+    app = graph.compile(store=store)
+    result = await app.run({"log": ["in"]}, thread_id="t")
+    assert "in,b,c" == result.state.summary
+    oldest = [s async for s in app.history("t")][-1]
+    assert ["b[0]", "c[1]"] == [b.id for b in oldest.branches]
