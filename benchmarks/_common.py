@@ -55,6 +55,14 @@ class Sizes:
     """Index builds, figure 8."""
     fig8_rounds: int
     """Rounds over the query list, figure 8."""
+    fig9_runs: int
+    """Sequential runs of the static fan-out per timed batch, figure 9 (a tenth for the map)."""
+    fig9_items: int
+    """Items of the ``Send`` map, figure 9."""
+    fig9_io_runs: int
+    """Sequential runs of the fan-out with simulated I/O per timed batch, figure 9."""
+    fig9_durable_runs: int
+    """Sequential runs of the ``Send`` map per timed batch with a durable store, figure 9."""
 
 
 FULL = Sizes(
@@ -71,6 +79,10 @@ FULL = Sizes(
     fig7_runs=7,
     fig8_builds=5,
     fig8_rounds=50,
+    fig9_runs=200,
+    fig9_items=100,
+    fig9_io_runs=20,
+    fig9_durable_runs=4,
 )
 QUICK = Sizes(
     name="quick",
@@ -86,6 +98,10 @@ QUICK = Sizes(
     fig7_runs=2,
     fig8_builds=2,
     fig8_rounds=3,
+    fig9_runs=10,
+    fig9_items=20,
+    fig9_io_runs=3,
+    fig9_durable_runs=1,
 )
 
 
