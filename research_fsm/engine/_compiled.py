@@ -9,7 +9,6 @@ import os
 import secrets
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -93,20 +92,13 @@ def _in_order(records: dict[str, dict[str, Any]]) -> list[tuple[str, dict[str, A
     return sorted(records.items(), key=lambda pair: key(pair[0]))
 
 
-@dataclass(slots=True)
-class _Start:
-    """Where a ``run``/``resume`` call starts (see ``CompiledGraph._begin``)."""
-
-    state: BaseModel
-    node: str | None  # None: a fresh start from START
-    run_id: str
-    step: int
-    seq: int
-    parent_id: str | None
-    delta: dict[str, int | None] | None
-    resume_value: Any = _NO_VALUE
-    fanout: dict[str, dict[str, Any]] | None = None  # an unfinished fan-out to continue
-    resumed_branch: tuple[str, Any] | None = None
+_Start = tuple[
+    BaseModel, str | None, str, int, int, str | None, dict[str, int | None] | None, Any,
+    dict[str, dict[str, Any]] | None, tuple[str, Any] | None,
+]  # fmt: skip
+"""Where a call starts (``CompiledGraph._begin``): state, node (None: from START),
+run_id, step, seq, parent_id, changes so far, resume value, an unfinished fan-out's
+records and the branch a token resumes. A tuple: built once per call, on the hot path."""
 
 
 class CompiledGraph(Generic[StateT]):
@@ -323,18 +315,19 @@ class CompiledGraph(Generic[StateT]):
             if input is None:
                 raise ThreadNotFound(thread_id, "; pass input to start it")
             # the first checkpoint holds the whole state
-            return _Start(schema.initial(input), None, secrets.token_hex(8), 0, 0, None, None)
-        start = _Start(
-            schema.coerce(latest.state), latest.next, latest.run_id, latest.step, latest.seq,
-            latest.checkpoint_id, delta, fanout=latest.branches,
-        )  # fmt: skip
+            state = schema.initial(input)
+            return (state, None, secrets.token_hex(8), 0, 0, None, None, _NO_VALUE, None, None)
+        state = schema.coerce(latest.state)
+        node, run_id, step, fanout = latest.next, latest.run_id, latest.step, latest.branches
+        resume_value: Any = _NO_VALUE
+        resumed_branch: tuple[str, Any] | None = None
         if resume is not None:
             token, value = resume
             branch_id = (
                 find_suspended(latest.branches, token.checkpoint_id) if latest.branches else None
             )
             if branch_id is not None:
-                start.resumed_branch = (branch_id, value)
+                resumed_branch = (branch_id, value)
             elif (
                 latest.checkpoint_id != token.checkpoint_id
                 or latest.status != "suspended"
@@ -346,13 +339,13 @@ class CompiledGraph(Generic[StateT]):
                     "it was already used, or the thread has moved on since it was issued",
                 )
             else:
-                start.resume_value = value
+                resume_value = value
         elif latest.status == "suspended":
             raise ThreadSuspended(thread_id, await self._first_token(latest))
         elif input is None:
             if latest.status == "completed":
                 return RunResult(
-                    status="completed", state=start.state, path=[],  # type: ignore[arg-type]
+                    status="completed", state=state, path=[],  # type: ignore[arg-type]
                     checkpoint_id=latest.checkpoint_id, thread_id=thread_id,
                 )  # fmt: skip
         else:
@@ -361,11 +354,12 @@ class CompiledGraph(Generic[StateT]):
                     "new input abandons an unfinished run", thread_id=thread_id,
                     run_id=latest.run_id, next_node=latest.next,
                 )  # fmt: skip
-            start.state = schema.apply(
-                start.state, schema.as_changes(input, "input"), "input", delta
-            )
-            start.node, start.run_id, start.step, start.fanout = None, secrets.token_hex(8), 0, None
-        return start
+            state = schema.apply(state, schema.as_changes(input, "input"), "input", delta)
+            node, run_id, step, fanout = None, secrets.token_hex(8), 0, None
+        return (
+            state, node, run_id, step, latest.seq, latest.checkpoint_id, delta, resume_value,
+            fanout, resumed_branch,
+        )  # fmt: skip
 
     async def _run_locked(
         self,
@@ -377,23 +371,18 @@ class CompiledGraph(Generic[StateT]):
         begun = await self._begin(thread_id, input, resume)
         if isinstance(begun, RunResult):
             return begun
+        state, node, run_id, step, seq, parent_id, delta, resume_value, fanout, resumed = begun
+        del begun  # holds the starting state: let it go as the run moves on
         schema, tracks = self._schema, self._tracks
-        state, node, run_id, step = begun.state, begun.node, begun.run_id, begun.step
-        seq, parent_id, delta, resume_value = (
-            begun.seq,
-            begun.parent_id,
-            begun.delta,
-            begun.resume_value,
-        )
         path: list[str] = []
         pending_error: ErrorInfo | None = None
         outcome: Continue | list[Any] | None = None
         fan: ParallelRun | None = None
-        if begun.fanout is not None:
+        if fanout is not None:
             fan = ParallelRun(
                 self, thread_id, run_id, sink, path, seq=seq, parent_id=parent_id, step=step
             )
-            outcome = await fan.restart(begun.fanout, state, begun.resumed_branch)
+            outcome = await fan.restart(fanout, state, resumed)
         elif node is None:
             # A fresh start (new thread or next turn): checkpoint the input first,
             # so a crash or cancellation in the first node loses nothing and

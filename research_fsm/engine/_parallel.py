@@ -222,7 +222,10 @@ class ParallelRun:
             assert isinstance(failure, BranchFailure)
             self._mark_failed(failure)
             raise failure
-        return all(b.status == "done" for b in frame.branches)
+        if not all(b.status == "done" for b in frame.branches):
+            return False
+        await self._commit()  # the branches that finished last, before their join runs
+        return True
 
     def _mark_failed(self, failure: BranchFailure) -> None:
         branch = failure.branch
@@ -296,7 +299,11 @@ class ParallelRun:
             self._started -= 1
             raise BranchFailure(branch, node, ctx.step, exc, None, routing=True) from exc
         self._advance(frame, branch, node, state, changes, target)
-        await self._commit(node)
+        self._last_node = node
+        if branch.status == "done":
+            self._kick()  # saved at once; the join waits for it, the branch need not
+        else:
+            await self._commit()
         if sink is not None:
             sink(NodeFinished(
                 node=node, step=ctx.step, update=changes,
@@ -336,7 +343,8 @@ class ParallelRun:
         self._started -= 1
         self.path.append(node)
         self._publish(branch)
-        await self._commit(node)
+        self._last_node = node
+        self._kick()
 
     async def _join_children(self, branch: Branch) -> bool:
         """Run the branch's own fan-out; False when some of it is suspended."""
@@ -361,7 +369,7 @@ class ParallelRun:
         else:
             branch.status = "pending"
         self._publish(branch)
-        await self._commit(self._last_node)
+        await self._commit()
         return True
 
     # -- merging ---------------------------------------------------------------
@@ -383,37 +391,47 @@ class ParallelRun:
     def _publish(self, branch: Branch) -> None:
         self._records[branch.id] = record(branch)
         self._changed.add(branch.id)
+        self._version += 1
 
     def _clear(self, frame: Frame) -> None:
         for branch in walk(frame):
             if self._records.pop(branch.id, None) is not None:
                 self._changed.add(branch.id)
+                self._version += 1
 
-    async def _commit(self, last_node: str | None) -> None:
+    async def _commit(self) -> None:
         """Make the branch records published so far durable (one save for all
         the branches that finish while another save is under way)."""
-        self._last_node = last_node
-        self._version += 1
         wanted = self._version
         while self._saved < wanted:
-            if self._saving is None:
-                self._saving = asyncio.ensure_future(self._flush())
-            await asyncio.shield(self._saving)
+            saving = self._kick()
+            await asyncio.shield(saving)
+
+    def _kick(self) -> asyncio.Future[None]:
+        """Start saving what was published, unless a save is under way (it goes on
+        until nothing is left)."""
+        if self._saving is None:
+            self._saving = asyncio.ensure_future(self._flush())
+        return self._saving
 
     async def _flush(self) -> None:
-        version = self._version
         root = self._root
         assert root is not None
         try:
-            await self._save("running", root.join, root.base, {} if self._tracks else None)
-            self._saved = version
+            while self._saved < self._version:
+                version = self._version
+                await self._save("running", root.join, root.base, {} if self._tracks else None)
+                self._saved = version
         finally:
             self._saving = None
 
     async def _settle(self) -> None:
+        """Wait for a save under way (its error, if any, is raised by the next save)."""
         saving = self._saving
         if saving is not None:
             await asyncio.wait({saving})
+            if not saving.cancelled():
+                saving.exception()  # retrieved: the next _commit saves again and raises
 
     async def _save(
         self, status: Any, next_node: str, state: BaseModel,
