@@ -201,13 +201,16 @@ def replay(schema: StateSchema, state: BaseModel, entries: list[dict[str, Any]],
 
 def merge(
     schema: StateSchema, branches: list[Branch], base: BaseModel,
-    track: dict[str, int | None] | None,
+    track: dict[str, int | None] | None, fresh: set[int] | frozenset[int] = frozenset(),
 ) -> tuple[BaseModel, list[dict[str, Any]]]:  # fmt: skip
     """Apply the branches' updates to ``base`` in declared order; two branches
-    setting one ``replace`` field is an ``InvalidUpdate`` naming both."""
+    setting one ``replace`` field is an ``InvalidUpdate`` naming both. (Each update
+    was validated when its node returned it: errors here name the branch. Entries
+    whose ``id`` is in ``fresh`` hold values validated in this process.)"""
     writers: dict[str, tuple[str, str]] = {}
     state, entries = base, []
     for branch in branches:
+        origin = f"branch `{branch.id}`"
         for saved in branch.updates:
             for name in saved["u"]:
                 spec = schema.fields.get(name)
@@ -221,8 +224,7 @@ def merge(
                         "`replace`: give the field a reducer (e.g. `append`) or let one "
                         "branch set it"
                     )
-            origin = f"node `{saved['n']}` (branch `{branch.id}`)"
-            state = schema.apply(state, changes(saved), origin, track)
+            state = schema.apply(state, changes(saved), origin, track, id(saved) in fresh)
             entries.append(saved)
     return state, entries
 

@@ -66,6 +66,7 @@ class ParallelRun:
         self._limiter = None if limit is None else Limiter(limit)
         self._started = 0  # node executions begun in this call, in every branch
         self._records: dict[str, dict[str, Any]] = {}
+        self._fresh: set[int] = set()  # ids of update entries validated in this process
         self._changed: set[str] = set()
         self._version = 0
         self._saved = 0
@@ -164,7 +165,7 @@ class ParallelRun:
             await self._save("suspended", root.join, root.base, {} if self._tracks else None)
             return suspended
         track: dict[str, int | None] | None = {} if self._tracks else None
-        state, _ = merge(self._schema, root.branches, root.base, track)
+        state, _ = merge(self._schema, root.branches, root.base, track, self._fresh)
         self._clear(root)
         status = "completed" if root.join == END else "running"
         await self._save(status, root.join, state, track)
@@ -213,10 +214,10 @@ class ParallelRun:
             if not all(task.done() for task in tasks):
                 await asyncio.wait(tasks)
             await self._settle()
-        errors = [t.exception() for t in tasks if not t.cancelled() and t.exception() is not None]
+        errors = [e for t in tasks if not t.cancelled() and (e := t.exception()) is not None]
         for error in errors:  # the first in declared order decides
             if not isinstance(error, BranchFailure):
-                raise error  # type: ignore[misc]
+                raise error
         if errors:
             failure = errors[0]
             assert isinstance(failure, BranchFailure)
@@ -273,8 +274,8 @@ class ParallelRun:
         ctx = self._context(branch, node)
         if sink is not None:
             sink(NodeStarted(node=node, step=ctx.step, branch=branch.id))
-        began = time.perf_counter()
-        origin = f"node `{node}` (branch `{branch.id}`)"
+        began = time.perf_counter() if sink is not None else 0.0
+        origin = graph._origins[node]
         try:
             if self._limiter is None:
                 out = await graph._invoke(spec, branch.state, ctx, ctx.resuming)
@@ -316,9 +317,11 @@ class ParallelRun:
         changes: dict[str, Any], target: str | Fork,
     ) -> None:  # fmt: skip
         """Record a finished branch node: its update, and where the branch goes next."""
-        branch.state = state
         if changes:
-            branch.updates.append(entry(node, changes))
+            saved = entry(node, self._schema.validated_changes(changes, branch.state, state))
+            self._fresh.add(id(saved))  # merged without validating again
+            branch.updates.append(saved)
+        branch.state = state
         self._started -= 1
         self.step += 1
         self.path.append(node)
@@ -359,7 +362,7 @@ class ParallelRun:
             state = self._kept(frame, branch.state, failure, branch.updates, None)
             branch.node, branch.pending_error = failure.on_error, self._error_info(failure)
         else:
-            state, entries = merge(self._schema, frame.branches, branch.state, None)
+            state, entries = merge(self._schema, frame.branches, branch.state, None, self._fresh)
             branch.updates.extend(entries)
             branch.node = frame.join
         self._clear(frame)
@@ -381,7 +384,7 @@ class ParallelRun:
         """What an ``on_error`` node sees: the finished branches' updates and the
         failed branch's before its failing node, in declared order."""
         kept = [b for b in frame.branches if b.status == "done" or b is failure.branch]
-        state, entries = merge(self._schema, kept, base, track)
+        state, entries = merge(self._schema, kept, base, track, self._fresh)
         if into is not None:
             into.extend(entries)
         return state

@@ -117,11 +117,14 @@ class StateSchema:
         changes: Mapping[str, Any],
         origin: str,
         track: dict[str, int | None] | None = None,
+        validated: bool = False,
     ) -> BaseModel:
         """Merge ``changes`` into ``state`` with each field's reducer; returns a new state.
 
         ``track`` (if given) gets each changed field: the number of items an
-        ``append`` added at the end, or ``None`` for a new value.
+        ``append`` added at the end, or ``None`` for a new value. ``validated``:
+        the values of ``replace`` and ``append`` fields were validated already
+        (see ``validated_changes``).
         """
         if not changes:
             return state
@@ -137,13 +140,13 @@ class StateSchema:
             try:
                 appended: int | None = None
                 if isinstance(value, Replace):
-                    merged[name] = spec.validate(value.value)
+                    merged[name] = value.value if validated else spec.validate(value.value)
                 elif spec.reducer is replace:
-                    merged[name] = spec.validate(value)
+                    merged[name] = value if validated else spec.validate(value)
                 elif spec.reducer is append:
                     if not isinstance(value, (list, tuple)):
                         value = [value]
-                    items = spec.validate(value)
+                    items = value if validated else spec.validate(value)
                     old = getattr(state, name)
                     merged[name] = append(old, items)
                     if isinstance(old, list) and len(merged[name]) == len(old) + len(items):
@@ -164,6 +167,25 @@ class StateSchema:
                 previous = track.get(name, 0)
                 track[name] = None if appended is None or previous is None else previous + appended
         return _with_changes(state, merged)
+
+    def validated_changes(
+        self, changes: Mapping[str, Any], before: BaseModel, after: BaseModel
+    ) -> dict[str, Any]:
+        """``changes`` as ``apply`` validated them into ``after``: the new value of a
+        ``replace`` field, the items an ``append`` added (others as given)."""
+        out: dict[str, Any] = {}
+        for name, value in changes.items():
+            reducer = self.fields[name].reducer
+            if isinstance(value, Replace):
+                out[name] = Replace(getattr(after, name))
+            elif reducer is replace:
+                out[name] = getattr(after, name)
+            elif reducer is append:
+                old, new = getattr(before, name), getattr(after, name)
+                out[name] = new[len(old) :] if isinstance(old, list) else value
+            else:
+                out[name] = value
+        return out
 
     def coerce(self, data: BaseModel | Mapping[str, Any]) -> BaseModel:
         """A loaded checkpoint's state as a model instance."""
