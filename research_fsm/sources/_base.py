@@ -211,3 +211,13 @@ class DataSource(Protocol):
     async def companies(self) -> Sequence[CompanyRef]:
         """Companies this source knows by name (may be empty, e.g. web search)."""
         ...
+
+
+def reads_feedback(source: object) -> bool:
+    """Whether a retry with validator feedback can change what ``source`` returns.
+
+    A source declares ``reads_feedback = False`` when it answers from fixed data by
+    name alone (the directory): asking it again returns the same findings. Sources
+    that do not say are assumed to read it.
+    """
+    return bool(getattr(source, "reads_feedback", True))

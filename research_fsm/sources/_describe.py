@@ -30,11 +30,12 @@ SYNONYMS: Final[dict[str, tuple[str, ...]]] = {
 }
 """Everyday words and the words the data uses for them (all singular)."""
 
-DESCRIPTION_WORDS: Final = frozenset(
-    "one company firm business maker makes make made making sells sell selling produces "
-    "produce builds build the that which who with of for a an it its famous known big "
-    "biggest largest main guys corp brand behind".split()
-)
+_DESCRIPTION_WORDS = """
+    one company firm business maker makes make made making sells sell selling produces
+    produce builds build the that which who with of for a an it its famous known big
+    biggest largest main guys corp brand behind
+"""
+DESCRIPTION_WORDS: Final = frozenset(_DESCRIPTION_WORDS.split())
 """Words of a description that say nothing about what the company does."""
 
 _WORD_RE: Final = re.compile(r"[a-z0-9]+")
@@ -98,8 +99,8 @@ class DescriptionIndex:
                 rarity = math.log(1 + total / max(len(companies), 1))  # rarer words count more
                 for name, weight in companies.items():
                     matched[name] = max(matched.get(name, 0.0), weight * rarity)
-            for name, weight in matched.items():
-                scores[name] = scores.get(name, 0.0) + weight
+            for name, value in matched.items():
+                scores[name] = scores.get(name, 0.0) + value
         ranked = sorted(
             (name for name, score in scores.items() if score >= MIN_SCORE),
             key=lambda name: (-scores[name], -self._revenue.get(name, 0.0), name),

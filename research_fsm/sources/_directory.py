@@ -216,9 +216,7 @@ def scope_of(profile: CompanyProfile) -> DataScope:
     )
 
 
-def profile_findings(
-    profile: CompanyProfile, peers: PeerRanking | None = None
-) -> ResearchFindings:
+def profile_findings(profile: CompanyProfile, peers: PeerRanking | None = None) -> ResearchFindings:
     """Map a profile (and its industry ranking) to findings; every value is taken
     from the profile or the directory."""
     data = profile.metadata

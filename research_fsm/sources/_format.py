@@ -34,7 +34,9 @@ _MONEY_RE: Final = re.compile(
     re.IGNORECASE,
 )
 _YEAR_RE: Final = re.compile(r"\((?:FY\s?)?(\d{4}|\d{2})\)|\bFY\s?(\d{4}|\d{2})\b")
-_PARTICLES: Final = frozenset({"van", "der", "de", "den", "von", "da", "del", "di", "la", "le", "du"})
+_PARTICLES: Final = frozenset(
+    {"van", "der", "de", "den", "von", "da", "del", "di", "la", "le", "du"}
+)
 _UNITS: Final[dict[str, float]] = {
     "": 1.0,
     "m": 1e6,
@@ -63,7 +65,7 @@ def format_money(text: str) -> str:
     """One money style: "US$ 94.83 billion" -> "US$94.83 billion", "2.4 billion Euros" ->
     "€2.4 billion"; everything else unchanged."""
     text = _CURRENCY_SPACE_RE.sub(r"\1", text)
-    text = _WORD_CURRENCY_RE.sub(lambda m: f"€{m.group(1)} {m.group(2).lower()}", text)
+    text = _WORD_CURRENCY_RE.sub(lambda m: f"€{m.group(1)} {m.group(2)}", text)
     return text.replace("( ", "(").replace(" )", ")")
 
 
@@ -135,13 +137,13 @@ def split_products(value: str) -> list[str]:
         return words
     if any(not _starts_item(word) for word in words):
         # "Cloud computing Video games": a capital starts each item.
-        items: list[list[str]] = []
+        groups: list[list[str]] = []
         for word in words:
-            if _starts_item(word) or not items:
-                items.append([word])
+            if _starts_item(word) or not groups:
+                groups.append([word])
             else:
-                items[-1].append(word)
-        return [" ".join(item) for item in items]
+                groups[-1].append(word)
+        return [" ".join(group) for group in groups]
     return _sorted_split(words)
 
 

@@ -32,7 +32,9 @@ USD_RATES: Final[dict[str, float]] = {
 
 def ordinal(number: int) -> str:
     """1 -> "1st", 2 -> "2nd", 11 -> "11th", 23 -> "23rd"."""
-    suffix = "th" if 10 <= number % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(number % 10, "th")
+    suffix = (
+        "th" if 10 <= number % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(number % 10, "th")
+    )
     return f"{number}{suffix}"
 
 

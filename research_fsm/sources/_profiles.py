@@ -20,7 +20,11 @@ from ._text import short_name
 
 BRAND_ALIASES: Final[dict[str, tuple[str, ...]]] = {
     "Alphabet Inc.": ("Google",),
-    "Meta Platforms": ("Facebook",),
+    "Meta Platforms": ("Facebook", "Instagram", "WhatsApp"),
+    "The Walt Disney Company": ("Disney",),
+    "Berkshire Hathaway": ("Berkshire",),
+    "The Coca-Cola Company": ("Coca-Cola", "Coke"),
+    "Fast Retailing": ("Uniqlo",),
 }
 """Well-known brand names the data lacks, used for name lookup only."""
 

@@ -1,0 +1,201 @@
+"""Company names as people type them: lower-case tickers, typos, possessives, brands,
+katakana and kanji; and questions that are not about companies at all."""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from ..sources import CompanyIndex
+from ..sources._text import COMMON_WORDS, tokenize
+
+__all__ = [
+    "JA_NAMES",
+    "PLACES",
+    "find_companies",
+    "is_japanese",
+    "is_small_talk",
+    "looks_off_topic",
+    "typed_companies",
+]
+
+JA_NAMES: Final[dict[str, str]] = {
+    # the best-known foreign companies
+    "アップル": "Apple", "マイクロソフト": "Microsoft", "グーグル": "Google",
+    "アルファベット": "Alphabet", "アマゾン": "Amazon", "テスラ": "Tesla",
+    "エヌビディア": "Nvidia", "メタ": "Meta Platforms", "フェイスブック": "Facebook",
+    "インテル": "Intel", "ネットフリックス": "Netflix", "コカ・コーラ": "Coca-Cola",
+    "コカコーラ": "Coca-Cola", "ナイキ": "Nike", "ディズニー": "Disney", "オラクル": "Oracle",
+    "ボーイング": "Boeing", "シーメンス": "Siemens", "ネスレ": "Nestlé",
+    "フォルクスワーゲン": "Volkswagen", "マクドナルド": "McDonald's", "スターバックス": "Starbucks",
+    "ウォルマート": "Walmart", "ファイザー": "Pfizer",
+    # the directory's Japanese companies
+    "トヨタ自動車": "Toyota", "トヨタ": "Toyota", "ソニー": "Sony", "任天堂": "Nintendo",
+    "本田技研工業": "Honda", "ホンダ": "Honda", "日産自動車": "Nissan", "日産": "Nissan",
+    "パナソニック": "Panasonic", "ソフトバンク": "SoftBank", "日立製作所": "Hitachi",
+    "日立": "Hitachi", "三菱UFJ": "Mitsubishi UFJ Financial Group",
+    "三井住友フィナンシャル": "Sumitomo Mitsui Financial Group", "みずほ": "Mizuho Financial Group",
+    "富士通": "Fujitsu", "東京エレクトロン": "Tokyo Electron", "キーエンス": "Keyence",
+    "ファナック": "FANUC", "武田薬品": "Takeda Pharmaceutical Company",
+    "ファーストリテイリング": "Fast Retailing", "ユニクロ": "Fast Retailing", "楽天": "Rakuten",
+    "村田製作所": "Murata Manufacturing", "デンソー": "Denso", "京セラ": "Kyocera",
+    "信越化学": "Shin-Etsu Chemical", "ダイキン": "Daikin Industries", "資生堂": "Shiseido",
+    "花王": "Kao Corporation", "味の素": "Ajinomoto", "キリン": "Kirin Company",
+    "アサヒ": "Asahi Breweries", "日本電信電話": "Nippon Telegraph & Telephone",
+    "三菱商事": "Mitsubishi Corporation", "三井物産": "Mitsui & Co.", "伊藤忠": "Itochu",
+    "丸紅": "Marubeni", "住友商事": "Sumitomo Corporation", "日本製鉄": "Nippon Steel",
+    "ブリヂストン": "Bridgestone", "オリンパス": "Olympus Corporation", "ニコン": "Nikon",
+    "リクルート": "Recruit", "野村ホールディングス": "Nomura Holdings",
+    "東京海上": "Tokio Marine Holdings", "セブン&アイ": "Seven & I Holdings Co.",
+    "イオン": "AEON", "ニトリ": "Nitori", "無印良品": "Muji", "コナミ": "Konami",
+    "バンダイナムコ": "Bandai Namco Holdings", "スバル": "Subaru Corporation", "マツダ": "Mazda",
+    "三菱電機": "Mitsubishi Electric", "三菱重工": "Mitsubishi Heavy Industries",
+    "シャープ": "Sharp Corporation", "富士フイルム": "Fujifilm", "日本航空": "Japan Airlines",
+    "全日空": "All Nippon Airways", "JR東日本": "East Japan Railway Company",
+    "ヤマハ発動機": "Yamaha Motor Company", "ヤマハ": "Yamaha Corporation", "カシオ": "Casio",
+    "リコー": "Ricoh", "オムロン": "Omron", "第一三共": "Daiichi Sankyo",
+    "アステラス": "Astellas Pharma", "エーザイ": "Eisai Co.", "塩野義": "Shionogi",
+    "三菱自動車": "Mitsubishi Motors", "いすゞ": "Isuzu", "コマツ": "Komatsu Limited",
+    "小松製作所": "Komatsu Limited", "クボタ": "Kubota Corporation", "日本郵政": "Japan Post Holdings",
+}  # fmt: skip
+"""Names written in katakana or kanji -> a name the company index resolves."""
+
+_JA_KEYS: Final = sorted(JA_NAMES, key=len, reverse=True)
+_JAPANESE_RE: Final = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uff66-\uff9f]")
+
+PLACES: Final = frozenset(
+    [
+        "afghanistan",
+        "africa",
+        "america",
+        "argentina",
+        "asia",
+        "australia",
+        "austria",
+        "belgium",
+        "berlin",
+        "brazil",
+        "canada",
+        "china",
+        "denmark",
+        "egypt",
+        "england",
+        "europe",
+        "finland",
+        "france",
+        "germany",
+        "greece",
+        "india",
+        "indonesia",
+        "ireland",
+        "israel",
+        "italy",
+        "japan",
+        "korea",
+        "london",
+        "madrid",
+        "mexico",
+        "moscow",
+        "netherlands",
+        "norway",
+        "paris",
+        "poland",
+        "portugal",
+        "russia",
+        "spain",
+        "sweden",
+        "switzerland",
+        "tokyo",
+        "turkey",
+        "ukraine",
+        "vietnam",
+        "washington",
+    ]
+)
+"""Countries, continents and capitals: capitalised words that are not companies."""
+
+_SMALL_TALK_RE: Final = re.compile(
+    r"^\s*(thanks?( you)?( so much| a lot)?|thx|ty|cheers|great|cool|nice|ok(ay)?|"
+    r"hi|hello|hey|good (morning|afternoon|evening)|bye|goodbye|see you|"
+    r"ありがとう(ございます)?|こんにちは|どうも)[\s.!?。！]*$",
+    re.I,
+)
+_COMPANY_WORDS_RE: Final = re.compile(
+    r"\b(compan(y|ies)|corp(oration)?|business(es)?|firms?|brands?|startups?|enterprises?|"
+    r"stocks?|shares?|tickers?|ceo|revenue|earnings|competitors?|industry|industries|"
+    r"makers?|manufacturers?|listed|market cap|inc|ltd|plc)\b|会社|企業|株",
+    re.I,
+)
+_QUESTION_RE: Final = re.compile(
+    r"^\s*(what|who|where|when|why|how|is|are|can|could|do|does|which|tell me)\b", re.I
+)
+_NOT_NAME_WORDS: Final = frozenset({"i", "you", "tell", "whats", "please", "about", "me"})
+
+
+def is_japanese(text: str) -> bool:
+    """Whether the text is written in Japanese (has kana or kanji)."""
+    return bool(_JAPANESE_RE.search(text))
+
+
+def _japanese_companies(index: CompanyIndex, text: str) -> list[str]:
+    found: list[tuple[int, str]] = []
+    taken: list[tuple[int, int]] = []
+    for key in _JA_KEYS:
+        start = text.find(key)
+        while start >= 0:
+            end = start + len(key)
+            if not any(a < end and start < b for a, b in taken):
+                ref = index.resolve(JA_NAMES[key])
+                if ref is not None:
+                    found.append((start, ref.name))
+                taken.append((start, end))
+            start = text.find(key, end)
+    return list(dict.fromkeys(name for _, name in sorted(found)))
+
+
+def typed_companies(index: CompanyIndex, text: str) -> list[str]:
+    """Companies written the way people type them when nothing else matched: lower-case
+    tickers ("msft"), typos ("micrsoft", "nvidea") and names in any case. A word of
+    two letters counts only when it is the whole text (an answer like "ko")."""
+    tokens = tokenize(text)
+    found: list[str] = []
+    for token in tokens:
+        word = token.norm
+        if (
+            word in COMMON_WORDS
+            or word in _NOT_NAME_WORDS
+            or word in PLACES
+            or not word.isalnum()
+            or len(word) < (2 if len(tokens) == 1 else 3)
+        ):
+            continue
+        ref = index.resolve(token.raw, fuzzy=True) or index.closest(token.raw)
+        if ref is not None and ref.name not in found:
+            found.append(ref.name)
+    return found
+
+
+def find_companies(index: CompanyIndex, text: str) -> list[str]:
+    """Companies named in ``text``, in order: katakana/kanji names, then names, aliases,
+    tickers and capitalised typos as ``CompanyIndex.find_in_text`` finds them."""
+    names = _japanese_companies(index, text) if is_japanese(text) else []
+    for match in index.find_in_text(text):
+        if match.name not in names:
+            names.append(match.name)
+    return names
+
+
+def is_small_talk(text: str) -> bool:
+    """Thanks, greetings and goodbyes."""
+    return bool(_SMALL_TALK_RE.match(text))
+
+
+def looks_off_topic(text: str, candidate: str | None) -> bool:
+    """A question with no company in it and no company-like word that is not about
+    companies ("What's the capital of France?"): small talk, or a question whose only
+    capitalised name (``candidate``) is a place or which has none."""
+    if is_small_talk(text):
+        return True
+    if _COMPANY_WORDS_RE.search(text) or not _QUESTION_RE.match(text):
+        return False
+    return candidate is None or candidate.lower() in PLACES
