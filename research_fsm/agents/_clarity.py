@@ -170,12 +170,13 @@ class ClarityAgent:
                 is_clear=True, detected_company=names[0], comparison_companies=names[1:],
                 intent=intent, reasoning="company named in the query",
             )  # fmt: skip
-        if previous and (is_follow_up(query) or intent != "overview"):
+        described = bool(_DESCRIPTION_CUE.search(query)) and not refers_back(query)
+        if previous and not described and (is_follow_up(query) or intent != "overview"):
             return ClarityVerdict(
                 is_clear=True, detected_company=previous, intent=intent,
                 reasoning="follow-up on the previous company",
             )  # fmt: skip
-        if self.describe is not None and (answering or _DESCRIPTION_CUE.search(query)):
+        if self.describe is not None and (answering or described):
             matches = await self.describe(query)
             if len(matches) == 1:
                 return ClarityVerdict(
@@ -192,7 +193,7 @@ class ClarityAgent:
         candidate = name_candidate(query)
         if candidate and candidate.lower() in PLACES:
             candidate = None
-        if not answering and looks_off_topic(query, candidate):
+        if looks_off_topic(query, candidate):
             return ClarityVerdict(is_clear=True, off_topic=True, reasoning="not about companies")
         if candidate:
             return ClarityVerdict(

@@ -90,7 +90,7 @@ def difference_sentences(first: ResearchFindings, second: ResearchFindings) -> l
         high, low = max(margin_a, margin_b), min(margin_a, margin_b)
         sentences.append(
             f"{best} keeps more of each sale as profit: a net margin of {high:.1f}% "
-            f"against {low:.1f}% for {other}."
+            f"against {low:.1f}% for {other.rstrip('.')}."
         )
     staff_a, staff_b = (
         _headcount(first.facts.get("employees")),
@@ -100,6 +100,6 @@ def difference_sentences(first: ResearchFindings, second: ResearchFindings) -> l
         more, fewer = (a, b) if staff_a > staff_b else (b, a)
         sentences.append(
             f"{more} employs more people ({max(staff_a, staff_b):,} against "
-            f"{min(staff_a, staff_b):,} at {fewer})."
+            f"{min(staff_a, staff_b):,} at {fewer.rstrip('.')})."
         )
     return sentences

@@ -8,6 +8,7 @@ from typing import Final
 
 from ..sources import CompanyIndex
 from ..sources._text import COMMON_WORDS, tokenize
+from ..sources._words import PLACES
 
 __all__ = [
     "JA_NAMES",
@@ -62,57 +63,6 @@ JA_NAMES: Final[dict[str, str]] = {
 
 _JA_KEYS: Final = sorted(JA_NAMES, key=len, reverse=True)
 _JAPANESE_RE: Final = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uff66-\uff9f]")
-
-PLACES: Final = frozenset(
-    [
-        "afghanistan",
-        "africa",
-        "america",
-        "argentina",
-        "asia",
-        "australia",
-        "austria",
-        "belgium",
-        "berlin",
-        "brazil",
-        "canada",
-        "china",
-        "denmark",
-        "egypt",
-        "england",
-        "europe",
-        "finland",
-        "france",
-        "germany",
-        "greece",
-        "india",
-        "indonesia",
-        "ireland",
-        "israel",
-        "italy",
-        "japan",
-        "korea",
-        "london",
-        "madrid",
-        "mexico",
-        "moscow",
-        "netherlands",
-        "norway",
-        "paris",
-        "poland",
-        "portugal",
-        "russia",
-        "spain",
-        "sweden",
-        "switzerland",
-        "tokyo",
-        "turkey",
-        "ukraine",
-        "vietnam",
-        "washington",
-    ]
-)
-"""Countries, continents and capitals: capitalised words that are not companies."""
 
 _SMALL_TALK_RE: Final = re.compile(
     r"^\s*(thanks?( you)?( so much| a lot)?|thx|ty|cheers|great|cool|nice|ok(ay)?|"

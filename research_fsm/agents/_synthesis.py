@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..constants import (
@@ -103,17 +104,37 @@ def off_topic_answer(state: ResearchState) -> str:
     return THANKS_MESSAGE if key == "thanks" else OFF_TOPIC_MESSAGE
 
 
+_RANK_RE = re.compile(
+    r"^(?P<company>.+) is (?P<place>\d+)\w\w of (?P<total>\d+) companies classified as "
+    r"(?P<industry>.+) in the directory by revenue\.$"
+)
+_PEER_RE = re.compile(r"^- (?P<name>.+): revenue (?P<revenue>.+)$")
+_MORE_RE = re.compile(
+    r"^\(and (?P<more>\d+) more ranked; (?P<other>\d+) others have no revenue figure\)$"
+)
+
+
+def _localised_line(line: str) -> str:
+    label, sep, value = line.partition(": ")
+    if sep and label in LINE_LABELS_JA:
+        return f"{LINE_LABELS_JA[label]}：{value}"
+    if match := _RANK_RE.match(line):
+        return (
+            "{company}は、ディレクトリで{industry}に分類される{total}社のうち"
+            "売上高で{place}位です。".format(**match.groupdict())
+        )
+    if match := _PEER_RE.match(line):
+        return "- {name}：売上高 {revenue}".format(**match.groupdict())
+    if match := _MORE_RE.match(line):
+        return "（ほかに{more}社、売上高の数値がない会社が{other}社）".format(**match.groupdict())
+    return line
+
+
 def _localised(text: str, lang: str) -> str:
-    """Japanese labels for the "Label: value" lines of the findings."""
+    """Japanese labels and wording for the lines of the findings (values stay as written)."""
     if lang != "ja":
         return text
-    lines = []
-    for line in text.split("\n"):
-        label, sep, value = line.partition(": ")
-        lines.append(
-            f"{LINE_LABELS_JA[label]}：{value}" if sep and label in LINE_LABELS_JA else line
-        )
-    return "\n".join(lines)
+    return "\n".join(_localised_line(line) for line in text.split("\n"))
 
 
 _READING_ORDER = (

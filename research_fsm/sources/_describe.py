@@ -12,6 +12,7 @@ from ._format import parse_money
 from ._peers import USD_RATES
 from ._profiles import CompanyProfile
 from ._text import ORDINARY_WORDS, fold
+from ._words import PLACES
 
 __all__ = ["DESCRIPTION_WORDS", "DescriptionIndex", "description_terms"]
 
@@ -64,7 +65,12 @@ def description_terms(text: str) -> list[str]:
         word
         for word in _words(text)
         if word in SYNONYMS
-        or (word not in DESCRIPTION_WORDS and word not in ORDINARY_WORDS and len(word) > 1)
+        or (
+            word not in DESCRIPTION_WORDS
+            and word not in ORDINARY_WORDS
+            and word not in PLACES
+            and len(word) > 1
+        )
     ]
 
 

@@ -146,8 +146,13 @@ def _money(value: str | None) -> str | None:
 def _overview(profile: CompanyProfile) -> str | None:
     data = profile.metadata
     unique: dict[str, str] = {}
-    for item in profile.industries:
-        unique.setdefault(" ".join(item.lower().split()), clean_text(item))
+    for label in profile.industries:
+        # "Consumer electronics Software services" is a list run together
+        words = label.split()
+        run_together = all(w.isalpha() for w in words) and any(w.islower() for w in words)
+        parts = split_products(label) if run_together else [label]
+        for item in parts:
+            unique.setdefault(" ".join(item.lower().split()), clean_text(item))
     industries = "; ".join(list(unique.values())[:MAX_INDUSTRIES]) or None
     return _lines(
         ("Industries", industries),

@@ -93,9 +93,11 @@ class PeerRanking:
         lines = [self.sentence()]
         for peer in self.peers[:limit]:
             lines.append(f"- {peer.name}: revenue {peer.revenue}")
-        more = len(self.peers) - limit + len(self.unranked)
-        if more > 0:
-            lines.append(f"(and {more} more in the directory)")
+        more = max(0, len(self.peers) - limit)
+        if more or self.unranked:
+            lines.append(
+                f"(and {more} more ranked; {len(self.unranked)} others have no revenue figure)"
+            )
         return "\n".join(lines)
 
 
