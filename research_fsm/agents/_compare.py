@@ -100,6 +100,6 @@ def difference_sentences(first: ResearchFindings, second: ResearchFindings) -> l
         more, fewer = (a, b) if staff_a > staff_b else (b, a)
         sentences.append(
             f"{more} employs more people ({max(staff_a, staff_b):,} against "
-            f"{min(staff_a, staff_b):,} at {fewer.rstrip('.')})."
+            f"{min(staff_a, staff_b):,} at {fewer})."
         )
     return sentences

@@ -109,8 +109,9 @@ _RANK_RE = re.compile(
     r"(?P<industry>.+) in the directory by revenue\.$"
 )
 _PEER_RE = re.compile(r"^- (?P<name>.+): revenue (?P<revenue>.+)$")
-_MORE_RE = re.compile(
-    r"^\(and (?P<more>\d+) more ranked; (?P<other>\d+) others have no revenue figure\)$"
+_MORE_RE = re.compile(r"^\(and (?P<more>\d+) more\)$")
+_UNRANKED_RE = re.compile(
+    r"^\((?P<other>\d+) others? of the industry ha(ve|s) no revenue figure\)$"
 )
 
 
@@ -126,7 +127,9 @@ def _localised_line(line: str) -> str:
     if match := _PEER_RE.match(line):
         return "- {name}：売上高 {revenue}".format(**match.groupdict())
     if match := _MORE_RE.match(line):
-        return "（ほかに{more}社、売上高の数値がない会社が{other}社）".format(**match.groupdict())
+        return "（ほかに{more}社）".format(**match.groupdict())
+    if match := _UNRANKED_RE.match(line):
+        return "（売上高の数値がない同業が{other}社）".format(**match.groupdict())
     return line
 
 

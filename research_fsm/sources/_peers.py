@@ -93,11 +93,13 @@ class PeerRanking:
         lines = [self.sentence()]
         for peer in self.peers[:limit]:
             lines.append(f"- {peer.name}: revenue {peer.revenue}")
-        more = max(0, len(self.peers) - limit)
-        if more or self.unranked:
-            lines.append(
-                f"(and {more} more ranked; {len(self.unranked)} others have no revenue figure)"
-            )
+        more = len(self.peers) - limit
+        if more > 0:
+            lines.append(f"(and {more} more)")
+        if len(self.unranked) == 1:
+            lines.append("(1 other of the industry has no revenue figure)")
+        elif self.unranked:
+            lines.append(f"({len(self.unranked)} others of the industry have no revenue figure)")
         return "\n".join(lines)
 
 
