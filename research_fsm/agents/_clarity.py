@@ -199,9 +199,10 @@ class ClarityAgent:
                     clarification_needed=ask_choices(matches, lang),
                 )  # fmt: skip
         candidate = name_candidate(query)
-        if candidate and candidate.lower() in PLACES:
+        place = bool(candidate) and str(candidate).lower() in PLACES
+        if place:
             candidate = None
-        if looks_off_topic(query, candidate):
+        if looks_off_topic(query, place):
             return ClarityVerdict(is_clear=True, off_topic=True, reasoning="not about companies")
         if candidate:
             return ClarityVerdict(

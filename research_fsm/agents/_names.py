@@ -16,6 +16,7 @@ __all__ = [
     "find_companies",
     "is_japanese",
     "is_small_talk",
+    "is_thanks",
     "looks_off_topic",
     "typed_companies",
 ]
@@ -76,8 +77,11 @@ _COMPANY_WORDS_RE: Final = re.compile(
     r"makers?|manufacturers?|listed|market cap|inc|ltd|plc)\b|会社|企業|株",
     re.I,
 )
-_QUESTION_RE: Final = re.compile(
-    r"^\s*(what|who|where|when|why|how|is|are|can|could|do|does|which|tell me)\b", re.I
+_GENERAL_KNOWLEDGE_RE: Final = re.compile(
+    r"\b(weather|forecast for (today|tomorrow)|capital (city )?of|population of|recipes?|jokes?|"
+    r"poems?|translate|meaning of (life|the word)|what time is it|how old is|who won|"
+    r"football|soccer|movies?|songs?|homework)\b|天気|首都|レシピ",
+    re.I,
 )
 _NOT_NAME_WORDS: Final = frozenset({"i", "you", "tell", "whats", "please", "about", "me"})
 
@@ -135,17 +139,26 @@ def find_companies(index: CompanyIndex, text: str) -> list[str]:
     return names
 
 
+_THANKS_RE: Final = re.compile(r"^\s*(thanks?|thx|ty|cheers|ありがとう|どうも)", re.I)
+
+
+def is_thanks(text: str) -> bool:
+    """Thanks ("thanks", "thank you", "ありがとう")."""
+    return is_small_talk(text) and bool(_THANKS_RE.match(text))
+
+
 def is_small_talk(text: str) -> bool:
     """Thanks, greetings and goodbyes."""
     return bool(_SMALL_TALK_RE.match(text))
 
 
-def looks_off_topic(text: str, candidate: str | None) -> bool:
-    """A question with no company in it and no company-like word that is not about
-    companies ("What's the capital of France?"): small talk, or a question whose only
-    capitalised name (``candidate``) is a place or which has none."""
+def looks_off_topic(text: str, place: bool) -> bool:
+    """A message not about companies, with no company and no company-like word in it:
+    small talk, a general-knowledge question ("What's the capital of France?", "What's
+    the weather like?"), or one whose only name is a ``place``. A message with an
+    unknown word that could be a company is not off-topic (it gets asked back)."""
     if is_small_talk(text):
         return True
-    if _COMPANY_WORDS_RE.search(text) or not _QUESTION_RE.match(text):
+    if _COMPANY_WORDS_RE.search(text):
         return False
-    return candidate is None or candidate.lower() in PLACES
+    return place or bool(_GENERAL_KNOWLEDGE_RE.search(text))

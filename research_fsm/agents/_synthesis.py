@@ -16,7 +16,7 @@ from ..state import Message, ResearchState
 from ._common import as_data, emit_text, log_step, usage_update, warn_fallback
 from ._compare import comparison_table, difference_sentences
 from ._intents import INTENT_FIELDS, missing_sentence
-from ._names import is_small_talk
+from ._names import is_small_talk, is_thanks
 
 __all__ = [
     "CANCEL_MESSAGE",
@@ -37,6 +37,10 @@ OFF_TOPIC_MESSAGE = (
     "company: its profile, leadership, products, financials or competitors, or compare two "
     '(for example "Tell me about Apple" or "Compare Toyota to Honda").'
 )
+GREETING_MESSAGE = (
+    "Hello! I'm a company research assistant. Ask me about a listed company (its profile, "
+    'leadership, products, financials or competitors), for example "Tell me about Apple".'
+)
 THANKS_MESSAGE = (
     "You're welcome! Ask me about any listed company (its profile, leadership, products, "
     "financials or competitors) whenever you like."
@@ -50,6 +54,7 @@ _JA: dict[str, str] = {
         "経営陣、製品、業績、競合について聞くか、2社を比較してください（例:「トヨタについて教えて」）。"
     ),
     "thanks": "どういたしまして。ほかに調べたい会社があればいつでもどうぞ。",
+    "greeting": "こんにちは。企業リサーチのアシスタントです。調べたい上場企業を教えてください（例:「トヨタについて教えて」）。",
     "intro": "{company}について分かったことです:",
     "compare": "{names}の比較です:",
     "sources": "出典:",
@@ -98,10 +103,11 @@ def confidence_prefix(score: int, lang: str = "en") -> str:
 
 def off_topic_answer(state: ResearchState) -> str:
     """What the assistant does, for a message that is not about companies."""
-    key = "thanks" if is_small_talk(state.original_query) else "off_topic"
+    query = state.original_query
+    key = "thanks" if is_thanks(query) else "greeting" if is_small_talk(query) else "off_topic"
     if state.language == "ja":
         return _JA[key]
-    return THANKS_MESSAGE if key == "thanks" else OFF_TOPIC_MESSAGE
+    return {"thanks": THANKS_MESSAGE, "greeting": GREETING_MESSAGE}.get(key, OFF_TOPIC_MESSAGE)
 
 
 _RANK_RE = re.compile(

@@ -83,6 +83,21 @@ async def test_missing_data_is_said_plainly(
     assert ["clarity", "research", "validator", "synthesis"] == reply.path
 
 
+async def test_validator_reason_is_kept_when_the_loop_ends(
+    offline: ResearchAssistant, source: CountingDirectory
+) -> None:
+    """On the directory the validator's "insufficient" ends the loop at once: one
+    research round, and its feedback stays in the state for the answer."""
+    reply = await offline.ask("What about Apple's stock?", thread_id="v")
+    assert (1, 1, "insufficient") == (
+        len(source.calls),
+        reply.state.research_attempts,
+        reply.state.validation_result,
+    )
+    assert reply.state.validation_feedback is not None
+    assert "stock" in reply.state.validation_feedback
+
+
 async def test_strategy_question_is_not_confident(offline: ResearchAssistant) -> None:
     """A strategy question answered with a profile scores low, an overview high."""
     strategy = await offline.ask("Tell me more about Apple's AI strategy", thread_id="s1")
@@ -211,6 +226,13 @@ async def test_japanese_questions(
     assert "出典:" in reply.text
 
 
+async def test_japanese_peer_ranking_wording(offline: ResearchAssistant) -> None:
+    """The peer ranking of a Japanese question is worded in Japanese."""
+    reply = await offline.ask("トヨタの競合は？", thread_id="jc")
+    assert "Toyotaは、ディレクトリでAutomotiveに分類される27社のうち売上高で1位です。" in reply.text
+    assert "classified as" not in reply.text
+
+
 async def test_japanese_missing_news_sentence(offline: ResearchAssistant) -> None:
     """A Japanese news question says, in Japanese, that news needs a Tavily key."""
     reply = await offline.ask("マイクロソフトの最新ニュース", thread_id="jn")
@@ -228,3 +250,18 @@ async def test_japanese_question_without_a_company_asks_in_japanese(
     reply = await offline.ask("会社について教えて", thread_id="jq")
     assert "needs_clarification" == reply.status
     assert reply.text.startswith("どの会社について調べますか")
+
+
+async def test_greeting_is_not_thanked(offline: ResearchAssistant) -> None:
+    """ "hello" gets a greeting that says what the assistant does, not "You're welcome"."""
+    reply = await offline.ask("hello", thread_id="g")
+    assert reply.text.startswith("Hello! I'm a company research assistant.")
+
+
+async def test_unknown_lowercase_word_is_asked_back_not_dismissed(
+    offline: ResearchAssistant,
+) -> None:
+    """ "tell me about acme" may be a company: it is asked back, not called off-topic."""
+    reply = await offline.ask("tell me about acme", thread_id="u")
+    assert "needs_clarification" == reply.status
+    assert reply.text.startswith("Which company would you like me to research?")
