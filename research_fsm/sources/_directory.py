@@ -72,7 +72,6 @@ class _Directory:
     index: CompanyIndex
     dataset: str
     peers: PeerIndex
-    descriptions: DescriptionIndex
 
 
 class _LazyDirectory:
@@ -82,6 +81,7 @@ class _LazyDirectory:
         self._loader = loader
         self._lock = threading.Lock()
         self.value: _Directory | None = None
+        self.descriptions: DescriptionIndex | None = None
 
     def get(self) -> _Directory:
         """The directory, loading it first if needed (blocking: call from a thread)."""
@@ -95,15 +95,22 @@ class _LazyDirectory:
                 except metadata.PackageNotFoundError:
                     dataset = "pytickersymbols"
                 self.value = _Directory(
-                    {p.name: p for p in profiles}, index, dataset, PeerIndex(profiles),
-                    DescriptionIndex(profiles),
-                )  # fmt: skip
+                    {p.name: p for p in profiles}, index, dataset, PeerIndex(profiles)
+                )
                 _log.info(
                     "company directory loaded",
                     companies=len(index),
                     seconds=round(time.perf_counter() - start, 3),
                 )
             return self.value
+
+    def get_descriptions(self) -> DescriptionIndex:
+        """The description index, built on first use only (blocking: call from a thread)."""
+        directory = self.get()
+        with self._lock:
+            if self.descriptions is None:
+                self.descriptions = DescriptionIndex(directory.profiles.values())
+            return self.descriptions
 
 
 _SHARED: Final = _LazyDirectory(load_profiles)
@@ -301,7 +308,10 @@ class DirectorySource:
         """Companies whose products or industries match a description ("the one that
         makes iphones"), best first: one name when one company clearly matches, else
         up to three candidates (empty when nothing matches)."""
-        return (await self._directory()).descriptions.match(text)
+        descriptions = self._lazy.descriptions
+        if descriptions is None:
+            descriptions = await asyncio.to_thread(self._lazy.get_descriptions)
+        return descriptions.match(text)
 
     async def search(self, company: str, context: SearchContext) -> SearchResult:
         """Answer from the company's profile; confidence depends on ``context.intent``."""
