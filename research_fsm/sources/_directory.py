@@ -7,7 +7,7 @@ import importlib.util
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Final
 
@@ -72,6 +72,16 @@ class _Directory:
     index: CompanyIndex
     dataset: str
     peers: PeerIndex
+    findings: dict[str, ResearchFindings] = field(default_factory=dict)
+    """``profile_findings`` of each profile asked about, computed once (copied on use)."""
+
+    def findings_of(self, name: str) -> ResearchFindings:
+        """The findings of profile ``name`` (a copy the caller may change)."""
+        cached = self.findings.get(name)
+        if cached is None:
+            cached = profile_findings(self.profiles[name], self.peers.rank(name))
+            self.findings[name] = cached
+        return cached.model_copy(deep=True)
 
 
 class _LazyDirectory:
@@ -325,7 +335,7 @@ class DirectorySource:
                 note=f"company {company!r} not found in directory",
             )
         profile = directory.profiles[ref.name]
-        findings = profile_findings(profile, directory.peers.rank(profile.name))
+        findings = directory.findings_of(profile.name)
         findings.raw_data = {
             "searched_name": company,
             "matched": ref.name,
