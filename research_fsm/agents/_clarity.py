@@ -173,6 +173,10 @@ class ClarityAgent:
             intent = "comparison"
             if previous and (refers_back(query) or len(names) < 2) and previous not in names:
                 names.insert(0, previous)
+            if len(names) == 1:  # "Compare Apple to Acme Corp": research the unknown name too
+                other = self._unknown_name(query)
+                if other:
+                    names.append(other)
         if names:
             return ClarityVerdict(
                 is_clear=True, detected_company=names[0], comparison_companies=names[1:],
@@ -211,6 +215,14 @@ class ClarityAgent:
             )  # fmt: skip
         ask = ASK_WHICH_COMPANY_JA if is_japanese(query) else ASK_WHICH_COMPANY
         return ClarityVerdict(is_clear=False, intent=intent, clarification_needed=ask)
+
+    def _unknown_name(self, query: str) -> str | None:
+        """A capitalised name in ``query`` besides the companies the index knows."""
+        rest = query
+        for match in self.index.find_in_text(query):
+            rest = rest.replace(match.matched, " , ")
+        candidate = name_candidate(rest)
+        return None if candidate is None or candidate.lower() in PLACES else candidate
 
     def _best_guess(self, state: ResearchState, query: str) -> str | None:
         ref = self.index.resolve(query, fuzzy=True)

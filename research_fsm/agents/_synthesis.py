@@ -208,6 +208,20 @@ def _comparison(state: ResearchState, findings: ResearchFindings, lang: str) -> 
     return parts
 
 
+def _not_found(state: ResearchState, lang: str) -> str:
+    """The sentence naming compared companies research found nothing about."""
+    found = {item.company for item in state.comparison_findings}
+    if len(found) >= len(state.comparison_companies):
+        return ""
+    missing = [name for name in state.comparison_companies if name not in found]
+    if len(state.comparison_findings) + len(missing) > len(state.comparison_companies):
+        missing = missing[: len(state.comparison_companies) - len(state.comparison_findings)]
+    names = "、".join(missing) if lang == "ja" else " or ".join(f'"{name}"' for name in missing)
+    if lang == "ja":
+        return f"{names}の情報は見つからなかったため、比較できませんでした。"
+    return f"I couldn't find {names} in my sources, so there is nothing to compare with."
+
+
 def sources_block(findings: list[ResearchFindings], lang: str = "en") -> str:
     """``Sources:`` with one ``- title: url`` line per distinct URL."""
     seen: set[str] = set()
@@ -238,6 +252,7 @@ def compose_answer(state: ResearchState) -> str:
         parts.append(intro)
         parts.append("\n\n".join(_section(findings, intent, lang)))
     parts.append(missing_sentence(findings, intent, lang) or "")
+    parts.append(_not_found(state, lang))
     parts.append(_as_of(findings, lang) or "")
     parts.append(sources_block([findings, *state.comparison_findings], lang))
     return "\n\n".join(p for p in parts if p)

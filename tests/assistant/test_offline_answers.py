@@ -265,3 +265,11 @@ async def test_unknown_lowercase_word_is_asked_back_not_dismissed(
     reply = await offline.ask("tell me about acme", thread_id="u")
     assert "needs_clarification" == reply.status
     assert reply.text.startswith("Which company would you like me to research?")
+
+
+async def test_comparison_with_an_unknown_company_says_so(offline: ResearchAssistant) -> None:
+    """ "Compare Apple to Acme Corp" researches both, and says Acme Corp was not found."""
+    reply = await offline.ask("Compare Apple to Acme Corp", thread_id="cu")
+    assert ("Apple Inc.", ["Acme Corp"]) == (reply.company, reply.compared)
+    expected = 'I couldn\'t find "Acme Corp" in my sources, so there is nothing to compare with.'
+    assert expected in reply.text
