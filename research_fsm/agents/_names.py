@@ -59,10 +59,78 @@ JA_NAMES: Final[dict[str, str]] = {
     "アステラス": "Astellas Pharma", "エーザイ": "Eisai Co.", "塩野義": "Shionogi",
     "三菱自動車": "Mitsubishi Motors", "いすゞ": "Isuzu", "コマツ": "Komatsu Limited",
     "小松製作所": "Komatsu Limited", "クボタ": "Kubota Corporation", "日本郵政": "Japan Post Holdings",
+    "日野自動車": "Hino Motors", "あおぞら銀行": "Aozora Bank", "千葉銀行": "Chiba Bank",
+    "横浜銀行": "Bank of Yokohama", "りそな": "Resona Holdings",
+    "三井住友トラスト": "Sumitomo Mitsui Trust Holdings", "旭化成": "Asahi Kasei", "デンカ": "Denka",
+    "クラレ": "Kuraray", "三菱ケミカル": "Mitsubishi Chemical Holdings", "三井化学": "Mitsui Chemicals",
+    "日産化学": "Nissan Chemical Industries", "レゾナック": "Resonac", "住友化学": "Sumitomo Chemical",
+    "トクヤマ": "Tokuyama Corporation", "東ソー": "Tosoh", "宇部興産": "Ube Industries",
+    "KDDI": "KDDI", "NTTデータ": "NTT Data", "NTT": "Nippon Telegraph & Telephone",
+    "コムシス": "Comsys", "大和ハウス": "Daiwa House Industry", "長谷工": "Haseko",
+    "日揮": "JGC Corporation", "鹿島建設": "Kajima Construction", "大林組": "Obayashi Corp.",
+    "積水ハウス": "Sekisui House", "清水建設": "Shimizu Corporation",
+    "アドバンテスト": "Advantest", "富士電機": "Fuji Electric", "ジーエス・ユアサ": "GS Yuasa",
+    "レーザーテック": "Lasertec Corporation", "ミネベアミツミ": "MinebeaMitsumi",
+    "日本電気": "NEC", "NEC": "NEC", "ニデック": "Nidec", "日本電産": "Nidec",
+    "ルネサス": "Renesas Electronics", "SCREEN": "SCREEN Holdings", "ソシオネクスト": "Socionext",
+    "太陽誘電": "Taiyo Yuden", "TDK": "TDK", "安川電機": "Yaskawa Electric Corporation",
+    "中部電力": "Chubu Electric Power", "関西電力": "Kansai Electric Power Company",
+    "東京電力": "Tokyo Electric Power Company", "ニッスイ": "Nissui",
+    "日本たばこ産業": "Japan Tobacco", "キッコーマン": "Kikkoman", "明治ホールディングス": "Meiji Holdings",
+    "日本ハム": "Nippon Ham", "日清製粉": "Nisshin Seifun Group", "サッポロ": "Sapporo Breweries",
+    "大阪ガス": "Osaka Gas", "東京ガス": "Tokyo Gas", "AGC": "AGC Inc.",
+    "日本ガイシ": "NGK Insulators", "日本電気硝子": "Nippon Electric Glass",
+    "太平洋セメント": "Taiheiyo Cement", "東海カーボン": "Tokai Carbon", "第一生命": "Dai-ichi Life",
+    "MS&AD": "MS&AD Insurance Group", "ヤマト運輸": "Yamato Transport", "アマダ": "Amada Co",
+    "荏原製作所": "Ebara Corporation", "日立建機": "Hitachi Construction Machinery",
+    "カナデビア": "Kanadevia", "IHI": "IHI Corporation", "日本製鋼所": "Japan Steel Works",
+    "ジェイテクト": "JTEKT", "日本精工": "NSK Ltd.", "NTN": "NTN Corporation",
+    "オークマ": "Okuma Holdings", "住友重機械": "Sumitomo Heavy Industries", "SMC": "SMC Corporation",
+    "川崎汽船": "K Line", "商船三井": "Mitsui O.S.K. Lines", "日本郵船": "Nippon Yusen",
+    "INPEX": "Inpex", "DOWA": "Dowa Holdings", "フジクラ": "Fujikura",
+    "古河電気工業": "Furukawa Electric", "古河電工": "Furukawa Electric",
+    "三菱マテリアル": "Mitsubishi Materials", "三井金属": "Mitsui Mining & Smelting", "SUMCO": "SUMCO",
+    "住友電気工業": "Sumitomo Electric Industries", "住友電工": "Sumitomo Electric Industries",
+    "住友金属鉱山": "Sumitomo Metal Mining", "クレディセゾン": "Credit Saison",
+    "日本取引所": "Japan Exchange Group", "オリックス": "Orix", "TOPPAN": "Toppan Printing",
+    "凸版印刷": "Toppan Printing", "ENEOS": "Eneos Holdings", "出光興産": "Idemitsu Kosan",
+    "協和キリン": "Kyowa Hakko Kirin", "住友ファーマ": "Sumitomo Dainippon Pharma",
+    "ディスコ": "Disco Corporation", "コニカミノルタ": "Konica Minolta", "テルモ": "Terumo",
+    "王子製紙": "Oji Paper Company", "王子ホールディングス": "Oji Paper Company",
+    "JR東海": "Central Japan Railway Company", "京王": "Keio Corporation",
+    "京成電鉄": "Keisei Electric Railway", "東武鉄道": "Tobu Railway", "東急不動産": "Tokyu Land",
+    "東急": "Tokyu Corporation", "JR西日本": "West Japan Railway Company",
+    "三菱地所": "Mitsubishi Estate", "三井不動産": "Mitsui Fudosan", "東京建物": "Tokyo Tatemono",
+    "Jフロント": "J. Front Retailing", "丸井": "Marui", "高島屋": "Takashimaya",
+    "大和証券": "Daiwa Securities Group", "サイバーエージェント": "CyberAgent", "DeNA": "DeNA",
+    "電通": "Dentsu", "LINEヤフー": "LY Corporation", "メルカリ": "Mercari", "ネクソン": "Nexon",
+    "野村総合研究所": "Nomura Research Institute", "オリエンタルランド": "The Oriental Land Company",
+    "セコム": "Secom", "SHIFT": "SHIFT Inc.", "東宝": "Toho", "川崎重工": "Kawasaki Heavy Industries",
+    "JFE": "JFE Holdings", "神戸製鋼": "Kobe Steel", "帝人": "Teijin", "東レ": "Toray Industries",
+    "双日": "Sojitz", "豊田通商": "Toyota Tsusho",
 }  # fmt: skip
-"""Names written in katakana or kanji -> a name the company index resolves."""
+"""Names written in katakana or kanji (or in the Latin letters Japanese text uses for
+them) -> a name the company index resolves: every Japanese company of the directory,
+and the best-known foreign ones."""
 
 _JA_KEYS: Final = sorted(JA_NAMES, key=len, reverse=True)
+_KATAKANA_RE: Final = re.compile(r"[\u30a0-\u30ff]")
+_JA_SUFFIXES: Final = ("グループ", "ホールディングス", "ジャパン")
+
+
+def _stands_alone(text: str, start: int, end: int) -> bool:
+    """Whether a katakana name at ``text[start:end]`` is a word of its own, not part of a
+    longer katakana word ("イオン" in "リチウムイオン電池"); "グループ" may follow."""
+    key = text[start:end]
+    if not _KATAKANA_RE.match(key[-1]):
+        return True
+    before = text[start - 1] if start > 0 else ""
+    if before and _KATAKANA_RE.match(before) and _KATAKANA_RE.match(key[0]):
+        return False
+    after = text[end:]
+    return not (after and _KATAKANA_RE.match(after[0]) and not after.startswith(_JA_SUFFIXES))
+
+
 _JAPANESE_RE: Final = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uff66-\uff9f]")
 
 _SMALL_TALK_RE: Final = re.compile(
@@ -98,7 +166,7 @@ def _japanese_companies(index: CompanyIndex, text: str) -> list[str]:
         start = text.find(key)
         while start >= 0:
             end = start + len(key)
-            if not any(a < end and start < b for a, b in taken):
+            if not any(a < end and start < b for a, b in taken) and _stands_alone(text, start, end):
                 ref = index.resolve(JA_NAMES[key])
                 if ref is not None:
                     found.append((start, ref.name))
