@@ -71,25 +71,33 @@ def _headcount(text: str | None) -> int | None:
     return int(match.group().replace(",", "")) if match else None
 
 
-def difference_sentences(first: ResearchFindings, second: ResearchFindings) -> list[str]:
+def difference_sentences(
+    first: ResearchFindings, second: ResearchFindings, lang: str = "en"
+) -> list[str]:
     """Up to three sentences on revenue, margin and headcount, each only when both
     figures exist and are comparable (same currency)."""
+    ja = lang == "ja"
     a, b = first.company, second.company
     sentences = []
     rev_a, rev_b = parse_money(first.facts.get("revenue")), parse_money(second.facts.get("revenue"))
     if rev_a and rev_b and rev_a.currency == rev_b.currency and min(rev_a.amount, rev_b.amount) > 0:
         big, small = (rev_a, rev_b) if rev_a.amount >= rev_b.amount else (rev_b, rev_a)
         names = (a, b) if big is rev_a else (b, a)
+        ratio = big.amount / small.amount
         sentences.append(
-            f"{names[0]} has the larger revenue ({big.text} against {small.text}, "
-            f"{big.amount / small.amount:.1f} times as much)."
+            f"売上高は{names[0]}の方が大きく、{big.text}対{small.text}（{ratio:.1f}倍）です。"
+            if ja
+            else f"{names[0]} has the larger revenue ({big.text} against {small.text}, "
+            f"{ratio:.1f} times as much)."
         )
     margin_a, margin_b = net_margin(first), net_margin(second)
     if margin_a is not None and margin_b is not None:
         best, other = (a, b) if margin_a >= margin_b else (b, a)
         high, low = max(margin_a, margin_b), min(margin_a, margin_b)
         sentences.append(
-            f"{best} keeps more of each sale as profit: a net margin of {high:.1f}% "
+            f"純利益率は{best}の方が高く、{high:.1f}%対{low:.1f}%です。"
+            if ja
+            else f"{best} keeps more of each sale as profit: a net margin of {high:.1f}% "
             f"against {low:.1f}% for {other.rstrip('.')}."
         )
     staff_a, staff_b = (
@@ -98,8 +106,10 @@ def difference_sentences(first: ResearchFindings, second: ResearchFindings) -> l
     )
     if staff_a and staff_b and staff_a != staff_b:
         more, fewer = (a, b) if staff_a > staff_b else (b, a)
+        high_staff, low_staff = max(staff_a, staff_b), min(staff_a, staff_b)
         sentences.append(
-            f"{more} employs more people ({max(staff_a, staff_b):,} against "
-            f"{min(staff_a, staff_b):,} at {fewer})."
+            f"従業員数は{more}の方が多く、{high_staff:,}人対{low_staff:,}人です。"
+            if ja
+            else f"{more} employs more people ({high_staff:,} against {low_staff:,} at {fewer})."
         )
     return sentences

@@ -201,10 +201,9 @@ def _comparison(state: ResearchState, findings: ResearchFindings, lang: str) -> 
         ]
         return [intro, *stacked]
     parts = [intro, table]
-    if lang != "ja":
-        sentences = difference_sentences(findings, state.comparison_findings[0])
-        if sentences:
-            parts.append(" ".join(sentences))
+    sentences = difference_sentences(findings, state.comparison_findings[0], lang)
+    if sentences:
+        parts.append(("" if lang == "ja" else " ").join(sentences))
     return parts
 
 

@@ -273,3 +273,15 @@ async def test_comparison_with_an_unknown_company_says_so(offline: ResearchAssis
     assert ("Apple Inc.", ["Acme Corp"]) == (reply.company, reply.compared)
     expected = 'I couldn\'t find "Acme Corp" in my sources, so there is nothing to compare with.'
     assert expected in reply.text
+
+
+async def test_japanese_comparison(offline: ResearchAssistant) -> None:
+    """ "トヨタとホンダを比べて" gives the table with Japanese labels and Japanese sentences."""
+    reply = await offline.ask("トヨタとホンダを比べて", thread_id="jcmp")
+    assert ("Toyota", ["Honda"], "comparison") == (
+        reply.company,
+        reply.compared,
+        reply.state.query_intent,
+    )
+    assert "| 純利益率（純利益÷売上高、計算値） | 11.0% | 5.8% |" in reply.text
+    assert "売上高はToyotaの方が大きく" in reply.text
