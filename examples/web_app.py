@@ -1,6 +1,6 @@
 """Web app: one ResearchAssistant serving many conversations from one event loop.
 
-Demo: ``python examples/web_app.py`` (needs ``starlette``) drives the ASGI app
+Demo: ``python examples/web_app.py`` (needs ``starlette``: ``pip install -e '.[web]'``) drives the ASGI app
 in-process via ``httpx.ASGITransport``: 50 concurrent conversations, plus 5 whose
 clarification token goes to the client and back (stored in a temporary directory).
 Serve it for real: ``uvicorn examples.web_app:app`` (stores under ``$RESEARCH_FSM_HOME``):

@@ -20,6 +20,11 @@ from .sources import DataSourceError, create_data_source
 __all__ = ["main"]
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NEEDS_ANSWER = 0, 1, 2, 3
+EXIT_CODES = """exit status:
+  0  answered
+  1  error (data source, storage, bad conversation)
+  2  bad usage (empty or too long question, bad thread id)
+  3  the assistant asked back and needs an answer (research-fsm answer --thread ID ...)"""
 
 
 class CliError(Exception):
@@ -31,16 +36,29 @@ class CliError(Exception):
 
 
 def _parser() -> argparse.ArgumentParser:
+    from . import __version__
+
     parser = argparse.ArgumentParser(
         prog="research-fsm",
         description="Ask about companies. Works offline; uses Claude and Tavily when keys are set.",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     source_help = (
         "data source: mock, directory, tavily or auto (default: $RESEARCH_DATA_SOURCE or auto)"
     )
 
-    ask = sub.add_parser("ask", help="ask one question")
+    ask = sub.add_parser(
+        "ask",
+        help="ask one question",
+        description="Ask one question. When the assistant asks back and there is no "
+        "terminal to answer on, the question is printed and the exit status is 3; "
+        'continue with: research-fsm answer --thread ID "ANSWER".',
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     ask.add_argument("question")
     ask.add_argument("--thread", help="conversation id (default: a new one)")
     ask.add_argument("--source", help=source_help)

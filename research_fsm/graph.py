@@ -20,13 +20,13 @@ __all__ = ["build_research_graph", "clarity_router", "research_router", "validat
 
 
 def clarity_router(state: ResearchState) -> str:
-    """error | needs_clarification | cancelled | clear."""
+    """error | needs_clarification | cancelled | off_topic | clear."""
     if state.error_context is not None:
         return "error"
     if state.clarity_status == "needs_clarification":
         return "needs_clarification"
-    if state.clarity_status == "cancelled":
-        return "cancelled"
+    if state.clarity_status in ("cancelled", "off_topic"):
+        return state.clarity_status
     return "clear"
 
 
@@ -42,12 +42,14 @@ def research_router(state: ResearchState) -> str:
 
 
 def validation_router(state: ResearchState) -> str:
-    """error | retry | done."""
+    """error | retry | done. A retry happens only when it can change something: a
+    source that ignores the validator's feedback would return the same findings."""
     if state.error_context is not None:
         return "error"
     if (
         state.validation_result == "insufficient"
         and state.research_attempts < MAX_RESEARCH_ATTEMPTS
+        and state.research_repeatable
     ):
         return "retry"
     return "done"
@@ -61,7 +63,7 @@ def build_research_graph(
     # Every agent but interrupt (which only suspends) and error recovery itself
     # hands an unexpected failure to error recovery, and none may hang.
     for name, agent in (
-        ("clarity", ClarityAgent(index, llm)),
+        ("clarity", ClarityAgent(index, llm, getattr(source, "describe", None))),
         ("research", ResearchAgent(source)),
         ("validator", ValidatorAgent(llm)),
         ("synthesis", SynthesisAgent(llm)),
@@ -77,6 +79,7 @@ def build_research_graph(
             "needs_clarification": "interrupt",
             "clear": "research",
             "cancelled": "synthesis",
+            "off_topic": "synthesis",
             "error": "error_recovery",
         },
     )

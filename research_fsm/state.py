@@ -20,7 +20,7 @@ __all__ = [
     "new_question_input",
 ]
 
-ClarityStatus = Literal["pending", "clear", "needs_clarification", "cancelled"]
+ClarityStatus = Literal["pending", "clear", "needs_clarification", "cancelled", "off_topic"]
 ValidationResult = Literal["pending", "sufficient", "insufficient"]
 _CONFIG = ConfigDict(use_attribute_docstrings=True)
 
@@ -77,6 +77,10 @@ class ResearchState(BaseModel):
     """Questions asked back for this question."""
     clarification_question: str | None = None
     """What to ask the user."""
+    clarification_choices: list[str] = Field(default_factory=list)
+    """Companies offered as answers to the clarification question, if any."""
+    language: Literal["en", "ja"] = "en"
+    """The language of the question, and of the answer."""
     query_intent: str = "overview"
     """What is asked: overview, news, stock, leadership, products, competitors, comparison."""
     comparison_companies: list[str] = Field(default_factory=list)
@@ -93,6 +97,8 @@ class ResearchState(BaseModel):
     """0-10: how much of what was asked the findings cover."""
     research_attempts: int = 0
     """Research rounds made for this question."""
+    research_repeatable: bool = True
+    """Whether another round can find more (False for a source that ignores feedback)."""
     validation_result: ValidationResult = "pending"
     """The validator's verdict."""
     validation_feedback: str | None = None
@@ -121,6 +127,7 @@ def new_question_input(text: str, correlation_id: str) -> dict[str, object]:
         "clarity_status": "pending",
         "clarification_attempts": 0,
         "clarification_question": None,
+        "clarification_choices": [],
         "query_intent": "overview",
         "comparison_companies": [],
         "research_findings": None,
@@ -128,6 +135,7 @@ def new_question_input(text: str, correlation_id: str) -> dict[str, object]:
         "research_note": None,
         "confidence_score": 0,
         "research_attempts": 0,
+        "research_repeatable": True,
         "validation_result": "pending",
         "validation_feedback": None,
         "final_summary": None,

@@ -2,8 +2,9 @@
 
 from ._clarity import ClarityAgent, ClarityVerdict
 from ._error_recovery import ErrorRecoveryAgent
+from ._intents import coverage_score
 from ._interrupt import InterruptAgent
-from ._research import ResearchAgent, coverage_score
+from ._research import ResearchAgent
 from ._synthesis import SynthesisAgent
 from ._validator import ValidationVerdict, ValidatorAgent
 

@@ -52,7 +52,7 @@ class ErrorRecoveryAgent:
                 if agent == "validator"
                 else f"I couldn't polish the answer, but here are the findings about {findings.company}:"
             )
-            body = "\n\n".join(_section(findings, state.query_intent))
+            body = "\n\n".join(_section(findings, state.query_intent, state.language))
             block = sources_block([findings])
             return "\n\n".join(p for p in (lead, body, block) if p)
         return "Something went wrong while researching your question. Please try again."

@@ -14,7 +14,8 @@ __all__ = ["InterruptAgent"]
 
 
 class InterruptAgent:
-    """Suspends the run with the clarity agent's question; ``resume`` takes the answer.
+    """Suspends the run with the clarity agent's question (kept in the conversation, so
+    ``history`` shows it); ``resume`` takes the answer.
 
     ``run`` has no side effects, and it is never run again on resume.
     """
@@ -26,8 +27,12 @@ class InterruptAgent:
                 "question": state.clarification_question,
                 "original_query": state.original_query,
                 "attempt": state.clarification_attempts,
+                "choices": list(state.clarification_choices),
             },
-            update={"current_agent": "interrupt"},
+            update={
+                "current_agent": "interrupt",
+                "messages": [Message(role="assistant", content=state.clarification_question or "")],
+            },
         )
 
     async def resume(self, state: ResearchState, value: Any, ctx: NodeContext) -> dict[str, Any]:

@@ -6,30 +6,13 @@ import asyncio
 from typing import Any
 
 from ..engine import NodeContext
-from ..sources import DataSource, DataSourceError, ResearchFindings, SearchContext, SearchResult
+from ..sources import DataSource, DataSourceError, SearchContext, SearchResult
+from ..sources._base import reads_feedback
 from ..state import ResearchState
 from ._common import log_step
-from ._rules import INTENT_FIELDS
+from ._intents import coverage_score
 
 __all__ = ["ResearchAgent", "coverage_score"]
-
-
-def coverage_score(findings: ResearchFindings | None, intent: str) -> int:
-    """0-10: how much of what ``intent`` asks the findings cover.
-
-    6 points when a field that answers the intent has data, 2 for supporting
-    fields (1 each, up to 2), 2 for sources (1 per distinct host, up to 2).
-    """
-    if findings is None:
-        return 0
-    answering = INTENT_FIELDS.get(intent, INTENT_FIELDS["overview"])
-    populated = findings.populated_fields()
-    answered = any(name in populated for name in answering)
-    supporting = len(populated) - 1 if answered else len(populated)
-    score = (6 if answered else 0) + min(2, supporting)
-    hosts = {ref.url.split("/")[2] for ref in findings.sources if ref.url.count("/") >= 2}
-    score += min(2, len(hosts))
-    return max(0, min(10, score))
 
 
 class ResearchAgent:
@@ -48,7 +31,11 @@ class ResearchAgent:
 
     async def run(self, state: ResearchState, ctx: NodeContext) -> dict[str, Any]:
         attempts = state.research_attempts + 1
-        update: dict[str, Any] = {"current_agent": "research", "research_attempts": attempts}
+        update: dict[str, Any] = {
+            "current_agent": "research",
+            "research_attempts": attempts,
+            "research_repeatable": reads_feedback(self.source),
+        }
         company = state.detected_company
         if not company:
             log_step(ctx, state, company=None, confidence=0)

@@ -1,12 +1,12 @@
-"""Deterministic language rules: intent, follow-ups, cancellation, sanitising."""
+"""Deterministic language rules: follow-ups, cancellation, sanitising (intents: ``_intents``)."""
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Final
 
 from ..sources._text import COMMON_WORDS, LEGAL_SUFFIXES
+from ._intents import INTENT_FIELDS, detect_intent
 
 __all__ = [
     "INTENT_FIELDS",
@@ -28,26 +28,6 @@ _ANSI = re.compile(
 _BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 """Bidirectional marks, embeddings, overrides and isolates: they reorder what a
 terminal shows (category Cf, so not caught as control characters)."""
-_INTENT_WORDS: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
-    ("comparison", re.compile(r"\b(compare[sd]?|comparison|versus|vs\.?|compared (to|with)|difference between|better than)\b", re.I)),
-    ("competitors", re.compile(r"\b(competitors?|rivals?|competition|compete[sd]?|competing)\b", re.I)),
-    ("stock", re.compile(r"\b(stocks?|shares?|share price|price|market cap(italisation|italization)?|valuation|earnings|revenue|profits?|income|financials?|finances|dividends?|ticker|trading|investors?|invest(ing)?)\b", re.I)),
-    ("leadership", re.compile(r"\b(ceo|cfo|coo|cto|founders?|founded by|leaders?(hip)?|executives?|management|chair(man|woman|person)?|board|who runs|run by|key people|president)\b", re.I)),
-    ("products", re.compile(r"\b(products?|services?|offerings?|sells?|makes?|portfolio|devices?|brands?)\b", re.I)),
-    ("news", re.compile(r"\b(news|latest|recent(ly)?|happening|updates?|lately|this (week|month|year)|going on|developments?|headlines?)\b", re.I)),
-)  # fmt: skip
-
-INTENT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
-    "overview": ("overview", "key_developments", "recent_news"),
-    "news": ("recent_news", "key_developments"),
-    "stock": ("stock_info",),
-    "leadership": ("key_people",),
-    "products": ("products", "key_developments"),
-    "competitors": ("key_developments", "overview"),
-    "comparison": ("overview", "stock_info", "key_developments", "recent_news"),
-}
-"""For each intent, the findings fields that answer it (any one will do), best first."""
-
 _FOLLOW_UP = re.compile(
     r"^\s*(what about|tell me more|how about|and\b|also\b|furthermore|more on|"
     r"their\b|its\b|it's\b|the company'?s?\b|they\b|them\b|those\b|that company|"
@@ -91,14 +71,6 @@ def clean_line(text: str) -> str:
         for ch in text
         if ch == "\t" or not (unicodedata.category(ch) in ("Cc", "Cs", "Co", "Cn") or ch in _BIDI)
     )
-
-
-def detect_intent(text: str) -> str:
-    """What the question asks for; ``"overview"`` when nothing specific."""
-    for intent, pattern in _INTENT_WORDS:
-        if pattern.search(text):
-            return intent
-    return "overview"
 
 
 def is_follow_up(text: str) -> bool:

@@ -13,7 +13,7 @@ from ..llm._tokens import fit_to_budget
 from ..sources import ResearchFindings
 from ..state import ResearchState
 from ._common import as_data, log_step, usage_update, warn_fallback
-from ._rules import INTENT_FIELDS
+from ._intents import INTENT_TOPICS, covered_topics
 
 __all__ = ["ValidationVerdict", "ValidatorAgent", "rule_verdict"]
 
@@ -30,6 +30,8 @@ _FEEDBACK = {
     "competitors": "no competitive landscape; search for main competitors",
     "comparison": "not enough to compare; search for overview and financials of each company",
     "overview": "no overview; search for a company profile and recent developments",
+    "financials": "no financial figures; search for revenue and net income",
+    "strategy": "no strategy; search for the company's plans and strategic priorities",
 }
 
 
@@ -59,8 +61,8 @@ def rule_verdict(
             feedback=f"no data found for {company or 'the company'}; try the full company name or ticker",
         )
     populated = findings.populated_fields()
-    answering = INTENT_FIELDS.get(intent, INTENT_FIELDS["overview"])
-    if not any(name in populated for name in answering):
+    required, _ = INTENT_TOPICS.get(intent, INTENT_TOPICS["overview"])
+    if not set(required) & covered_topics(findings):
         return ValidationVerdict(
             is_sufficient=False, feedback=_FEEDBACK.get(intent, _FEEDBACK["overview"])
         )

@@ -16,8 +16,22 @@ INTENTS: Final[tuple[str, ...]] = (
     "products",
     "competitors",
     "comparison",
+    "financials",
+    "strategy",
 )
 """What a user can ask about a company; ``SearchContext.intent`` is one of these."""
+
+TOPICS: Final[tuple[str, ...]] = (
+    "overview",
+    "news",
+    "share_price",
+    "financials",
+    "leadership",
+    "products",
+    "strategy",
+    "competitors",
+)
+"""What findings can cover; an intent asks for some of these (see ``agents._intents``)."""
 
 DEFAULT_INTENT: Final[str] = "overview"
 """The intent used when none (or an unknown one) is given."""
@@ -34,6 +48,21 @@ class SourceRef(BaseModel):
     """Human-readable title, e.g. ``"Apple Inc. - Wikipedia"``."""
     url: str
     """Absolute URL of the source."""
+
+
+class DataScope(BaseModel):
+    """The limits of a source's data, stated once in an answer."""
+
+    model_config = _MODEL_CONFIG
+
+    source: str
+    """How to name the source in a sentence, e.g. ``"the offline directory"``."""
+    unavailable: list[str] = Field(default_factory=list)
+    """``TOPICS`` the source never has (e.g. ``["news", "share_price"]``)."""
+    hint: str | None = None
+    """How to get what is unavailable, e.g. ``"set TAVILY_API_KEY for live data"``."""
+    as_of: str | None = None
+    """The data's age, e.g. ``"figures as of FY2025 from the bundled directory"``."""
 
 
 class ResearchFindings(BaseModel):
@@ -55,10 +84,17 @@ class ResearchFindings(BaseModel):
     """Executives, board members and founders."""
     products: str | None = None
     """Main products and services."""
+    competitors: str | None = None
+    """Competitors or peers, e.g. the directory's companies of the same industry."""
     sources: list[SourceRef] = Field(default_factory=list)
     """Where the findings come from."""
     raw_data: dict[str, Any] = Field(default_factory=dict)
     """Source-specific raw data, for debugging and provenance."""
+    facts: dict[str, str] = Field(default_factory=dict)
+    """Single facts for side-by-side comparisons, keyed by ``FACT_KEYS`` (values as
+    written in the source, e.g. ``{"revenue": "US$416 billion (2025)"}``)."""
+    scope: DataScope | None = None
+    """What the source cannot supply and how old its data is, for the answer to say."""
 
     def populated_fields(self) -> list[str]:
         """Return the names of the text fields that hold data, in declaration order."""
@@ -72,8 +108,20 @@ FINDING_FIELDS: Final[tuple[str, ...]] = (
     "overview",
     "key_people",
     "products",
+    "competitors",
 )
 """The optional text fields of ``ResearchFindings``."""
+
+FACT_KEYS: Final[tuple[str, ...]] = (
+    "revenue",
+    "net_income",
+    "employees",
+    "headquarters",
+    "founded",
+    "ceo",
+    "indices",
+)
+"""Keys of ``ResearchFindings.facts``, in the order a comparison table shows them."""
 
 
 class SearchContext(BaseModel):
@@ -163,3 +211,13 @@ class DataSource(Protocol):
     async def companies(self) -> Sequence[CompanyRef]:
         """Companies this source knows by name (may be empty, e.g. web search)."""
         ...
+
+
+def reads_feedback(source: object) -> bool:
+    """Whether a retry with validator feedback can change what ``source`` returns.
+
+    A source declares ``reads_feedback = False`` when it answers from fixed data by
+    name alone (the directory): asking it again returns the same findings. Sources
+    that do not say are assumed to read it.
+    """
+    return bool(getattr(source, "reads_feedback", True))

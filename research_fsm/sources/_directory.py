@@ -7,7 +7,7 @@ import importlib.util
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Final
 
@@ -15,13 +15,17 @@ import structlog
 
 from ._base import (
     CompanyRef,
+    DataScope,
     DataSourceError,
     ResearchFindings,
     SearchContext,
     SearchResult,
     SourceRef,
 )
+from ._describe import DescriptionIndex
+from ._format import fiscal_year, format_money, split_people_names, split_products
 from ._index import CompanyIndex
+from ._peers import PeerIndex, PeerRanking
 from ._profiles import CompanyProfile, clean_founded, clean_text, load_profiles, split_people
 
 _log = structlog.get_logger(__name__)
@@ -37,11 +41,19 @@ INTENT_CAPS: Final[dict[str, int]] = {
     "comparison": 9,
     "leadership": 9,
     "products": 8,
-    "stock": 5,
-    "competitors": 4,
+    "financials": 9,
+    "competitors": 8,
+    "stock": 4,
+    "strategy": 3,
     "news": 3,
 }
-"""Highest confidence per intent: the directory has no news, prices nor competitors."""
+"""Highest confidence per intent: the directory has no news, share prices nor strategy."""
+
+UNAVAILABLE: Final[tuple[str, ...]] = ("news", "share_price", "strategy")
+"""Topics the directory never has."""
+
+HINT: Final = "set TAVILY_API_KEY for live data"
+"""How to get what the directory lacks."""
 
 MISSING_CAP: Final = 3
 """Highest confidence when the asked-for field (people, products) is missing."""
@@ -49,7 +61,7 @@ MISSING_CAP: Final = 3
 INTENT_NOTES: Final[dict[str, str]] = {
     "news": "the offline directory has no news",
     "stock": "no live share price or market cap in the offline directory",
-    "competitors": "no competitor data in the offline directory, industries only",
+    "strategy": "no strategy or plans in the offline directory, products only",
 }
 """What the directory cannot answer, per intent, added to ``SearchResult.note``."""
 
@@ -59,6 +71,17 @@ class _Directory:
     profiles: dict[str, CompanyProfile]
     index: CompanyIndex
     dataset: str
+    peers: PeerIndex
+    findings: dict[str, ResearchFindings] = field(default_factory=dict)
+    """``profile_findings`` of each profile asked about, computed once (copied on use)."""
+
+    def findings_of(self, name: str) -> ResearchFindings:
+        """The findings of profile ``name`` (a copy the caller may change)."""
+        cached = self.findings.get(name)
+        if cached is None:
+            cached = profile_findings(self.profiles[name], self.peers.rank(name))
+            self.findings[name] = cached
+        return cached.model_copy(deep=True)
 
 
 class _LazyDirectory:
@@ -68,6 +91,7 @@ class _LazyDirectory:
         self._loader = loader
         self._lock = threading.Lock()
         self.value: _Directory | None = None
+        self.descriptions: DescriptionIndex | None = None
 
     def get(self) -> _Directory:
         """The directory, loading it first if needed (blocking: call from a thread)."""
@@ -80,13 +104,23 @@ class _LazyDirectory:
                     dataset = f"pytickersymbols {metadata.version('pytickersymbols')}"
                 except metadata.PackageNotFoundError:
                     dataset = "pytickersymbols"
-                self.value = _Directory({p.name: p for p in profiles}, index, dataset)
+                self.value = _Directory(
+                    {p.name: p for p in profiles}, index, dataset, PeerIndex(profiles)
+                )
                 _log.info(
                     "company directory loaded",
                     companies=len(index),
                     seconds=round(time.perf_counter() - start, 3),
                 )
             return self.value
+
+    def get_descriptions(self) -> DescriptionIndex:
+        """The description index, built on first use only (blocking: call from a thread)."""
+        directory = self.get()
+        with self._lock:
+            if self.descriptions is None:
+                self.descriptions = DescriptionIndex(directory.profiles.values())
+            return self.descriptions
 
 
 _SHARED: Final = _LazyDirectory(load_profiles)
@@ -122,9 +156,21 @@ def _lines(*pairs: tuple[str, str | None]) -> str | None:
     return text or None
 
 
+def _money(value: str | None) -> str | None:
+    return value and format_money(clean_text(value))
+
+
 def _overview(profile: CompanyProfile) -> str | None:
     data = profile.metadata
-    industries = "; ".join(profile.industries[:MAX_INDUSTRIES]) or None
+    unique: dict[str, str] = {}
+    for label in profile.industries:
+        # "Consumer electronics Software services" is a list run together
+        words = label.split()
+        run_together = all(w.isalpha() for w in words) and any(w.islower() for w in words)
+        parts = split_products(label) if run_together else [label]
+        for item in parts:
+            unique.setdefault(" ".join(item.lower().split()), clean_text(item))
+    industries = "; ".join(list(unique.values())[:MAX_INDUSTRIES]) or None
     return _lines(
         ("Industries", industries),
         ("Country", profile.country),
@@ -145,20 +191,60 @@ def _stock_info(profile: CompanyProfile) -> str | None:
     ]
     return _lines(
         ("Listings", ", ".join(listings) or None),
-        ("Traded as", data.traded_as and clean_text(data.traded_as)),
-        ("Index membership", ", ".join(i.replace("_", " ") for i in profile.indices) or None),
+        ("Index membership", _indices(profile)),
         ("ISIN", ", ".join(profile.isins) or None),
-        ("Revenue", data.revenue and clean_text(data.revenue)),
-        ("Operating income", data.operating_income and clean_text(data.operating_income)),
-        ("Net income", data.net_income and clean_text(data.net_income)),
-        ("Total assets", data.total_assets and clean_text(data.total_assets)),
-        ("Total equity", data.total_equity and clean_text(data.total_equity)),
+        ("Revenue", _money(data.revenue)),
+        ("Operating income", _money(data.operating_income)),
+        ("Net income", _money(data.net_income)),
+        ("Total assets", _money(data.total_assets)),
+        ("Total equity", _money(data.total_equity)),
     )
 
 
-def profile_findings(profile: CompanyProfile) -> ResearchFindings:
-    """Map a profile to findings; every value is taken from the profile."""
+def _indices(profile: CompanyProfile) -> str | None:
+    return ", ".join(i.replace("_", " ") for i in profile.indices) or None
+
+
+def _ceo(key_people: str | None) -> str | None:
+    """The person whose role names the CEO, from "Name (role); Name (role)"."""
+    for entry in (key_people or "").split("; "):
+        name, _, role = entry.partition("(")
+        if "ceo" in role.lower() or "chief executive" in role.lower():
+            return name.strip()
+    return None
+
+
+def _facts(profile: CompanyProfile, key_people: str | None) -> dict[str, str]:
     data = profile.metadata
+    facts = {
+        "revenue": _money(data.revenue),
+        "net_income": _money(data.net_income),
+        "employees": data.employees and clean_text(data.employees),
+        "headquarters": data.headquarters and clean_text(data.headquarters),
+        "founded": data.founded and clean_founded(data.founded),
+        "ceo": _ceo(key_people),
+        "indices": _indices(profile),
+    }
+    return {key: value for key, value in facts.items() if value}
+
+
+def scope_of(profile: CompanyProfile) -> DataScope:
+    """What the directory lacks, and the year its figures are for."""
+    data = profile.metadata
+    year = fiscal_year(data.revenue, data.net_income, data.employees)
+    as_of = f"figures as of {year} from the bundled directory" if year else None
+    return DataScope(
+        source="the offline directory", unavailable=list(UNAVAILABLE), hint=HINT, as_of=as_of
+    )
+
+
+def profile_findings(profile: CompanyProfile, peers: PeerRanking | None = None) -> ResearchFindings:
+    """Map a profile (and its industry ranking) to findings; every value is taken
+    from the profile or the directory."""
+    data = profile.metadata
+    key_people = data.key_people and split_people(data.key_people)
+    founders = data.founder and ", ".join(split_people_names(data.founder))
+    products = data.products and ", ".join(split_products(data.products))
     sources = []
     if profile.wikipedia_url:
         sources.append(SourceRef(title=f"{profile.name} - Wikipedia", url=profile.wikipedia_url))
@@ -168,12 +254,12 @@ def profile_findings(profile: CompanyProfile) -> ResearchFindings:
         company=profile.name,
         overview=_overview(profile),
         stock_info=_stock_info(profile),
-        key_people=_lines(
-            ("Key people", data.key_people and split_people(data.key_people)),
-            ("Founders", data.founder and clean_text(data.founder)),
-        ),
-        products=data.products and clean_text(data.products),
+        key_people=_lines(("Key people", key_people), ("Founders", founders or None)),
+        products=products or None,
+        competitors=peers.describe() if peers is not None else None,
         sources=sources,
+        facts=_facts(profile, key_people),
+        scope=scope_of(profile),
     )
 
 
@@ -186,6 +272,8 @@ class DirectorySource:
 
     name: str = "Company Directory"
     """Reported as ``SearchResult.source_name``."""
+    reads_feedback: bool = False
+    """Answers by name from fixed data: a retry with feedback finds the same."""
 
     def __init__(self, loader: Callable[[], list[CompanyProfile]] | None = None) -> None:
         """Use the bundled data, or ``loader``'s profiles (for tests)."""
@@ -219,6 +307,22 @@ class DirectorySource:
         """The directory company named ``company`` (name, alias, ticker or one typo)."""
         return (await self._directory()).index.resolve(company, fuzzy=True)
 
+    async def peers(self, company: str) -> PeerRanking | None:
+        """``company`` (any name the index resolves) among the directory's companies
+        of its industry, ranked by revenue; ``None`` if unknown or alone in it."""
+        directory = await self._directory()
+        ref = directory.index.resolve(company, fuzzy=True)
+        return None if ref is None else directory.peers.rank(ref.name)
+
+    async def describe(self, text: str) -> list[str]:
+        """Companies whose products or industries match a description ("the one that
+        makes iphones"), best first: one name when one company clearly matches, else
+        up to three candidates (empty when nothing matches)."""
+        descriptions = self._lazy.descriptions
+        if descriptions is None:
+            descriptions = await asyncio.to_thread(self._lazy.get_descriptions)
+        return descriptions.match(text)
+
     async def search(self, company: str, context: SearchContext) -> SearchResult:
         """Answer from the company's profile; confidence depends on ``context.intent``."""
         directory = await self._directory()
@@ -231,7 +335,7 @@ class DirectorySource:
                 note=f"company {company!r} not found in directory",
             )
         profile = directory.profiles[ref.name]
-        findings = profile_findings(profile)
+        findings = directory.findings_of(profile.name)
         findings.raw_data = {
             "searched_name": company,
             "matched": ref.name,

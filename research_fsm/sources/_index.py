@@ -32,6 +32,9 @@ FUZZY_MIN_LENGTH: Final = 5
 FUZZY_CUTOFF: Final = 0.88
 """Lowest ``difflib`` similarity ratio accepted for a fuzzy match."""
 
+TYPO_CUTOFF: Final = 0.8
+"""Lowest ratio ``closest`` accepts: one wrong letter in a six-letter name ("nvidea")."""
+
 
 class CompanyMatch(BaseModel):
     """A company mentioned in a text."""
@@ -206,6 +209,16 @@ class CompanyIndex:
                 return self._ref(self._by_key[found[0]][0])
         return None
 
+    def closest(self, word: str, *, cutoff: float = TYPO_CUTOFF) -> CompanyRef | None:
+        """The company whose one-word name ``word`` (any case) is a typo of, at most
+        one letter added, missing or wrong ("micrsoft", "nvidea"), or ``None``."""
+        tokens = tokenize(word)
+        if len(tokens) != 1:
+            return None
+        token = tokens[0]
+        found = self._fuzzy_match(token, capital=False, cutoff=cutoff)
+        return None if found is None else self._ref(self._by_key[found[0]][0])
+
     def _ref(self, entry_id: int) -> CompanyRef:
         return self._entries[entry_id].ref.model_copy(deep=True)
 
@@ -265,7 +278,9 @@ class CompanyIndex:
             return self._by_key[key][0], 1, score
         return None
 
-    def _fuzzy_match(self, token: Token, *, capital: bool = True) -> tuple[str, float] | None:
+    def _fuzzy_match(
+        self, token: Token, *, capital: bool = True, cutoff: float = FUZZY_CUTOFF
+    ) -> tuple[str, float] | None:
         """(key, ratio) of the one-word name ``token`` is a typo of; in text
         (``capital``) only capitalised words are tried."""
         word = token.norm
@@ -284,6 +299,6 @@ class CompanyIndex:
             if key == word or _plural_pair(key, word):
                 continue
             score = difflib.SequenceMatcher(None, word, key).ratio()
-            if score >= FUZZY_CUTOFF and (best is None or score > best[1]):
+            if score >= cutoff and (best is None or score > best[1]):
                 best = (key, round(score, 3))
         return best

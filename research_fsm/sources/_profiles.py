@@ -15,11 +15,16 @@ from typing import Any, Final
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ._base import CompanyRef
+from ._format import strip_wiki_residue
 from ._text import short_name
 
 BRAND_ALIASES: Final[dict[str, tuple[str, ...]]] = {
     "Alphabet Inc.": ("Google",),
-    "Meta Platforms": ("Facebook",),
+    "Meta Platforms": ("Facebook", "Instagram", "WhatsApp"),
+    "The Walt Disney Company": ("Disney",),
+    "Berkshire Hathaway": ("Berkshire",),
+    "The Coca-Cola Company": ("Coca-Cola", "Coke"),
+    "Fast Retailing": ("Uniqlo",),
 }
 """Well-known brand names the data lacks, used for name lookup only."""
 
@@ -33,8 +38,8 @@ _DOMAIN_RE: Final = re.compile(r"(?:https?://)?(?:[a-z0-9-]+\.)+[a-z]{2,}(?:/\S*
 
 def clean_text(value: str) -> str:
     """Tidy a scraped infobox value without changing its facts: stray spaces
-    around punctuation and repeated whitespace go."""
-    text = " ".join(value.split())
+    around punctuation, repeated whitespace and wiki residue ("See §", "[1]") go."""
+    text = strip_wiki_residue(value)
     text = _SPACE_BEFORE_RE.sub(r"\1", text)
     text = _SPACE_AFTER_RE.sub("(", text)
     return text.strip(" ,;")

@@ -78,6 +78,8 @@ INTENT_TERMS: Final[dict[str, str]] = {
     "competitors": "main competitors market share",
     "comparison": "company overview revenue market cap",
     "overview": "company overview recent developments",
+    "financials": "revenue net income annual results",
+    "strategy": "strategy plans investments",
 }
 """Words added to the company name on a first attempt, per intent."""
 
@@ -89,6 +91,8 @@ RETRY_TERMS: Final[dict[str, str]] = {
     "competitors": "rivals industry competition",
     "comparison": "annual revenue profit employees",
     "overview": "company profile headquarters business",
+    "financials": "earnings report profit margin fiscal year",
+    "strategy": "strategic priorities roadmap announcements",
 }
 """A different angle for retries, per intent."""
 
@@ -263,6 +267,8 @@ _PREFERRED: Final[dict[str, tuple[str, ...]]] = {
     "leadership": ("key_people",),
     "products": ("products", "key_developments"),
     "competitors": ("key_developments",),
+    "financials": ("stock_info",),
+    "strategy": ("key_developments",),
 }
 _ANSWERING: Final[dict[str, tuple[str, ...]]] = _PREFERRED | {
     "overview": ("overview", "key_developments", "recent_news"),

@@ -91,3 +91,14 @@ NAMES_THAT_ARE_WORDS: Final[frozenset[str]] = frozenset(_NAMES_THAT_ARE_WORDS.sp
 
 ACRONYMS: Final[frozenset[str]] = frozenset(_ACRONYMS.split())
 """Upper-case abbreviations and words that are not meant as tickers in questions."""
+
+_PLACES = """
+    afghanistan africa america argentina asia australia austria belgium berlin brazil
+    canada china denmark egypt england europe finland france germany greece india
+    indonesia ireland israel italy japan korea london madrid mexico moscow netherlands
+    norway paris poland portugal russia spain sweden switzerland tokyo turkey ukraine
+    vietnam washington
+"""
+
+PLACES: Final[frozenset[str]] = frozenset(_PLACES.split())
+"""Countries, continents and capitals (lower case): capitalised words that are not companies."""

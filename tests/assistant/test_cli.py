@@ -98,3 +98,46 @@ def test_chat_multi_turn(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert result.stdout.count("Tesla, Inc.") >= 2
     assert "TSLA" in result.stdout
+
+
+def test_version(tmp_path: Path) -> None:
+    """``--version`` prints the program name and the package version."""
+    from research_fsm import __version__
+
+    result = cli(tmp_path, "--version")
+    assert (0, f"research-fsm {__version__}") == (result.returncode, result.stdout.strip())
+
+
+def test_ask_help_mentions_exit_status_3(tmp_path: Path) -> None:
+    """``ask --help`` documents that a question asked back exits with status 3."""
+    result = cli(tmp_path, "ask", "--help")
+    assert result.returncode == 0
+    assert "3  the assistant asked back and needs an answer" in result.stdout
+
+
+def test_history_shows_the_question_asked_back(tmp_path: Path) -> None:
+    """``history`` lists the assistant's clarification question between the user's turns."""
+    cli(tmp_path, "ask", "Tell me about the company", "--thread", "h-1")
+    cli(tmp_path, "answer", "--thread", "h-1", "msft")
+    result = cli(tmp_path, "history", "--thread", "h-1", "--json")
+    messages = json.loads(result.stdout)
+    assert ["user", "assistant", "user", "assistant"] == [m["role"] for m in messages]
+    assert messages[1]["content"].startswith("Which company would you like me to research?")
+    assert messages[3]["content"].startswith("Here's what I found about Microsoft:")
+
+
+def test_offline_apple_question_through_the_cli(tmp_path: Path) -> None:
+    """The README's first question offline: one research round, no validator, no
+    low-information warning, and the plain no-news sentence."""
+    result = cli(tmp_path, "ask", "What's happening with Apple?")
+    assert result.returncode == 0, result.stderr
+    progress = [line.strip() for line in result.stderr.splitlines() if line.strip().startswith("[")]
+    assert ["[clarity]", "[research]", "[synthesis]"] == [line.split()[0] for line in progress]
+    assert not result.stdout.startswith(("**Note**", "_I found"))
+    assert "The offline directory has no news; set TAVILY_API_KEY for live data." in result.stdout
+
+
+def test_off_topic_does_not_wait_for_an_answer(tmp_path: Path) -> None:
+    """ "What's the capital of France?" exits 0 with what the assistant does, no question back."""
+    result = cli(tmp_path, "ask", "What's the capital of France?")
+    assert (0, True) == (result.returncode, "company research assistant" in result.stdout)

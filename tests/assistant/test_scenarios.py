@@ -164,7 +164,8 @@ async def test_mock_unknown_randomcorp(assistant: ResearchAssistant) -> None:
 
 
 async def test_resume_after_restart(tmp_path: Path) -> None:
-    """A clarification asked by one assistant is answered by a brand-new one on the same directory."""
+    """A clarification asked by one assistant is answered by a brand-new one on the same
+    directory; the transcript holds the question asked back."""
     first_assistant = ResearchAssistant(
         source=MockDataSource(), store=JsonFileCheckpointStore(tmp_path)
     )
@@ -179,7 +180,8 @@ async def test_resume_after_restart(tmp_path: Path) -> None:
     assert reply.company == "Tesla, Inc."
     assert reply.status == "answered"
     messages = await second_assistant.history("restart")
-    assert [m.role for m in messages] == ["user", "user", "assistant"]
+    assert ["user", "assistant", "user", "assistant"] == [m.role for m in messages]
+    assert first.text == messages[1].content
 
 
 async def test_ask_answers_pending_clarification(assistant: ResearchAssistant) -> None:

@@ -255,6 +255,7 @@ async def test_clarification_answered_by_four_processes_is_taken_once(
     said = [(m.role, m.content) for m in await assistant.history("alice")]
     assert [
         ("user", "Tell me about the company"),
+        ("assistant", asked.text),  # the question asked back is part of the transcript
         ("user", answers[winners[0]]),
         ("assistant", won["text"]),
     ] == said

@@ -163,7 +163,10 @@ async def test_results_become_findings(tavily_server: FakeTavily) -> None:
         "overview": "Apple designs phones and computers.\nApple Inc. - Wikipedia: Apple Inc. is a multinational company headquartered in Cupertino.",
         "key_people": None,
         "products": None,
+        "competitors": None,
         "sources": [{"title": item["title"], "url": item["url"]} for item in items],
+        "facts": {},
+        "scope": None,
     }
     assert expected == actual
 

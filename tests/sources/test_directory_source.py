@@ -124,13 +124,16 @@ async def test_offline_data_has_no_news_fields() -> None:
         ("comparison", 9),
         ("leadership", 9),
         ("products", 8),
-        ("stock", 5),
-        ("competitors", 4),
+        ("financials", 9),
+        ("competitors", 8),
+        ("stock", 4),
+        ("strategy", 3),
         ("news", 3),
     ],
 )
 async def test_confidence_follows_the_intent(intent: str, expected: int) -> None:
-    """A full profile is 9 for an overview but low for news the directory cannot have."""
+    """A full profile is 9 for an overview but low for news, share prices and strategy,
+    which the directory cannot have."""
     result = await DirectorySource().search("Apple", SearchContext(intent=intent))
     assert expected == result.confidence
 

@@ -19,9 +19,12 @@ from research_fsm.sources import (
 )
 
 
-def test_intents_are_the_seven_documented_ones() -> None:
-    """INTENTS lists the seven intents, overview first."""
-    expected = ("overview", "news", "stock", "leadership", "products", "competitors", "comparison")
+def test_intents_are_the_nine_documented_ones() -> None:
+    """INTENTS lists the nine intents, overview first."""
+    expected = (
+        "overview", "news", "stock", "leadership", "products", "competitors", "comparison",
+        "financials", "strategy",
+    )  # fmt: skip
     assert expected == INTENTS
 
 

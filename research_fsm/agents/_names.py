@@ -1,0 +1,232 @@
+"""Company names as people type them: lower-case tickers, typos, possessives, brands,
+katakana and kanji; and questions that are not about companies at all."""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from ..sources import CompanyIndex
+from ..sources._text import COMMON_WORDS, tokenize
+from ..sources._words import PLACES
+
+__all__ = [
+    "JA_NAMES",
+    "PLACES",
+    "find_companies",
+    "is_japanese",
+    "is_small_talk",
+    "is_thanks",
+    "looks_off_topic",
+    "typed_companies",
+]
+
+JA_NAMES: Final[dict[str, str]] = {
+    # the best-known foreign companies
+    "アップル": "Apple", "マイクロソフト": "Microsoft", "グーグル": "Google",
+    "アルファベット": "Alphabet", "アマゾン": "Amazon", "テスラ": "Tesla",
+    "エヌビディア": "Nvidia", "メタ": "Meta Platforms", "フェイスブック": "Facebook",
+    "インテル": "Intel", "ネットフリックス": "Netflix", "コカ・コーラ": "Coca-Cola",
+    "コカコーラ": "Coca-Cola", "ナイキ": "Nike", "ディズニー": "Disney", "オラクル": "Oracle",
+    "ボーイング": "Boeing", "シーメンス": "Siemens", "ネスレ": "Nestlé",
+    "フォルクスワーゲン": "Volkswagen", "マクドナルド": "McDonald's", "スターバックス": "Starbucks",
+    "ウォルマート": "Walmart", "ファイザー": "Pfizer",
+    # the directory's Japanese companies
+    "トヨタ自動車": "Toyota", "トヨタ": "Toyota", "ソニー": "Sony", "任天堂": "Nintendo",
+    "本田技研工業": "Honda", "ホンダ": "Honda", "日産自動車": "Nissan", "日産": "Nissan",
+    "パナソニック": "Panasonic", "ソフトバンク": "SoftBank", "日立製作所": "Hitachi",
+    "日立": "Hitachi", "三菱UFJ": "Mitsubishi UFJ Financial Group",
+    "三井住友フィナンシャル": "Sumitomo Mitsui Financial Group", "みずほ": "Mizuho Financial Group",
+    "富士通": "Fujitsu", "東京エレクトロン": "Tokyo Electron", "キーエンス": "Keyence",
+    "ファナック": "FANUC", "武田薬品": "Takeda Pharmaceutical Company",
+    "ファーストリテイリング": "Fast Retailing", "ユニクロ": "Fast Retailing", "楽天": "Rakuten",
+    "村田製作所": "Murata Manufacturing", "デンソー": "Denso", "京セラ": "Kyocera",
+    "信越化学": "Shin-Etsu Chemical", "ダイキン": "Daikin Industries", "資生堂": "Shiseido",
+    "花王": "Kao Corporation", "味の素": "Ajinomoto", "キリン": "Kirin Company",
+    "アサヒ": "Asahi Breweries", "日本電信電話": "Nippon Telegraph & Telephone",
+    "三菱商事": "Mitsubishi Corporation", "三井物産": "Mitsui & Co.", "伊藤忠": "Itochu",
+    "丸紅": "Marubeni", "住友商事": "Sumitomo Corporation", "日本製鉄": "Nippon Steel",
+    "ブリヂストン": "Bridgestone", "オリンパス": "Olympus Corporation", "ニコン": "Nikon",
+    "リクルート": "Recruit", "野村ホールディングス": "Nomura Holdings",
+    "東京海上": "Tokio Marine Holdings", "セブン&アイ": "Seven & I Holdings Co.",
+    "イオン": "AEON", "ニトリ": "Nitori", "無印良品": "Muji", "コナミ": "Konami",
+    "バンダイナムコ": "Bandai Namco Holdings", "スバル": "Subaru Corporation", "マツダ": "Mazda",
+    "三菱電機": "Mitsubishi Electric", "三菱重工": "Mitsubishi Heavy Industries",
+    "シャープ": "Sharp Corporation", "富士フイルム": "Fujifilm", "日本航空": "Japan Airlines",
+    "全日空": "All Nippon Airways", "JR東日本": "East Japan Railway Company",
+    "ヤマハ発動機": "Yamaha Motor Company", "ヤマハ": "Yamaha Corporation", "カシオ": "Casio",
+    "リコー": "Ricoh", "オムロン": "Omron", "第一三共": "Daiichi Sankyo",
+    "アステラス": "Astellas Pharma", "エーザイ": "Eisai Co.", "塩野義": "Shionogi",
+    "三菱自動車": "Mitsubishi Motors", "いすゞ": "Isuzu", "コマツ": "Komatsu Limited",
+    "小松製作所": "Komatsu Limited", "クボタ": "Kubota Corporation", "日本郵政": "Japan Post Holdings",
+    "日野自動車": "Hino Motors", "あおぞら銀行": "Aozora Bank", "千葉銀行": "Chiba Bank",
+    "横浜銀行": "Bank of Yokohama", "りそな": "Resona Holdings",
+    "三井住友トラスト": "Sumitomo Mitsui Trust Holdings", "旭化成": "Asahi Kasei", "デンカ": "Denka",
+    "クラレ": "Kuraray", "三菱ケミカル": "Mitsubishi Chemical Holdings", "三井化学": "Mitsui Chemicals",
+    "日産化学": "Nissan Chemical Industries", "レゾナック": "Resonac", "住友化学": "Sumitomo Chemical",
+    "トクヤマ": "Tokuyama Corporation", "東ソー": "Tosoh", "宇部興産": "Ube Industries",
+    "KDDI": "KDDI", "NTTデータ": "NTT Data", "NTT": "Nippon Telegraph & Telephone",
+    "コムシス": "Comsys", "大和ハウス": "Daiwa House Industry", "長谷工": "Haseko",
+    "日揮": "JGC Corporation", "鹿島建設": "Kajima Construction", "大林組": "Obayashi Corp.",
+    "積水ハウス": "Sekisui House", "清水建設": "Shimizu Corporation",
+    "アドバンテスト": "Advantest", "富士電機": "Fuji Electric", "ジーエス・ユアサ": "GS Yuasa",
+    "レーザーテック": "Lasertec Corporation", "ミネベアミツミ": "MinebeaMitsumi",
+    "日本電気": "NEC", "NEC": "NEC", "ニデック": "Nidec", "日本電産": "Nidec",
+    "ルネサス": "Renesas Electronics", "SCREEN": "SCREEN Holdings", "ソシオネクスト": "Socionext",
+    "太陽誘電": "Taiyo Yuden", "TDK": "TDK", "安川電機": "Yaskawa Electric Corporation",
+    "中部電力": "Chubu Electric Power", "関西電力": "Kansai Electric Power Company",
+    "東京電力": "Tokyo Electric Power Company", "ニッスイ": "Nissui",
+    "日本たばこ産業": "Japan Tobacco", "キッコーマン": "Kikkoman", "明治ホールディングス": "Meiji Holdings",
+    "日本ハム": "Nippon Ham", "日清製粉": "Nisshin Seifun Group", "サッポロ": "Sapporo Breweries",
+    "大阪ガス": "Osaka Gas", "東京ガス": "Tokyo Gas", "AGC": "AGC Inc.",
+    "日本ガイシ": "NGK Insulators", "日本電気硝子": "Nippon Electric Glass",
+    "太平洋セメント": "Taiheiyo Cement", "東海カーボン": "Tokai Carbon", "第一生命": "Dai-ichi Life",
+    "MS&AD": "MS&AD Insurance Group", "ヤマト運輸": "Yamato Transport", "アマダ": "Amada Co",
+    "荏原製作所": "Ebara Corporation", "日立建機": "Hitachi Construction Machinery",
+    "カナデビア": "Kanadevia", "IHI": "IHI Corporation", "日本製鋼所": "Japan Steel Works",
+    "ジェイテクト": "JTEKT", "日本精工": "NSK Ltd.", "NTN": "NTN Corporation",
+    "オークマ": "Okuma Holdings", "住友重機械": "Sumitomo Heavy Industries", "SMC": "SMC Corporation",
+    "川崎汽船": "K Line", "商船三井": "Mitsui O.S.K. Lines", "日本郵船": "Nippon Yusen",
+    "INPEX": "Inpex", "DOWA": "Dowa Holdings", "フジクラ": "Fujikura",
+    "古河電気工業": "Furukawa Electric", "古河電工": "Furukawa Electric",
+    "三菱マテリアル": "Mitsubishi Materials", "三井金属": "Mitsui Mining & Smelting", "SUMCO": "SUMCO",
+    "住友電気工業": "Sumitomo Electric Industries", "住友電工": "Sumitomo Electric Industries",
+    "住友金属鉱山": "Sumitomo Metal Mining", "クレディセゾン": "Credit Saison",
+    "日本取引所": "Japan Exchange Group", "オリックス": "Orix", "TOPPAN": "Toppan Printing",
+    "凸版印刷": "Toppan Printing", "ENEOS": "Eneos Holdings", "出光興産": "Idemitsu Kosan",
+    "協和キリン": "Kyowa Hakko Kirin", "住友ファーマ": "Sumitomo Dainippon Pharma",
+    "ディスコ": "Disco Corporation", "コニカミノルタ": "Konica Minolta", "テルモ": "Terumo",
+    "王子製紙": "Oji Paper Company", "王子ホールディングス": "Oji Paper Company",
+    "JR東海": "Central Japan Railway Company", "京王": "Keio Corporation",
+    "京成電鉄": "Keisei Electric Railway", "東武鉄道": "Tobu Railway", "東急不動産": "Tokyu Land",
+    "東急": "Tokyu Corporation", "JR西日本": "West Japan Railway Company",
+    "三菱地所": "Mitsubishi Estate", "三井不動産": "Mitsui Fudosan", "東京建物": "Tokyo Tatemono",
+    "Jフロント": "J. Front Retailing", "丸井": "Marui", "高島屋": "Takashimaya",
+    "大和証券": "Daiwa Securities Group", "サイバーエージェント": "CyberAgent", "DeNA": "DeNA",
+    "電通": "Dentsu", "LINEヤフー": "LY Corporation", "メルカリ": "Mercari", "ネクソン": "Nexon",
+    "野村総合研究所": "Nomura Research Institute", "オリエンタルランド": "The Oriental Land Company",
+    "セコム": "Secom", "SHIFT": "SHIFT Inc.", "東宝": "Toho", "川崎重工": "Kawasaki Heavy Industries",
+    "JFE": "JFE Holdings", "神戸製鋼": "Kobe Steel", "帝人": "Teijin", "東レ": "Toray Industries",
+    "双日": "Sojitz", "豊田通商": "Toyota Tsusho",
+}  # fmt: skip
+"""Names written in katakana or kanji (or in the Latin letters Japanese text uses for
+them) -> a name the company index resolves: every Japanese company of the directory,
+and the best-known foreign ones."""
+
+_JA_KEYS: Final = sorted(JA_NAMES, key=len, reverse=True)
+_KATAKANA_RE: Final = re.compile(r"[\u30a0-\u30ff]")
+_JA_SUFFIXES: Final = ("グループ", "ホールディングス", "ジャパン")
+
+
+def _stands_alone(text: str, start: int, end: int) -> bool:
+    """Whether a katakana name at ``text[start:end]`` is a word of its own, not part of a
+    longer katakana word ("イオン" in "リチウムイオン電池"); "グループ" may follow."""
+    key = text[start:end]
+    if not _KATAKANA_RE.match(key[-1]):
+        return True
+    before = text[start - 1] if start > 0 else ""
+    if before and _KATAKANA_RE.match(before) and _KATAKANA_RE.match(key[0]):
+        return False
+    after = text[end:]
+    return not (after and _KATAKANA_RE.match(after[0]) and not after.startswith(_JA_SUFFIXES))
+
+
+_JAPANESE_RE: Final = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uff66-\uff9f]")
+
+_SMALL_TALK_RE: Final = re.compile(
+    r"^\s*(thanks?( you)?( so much| a lot)?|thx|ty|cheers|great|cool|nice|ok(ay)?|"
+    r"hi|hello|hey|good (morning|afternoon|evening)|bye|goodbye|see you|"
+    r"ありがとう(ございます)?|こんにちは|どうも)[\s.!?。！]*$",
+    re.I,
+)
+_COMPANY_WORDS_RE: Final = re.compile(
+    r"\b(compan(y|ies)|corp(oration)?|business(es)?|firms?|brands?|startups?|enterprises?|"
+    r"stocks?|shares?|tickers?|ceo|revenue|earnings|competitors?|industry|industries|"
+    r"makers?|manufacturers?|listed|market cap|inc|ltd|plc)\b|会社|企業|株",
+    re.I,
+)
+_GENERAL_KNOWLEDGE_RE: Final = re.compile(
+    r"\b(weather|forecast for (today|tomorrow)|capital (city )?of|population of|recipes?|jokes?|"
+    r"poems?|translate|meaning of (life|the word)|what time is it|how old is|who won|"
+    r"football|soccer|movies?|songs?|homework)\b|天気|首都|レシピ",
+    re.I,
+)
+_NOT_NAME_WORDS: Final = frozenset({"i", "you", "tell", "whats", "please", "about", "me"})
+
+
+def is_japanese(text: str) -> bool:
+    """Whether the text is written in Japanese (has kana or kanji)."""
+    return bool(_JAPANESE_RE.search(text))
+
+
+def _japanese_companies(index: CompanyIndex, text: str) -> list[str]:
+    found: list[tuple[int, str]] = []
+    taken: list[tuple[int, int]] = []
+    for key in _JA_KEYS:
+        start = text.find(key)
+        while start >= 0:
+            end = start + len(key)
+            if not any(a < end and start < b for a, b in taken) and _stands_alone(text, start, end):
+                ref = index.resolve(JA_NAMES[key])
+                if ref is not None:
+                    found.append((start, ref.name))
+                taken.append((start, end))
+            start = text.find(key, end)
+    return list(dict.fromkeys(name for _, name in sorted(found)))
+
+
+def typed_companies(index: CompanyIndex, text: str) -> list[str]:
+    """Companies written the way people type them when nothing else matched: lower-case
+    tickers ("msft"), typos ("micrsoft", "nvidea") and names in any case. A word of
+    two letters counts only when it is the whole text (an answer like "ko")."""
+    tokens = tokenize(text)
+    found: list[str] = []
+    for token in tokens:
+        word = token.norm
+        if (
+            word in COMMON_WORDS
+            or word in _NOT_NAME_WORDS
+            or word in PLACES
+            or not word.isalnum()
+            or len(word) < (2 if len(tokens) == 1 else 3)
+        ):
+            continue
+        ref = index.resolve(token.raw, fuzzy=True) or index.closest(token.raw)
+        if ref is not None and ref.name not in found:
+            found.append(ref.name)
+    return found
+
+
+def find_companies(index: CompanyIndex, text: str) -> list[str]:
+    """Companies named in ``text``, in order: katakana/kanji names, then names, aliases,
+    tickers and capitalised typos as ``CompanyIndex.find_in_text`` finds them."""
+    names = _japanese_companies(index, text) if is_japanese(text) else []
+    for match in index.find_in_text(text):
+        if match.name not in names:
+            names.append(match.name)
+    return names
+
+
+_THANKS_RE: Final = re.compile(r"^\s*(thanks?|thx|ty|cheers|ありがとう|どうも)", re.I)
+
+
+def is_thanks(text: str) -> bool:
+    """Thanks ("thanks", "thank you", "ありがとう")."""
+    return is_small_talk(text) and bool(_THANKS_RE.match(text))
+
+
+def is_small_talk(text: str) -> bool:
+    """Thanks, greetings and goodbyes."""
+    return bool(_SMALL_TALK_RE.match(text))
+
+
+def looks_off_topic(text: str, place: bool) -> bool:
+    """A message not about companies, with no company and no company-like word in it:
+    small talk, a general-knowledge question ("What's the capital of France?", "What's
+    the weather like?"), or one whose only name is a ``place``. A message with an
+    unknown word that could be a company is not off-topic (it gets asked back)."""
+    if is_small_talk(text):
+        return True
+    if _COMPANY_WORDS_RE.search(text):
+        return False
+    return place or bool(_GENERAL_KNOWLEDGE_RE.search(text))
