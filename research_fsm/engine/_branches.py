@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from ._errors import InvalidUpdate
-from ._reducers import Replace, replace
+from ._reducers import Replace, append, replace
 from ._topology import NO_ITEM
 from ._types import BranchStatus, ErrorInfo
 
@@ -207,10 +207,21 @@ def merge(
     setting one ``replace`` field is an ``InvalidUpdate`` naming both. (Each update
     was validated when its node returned it: errors here name the branch. Entries
     whose ``id`` is in ``fresh`` hold values validated in this process.)"""
-    writers: dict[str, tuple[str, str]] = {}
-    state, entries = base, []
+    _check_writers(schema, branches)
+    pending = _Pending(schema, track)
+    entries: list[dict[str, Any]] = []
+    state = base
     for branch in branches:
         origin = f"branch `{branch.id}`"
+        for saved in branch.updates:
+            state = pending.add(state, saved, origin, id(saved) in fresh)
+            entries.append(saved)
+    return pending.flush(state), entries
+
+
+def _check_writers(schema: StateSchema, branches: list[Branch]) -> None:
+    writers: dict[str, tuple[str, str]] = {}
+    for branch in branches:
         for saved in branch.updates:
             for name in saved["u"]:
                 spec = schema.fields.get(name)
@@ -224,9 +235,42 @@ def merge(
                         "`replace`: give the field a reducer (e.g. `append`) or let one "
                         "branch set it"
                     )
-            state = schema.apply(state, changes(saved), origin, track, id(saved) in fresh)
-            entries.append(saved)
-    return state, entries
+
+
+class _Pending:
+    """Updates of ``replace`` and ``append`` fields gathered into one (the last value,
+    the items in order), so a join over many branches builds the state once;
+    any other update is applied on its own, in order."""
+
+    def __init__(self, schema: StateSchema, track: dict[str, int | None] | None) -> None:
+        self.schema, self.track = schema, track
+        self.values: dict[str, Any] = {}
+        self.origin, self.validated = "", False
+
+    def add(self, state: BaseModel, saved: dict[str, Any], origin: str, validated: bool) -> BaseModel:  # fmt: skip
+        fields = self.schema.fields
+        simple = not saved.get("r") and all(
+            name in fields and fields[name].reducer in (replace, append) for name in saved["u"]
+        )
+        # Values not yet validated are validated when flushed: keep their origin exact.
+        if not simple or validated != self.validated or (not validated and self.origin != origin):
+            state = self.flush(state)
+            self.origin, self.validated = origin, validated
+        if not simple:
+            return self.schema.apply(state, changes(saved), origin, self.track, validated)
+        for name, value in saved["u"].items():
+            if fields[name].reducer is append:
+                items = list(value) if isinstance(value, (list, tuple)) else [value]
+                self.values[name] = [*self.values.get(name, ()), *items]
+            else:
+                self.values[name] = value
+        return state
+
+    def flush(self, state: BaseModel) -> BaseModel:
+        if self.values:
+            state = self.schema.apply(state, self.values, self.origin, self.track, self.validated)
+            self.values = {}
+        return state
 
 
 def record(branch: Branch) -> dict[str, Any]:
