@@ -147,18 +147,26 @@ class PostgresCheckpointStore:
         return self._pool
 
     async def _start(self) -> None:
-        if self._pool is None:
-            pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
-                self._dsn or "",
-                min_size=1,
-                max_size=self._pool_size,
-                kwargs={"autocommit": True, "prepare_threshold": None},
-                open=False,
-            )
-            await pool.open(wait=True, timeout=30)
-            self._pool = pool
-        async with self._pool.connection() as conn:
+        if self._pool is not None:  # given: migrate on one of its connections
+            async with self._pool.connection(timeout=30) as conn:
+                await migrate(conn, self.schema)
+            return
+        # One direct connection first: a wrong DSN fails at once with libpq's reason
+        # (a pool would retry it until its timeout).
+        dsn = self._dsn or ""
+        async with await AsyncConnection.connect(
+            dsn, autocommit=True, prepare_threshold=None
+        ) as conn:
             await migrate(conn, self.schema)
+        pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+            dsn,
+            min_size=1,
+            max_size=self._pool_size,
+            kwargs={"autocommit": True, "prepare_threshold": None},
+            open=False,
+        )
+        await pool.open(wait=False)
+        self._pool = pool
 
     async def _run(
         self,
