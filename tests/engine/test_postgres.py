@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import secrets
 import subprocess
@@ -13,7 +14,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from research_fsm.engine import ThreadBusy
+from research_fsm.engine import CorruptCheckpoint, ThreadBusy
 
 from .helpers import chain
 from .test_parallel import Asker, specialists
@@ -149,7 +150,15 @@ async def test_lease_is_exclusive_across_stores_and_ends_with_its_connection(
         "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' "
         "AND pid <> pg_backend_pid()",
     )
-    taken = await theirs.acquire("t")
+    # pg_terminate_backend only signals: the backend ends (and drops its locks) just after
+    deadline = asyncio.get_running_loop().time() + 5
+    while True:
+        try:
+            taken = await theirs.acquire("t")
+            break
+        except ThreadBusy:
+            assert asyncio.get_running_loop().time() < deadline, "lease still held 5 s later"
+            await asyncio.sleep(0.01)
     await taken.release()
     await lease.release()  # harmless after the connection is gone
 
@@ -208,6 +217,22 @@ async def test_unreachable_server_is_a_clear_error_without_the_password(tmp_path
         await store.load_latest("t")
     assert "hunter2" not in str(info.value)
     await store.aclose()
+
+
+async def test_a_damaged_or_newer_row_is_corrupt_checkpoint_naming_the_thread(
+    pg: Make, postgres_server: Any
+) -> None:
+    """A row that is not JSON, or written by a newer row format, raises CorruptCheckpoint naming it."""
+    app = chain("a", "b", store=pg())
+    await app.run({}, thread_id="t")
+    table = f"{pg.schema}.research_fsm_checkpoints"  # type: ignore[attr-defined]
+    newest = f"UPDATE {table} SET body = %s WHERE seq = (SELECT max(seq) FROM {table})"
+    sql(postgres_server, newest, b"not json")
+    with pytest.raises(CorruptCheckpoint, match="thread `t`: checkpoint row 3: not JSON"):
+        await pg().load_latest("t")
+    sql(postgres_server, newest, b'{"v": 99}')
+    with pytest.raises(CorruptCheckpoint, match=r"row version 99.*upgrade research_fsm"):
+        await pg().load_latest("t")
 
 
 def test_dsn_or_pool_is_required() -> None:

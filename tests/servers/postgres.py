@@ -41,7 +41,8 @@ def find_bindir() -> Path | None:
 class PostgresServer:
     """One PostgreSQL server in a temporary directory; ``dsn`` reaches it as superuser."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, fsync: bool = False) -> None:
+        self.fsync = fsync
         bindir = find_bindir()
         if bindir is None:
             raise ServerUnavailable(
@@ -86,8 +87,9 @@ class PostgresServer:
             "unix_socket_directories": str(self.socket_dir),
             "port": "5432",
             "max_connections": "400",
-            "fsync": "off",  # the tests kill clients, never the server
-            "full_page_writes": "off",
+            # the tests kill clients, never the server; benchmarks ask for fsync
+            "fsync": "on" if self.fsync else "off",
+            "full_page_writes": "on" if self.fsync else "off",
             "shared_buffers": "32MB",
         }
         options = [item for key, value in settings.items() for item in ("-c", f"{key}={value}")]
