@@ -107,6 +107,7 @@ class PostgresCheckpointStore:
         self._rows_per_full = min(keep or _ROWS_PER_FULL, _ROWS_PER_FULL)
         self._heads: OrderedDict[str, _Head] = OrderedDict()
         self._secret = secret.encode() if isinstance(secret, str) else secret
+        self._shards = lease_connections
         self._leases = LeaseManager(self._lease_connection, schema, lease_connections)
         self._ready: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -135,6 +136,8 @@ class PostgresCheckpointStore:
                 )
             self._loop, self._ready = loop, None
             self._pool = self._given_pool
+            # the old loop's lease connections (and their locks) cannot serve this one
+            self._leases = LeaseManager(self._lease_connection, self.schema, self._shards)
         if self._ready is None:
             self._ready = loop.create_task(self._start())
         try:

@@ -235,6 +235,19 @@ async def test_a_damaged_or_newer_row_is_corrupt_checkpoint_naming_the_thread(
         await pg().load_latest("t")
 
 
+def test_one_store_serves_successive_event_loops(postgres_server: Any) -> None:
+    """A store used under one asyncio.run, closed, then used under another works there too."""
+    store = PostgresCheckpointStore(postgres_server.dsn, schema=f"test_{secrets.token_hex(6)}")
+
+    async def turn() -> int:
+        try:
+            return (await chain("a", store=store).run({}, thread_id="t")).state.n
+        finally:
+            await store.aclose()
+
+    assert [1, 2] == [asyncio.run(turn()), asyncio.run(turn())]
+
+
 def test_dsn_or_pool_is_required() -> None:
     """Neither dsn nor pool (or both) is a ValueError naming them."""
     with pytest.raises(ValueError, match="dsn= or pool="):
