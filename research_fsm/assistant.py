@@ -46,6 +46,7 @@ __all__ = [
     "ResearchAssistant",
     "Token",
     "default_home",
+    "default_store",
 ]
 
 DEFAULT_KEEP = 24
@@ -72,6 +73,18 @@ def default_home() -> Path:
         return Path(env).expanduser()
     base = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
     return Path(base) / "research-fsm"
+
+
+def default_store() -> CheckpointStore:
+    """The assistant's store when none is given: the PostgreSQL database named by
+    ``RESEARCH_FSM_STORE`` (``postgresql://...``; needs the ``postgres`` extra), else
+    JSON files under ``default_home()/threads``; both keep ``DEFAULT_KEEP`` checkpoints."""
+    from .stores import store_from_env
+
+    store = store_from_env(keep=DEFAULT_KEEP)
+    if store is not None:
+        return store
+    return JsonFileCheckpointStore(default_home() / "threads", keep=DEFAULT_KEEP)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -196,7 +209,8 @@ class ResearchAssistant:
     Args:
         llm: the language model; ``None`` uses the rule-based agents (offline).
         source: where research comes from (default: the offline company directory).
-        store: where conversations are kept (default: JSON files under ``default_home()``).
+        store: where conversations are kept (default: the PostgreSQL database that
+            ``RESEARCH_FSM_STORE`` names, else JSON files under ``default_home()``).
     """
 
     def __init__(
@@ -207,9 +221,8 @@ class ResearchAssistant:
     ) -> None:
         self.llm = llm
         self.source = source if source is not None else create_data_source("directory")
-        self.store = store if store is not None else JsonFileCheckpointStore(
-            default_home() / "threads", keep=DEFAULT_KEEP
-        )  # fmt: skip
+        self._owns_store = store is None
+        self.store = store if store is not None else default_store()
         self._app: CompiledGraph[ResearchState] | None = None
         self._lock = asyncio.Lock()
 
@@ -219,7 +232,8 @@ class ResearchAssistant:
     ) -> ResearchAssistant:
         """Configure from the environment: Claude when ``ANTHROPIC_API_KEY`` is set
         (model ``RESEARCH_FSM_MODEL``), the data source from ``source`` or
-        ``RESEARCH_DATA_SOURCE``, the store under ``RESEARCH_FSM_HOME``."""
+        ``RESEARCH_DATA_SOURCE``, the store from ``RESEARCH_FSM_STORE`` or under
+        ``RESEARCH_FSM_HOME`` (see ``default_store``)."""
         llm: LLM | None = None
         if os.environ.get("ANTHROPIC_API_KEY"):
             from .llm._anthropic import AnthropicLLM
@@ -277,10 +291,13 @@ class ResearchAssistant:
         return AssistantStream(self, text, thread_id)
 
     async def aclose(self) -> None:
-        """Release the LLM client's connections (if it has any)."""
+        """Release the LLM client's connections and those of the store it made (if any)."""
         close = getattr(self.llm, "aclose", None)
         if close is not None:
             await close()
+        close_store = getattr(self.store, "aclose", None) if self._owns_store else None
+        if close_store is not None:
+            await close_store()
 
     async def history(self, thread_id: str) -> list[Message]:
         """The conversation's messages (older ones may be folded into its summary)."""

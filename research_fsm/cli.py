@@ -16,6 +16,7 @@ from .assistant import Answer, InvalidQuestion, Progress, Reply, ResearchAssista
 from .constants import MAX_QUESTION_CHARS
 from .engine import EngineError, validate_thread_id
 from .sources import DataSourceError, create_data_source
+from .stores import MissingExtra
 
 __all__ = ["main"]
 
@@ -104,11 +105,20 @@ def _thread(thread: str | None) -> str:
         raise CliError(str(exc), EXIT_USAGE) from None
 
 
-def _assistant(source: str | None) -> ResearchAssistant:
+_OPENED: list[ResearchAssistant] = []
+"""Assistants made by this command, closed when it ends (their store's connections)."""
+
+
+def _assistant(source: str | None = None, *, from_env: bool = True) -> ResearchAssistant:
     try:
-        return ResearchAssistant.from_env(source=source)
-    except ValueError as exc:
+        if from_env:
+            assistant = ResearchAssistant.from_env(source=source)
+        else:
+            assistant = ResearchAssistant(source=create_data_source(source))
+    except (ValueError, MissingExtra) as exc:
         raise CliError(str(exc), EXIT_USAGE) from None
+    _OPENED.append(assistant)
+    return assistant
 
 
 _JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
@@ -216,7 +226,7 @@ async def _chat(args: argparse.Namespace) -> int:
 
 
 async def _history(args: argparse.Namespace) -> int:
-    assistant = ResearchAssistant()
+    assistant = _assistant("directory", from_env=False)
     thread = _thread(args.thread)
     messages = await assistant.history(thread)
     if not messages:
@@ -235,6 +245,14 @@ async def _graph() -> int:
 
 
 async def _main(args: argparse.Namespace) -> int:
+    try:
+        return await _command(args)
+    finally:
+        while _OPENED:
+            await _OPENED.pop().aclose()
+
+
+async def _command(args: argparse.Namespace) -> int:
     if args.command == "ask":
         return await _ask(args, _question(args.question), resume=False)
     if args.command == "answer":

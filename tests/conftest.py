@@ -1,4 +1,4 @@
-"""Fixtures shared by every test: the loopback Anthropic and Tavily servers."""
+"""Fixtures shared by every test: the loopback Anthropic and Tavily servers, a PostgreSQL server."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 from servers import FakeAnthropic, FakeTavily
+from servers.postgres import PostgresServer, ServerUnavailable
 
 
 @pytest.fixture
@@ -20,3 +21,17 @@ def tavily_server() -> Iterator[FakeTavily]:
     """A fake Tavily search API on 127.0.0.1, stopped after the test."""
     with FakeTavily() as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """A real PostgreSQL server for the whole session (unix socket in a temp dir), or a skip."""
+    try:
+        server = PostgresServer()
+        server.start()
+    except ServerUnavailable as exc:
+        pytest.skip(f"no PostgreSQL server could be started: {exc}")
+    try:
+        yield server
+    finally:
+        server.stop()

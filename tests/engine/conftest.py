@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+import secrets
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -11,32 +12,64 @@ import pytest
 
 from research_fsm.engine import CheckpointStore, JsonFileCheckpointStore, MemoryCheckpointStore
 
-STORE_KINDS = ["memory", "file-none", "file-fsync"]
+STORE_KINDS = ["memory", "file-none", "file-fsync", "postgres"]
+
+
+def postgres_store(request: pytest.FixtureRequest, **kwargs: Any) -> CheckpointStore:
+    """A PostgreSQL store on the session's server, in a schema of its own (empty)."""
+    from research_fsm.stores.postgres import PostgresCheckpointStore
+
+    server = request.getfixturevalue("postgres_server")
+    schema = f"test_{secrets.token_hex(6)}"
+    return PostgresCheckpointStore(server.dsn, schema=schema, pool_size=4, **kwargs)
+
+
+async def close_store(store: CheckpointStore) -> None:
+    """Close what a store holds open (the Postgres store's connections)."""
+    aclose = getattr(store, "aclose", None)
+    if aclose is not None:
+        await aclose()
 
 
 @pytest.fixture(params=STORE_KINDS)
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> CheckpointStore:
-    """Every store implementation: in memory, JSON files without and with fsync."""
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[CheckpointStore]:
+    """Every store implementation: in memory, JSON files without and with fsync, PostgreSQL."""
     kind: str = request.param
+    made: CheckpointStore
     if kind == "memory":
-        return MemoryCheckpointStore()
-    durability: Literal["fsync", "none"] = "fsync" if kind == "file-fsync" else "none"
-    return JsonFileCheckpointStore(tmp_path / "store", durability=durability)
+        made = MemoryCheckpointStore()
+    elif kind == "postgres":
+        made = postgres_store(request)
+    else:
+        durability: Literal["fsync", "none"] = "fsync" if kind == "file-fsync" else "none"
+        made = JsonFileCheckpointStore(tmp_path / "store", durability=durability)
+    yield made
+    await close_store(made)
 
 
 @pytest.fixture
-def make_store(store: CheckpointStore, tmp_path: Path) -> Callable[..., CheckpointStore]:
+async def make_store(
+    store: CheckpointStore, tmp_path: Path, request: pytest.FixtureRequest
+) -> AsyncIterator[Callable[..., CheckpointStore]]:
     """A factory for more stores of the same kind as ``store`` (each in its own directory)."""
     counter = itertools.count(1)
+    made: list[CheckpointStore] = []
 
     def make(**kwargs: Any) -> CheckpointStore:
+        new: CheckpointStore
         if isinstance(store, MemoryCheckpointStore):
-            return MemoryCheckpointStore(**kwargs)
-        assert isinstance(store, JsonFileCheckpointStore)
-        directory = tmp_path / f"store-{next(counter)}"
-        return JsonFileCheckpointStore(directory, durability=store.durability, **kwargs)
+            new = MemoryCheckpointStore(**kwargs)
+        elif isinstance(store, JsonFileCheckpointStore):
+            directory = tmp_path / f"store-{next(counter)}"
+            new = JsonFileCheckpointStore(directory, durability=store.durability, **kwargs)
+        else:
+            new = postgres_store(request, **kwargs)
+        made.append(new)
+        return new
 
-    return make
+    yield make
+    for new in made:
+        await close_store(new)
 
 
 @pytest.fixture

@@ -1,0 +1,179 @@
+"""``python -m benchmarks.postgres [--dsn DSN] [--quick]``: the PostgreSQL store vs LangGraph.
+
+``PostgresCheckpointStore`` against LangGraph's ``AsyncPostgresSaver``
+(``langgraph-checkpoint-postgres``, ``durability="sync"``) on the same server in
+one run, the happy-path graph of ``_graphs`` (3 nodes), engines alternating:
+
+* per durable step: runs on new threads one after the other (µs per node step);
+* runs/s with many threads: ``--threads`` runs on as many threads gathered at once
+  in one process, each engine on a pool of 10 connections;
+* disk after ``--turns`` turns of one conversation (``pg_total_relation_size`` of
+  every table the engine made, after ``VACUUM``; research_fsm without ``keep``,
+  and with the assistant's ``keep=24``).
+
+Without ``--dsn`` it starts a throwaway server like the tests do, but with
+``fsync=on`` (needs the PostgreSQL server binaries). Each measurement gets a database of its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg_pool import AsyncConnectionPool
+
+from research_fsm.stores.postgres import PostgresCheckpointStore
+
+from ._graphs import STEPS, build_langgraph, build_rfsm, lg_config, lg_input, question_input
+
+SCENARIO = "happy"
+
+
+class Databases:
+    """Makes a fresh database per measurement on the server ``dsn`` reaches."""
+
+    def __init__(self, dsn: str) -> None:
+        self.dsn = dsn
+        self._count = 0
+
+    def new(self, tag: str) -> str:
+        self._count += 1
+        name = f"bench_{tag}_{self._count}"
+        with psycopg.connect(self.dsn, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name}")
+            conn.execute(f"CREATE DATABASE {name}")
+        return make_conninfo(self.dsn, dbname=name)
+
+    def size(self, dsn: str) -> int:
+        """Bytes of every table (with indexes and TOAST) in the database, after VACUUM."""
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("VACUUM")
+            row = conn.execute(
+                "SELECT COALESCE(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+                "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE c.relkind = 'r' AND n.nspname NOT IN ('pg_catalog', 'information_schema')"
+            ).fetchone()
+        return int(row[0]) if row else 0
+
+
+async def rfsm_runs(
+    dsn: str, threads: list[str], *, gather: bool, keep: int | None = None
+) -> float:
+    """Seconds for one run on each of ``threads`` (one after the other, or all at once)."""
+    store = PostgresCheckpointStore(dsn, keep=keep, pool_size=10)
+    app = build_rfsm(store)
+    await store.load_latest("warm-up")
+    try:
+        return await _timed(
+            threads, gather, lambda t: app.run(question_input(SCENARIO), thread_id=t)
+        )
+    finally:
+        await store.aclose()
+
+
+async def lg_runs(dsn: str, threads: list[str], *, gather: bool) -> float:
+    """The same with LangGraph's AsyncPostgresSaver on a pool of 10 connections."""
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+    from psycopg.rows import dict_row
+
+    kwargs = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
+    async with AsyncConnectionPool(dsn, max_size=10, kwargs=kwargs, open=False) as pool:
+        saver = AsyncPostgresSaver(pool)  # type: ignore[arg-type]
+        await saver.setup()
+        app = build_langgraph(saver)
+        seen: set[str] = set()
+
+        def run(t: str) -> Awaitable[Any]:
+            first = t not in seen
+            seen.add(t)
+            return app.ainvoke(lg_input(SCENARIO, first=first), lg_config(t), durability="sync")
+
+        return await _timed(threads, gather, run)
+
+
+async def _timed(threads: list[str], gather: bool, run: Callable[[str], Awaitable[Any]]) -> float:
+    start = time.perf_counter()
+    if gather:
+        await asyncio.gather(*(run(t) for t in threads))
+    else:
+        for t in threads:
+            await run(t)
+    return time.perf_counter() - start
+
+
+async def measure(dbs: Databases, runs: int, threads: int, turns: int, reps: int) -> dict[str, Any]:
+    step_r, step_l, rate_r, rate_l = [], [], [], []
+    for rep in range(reps):
+        fresh = [f"t{rep}-{i}" for i in range(runs)]
+        step_r.append(await rfsm_runs(dbs.new("r"), fresh, gather=False) / (runs * STEPS["happy"]))
+        step_l.append(await lg_runs(dbs.new("l"), fresh, gather=False) / (runs * STEPS["happy"]))
+        many = [f"c{rep}-{i}" for i in range(threads)]
+        rate_r.append(threads / await rfsm_runs(dbs.new("r"), many, gather=True))
+        rate_l.append(threads / await lg_runs(dbs.new("l"), many, gather=True))
+    one = ["conversation"] * turns
+    disk = {}
+    for label, keep in (("research_fsm", None), ("research_fsm keep=24", 24)):
+        db = dbs.new("d")
+        await rfsm_runs(db, one, gather=False, keep=keep)
+        disk[label] = dbs.size(db)
+    db = dbs.new("d")
+    await lg_runs(db, one, gather=False)
+    disk["LangGraph"] = dbs.size(db)
+    return {
+        "step_us": (statistics.median(step_r) * 1e6, statistics.median(step_l) * 1e6),
+        "runs_per_s": (statistics.median(rate_r), statistics.median(rate_l)),
+        "disk": disk,
+    }
+
+
+def report(result: dict[str, Any], runs: int, threads: int, turns: int) -> str:
+    r, lg = result["step_us"]
+    rr, rl = result["runs_per_s"]
+    disk = result["disk"]
+    rows = [
+        "| metric | research_fsm | LangGraph AsyncPostgresSaver | ratio |",
+        "| --- | --- | --- | --- |",
+        f"| per durable step, {runs} runs on new threads (µs) | {r:.0f} | {lg:.0f} | {lg / r:.1f}x faster |",
+        f"| runs/s, {threads} threads at once, one process | {rr:.0f} | {rl:.0f} | {rr / rl:.1f}x |",
+        f"| disk after {turns} turns of one conversation (kB) | {disk['research_fsm'] / 1024:.0f} "
+        f"(keep=24: {disk['research_fsm keep=24'] / 1024:.0f}) | {disk['LangGraph'] / 1024:.0f} "
+        f"| 1/{disk['LangGraph'] / disk['research_fsm']:.1f} |",
+    ]
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.postgres")
+    parser.add_argument("--dsn", help="a superuser connection to a scratch server")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes (a smoke run)")
+    args = parser.parse_args(argv)
+    runs, threads, turns, reps = (5, 20, 10, 1) if args.quick else (200, 1000, 200, 3)
+    server = None
+    dsn = args.dsn
+    if dsn is None:
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+        from servers.postgres import PostgresServer
+
+        server = PostgresServer(fsync=True)  # commits reach the disk
+        server.start()
+        dsn = server.dsn
+    try:
+        conninfo_to_dict(dsn)
+        result = asyncio.run(measure(Databases(dsn), runs, threads, turns, reps))
+    finally:
+        if server is not None:
+            server.stop()
+    print(report(result, runs, threads, turns))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
