@@ -20,6 +20,7 @@ __all__ = ["Block", "DocSection", "Document", "to_markdown", "to_pdf"]
 BlockKind = Literal["p", "ul", "table"]
 _MD_SPECIAL: Final = re.compile(r"([\\`*_<>#|])")
 _BOLD: Final = re.compile(r"\*\*(.+?)\*\*")
+_ITALIC: Final = re.compile(r"(?<![\w\\])_(.+?)_(?!\w)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,8 +92,10 @@ def to_markdown(doc: Document) -> str:
 
 def _inline(text: str) -> str:
     """Markdown inline text (escapes removed) as reportlab paragraph markup."""
-    plain = re.sub(r"\\(.)", r"\1", text)
-    return _BOLD.sub(r"<b>\1</b>", escape(plain, quote=False))
+    marked = _ITALIC.sub(lambda m: f"\x01{m.group(1)}\x02", text)
+    plain = re.sub(r"\\(.)", r"\1", marked)
+    html = _BOLD.sub(r"<b>\1</b>", escape(plain, quote=False))
+    return html.replace("\x01", "").replace("\x02", "")
 
 
 def _fonts(language: str) -> tuple[str, str]:
