@@ -7,7 +7,7 @@ import os
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from .agents._rules import clean_text
 from .constants import MAX_QUESTION_CHARS
@@ -27,6 +27,7 @@ from .engine import (
 )
 from .graph import build_research_graph
 from .llm import LLM, Usage
+from .reports._assistant import ReportsMixin
 from .sources import (
     CompanyIndex,
     DataSource,
@@ -35,6 +36,9 @@ from .sources import (
     create_data_source,
 )
 from .state import Message, ResearchState, new_question_input
+
+if TYPE_CHECKING:
+    from .reports._api import ReportRunner
 
 __all__ = [
     "DEFAULT_KEEP",
@@ -190,7 +194,7 @@ class AssistantStream:
         await self.aclose()
 
 
-class ResearchAssistant:
+class ResearchAssistant(ReportsMixin):
     """Answers questions about companies; one ``thread_id`` per conversation.
 
     Args:
@@ -211,6 +215,7 @@ class ResearchAssistant:
             default_home() / "threads", keep=DEFAULT_KEEP
         )  # fmt: skip
         self._app: CompiledGraph[ResearchState] | None = None
+        self._reports: ReportRunner | None = None
         self._lock = asyncio.Lock()
 
     @classmethod

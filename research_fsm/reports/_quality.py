@@ -96,7 +96,9 @@ def _template_summary(state: ReportState) -> str:
     if "headquarters" in facts:
         parts.append(text(lang, "sentence_hq", company=company, hq=facts["headquarters"]))
     if "revenue" in facts and "net_income" in facts:
-        parts.append(text(lang, "sentence_money", revenue=facts["revenue"], net=facts["net_income"]))
+        parts.append(
+            text(lang, "sentence_money", revenue=facts["revenue"], net=facts["net_income"])
+        )
     if "net_margin" in facts:
         parts.append(text(lang, "sentence_margin", margin=facts["net_margin"]))
     if "peer_position" in facts:

@@ -22,9 +22,7 @@ def not_found_sentence(name: str, language: str) -> str:
     """What the user is told when no company matches."""
     if language == "ja":
         return f"「{name}」という会社は見つかりませんでした。会社名かティッカーで指定してください。"
-    return (
-        f'I couldn\'t find "{name}" in my sources. Try the company\'s full name or its ticker.'
-    )
+    return f"I couldn't find \"{name}\" in my sources. Try the company's full name or its ticker."
 
 
 async def resolve_company(

@@ -198,7 +198,9 @@ class Specialist:
             update = await self._work(state)
         except (DataSourceError, LLMError) as exc:
             ctx.log.warning("specialist failed", specialist=self.name, error=str(exc))
-            update = {self.name: Section(status="unavailable", error=f"{type(exc).__name__}: {exc}")}
+            update = {
+                self.name: Section(status="unavailable", error=f"{type(exc).__name__}: {exc}")
+            }
         update["timings"] = {self.name: time.perf_counter() - start}
         return update
 

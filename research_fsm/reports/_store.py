@@ -11,7 +11,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
 
-__all__ = ["ReportEntry", "ReportStoreError", "list_reports", "new_report_dir", "slug", "write_file"]
+__all__ = [
+    "ReportEntry",
+    "ReportStoreError",
+    "list_reports",
+    "new_report_dir",
+    "slug",
+    "write_file",
+]
 
 MAX_SLUG: Final = 48
 _NOT_SLUG: Final = re.compile(r"[^a-z0-9]+")
