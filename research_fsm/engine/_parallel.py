@@ -41,6 +41,24 @@ if TYPE_CHECKING:
 __all__ = ["ParallelRun"]
 
 
+def _first_failure_or_all(tasks: list[asyncio.Task[None]]) -> asyncio.Future[None]:
+    """A future done once every task is, or one of them failed (``asyncio.wait``
+    with ``FIRST_EXCEPTION``, for the cost of one callback per task)."""
+    waiter: asyncio.Future[None] = tasks[0].get_loop().create_future()
+    left = len(tasks)
+
+    def on_done(task: asyncio.Task[None]) -> None:
+        nonlocal left
+        left -= 1
+        failed = not task.cancelled() and task.exception() is not None
+        if (failed or not left) and not waiter.done():
+            waiter.set_result(None)
+
+    for task in tasks:
+        task.add_done_callback(on_done)
+    return waiter
+
+
 class ParallelRun:
     """One run's fan-outs: the branch tasks, their saves, and the merge at joins.
 
@@ -67,6 +85,8 @@ class ParallelRun:
         self._started = 0  # node executions begun in this call, in every branch
         self._records: dict[str, dict[str, Any]] = {}
         self._fresh: set[int] = set()  # ids of update entries validated in this process
+        self._running = 0  # branch tasks alive
+        self._soon_pending = False
         self._changed: set[str] = set()
         self._version = 0
         self._saved = 0
@@ -165,7 +185,7 @@ class ParallelRun:
             await self._save("suspended", root.join, root.base, {} if self._tracks else None)
             return suspended
         track: dict[str, int | None] | None = {} if self._tracks else None
-        state, _ = merge(self._schema, root.branches, root.base, track, self._fresh)
+        state, _ = await self._merged(root, root.base, track, inline=True)
         self._clear(root)
         status = "completed" if root.join == END else "running"
         await self._save(status, root.join, state, track)
@@ -201,13 +221,12 @@ class ParallelRun:
         for branch in runnable:
             if branch.status == "failed":
                 branch.status, branch.error = "pending", None
-        tasks = [asyncio.ensure_future(self._branch(frame, b)) for b in runnable]
+        loop = asyncio.get_running_loop()
+        tasks = [loop.create_task(self._branch(frame, b)) for b in runnable]
+        self._running += len(tasks)
         try:
-            pending: set[asyncio.Future[None]] = set(tasks)
-            while pending:
-                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_EXCEPTION)
-                if any(not t.cancelled() and t.exception() is not None for t in done):
-                    break
+            if tasks:
+                await _first_failure_or_all(tasks)
         finally:
             for task in tasks:
                 task.cancel()
@@ -223,10 +242,8 @@ class ParallelRun:
             assert isinstance(failure, BranchFailure)
             self._mark_failed(failure)
             raise failure
-        if not all(b.status == "done" for b in frame.branches):
-            return False
-        await self._commit()  # the branches that finished last, before their join runs
-        return True
+        # Done branches that no save took yet are saved by the join's merge.
+        return all(b.status == "done" for b in frame.branches)
 
     def _mark_failed(self, failure: BranchFailure) -> None:
         branch = failure.branch
@@ -242,13 +259,16 @@ class ParallelRun:
     async def _branch(self, frame: Frame, branch: Branch) -> None:
         """Run one branch node after node until it is done, suspended or forked
         into a fan-out of its own that is not finished."""
-        if branch.frame is not None and not await self._join_children(branch):
-            return
-        while branch.status == "pending":
-            if not await self._step(frame, branch):
-                return
+        try:
             if branch.frame is not None and not await self._join_children(branch):
                 return
+            while branch.status == "pending":
+                if not await self._step(frame, branch):
+                    return
+                if branch.frame is not None and not await self._join_children(branch):
+                    return
+        finally:
+            self._running -= 1
 
     def _context(self, branch: Branch, node: str) -> NodeContext:
         if len(self.path) + self._started >= self.graph.step_limit:
@@ -302,7 +322,7 @@ class ParallelRun:
         self._advance(frame, branch, node, state, changes, target)
         self._last_node = node
         if branch.status == "done":
-            self._kick()  # saved at once; the join waits for it, the branch need not
+            self._soon()  # saved at once; the join waits for it, the branch need not
         else:
             await self._commit()
         if sink is not None:
@@ -347,7 +367,7 @@ class ParallelRun:
         self.path.append(node)
         self._publish(branch)
         self._last_node = node
-        self._kick()
+        self._soon()
 
     async def _join_children(self, branch: Branch) -> bool:
         """Run the branch's own fan-out; False when some of it is suspended."""
@@ -362,7 +382,7 @@ class ParallelRun:
             state = self._kept(frame, branch.state, failure, branch.updates, None)
             branch.node, branch.pending_error = failure.on_error, self._error_info(failure)
         else:
-            state, entries = merge(self._schema, frame.branches, branch.state, None, self._fresh)
+            state, entries = await self._merged(frame, branch.state, None, inline=False)
             branch.updates.extend(entries)
             branch.node = frame.join
         self._clear(frame)
@@ -376,6 +396,19 @@ class ParallelRun:
         return True
 
     # -- merging ---------------------------------------------------------------
+
+    async def _merged(
+        self, frame: Frame, base: BaseModel, track: dict[str, int | None] | None, *,
+        inline: bool,
+    ) -> tuple[BaseModel, list[dict[str, Any]]]:  # fmt: skip
+        """The frame's branches merged; when they cannot be (``InvalidUpdate``),
+        their records are saved first, so fixing the graph redoes none of them.
+        (When they can, the merged checkpoint saves what they did.)"""
+        try:
+            return merge(self._schema, frame.branches, base, track, self._fresh)
+        except InvalidUpdate:
+            await self._commit(inline=inline)
+            raise
 
     def _kept(
         self, frame: Frame, base: BaseModel, failure: BranchFailure,
@@ -402,13 +435,29 @@ class ParallelRun:
                 self._changed.add(branch.id)
                 self._version += 1
 
-    async def _commit(self) -> None:
+    async def _commit(self, *, inline: bool = False) -> None:
         """Make the branch records published so far durable (one save for all
-        the branches that finish while another save is under way)."""
+        the branches that finish while another save is under way). ``inline``:
+        save in this task (the run's own, which no sibling cancels)."""
         wanted = self._version
         while self._saved < wanted:
-            saving = self._kick()
-            await asyncio.shield(saving)
+            if inline and self._saving is None:
+                await self._save_published()
+            else:
+                await asyncio.shield(self._kick())
+
+    def _soon(self) -> None:
+        """Save what was published once this turn of the event loop is over: the
+        branches finishing together share one save, and when no branch is left
+        running the join's commit saves them, without a task of its own."""
+        if not self._soon_pending:
+            self._soon_pending = True
+            asyncio.get_running_loop().call_soon(self._soon_kick)
+
+    def _soon_kick(self) -> None:
+        self._soon_pending = False
+        if self._running > 0 and self._saved < self._version:
+            self._kick()
 
     def _kick(self) -> asyncio.Future[None]:
         """Start saving what was published, unless a save is under way (it goes on
@@ -418,15 +467,18 @@ class ParallelRun:
         return self._saving
 
     async def _flush(self) -> None:
-        root = self._root
-        assert root is not None
         try:
-            while self._saved < self._version:
-                version = self._version
-                await self._save("running", root.join, root.base, {} if self._tracks else None)
-                self._saved = version
+            await self._save_published()
         finally:
             self._saving = None
+
+    async def _save_published(self) -> None:
+        root = self._root
+        assert root is not None
+        while self._saved < self._version:
+            version = self._version
+            await self._save("running", root.join, root.base, {} if self._tracks else None)
+            self._saved = version
 
     async def _settle(self) -> None:
         """Wait for a save under way (its error, if any, is raised by the next save)."""

@@ -232,21 +232,33 @@ async def test_two_branches_replacing_one_field_is_an_error(store: CheckpointSto
 
 
 async def test_each_branch_node_is_checkpointed(store: CheckpointStore) -> None:
-    """History shows the fan-out start, the branches finishing and the join's merge."""
-    app = specialists(store).compile(store=store)
+    """History shows the fan-out start, each branch finishing, and the merge at the join."""
+    nodes = {
+        "financial": logger("financial", delay=0.0),
+        "financial_review": logger("financial_review", delay=0.06),
+        "market": logger("market", delay=0.02),
+        "product": logger("product", delay=0.04),
+    }
+    app = specialists(store, **nodes).compile(store=store)
     await app.run({}, thread_id="t")
-    seen = [s async for s in app.history("t")]
-    fanout = [s for s in seen if s.branches]
-    assert fanout, "no checkpoint showed the fan-out"
-    first = fanout[-1]  # oldest
-    assert [("financial[0]", "financial"), ("market[1]", "market"), ("product[2]", "product")] == [
-        (b.id, b.node) for b in first.branches
-    ]
-    assert {"pending"} == {b.status for b in first.branches}
-    assert "synthesizer" == first.next
-    last = fanout[0]
-    assert {"done"} == {b.status for b in last.branches}
-    assert all(b.join == "synthesizer" for b in last.branches)
+    seen = [s async for s in app.history("t")][::-1]  # oldest first
+    fanout = [{b.id: (b.status, b.node) for b in s.branches} for s in seen if s.branches]
+    assert {
+        "financial[0]": ("pending", "financial"),
+        "market[1]": ("pending", "market"),
+        "product[2]": ("pending", "product"),
+    } == fanout[0]
+    assert {
+        "financial[0]": ("pending", "financial_review"),
+        "market[1]": ("pending", "market"),
+        "product[2]": ("pending", "product"),
+    } == fanout[1]
+    assert ("done", None) == fanout[2]["market[1]"]
+    assert ("pending", "product") == fanout[2]["product[2]"]
+    assert {"market[1]": ("done", None), "product[2]": ("done", None)}.items() <= fanout[3].items()
+    merged = next(s for s in seen if s.next == "synthesizer" and not s.branches)
+    assert ["researcher", "financial", "financial_review", "market", "product"] == merged.state.log
+    assert all(s.next == "synthesizer" for s in seen if s.branches)
 
 
 async def test_a_multi_node_branch_and_a_nested_fan_out(store: CheckpointStore) -> None:
