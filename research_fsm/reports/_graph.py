@@ -15,7 +15,7 @@ from ..sources import CompanyIndex, DataSource
 from ..sources._base import reads_feedback
 from ._compose import compose, sources_json
 from ._model import SECTIONS, ReportState, Section, utc_now
-from ._quality import MAX_ITERATIONS, QUALITY_TARGET, QualityCheck, Synthesizer
+from ._quality import MAX_ITERATIONS, QUALITY_TARGET, QualityCheck, Synthesizer, all_facts
 from ._research import Describe, Researcher
 from ._specialists import Specialist
 from ._store import new_report_dir, write_file
@@ -74,6 +74,7 @@ def _files(state: ReportState, root: Path, generated_at: str) -> tuple[Path, lis
     meta = {
         "company": state.company, "generated_at": generated_at, "language": state.language,
         "score": state.quality.score if state.quality else None, "iterations": state.iteration,
+        "facts": [fact.model_dump(mode="json") for fact in all_facts(state)],
     }  # fmt: skip
     write_file(folder / "meta.json", json.dumps(meta, ensure_ascii=False).encode("utf-8"))
     return folder, written
