@@ -30,6 +30,8 @@ __all__ = ["CompanyNotFound", "InvalidReportRequest", "Report", "ReportProgress"
 
 MAX_NAME_CHARS = 200
 """Longest company name a report accepts."""
+PATH_CHARACTERS = ("/", "\\")
+"""Characters a company name never has: a name with them is a path, not a company."""
 
 
 class CompanyNotFound(LookupError):
@@ -99,6 +101,10 @@ def check_request(name: object, language: str, formats: tuple[str, ...]) -> str:
         )
     if any(ord(ch) < 32 or ch == "\x7f" for ch in name):
         raise InvalidReportRequest("the company name contains control characters")
+    if any(ch in name for ch in PATH_CHARACTERS) or name.strip() in (".", ".."):
+        raise InvalidReportRequest(
+            "the company name contains path characters (/ or \\); name a company, e.g. Siemens"
+        )
     if language not in ("en", "ja"):
         raise InvalidReportRequest(f"language {language!r} is not supported; use en or ja")
     unknown = [f for f in formats if f not in ("md", "pdf")]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..llm import Usage
-from ._labels import fact_label, text
+from ._labels import fact_label, missing_label, text
 from ._model import SECTIONS, Fact, ReportState, Section, Source
 from ._writer import DocSection, Document, bullets, md_escape, paragraph, table
 
@@ -59,12 +59,14 @@ def _section(name: str, section: Section | None, lang: str, ids: dict[str, str])
 
 def _methodology(state: ReportState, lang: str) -> DocSection:
     missing = state.quality.missing if state.quality else []
+    labels = [missing_label(lang, item) for item in missing]
+    sep = text(lang, "list_sep") if lang == "ja" else "; "
     blocks = [
         paragraph(text(lang, "method_agents")),
         paragraph(text(lang, "method_source", source=md_escape(state.data_source))),
         paragraph(text(lang, "method_iterations", iterations=state.iteration)),
         paragraph(
-            text(lang, "method_missing", items=md_escape("; ".join(missing)))
+            text(lang, "method_missing", items=md_escape(sep.join(labels)))
             if missing
             else text(lang, "method_nothing_missing")
         ),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["FACT_LABELS", "TEXT", "fact_label", "text"]
+__all__ = ["FACT_LABELS", "TEXT", "fact_label", "missing_label", "text"]
 
 TEXT: Final[dict[str, dict[str, str]]] = {
     "en": {
@@ -52,6 +52,10 @@ TEXT: Final[dict[str, dict[str, str]]] = {
         "sentence_products": "Its products include {products}.",
         "sentence_people": "Key people: {people}.",
         "list_sep": ", ",
+        "missing_item": "{part}: {item}",
+        "missing_unavailable": "{part} (section unavailable)",
+        "missing_more": "{part}: more facts",
+        "missing_unsourced": "no fact is sourced",
     },
     "ja": {
         "title": "企業レポート：{company}",
@@ -97,6 +101,10 @@ TEXT: Final[dict[str, dict[str, str]]] = {
         "sentence_products": "主な製品：{products}。",
         "sentence_people": "主要人物：{people}。",
         "list_sep": "、",
+        "missing_item": "{part}：{item}",
+        "missing_unavailable": "{part}（セクション利用不可）",
+        "missing_more": "{part}：事実の追加",
+        "missing_unsourced": "出典のある事実がありません",
     },
 }
 """Phrases by language."""
@@ -137,3 +145,22 @@ def fact_label(language: str, key: str, label: str | None = None) -> str:
     """The label of a fact key (the fact's own label for keys the writer does not know)."""
     labels = FACT_LABELS.get(language, FACT_LABELS["en"])
     return labels.get(key) or label or key.replace("_", " ").capitalize()
+
+
+_PARTS: Final = ("financial", "market", "product")
+
+
+def missing_label(language: str, item: str) -> str:
+    """A quality check's missing item (``"product: products"``, ``"market (section
+    unavailable)"``...) in the report's words; free text (Claude's) as it is."""
+    part, sep, rest = item.partition(": ")
+    if item == "sources: no fact is sourced":
+        return text(language, "missing_unsourced")
+    if item.endswith(" (section unavailable)") and item.split(" ")[0] in _PARTS:
+        return text(language, "missing_unavailable", part=text(language, item.split(" ")[0]))
+    if not sep or part not in _PARTS:
+        return item
+    if rest == "more facts":
+        return text(language, "missing_more", part=text(language, part))
+    label = FACT_LABELS["en"].get(rest) and fact_label(language, rest)
+    return text(language, "missing_item", part=text(language, part), item=label) if label else item

@@ -95,9 +95,11 @@ async def test_unknown_company_saves_nothing(home: Path) -> None:
     assert not (home / "reports").exists()
 
 
-@pytest.mark.parametrize("name", ["", "   ", "x" * 100_000, "bad\x00name"])
+@pytest.mark.parametrize(
+    "name", ["", "   ", "x" * 100_000, "bad\x00name", "../../etc/passwd", "a\\b", ".."]
+)
 async def test_bad_names_are_rejected(home: Path, name: str) -> None:
-    """Empty, 100 kB and control-character names raise InvalidReportRequest."""
+    """Empty, 100 kB, control-character and path-like names raise InvalidReportRequest."""
     with pytest.raises(InvalidReportRequest):
         await offline().report(name)
 
@@ -214,6 +216,9 @@ def test_cli_report_reports_and_exit_codes(tmp_path: Path) -> None:
     assert "Siemens" in listed.stdout and "100/100" in listed.stdout
     assert 1 == cli(tmp_path, "report", "Acme Corp").returncode
     assert 2 == cli(tmp_path, "report", "").returncode
+    path_like = cli(tmp_path, "report", "../../etc/passwd")
+    assert (2, "") == (path_like.returncode, path_like.stdout)
+    assert "path characters" in path_like.stderr
     asked = cli(tmp_path, "report", "the one that makes chips")
     assert 3 == asked.returncode and "Which company" in asked.stdout
     thread = re.search(r"--thread (report-\w+)", asked.stderr)
@@ -221,3 +226,16 @@ def test_cli_report_reports_and_exit_codes(tmp_path: Path) -> None:
     answered = cli(tmp_path, "answer", "--thread", thread.group(1), "AMD")
     assert 0 == answered.returncode, answered.stderr
     assert "AMD" in answered.stdout
+
+
+@pytest.mark.parametrize(
+    ("language", "expected"),
+    [("en", "What was missing: Products: Products."), ("ja", "不足していた項目：製品：製品。")],
+)
+async def test_methodology_lists_missing_items_in_the_report_language(
+    home: Path, language: str, expected: str
+) -> None:
+    """Methodology names what was missing with the translated labels, not raw keys."""
+    report = await offline().report("Nvidia", language=language)  # type: ignore[arg-type]
+    assert expected in report.markdown
+    assert "product: products" not in report.markdown
