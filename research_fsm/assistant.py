@@ -7,7 +7,7 @@ import os
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from .agents._rules import clean_text
 from .constants import MAX_QUESTION_CHARS
@@ -27,6 +27,7 @@ from .engine import (
 )
 from .graph import build_research_graph
 from .llm import LLM, Usage
+from .reports._assistant import ReportsMixin
 from .sources import (
     CompanyIndex,
     DataSource,
@@ -35,6 +36,9 @@ from .sources import (
     create_data_source,
 )
 from .state import Message, ResearchState, new_question_input
+
+if TYPE_CHECKING:
+    from .reports._api import ReportRunner
 
 __all__ = [
     "DEFAULT_KEEP",
@@ -203,7 +207,7 @@ class AssistantStream:
         await self.aclose()
 
 
-class ResearchAssistant:
+class ResearchAssistant(ReportsMixin):
     """Answers questions about companies; one ``thread_id`` per conversation.
 
     Args:
@@ -224,6 +228,7 @@ class ResearchAssistant:
         self._owns_store = store is None
         self.store = store if store is not None else default_store()
         self._app: CompiledGraph[ResearchState] | None = None
+        self._reports: ReportRunner | None = None
         self._lock = asyncio.Lock()
 
     @classmethod

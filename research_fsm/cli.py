@@ -10,11 +10,13 @@ import secrets
 import sys
 from typing import TextIO
 
+from ._cli_reports import add_parsers, answer_report, run_report, run_reports
 from ._logging import configure_logging
 from .agents._rules import for_terminal
 from .assistant import Answer, InvalidQuestion, Progress, Reply, ResearchAssistant, Token
 from .constants import MAX_QUESTION_CHARS
 from .engine import EngineError, validate_thread_id
+from .reports._api import CompanyNotFound, InvalidReportRequest
 from .sources import DataSourceError, create_data_source
 from .stores import MissingExtra
 
@@ -76,6 +78,8 @@ def _parser() -> argparse.ArgumentParser:
     chat.add_argument("--source", help=source_help)
 
     sub.add_parser("graph", help="print the agents' graph as a Mermaid diagram")
+
+    add_parsers(sub, source_help)
 
     history = sub.add_parser("history", help="print a conversation")
     history.add_argument("--thread", required=True)
@@ -178,6 +182,8 @@ async def _converse(
 async def _ask(args: argparse.Namespace, question: str, resume: bool) -> int:
     assistant = _assistant(args.source)
     thread = _thread(args.thread)
+    if resume and thread.startswith("report-"):
+        return await answer_report(thread, question, assistant)
     if resume and await assistant.pending_question(thread) is None:
         known = await assistant.history(thread)
         raise CliError(
@@ -261,6 +267,14 @@ async def _command(args: argparse.Namespace) -> int:
         return await _chat(args)
     if args.command == "history":
         return await _history(args)
+    if args.command == "report":
+        if args.resume is None and args.company is None:
+            raise CliError("name a company, e.g. research-fsm report Siemens", EXIT_USAGE)
+        if args.company is not None:
+            _question(args.company, "company name")
+        return await run_report(args, _assistant(args.source))
+    if args.command == "reports":
+        return await run_reports()
     return await _graph()
 
 
@@ -284,6 +298,9 @@ def main(argv: list[str] | None = None) -> int:
     except CliError as exc:
         print(f"research-fsm: {exc}", file=sys.stderr)
         return exc.code
+    except (InvalidReportRequest, CompanyNotFound) as exc:
+        print(f"research-fsm: {exc}", file=sys.stderr)
+        return EXIT_USAGE if isinstance(exc, InvalidReportRequest) else EXIT_ERROR
     except (EngineError, InvalidQuestion, DataSourceError, ValueError, OSError) as exc:
         print(f"research-fsm: {exc}", file=sys.stderr)
         return EXIT_ERROR

@@ -1,0 +1,186 @@
+"""The library API of reports: ``Report``, its progress events, and the runner the
+assistant delegates ``report`` / ``stream_report`` to."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from ..engine import (
+    CheckpointStore,
+    CompiledGraph,
+    Completed,
+    NodeFinished,
+    NodeStarted,
+    RunResult,
+    Suspended,
+    SuspendToken,
+)
+from ..llm import LLM, Usage
+from ..sources import CompanyIndex, DataSource
+from ._compose import sources_json
+from ._graph import build_report_graph
+from ._model import Language, Quality, ReportState
+from ._research import Describe
+
+__all__ = ["CompanyNotFound", "InvalidReportRequest", "Report", "ReportProgress", "ReportRunner"]
+
+MAX_NAME_CHARS = 200
+"""Longest company name a report accepts."""
+PATH_CHARACTERS = ("/", "\\")
+"""Characters a company name never has: a name with them is a path, not a company."""
+
+
+class CompanyNotFound(LookupError):
+    """No company matches the name; nothing was saved."""
+
+    def __init__(self, name: str, message: str) -> None:
+        super().__init__(message)
+        self.name = name
+        """The name as given."""
+
+
+class InvalidReportRequest(ValueError):
+    """A bad name, language or format."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Report:
+    """A finished report (or the question asked back about the company)."""
+
+    status: Literal["completed", "needs_clarification"]
+    thread_id: str
+    company: str | None
+    markdown: str = ""
+    paths: list[Path] = field(default_factory=list)
+    folder: Path | None = None
+    quality: Quality | None = None
+    iterations: int = 0
+    sources: list[dict[str, Any]] = field(default_factory=list)
+    usage: dict[str, Usage] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    question: str | None = None
+    token: str | None = None
+    choices: list[str] = field(default_factory=list)
+
+    @property
+    def cost_usd(self) -> float:
+        """Total estimated LLM cost."""
+        return round(sum(u.cost_usd for u in self.usage.values()), 6)
+
+    def summary_line(self) -> str:
+        """One line: company, score, iterations, sources, LLM calls and cost."""
+        score = self.quality.score if self.quality else 0
+        calls = sum(u.calls for u in self.usage.values())
+        return (
+            f"{self.company}: quality {score}/100, {self.iterations} iteration"
+            f"{'s' if self.iterations != 1 else ''}, {len(self.sources)} sources, "
+            f"LLM {calls} calls ~${self.cost_usd:.4f}"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ReportProgress:
+    """An agent started (``finished=False``) or finished; ``branch`` for specialists."""
+
+    agent: str
+    branch: str | None
+    finished: bool
+
+
+def check_request(name: object, language: str, formats: tuple[str, ...]) -> str:
+    """The validated name; ``InvalidReportRequest`` naming what is wrong."""
+    if not isinstance(name, str) or not name.strip():
+        raise InvalidReportRequest("the company name is empty; name a company, e.g. Siemens")
+    if len(name) > MAX_NAME_CHARS:
+        raise InvalidReportRequest(
+            f"the company name is {len(name):,} characters long; the limit is {MAX_NAME_CHARS}"
+        )
+    if any(ord(ch) < 32 or ch == "\x7f" for ch in name):
+        raise InvalidReportRequest("the company name contains control characters")
+    if any(ch in name for ch in PATH_CHARACTERS) or name.strip() in (".", ".."):
+        raise InvalidReportRequest(
+            "the company name contains path characters (/ or \\); name a company, e.g. Siemens"
+        )
+    if language not in ("en", "ja"):
+        raise InvalidReportRequest(f"language {language!r} is not supported; use en or ja")
+    unknown = [f for f in formats if f not in ("md", "pdf")]
+    if unknown:
+        raise InvalidReportRequest(f"unknown report format {unknown[0]!r}; use md and/or pdf")
+    return " ".join(name.split())
+
+
+def to_report(result: RunResult[ReportState]) -> Report:
+    """The ``Report`` of a run's result; ``CompanyNotFound`` when nothing matched."""
+    state = result.state
+    if result.suspension is not None:
+        payload = result.suspension.payload
+        return Report(
+            status="needs_clarification", thread_id=result.thread_id, company=None,
+            question=str(payload.get("question")), token=str(result.suspension.token),
+            choices=list(payload.get("choices") or []),
+        )  # fmt: skip
+    if state.not_found is not None:
+        raise CompanyNotFound(state.query, state.not_found)
+    paths = [Path(p) for p in state.files]
+    markdown = paths[0].read_text(encoding="utf-8") if paths else ""
+    return Report(
+        status="completed", thread_id=result.thread_id, company=state.company,
+        markdown=markdown, paths=paths, folder=Path(state.saved_to) if state.saved_to else None,
+        quality=state.quality, iterations=state.iteration, sources=sources_json(state),
+        usage=dict(state.usage), timings=dict(state.timings),
+    )  # fmt: skip
+
+
+class ReportRunner:
+    """Compiles the report graph once and runs reports as threads of ``store``."""
+
+    def __init__(
+        self,
+        *,
+        source: DataSource,
+        index: CompanyIndex,
+        llm: LLM | None,
+        store: CheckpointStore,
+        root: Path,
+        describe: Describe | None,
+    ) -> None:
+        graph = build_report_graph(
+            source=source, index=index, llm=llm, root=root, describe=describe
+        )
+        self.app: CompiledGraph[ReportState] = graph.compile(store=store, step_limit=40)
+        self.source_name = source.name
+        self.model = llm.model if llm is not None else None
+
+    def start(
+        self, name: object, language: Language, formats: tuple[str, ...], out: Path | None
+    ) -> tuple[dict[str, Any], str]:
+        """The run input and a new thread id."""
+        query = check_request(name, language, formats)
+        value = {
+            "query": query, "language": language, "formats": list(formats),
+            "out_dir": str(out) if out else None, "data_source": self.source_name,
+            "model": self.model,
+        }  # fmt: skip
+        return value, f"report-{secrets.token_hex(5)}"
+
+    async def events(
+        self, input: dict[str, Any] | None, thread_id: str, token: SuspendToken | str | None
+    ) -> AsyncIterator[ReportProgress | Report]:
+        """Progress events, then the ``Report``."""
+        stream = (
+            self.app.stream_resume(token, input.get("answer") if input else None)
+            if token is not None
+            else self.app.stream(input, thread_id=thread_id)
+        )
+        async with stream as events:
+            async for event in events:
+                if isinstance(event, NodeStarted):
+                    yield ReportProgress(event.node, event.branch, False)
+                elif isinstance(event, NodeFinished):
+                    yield ReportProgress(event.node, event.branch, True)
+                elif isinstance(event, (Completed, Suspended)):
+                    yield to_report(event.result)

@@ -1,0 +1,126 @@
+"""A finished report state as a ``Document``: [S#] numbering, sections, metadata."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..llm import Usage
+from ._labels import fact_label, missing_label, text
+from ._model import SECTIONS, Fact, ReportState, Section, Source
+from ._writer import DocSection, Document, bullets, md_escape, paragraph, table
+
+__all__ = ["compose", "numbered_sources", "sources_json"]
+
+
+def numbered_sources(state: ReportState) -> list[Source]:
+    """The retrieved sources without repeats (by URL), in retrieval order: ``[S1]`` first."""
+    unique: dict[str, Source] = {}
+    for source in state.sources:
+        unique.setdefault(source.url, source)
+    return list(unique.values())
+
+
+def sources_json(state: ReportState) -> list[dict[str, Any]]:
+    """The content of ``sources.json``."""
+    return [
+        {"id": f"S{i}", **source.model_dump()}
+        for i, source in enumerate(numbered_sources(state), start=1)
+    ]
+
+
+def _cite(fact: Fact, ids: dict[str, str]) -> str:
+    refs = "".join(f"[{ids[url]}]" for url in fact.urls if url in ids)
+    return f" {refs}" if refs else ""
+
+
+def _fact_line(fact: Fact, lang: str, ids: dict[str, str]) -> str:
+    label = md_escape(fact_label(lang, fact.key, fact.label))
+    value = md_escape(fact.value)
+    line = f"**{label}**: {value}{_cite(fact, ids)}"
+    if fact.computed_from:
+        parts = text(lang, "list_sep").join(fact_label(lang, key) for key in fact.computed_from)
+        line += f" _({text(lang, 'computed', parts=parts)})_"
+    return line
+
+
+def _section(name: str, section: Section | None, lang: str, ids: dict[str, str]) -> DocSection:
+    title = text(lang, name)
+    if section is not None and section.status == "unavailable":
+        error = md_escape(section.error or "unknown error")
+        return DocSection(title, [paragraph(text(lang, "unavailable", agent=name, error=error))])
+    if section is None or not section.facts:
+        return DocSection(title, [paragraph(text(lang, "none_found"))])
+    blocks = [bullets([_fact_line(fact, lang, ids) for fact in section.facts])]
+    if section.missing:
+        missing = text(lang, "list_sep").join(fact_label(lang, key) for key in section.missing)
+        blocks.append(paragraph(f"_{text(lang, 'missing')}: {missing}_"))
+    return DocSection(title, blocks)
+
+
+def _methodology(state: ReportState, lang: str) -> DocSection:
+    missing = state.quality.missing if state.quality else []
+    labels = [missing_label(lang, item) for item in missing]
+    sep = text(lang, "list_sep") if lang == "ja" else "; "
+    blocks = [
+        paragraph(text(lang, "method_agents")),
+        paragraph(text(lang, "method_source", source=md_escape(state.data_source))),
+        paragraph(text(lang, "method_iterations", iterations=state.iteration)),
+        paragraph(
+            text(lang, "method_missing", items=md_escape(sep.join(labels)))
+            if missing
+            else text(lang, "method_nothing_missing")
+        ),
+    ]
+    if state.notes:
+        blocks.append(bullets([md_escape(note) for note in state.notes]))
+    return DocSection(text(lang, "methodology"), blocks)
+
+
+def _verification(state: ReportState, lang: str) -> DocSection:
+    quality = state.quality
+    blocks = []
+    if quality is not None:
+        method = text(lang, quality.method)
+        blocks.append(paragraph(text(lang, "score", score=quality.score, method=method)))
+        parts = [
+            text(lang, "breakdown", part=text(lang, "part_sources" if part == "sources" else part),
+                 points=points, maximum=quality.maximum.get(part, points))
+            for part, points in quality.breakdown.items()
+        ]  # fmt: skip
+        blocks.append(bullets(parts))
+    blocks.append(paragraph(text(lang, "grounding")))
+    return DocSection(text(lang, "verification"), blocks)
+
+
+def _metadata(state: ReportState, lang: str, generated_at: str) -> DocSection:
+    total = sum(state.usage.values(), Usage())
+    rows: list[tuple[str, ...]] = [("", "")]
+    rows = [
+        (text(lang, "generated_at"), generated_at),
+        (text(lang, "data_source"), md_escape(state.data_source)),
+        (text(lang, "model"), md_escape(state.model) if state.model else text(lang, "model_none")),
+        (text(lang, "cost"), f"US${total.cost_usd:.4f} ({total.calls} calls)"),
+        (text(lang, "language"), state.language),
+    ]
+    for agent, usage in sorted(state.usage.items()):
+        rows.append((f"{text(lang, 'cost')}: {agent}", f"US${usage.cost_usd:.4f}"))
+    return DocSection(text(lang, "metadata"), [table([("", ""), *rows])])
+
+
+def compose(state: ReportState, generated_at: str) -> Document:
+    """The report of a finished run."""
+    lang = state.language
+    sources = numbered_sources(state)
+    ids = {source.url: f"S{i}" for i, source in enumerate(sources, start=1)}
+    company = md_escape(state.company or state.query)
+    sections = [DocSection(text(lang, "summary"), [paragraph(md_escape(state.summary))])]
+    sections += [_section(name, getattr(state, name), lang, ids) for name in SECTIONS]
+    sections.append(_methodology(state, lang))
+    listed = [
+        f"[{ids[s.url]}] {md_escape(s.title)} — <{s.url}> ({text(lang, 'retrieved')} {s.retrieved_at})"
+        for s in sources
+    ]
+    sections.append(DocSection(text(lang, "sources"), [bullets(listed)]))
+    sections.append(_verification(state, lang))
+    sections.append(_metadata(state, lang, generated_at))
+    return Document(text(lang, "title", company=company), lang, sections)

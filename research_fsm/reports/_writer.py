@@ -1,0 +1,145 @@
+"""The report writer: a ``Document`` (title, sections of paragraphs, bullet lists and
+tables) rendered as Markdown and as PDF, in English or Japanese.
+
+It knows nothing about companies, so other workflows (deep research) can reuse it:
+build a ``Document`` and call ``to_markdown`` / ``to_pdf``. PDFs use reportlab with its
+built-in CID fonts (Helvetica for English, HeiseiKakuGo-W5 / HeiseiMin-W3 for Japanese),
+so no font file is needed and the text stays selectable.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from html import escape
+from io import BytesIO
+from typing import Final, Literal
+
+__all__ = ["Block", "DocSection", "Document", "to_markdown", "to_pdf"]
+
+BlockKind = Literal["p", "ul", "table"]
+_MD_SPECIAL: Final = re.compile(r"([\\`*_<>#|])")
+_BOLD: Final = re.compile(r"\*\*(.+?)\*\*")
+_ITALIC: Final = re.compile(r"(?<![\w\\])_(.+?)_(?!\w)")
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """A paragraph (``p``: one text), a bullet list (``ul``: items) or a table
+    (``table``: rows, the first the header). Text may use ``**bold**``."""
+
+    kind: BlockKind
+    items: tuple[str, ...] | tuple[tuple[str, ...], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DocSection:
+    """A titled section."""
+
+    title: str
+    blocks: list[Block] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """What the writer renders."""
+
+    title: str
+    language: str
+    sections: list[DocSection]
+
+
+def paragraph(text: str) -> Block:
+    """A paragraph block."""
+    return Block("p", (text,))
+
+
+def bullets(items: list[str]) -> Block:
+    """A bullet-list block."""
+    return Block("ul", tuple(items))
+
+
+def table(rows: list[tuple[str, ...]]) -> Block:
+    """A table block (first row: header)."""
+    return Block("table", tuple(rows))
+
+
+def md_escape(value: str) -> str:
+    """Data text made inert in Markdown (no headings, emphasis, HTML or table breaks)."""
+    return _MD_SPECIAL.sub(r"\\\1", " ".join(value.split()))
+
+
+def _md_block(block: Block) -> str:
+    if block.kind == "p":
+        return str(block.items[0])
+    if block.kind == "ul":
+        return "\n".join(f"- {item}" for item in block.items)
+    rows = [tuple(row) for row in block.items]
+    header, body = rows[0], rows[1:]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in body]
+    return "\n".join(lines)
+
+
+def to_markdown(doc: Document) -> str:
+    """The document as Markdown (ATX headings, one blank line between blocks)."""
+    parts = [f"# {doc.title}"]
+    for section in doc.sections:
+        parts.append(f"## {section.title}")
+        parts += [_md_block(block) for block in section.blocks]
+    return "\n\n".join(parts) + "\n"
+
+
+def _inline(text: str) -> str:
+    """Markdown inline text (escapes removed) as reportlab paragraph markup."""
+    marked = _ITALIC.sub(lambda m: f"\x01{m.group(1)}\x02", text)
+    plain = re.sub(r"\\(.)", r"\1", marked)
+    html = _BOLD.sub(r"<b>\1</b>", escape(plain, quote=False))
+    return html.replace("\x01", "").replace("\x02", "")
+
+
+def _fonts(language: str) -> tuple[str, str]:
+    if language != "ja":
+        return "Helvetica", "Helvetica-Bold"
+    from reportlab.pdfbase import pdfmetrics
+    from reportlab.pdfbase.cidfonts import UnicodeCIDFont
+
+    for name in ("HeiseiMin-W3", "HeiseiKakuGo-W5"):
+        pdfmetrics.registerFont(UnicodeCIDFont(name))
+    return "HeiseiMin-W3", "HeiseiKakuGo-W5"
+
+
+def to_pdf(doc: Document) -> bytes:
+    """The document as PDF bytes (blocking and CPU-bound: call it from a thread)."""
+    from reportlab.lib import colors
+    from reportlab.lib.pagesizes import A4
+    from reportlab.lib.styles import ParagraphStyle
+    from reportlab.lib.units import mm
+    from reportlab.platypus import ListFlowable, Paragraph, SimpleDocTemplate, Spacer, Table
+
+    body_font, bold_font = _fonts(doc.language)
+    wrap = "CJK" if doc.language == "ja" else "LTR"
+    base = ParagraphStyle("body", fontName=body_font, fontSize=10, leading=14, wordWrap=wrap)
+    h1 = ParagraphStyle("h1", parent=base, fontName=bold_font, fontSize=17, leading=22)
+    h2 = ParagraphStyle("h2", parent=base, fontName=bold_font, fontSize=13, leading=18,
+                        spaceBefore=8, spaceAfter=4)  # fmt: skip
+    story: list[object] = [Paragraph(_inline(doc.title), h1), Spacer(1, 4 * mm)]
+    for section in doc.sections:
+        story.append(Paragraph(_inline(section.title), h2))
+        for block in section.blocks:
+            if block.kind == "p":
+                story.append(Paragraph(_inline(str(block.items[0])), base))
+            elif block.kind == "ul":
+                items = [Paragraph(_inline(str(item)), base) for item in block.items]
+                story.append(ListFlowable(items, bulletType="bullet", leftIndent=12))
+            else:
+                rows = [[Paragraph(_inline(cell), base) for cell in row] for row in block.items]
+                grid = Table(rows, repeatRows=1)
+                grid.setStyle([("GRID", (0, 0), (-1, -1), 0.4, colors.grey)])
+                story.append(grid)
+            story.append(Spacer(1, 2 * mm))
+    out = BytesIO()
+    pdf = SimpleDocTemplate(out, pagesize=A4, title=doc.title, lang=doc.language,
+                            leftMargin=18 * mm, rightMargin=18 * mm)  # fmt: skip
+    pdf.build(story)
+    return out.getvalue()

@@ -1,0 +1,143 @@
+"""The report workflow with Claude and Tavily: the real ``anthropic`` and ``tavily``
+clients against the loopback servers of ``tests/servers`` (no SDK class is mocked)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from servers import FakeAnthropic, FakeTavily
+from servers import anthropic as api
+from servers import tavily as tv
+
+from research_fsm import ResearchAssistant
+from research_fsm.engine import MemoryCheckpointStore
+from research_fsm.llm._anthropic import AnthropicLLM
+from research_fsm.sources._tavily import TavilySource
+
+PAGES = {
+    "researcher": ("Nvidia - company profile", "https://profile.example.com/nvidia",
+                   "Nvidia designs GPUs. Headquarters: Santa Clara."),
+    "financial": ("Nvidia quarterly results", "https://ir.example.com/nvidia-q3",
+                  "Revenue was $57.0 billion in the third quarter, up 62% from a year ago."),
+    "market": ("Nvidia competitors", "https://market.example.com/gpu-share",
+               "Nvidia holds 80% of the data-center accelerator market; AMD is second."),
+    "product": ("Nvidia product launches", "https://news.example.com/blackwell",
+                "Nvidia launched the Blackwell Ultra platform and the GB300 system."),
+}  # fmt: skip
+FACTS = {
+    "financial": [("Quarterly revenue", "$57.0 billion"), ("Revenue growth", "62%")],
+    "market": [("Data-center accelerator share", "80%"), ("Closest competitor", "AMD")],
+    "product": [("Platform", "Blackwell Ultra"), ("System", "GB300")],
+}
+INVENTED = "https://invented.example.org/not-retrieved"
+
+
+def page_of(query: str) -> str:
+    """Which page a Tavily query is answered with (by the specialist's topic words)."""
+    lowered = query.lower()
+    for agent, words in (("financial", "financial"), ("market", "competitor"),
+                         ("product", "product")):  # fmt: skip
+        if words in lowered:
+            return agent
+    return "researcher"
+
+
+def search(body: dict[str, Any]) -> Any:
+    """Tavily: one page per agent, chosen by the query."""
+    title, url, content = PAGES[page_of(str(body["query"]))]
+    return tv.results([tv.result(title, url, content, 0.9)])
+
+
+def claude(scores: list[int]) -> Any:
+    """Claude: facts citing the page given (and one citing a URL never retrieved),
+    a summary from the facts, then the quality verdicts in turn."""
+    verdicts = iter(scores)
+
+    def answer(body: dict[str, Any]) -> Any:
+        if "tools" not in body:
+            return api.text("Nvidia's quarterly revenue was $57.0 billion, up 62%.")
+        schema = body["tools"][0]["input_schema"]["properties"]
+        if "score" in schema:
+            score = next(verdicts)
+            return api.tool_use("respond", {"score": score,
+                                            "missing": [] if score >= 85 else ["guidance"]})  # fmt: skip
+        agent = re.search(r"You are the (\w+) specialist", str(body["system"]))
+        assert agent is not None
+        url = PAGES[agent.group(1)][1]
+        facts = [{"label": label, "value": value, "source_url": url}
+                 for label, value in FACTS[agent.group(1)]]  # fmt: skip
+        facts.append({"label": "Rumour", "value": "$1 trillion deal", "source_url": INVENTED})
+        return api.tool_use("respond", {"facts": facts}, input_tokens=500, output_tokens=80)
+
+    return answer
+
+
+def assistant_on(anthropic: FakeAnthropic, tavily: FakeTavily) -> ResearchAssistant:
+    """An assistant whose LLM and source are the real SDK clients on the fake servers."""
+    llm = AnthropicLLM(api_key="sk-ant-test-key-123456", base_url=anthropic.url)
+    source = TavilySource("tvly-test-secret-0123456789", base_url=tavily.url, backoff=0.0)
+    return ResearchAssistant(llm=llm, source=source, store=MemoryCheckpointStore())
+
+
+@pytest.fixture(autouse=True)
+def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """RESEARCH_FSM_HOME in the test's folder; no real keys or base URLs."""
+    monkeypatch.setenv("RESEARCH_FSM_HOME", str(tmp_path))
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "TAVILY_API_KEY", "TAVILY_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+
+
+async def test_report_through_claude_and_tavily(
+    anthropic_server: FakeAnthropic, tavily_server: FakeTavily
+) -> None:
+    """One iteration: a search per agent, facts with source ids, five LLM calls,
+    cost per agent, and the invented URL nowhere in the report."""
+    anthropic_server.auto(claude([90]))
+    tavily_server.auto(search)
+    report = await assistant_on(anthropic_server, tavily_server).report("Nvidia")
+    queries = [page_of(str(r.body["query"])) for r in tavily_server.requests]
+    assert ["financial", "market", "product", "researcher"] == sorted(queries)
+    assert (1, 90) == (report.iterations, report.quality.score if report.quality else None)
+    assert 5 == len(anthropic_server.requests)
+    assert {"financial": 1, "market": 1, "product": 1, "synthesizer": 1, "quality": 1} == {
+        agent: usage.calls for agent, usage in report.usage.items()
+    }
+    assert all(usage.cost_usd > 0 for usage in report.usage.values())
+    assert report.cost_usd == round(sum(u.cost_usd for u in report.usage.values()), 6)
+    ids = {entry["url"]: entry["id"] for entry in report.sources}
+    assert {agent: page[1] for agent, page in PAGES.items()} == {
+        entry["agent"]: entry["url"] for entry in report.sources
+    }
+    assert f"**Quarterly revenue**: $57.0 billion [{ids[PAGES['financial'][1]]}]" in report.markdown
+    assert f"**Platform**: Blackwell Ultra [{ids[PAGES['product'][1]]}]" in report.markdown
+    assert "invented.example.org" not in report.markdown and "Rumour" not in report.markdown
+    assert report.summary_line().endswith(f"LLM 5 calls ~${report.cost_usd:.4f}")
+    meta = json.loads(((report.folder or Path()) / "meta.json").read_text(encoding="utf-8"))
+    for fact in meta["facts"]:
+        page = next(p for p in PAGES.values() if p[1] in fact["urls"])
+        assert fact["value"] in page[2]
+
+
+async def test_report_loops_with_claude_five_calls_per_iteration(
+    anthropic_server: FakeAnthropic, tavily_server: FakeTavily
+) -> None:
+    """A low first score sends the researcher back with Claude's gaps: two iterations,
+    ten LLM calls, the gaps in the second round's searches."""
+    anthropic_server.auto(claude([60, 90]))
+    tavily_server.auto(search)
+    report = await assistant_on(anthropic_server, tavily_server).report("Nvidia", language="ja")
+    assert (2, 10, 8) == (
+        report.iterations,
+        len(anthropic_server.requests),
+        len(tavily_server.requests),
+    )
+    assert {"financial": 2, "market": 2, "product": 2, "synthesizer": 2, "quality": 2} == {
+        agent: usage.calls for agent, usage in report.usage.items()
+    }
+    assert "## 財務" in report.markdown and "invented.example.org" not in report.markdown
+    second_round = [str(r.body["query"]) for r in tavily_server.requests[4:]]
+    assert all("guidance" in query for query in second_round), second_round
