@@ -194,3 +194,19 @@ class StoreWriteError(EngineError, OSError):
             f"{cause.strerror or cause} ({type(cause).__name__}); "
             "the previous checkpoint is intact"
         )
+
+
+class IncompatibleCheckpoint(EngineError, LookupError):
+    """A saved thread the graph no longer fits: its next or suspended node is gone,
+    or its state no longer validates against the state model."""
+
+    def __init__(
+        self, thread_id: str, detail: str, *, node: str | None = None, field: str | None = None
+    ) -> None:
+        self.thread_id = thread_id
+        self.node = node
+        self.field = field
+        super().__init__(
+            f"thread `{thread_id}` cannot continue with this graph: {detail}; pass new input "
+            "to start a fresh run on it, or delete the thread"
+        )
