@@ -25,6 +25,7 @@ from ._errors import (
     ThreadBusy,
     ThreadNotFound,
     ThreadSuspended,
+    UnsafeStoreDirectory,
 )
 from ._events import Completed, Emitted, Event, NodeFinished, NodeStarted, Suspended
 from ._filestore import JsonFileCheckpointStore
@@ -96,6 +97,7 @@ __all__ = [
     "ThreadBusy",
     "ThreadNotFound",
     "ThreadSuspended",
+    "UnsafeStoreDirectory",
     "add",
     "append",
     "replace",

@@ -14,12 +14,13 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import structlog
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from ._branches import Continue, NodeError, cannot_suspend, find_suspended
 from ._context import NodeContext
 from ._errors import (
     EngineError,
+    IncompatibleCheckpoint,
     InvalidResumeToken,
     InvalidUpdate,
     NodeFailed,
@@ -324,8 +325,17 @@ class CompiledGraph(Generic[StateT]):
                 raise ThreadNotFound(thread_id, "; pass input to start it")
             # the first checkpoint holds the whole state
             return _Start(schema.initial(input), None, secrets.token_hex(8), 0, 0, None, None)
+        state = self._restore(latest)
+        if isinstance(state, IncompatibleCheckpoint):
+            if input is None or resume is not None:
+                raise state
+            _log.warning("new input starts a fresh run", thread_id=thread_id, reason=str(state))
+            fresh = schema.initial(input)  # a whole state: the first line of a new segment
+            return _Start(
+                fresh, None, secrets.token_hex(8), 0, latest.seq, latest.checkpoint_id, None
+            )
         start = _Start(
-            schema.coerce(latest.state), latest.next, latest.run_id, latest.step, latest.seq,
+            state, latest.next, latest.run_id, latest.step, latest.seq,
             latest.checkpoint_id, delta, fanout=latest.branches,
         )  # fmt: skip
         if resume is not None:
@@ -366,6 +376,27 @@ class CompiledGraph(Generic[StateT]):
             )
             start.node, start.run_id, start.step, start.fanout = None, secrets.token_hex(8), 0, None
         return start
+
+    def _restore(self, latest: Checkpoint) -> BaseModel | IncompatibleCheckpoint:
+        """``latest``'s state as a model, or why this graph cannot continue it."""
+        thread_id = latest.thread_id
+        for node in (latest.next, (latest.suspension or {}).get("node")):
+            if isinstance(node, str) and node not in self._nodes:
+                return IncompatibleCheckpoint(
+                    thread_id, f"its saved run is at node `{node}`, which this graph has no more",
+                    node=node,
+                )  # fmt: skip
+        try:
+            return self._schema.coerce(latest.state)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            field = ".".join(str(part) for part in error["loc"]) or "state"
+            return IncompatibleCheckpoint(
+                thread_id,
+                f"its saved state no longer fits `{self.state_model.__name__}`: field "
+                f"`{field}`: {error['msg']}",
+                field=field,
+            )
 
     async def _run_locked(
         self,

@@ -210,3 +210,15 @@ class IncompatibleCheckpoint(EngineError, LookupError):
             f"thread `{thread_id}` cannot continue with this graph: {detail}; pass new input "
             "to start a fresh run on it, or delete the thread"
         )
+
+
+class UnsafeStoreDirectory(EngineError, PermissionError):
+    """A file store's directory that others could change: writable by other users,
+    or owned by another user. The store refuses to use it."""
+
+    def __init__(self, directory: str, reason: str) -> None:
+        self.directory = directory
+        super().__init__(
+            f"refusing the checkpoint store directory {directory}: {reason}; "
+            "use a directory of your own that only you can write (chmod 700)"
+        )

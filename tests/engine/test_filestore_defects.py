@@ -24,6 +24,7 @@ from research_fsm.engine import (
     StateSerializationError,
     StoreWriteError,
     ThreadBusy,
+    UnsafeStoreDirectory,
 )
 
 from .helpers import Ask, ask_graph, chain
@@ -197,8 +198,9 @@ async def test_unsafe_store_directory_is_refused(tmp_path: Path, problem: str) -
     else:
         os.chown(directory, 12345, -1)
     store = JsonFileCheckpointStore(directory, durability="none")
-    with pytest.raises(StoreWriteError) as caught:
+    with pytest.raises(UnsafeStoreDirectory) as caught:
         await chain("a", store=store).run({}, thread_id="t")
+    assert str(directory) == caught.value.directory
     assert str(directory) in str(caught.value)
 
 
@@ -220,9 +222,7 @@ async def test_special_file_where_a_segment_should_be_is_an_error(
 
 
 @pytest.mark.parametrize("kind", ["fifo", "directory"])
-async def test_special_file_where_the_list_should_be_is_an_error(
-    tmp_path: Path, kind: str
-) -> None:
+async def test_special_file_where_the_list_should_be_is_an_error(tmp_path: Path, kind: str) -> None:
     """A FIFO or directory in `<thread>.idx`'s place is an error naming it, never a hang."""
     store = JsonFileCheckpointStore(tmp_path / "s", durability="none")
     (tmp_path / "s").mkdir(mode=0o700)
