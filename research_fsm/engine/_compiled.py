@@ -130,7 +130,7 @@ class CompiledGraph(Generic[StateT]):
         self._origins = {name: f"node `{name}`" for name in self._nodes}  # for error messages
         self._holders: dict[str, asyncio.Task[Any]] = {}
         # Only stores that save a step's changes alone need them worked out.
-        self._tracks = bool(getattr(store, "saves_changes", False))
+        self._tracks = store.saves_changes
 
     def __repr__(self) -> str:
         return (
@@ -317,23 +317,10 @@ class CompiledGraph(Generic[StateT]):
         # What changed since the latest checkpoint, for stores that save just that.
         delta: dict[str, int | None] | None = {} if self._tracks else None
         if latest is None:
-            if resume is not None:
-                raise StaleResumeToken(
-                    thread_id, resume[0].checkpoint_id, "the thread no longer exists"
-                )
-            if input is None:
-                raise ThreadNotFound(thread_id, "; pass input to start it")
-            # the first checkpoint holds the whole state
-            return _Start(schema.initial(input), None, secrets.token_hex(8), 0, 0, None, None)
+            return self._fresh_start(thread_id, None, None, input, resume)
         state = self._restore(latest)
         if isinstance(state, IncompatibleCheckpoint):
-            if input is None or resume is not None:
-                raise state
-            _log.warning("new input starts a fresh run", thread_id=thread_id, reason=str(state))
-            fresh = schema.initial(input)  # a whole state: the first line of a new segment
-            return _Start(
-                fresh, None, secrets.token_hex(8), 0, latest.seq, latest.checkpoint_id, None
-            )
+            return self._fresh_start(thread_id, latest, state, input, resume)
         start = _Start(
             state, latest.next, latest.run_id, latest.step, latest.seq,
             latest.checkpoint_id, delta, fanout=latest.branches,
@@ -376,6 +363,26 @@ class CompiledGraph(Generic[StateT]):
             )
             start.node, start.run_id, start.step, start.fanout = None, secrets.token_hex(8), 0, None
         return start
+
+    def _fresh_start(
+        self, thread_id: str, latest: Checkpoint | None, misfit: IncompatibleCheckpoint | None,
+        input: dict[str, Any] | BaseModel | None, resume: tuple[SuspendToken, Any] | None,
+    ) -> _Start:  # fmt: skip
+        """A run from START on ``input`` alone: on a new thread, or on one whose
+        latest checkpoint this graph cannot continue (``misfit``)."""
+        if misfit is not None and (input is None or resume is not None):
+            raise misfit
+        if resume is not None:
+            raise StaleResumeToken(
+                thread_id, resume[0].checkpoint_id, "the thread no longer exists"
+            )
+        if input is None:
+            raise ThreadNotFound(thread_id, "; pass input to start it")
+        if misfit is not None:
+            _log.warning("new input starts a fresh run", thread_id=thread_id, reason=str(misfit))
+        # the first checkpoint of such a run holds the whole state
+        seq, parent = (0, None) if latest is None else (latest.seq, latest.checkpoint_id)
+        return _Start(self._schema.initial(input), None, secrets.token_hex(8), 0, seq, parent, None)
 
     def _restore(self, latest: Checkpoint) -> BaseModel | IncompatibleCheckpoint:
         """``latest``'s state as a model, or why this graph cannot continue it."""

@@ -11,30 +11,20 @@ already exists is many times cheaper than making a folder per thread)::
     alice.idx                        the segment list: the live segments, once there is more than one
     alice.lock                       the lease where there are no range locks (flock)
 
-This module coordinates; the parts live beside it: ``_fs`` (the system calls,
-replaceable to inject faults), ``_logformat`` (lines as bytes), ``_leases``,
-``_groupcommit`` (one sync per batch) and ``_segments`` (segments and the list).
-
-The first line of a segment holds the whole state; every later line holds only
-its step's changes, so a save writes a few hundred bytes however long the
-conversation, and never rewrites what is already on disk. A save is one
-``write(2)`` to the open segment (and one ``fdatasync`` with
-``durability="fsync"``); a killed process leaves at most an unfinished last
-line, which the next lease holder cuts off. Segments rotate after
-``min(keep, 128)`` checkpoints (or ~1 MiB of changes); with ``keep``, the oldest
-whole segments are deleted. The leases assume a local file system; a network
-file system needs a database-backed store.
+A save appends one line, a step's changes (``_logformat``), with one
+``write(2)`` (and one ``fdatasync`` with ``durability="fsync"``, shared by a
+batch: ``_groupcommit``); a killed process leaves at most an unfinished last
+line, which the next lease holder (``_leases``) cuts off. Segments rotate after
+``min(keep, 128)`` checkpoints or ~1 MiB; with ``keep`` the oldest whole ones
+are deleted (``_segments``). Every system call goes through ``_fs``. The leases
+assume a local file system; a network file system needs a database store.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
-import secrets
-import stat
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -46,13 +36,23 @@ from ._errors import (
     CorruptCheckpoint,
     StoreWriteError,
     ThreadBusy,
-    UnsafeStoreDirectory,
 )
-from ._fs import NOFOLLOW, FileSystem, fsync_dir, make_private_dirs, open_file, unlink, write_all
+from ._fs import (
+    NOFOLLOW,
+    FileSystem,
+    fsync_dir,
+    make_private_dirs,
+    open_file,
+    refuse_unsafe_dir,
+    unlink,
+    write_all,
+)
 from ._groupcommit import GroupCommit
-from ._leases import Locks
-from ._logformat import SCHEMA_VERSION, TAIL, encode_line
-from ._segments import Segments, file_stem, refuse_rollback, segment_seq
+from ._heads import Head, Heads
+from ._leases import FileLease, Locks
+from ._logformat import SCHEMA_VERSION, TAIL, aliases_of, encode_line
+from ._secretfile import load_secret
+from ._segments import Segments, file_stem, refuse_rollback
 from ._store import validate_thread_id
 from ._types import Checkpoint
 
@@ -60,40 +60,8 @@ __all__ = ["SCHEMA_VERSION", "JsonFileCheckpointStore"]
 
 _SEGMENT_RECORDS = 128  # checkpoints per segment at most (fewer with a smaller keep)
 _SEGMENT_BYTES = 1 << 20  # ... and rotate once changes pass this size
-_CACHED_HEADS = 256  # newest checkpoints remembered between leases (LRU)
 
 Durability = Literal["fsync", "none"]
-
-
-@dataclass(slots=True)
-class _Head:
-    """The newest checkpoint of a thread as this store last read or wrote it."""
-
-    checkpoint: Checkpoint
-    segments: list[int]  # first seqs of the live segments, newest first
-    ino: int  # the newest segment's inode, size and last bytes: unchanged means
-    size: int  # nobody wrote to it since
-    tail: bytes
-    records: int  # lines in the newest segment
-    base: int  # bytes of its first (whole-state) line
-    fd: int | None = field(default=None)  # open for appending while the lease is held
-
-
-class _FileLease:
-    __slots__ = ("_held", "_owner", "_thread_id")
-
-    def __init__(self, owner: JsonFileCheckpointStore, thread_id: str) -> None:
-        self._owner = owner
-        self._thread_id = thread_id
-        self._held = True
-
-    async def release(self) -> None:
-        self.release_now()
-
-    def release_now(self) -> None:
-        if self._held:
-            self._held = False
-            self._owner._release(self._thread_id)
 
 
 class JsonFileCheckpointStore:
@@ -137,13 +105,12 @@ class JsonFileCheckpointStore:
         self._secret = secret.encode() if isinstance(secret, str) else secret
         self._segments = Segments(self.fs, self.directory, durability == "fsync")
         self._locks = Locks(self.fs, self.directory, file_stem, self._make_root)
-        self._group = GroupCommit(self.fs, self.directory, self._segments.prune, self._forget)
+        self._heads = Heads(self.fs, self._segments, self._locks.holds)
+        self._group = GroupCommit(self.fs, self.directory, self._segments.prune, self._heads.forget)
         self._worker = Batcher(commit=self._group.commit)
-        self._heads: dict[str, _Head] = {}
         # The newest checkpoint read while taking a lease, handed to the next
         # load_latest of that thread (nothing can change it while the lease is held).
         self._peeked: dict[str, Checkpoint | None] = {}
-        self._aliases: dict[type[BaseModel], dict[str, str]] = {}
         self._root_checked = False
 
     def __repr__(self) -> str:
@@ -161,14 +128,7 @@ class JsonFileCheckpointStore:
         """Every file of ``thread_id``, sorted: its lock, its segments and any
         damaged lines moved aside (``ValueError`` for a bad id). Lists the
         whole folder: meant for tools and tests, not for hot paths."""
-        stem = file_stem(validate_thread_id(thread_id))
-        try:
-            names = os.listdir(self.directory)
-        except FileNotFoundError:
-            return []
-        own = (f"{stem}.lock", f"{stem}.idx")
-        mine = [n for n in names if n in own or n.startswith(f"{stem}=")]
-        return [self.directory / n for n in sorted(mine)]
+        return self._segments.files(file_stem(validate_thread_id(thread_id)))
 
     def segment_path(self, thread_id: str, first_seq: int) -> Path:
         """Where the segment of ``thread_id`` starting at checkpoint ``first_seq`` lives."""
@@ -176,18 +136,8 @@ class JsonFileCheckpointStore:
 
     def _check_root(self) -> None:
         """Refuse a store directory another user could change (once per store)."""
-        if self._root_checked:
-            return
-        try:
-            st = self.fs.stat(self.directory)
-        except FileNotFoundError:
-            return  # made 0700 by the first write
-        if st.st_uid != os.geteuid():
-            raise UnsafeStoreDirectory(str(self.directory), f"it is owned by uid {st.st_uid}")
-        if st.st_mode & 0o022:
-            mode = stat.S_IMODE(st.st_mode)
-            raise UnsafeStoreDirectory(str(self.directory), f"others can write it (mode {mode:o})")
-        self._root_checked = True
+        if not self._root_checked:
+            self._root_checked = refuse_unsafe_dir(self.fs, self.directory)
 
     def _make_root(self) -> None:
         if make_private_dirs(self.fs, self.directory) and self.durability == "fsync":
@@ -195,7 +145,7 @@ class JsonFileCheckpointStore:
 
     # -- lease -----------------------------------------------------------------
 
-    async def acquire(self, thread_id: str) -> _FileLease:
+    async def acquire(self, thread_id: str) -> FileLease:
         # The lock is taken in a worker thread (file I/O stays off the event loop),
         # and the newest checkpoint is read in the same trip: the engine asks for it
         # next. If the caller is cancelled meanwhile, the locking still finishes and
@@ -205,9 +155,9 @@ class JsonFileCheckpointStore:
             await locking  # cannot be cancelled: finishes before CancelledError comes
         except asyncio.CancelledError:
             if locking.done() and locking.exception() is None:
-                _FileLease(self, thread_id).release_now()
+                FileLease(self._release, thread_id).release_now()
             raise
-        return _FileLease(self, thread_id)
+        return FileLease(self._release, thread_id)
 
     def _lock_and_peek(self, thread_id: str) -> None:
         self._lock(thread_id)
@@ -223,10 +173,7 @@ class JsonFileCheckpointStore:
 
     def _release(self, thread_id: str) -> None:
         self._peeked.pop(thread_id, None)
-        head = self._heads.get(thread_id)
-        if head is not None and head.fd is not None:
-            fd, head.fd = head.fd, None
-            self.fs.close(fd)
+        self._heads.close(thread_id)
         self._locks.unlock(thread_id)
 
     # -- saving ----------------------------------------------------------------
@@ -271,9 +218,9 @@ class JsonFileCheckpointStore:
         else:
             self._append(cp, head, group)
 
-    def _append(self, cp: Checkpoint, head: _Head, group: bool) -> None:
+    def _append(self, cp: Checkpoint, head: Head, group: bool) -> None:
         assert isinstance(cp.state, BaseModel)
-        line = encode_line(cp, cp.changes, self._alias_map(type(cp.state)))
+        line = encode_line(cp, cp.changes, aliases_of(type(cp.state)))
         fs = self.fs
         try:
             if head.fd is None:
@@ -292,7 +239,7 @@ class JsonFileCheckpointStore:
                 try:
                     fs.ftruncate(head.fd, head.size)
                 except OSError:
-                    self._forget(cp.thread_id)
+                    self._heads.forget(cp.thread_id)
                 raise
         except OSError as exc:
             raise StoreWriteError(cp.thread_id, exc) from exc
@@ -301,7 +248,7 @@ class JsonFileCheckpointStore:
         head.tail = line[-TAIL:]
         head.records += 1
 
-    def _start_segment(self, cp: Checkpoint, head: _Head | None, group: bool) -> None:
+    def _start_segment(self, cp: Checkpoint, head: Head | None, group: bool) -> None:
         """Write ``cp`` with its whole state as the first line of a new segment."""
         line = encode_line(cp, None, {})
         path = self._segments.path(file_stem(cp.thread_id), cp.seq)
@@ -331,8 +278,8 @@ class JsonFileCheckpointStore:
         except OSError as exc:
             raise StoreWriteError(cp.thread_id, exc) from exc
         ino = self.fs.fstat(fd).st_ino
-        self._remember(
-            cp.thread_id, _Head(cp, segments, ino, len(line), line[-TAIL:], 1, len(line), fd)
+        self._heads.remember(
+            cp.thread_id, Head(cp, segments, ino, len(line), line[-TAIL:], 1, len(line), fd)
         )
         if not deferred:  # else once the new segment is durable (``GroupCommit.commit``)
             self._segments.prune(cp.thread_id, segments, pruned)
@@ -345,34 +292,6 @@ class JsonFileCheckpointStore:
             self._make_root()
             return self.fs.open(path, flags, 0o600)
 
-    def _alias_map(self, model: type[BaseModel]) -> dict[str, str]:
-        aliases = self._aliases.get(model)
-        if aliases is None:
-            aliases = {}
-            for name, info in model.model_fields.items():
-                alias = info.serialization_alias or info.alias
-                if isinstance(alias, str):
-                    aliases[name] = alias
-            self._aliases[model] = aliases
-        return aliases
-
-    def _remember(self, thread_id: str, head: _Head) -> None:
-        old = self._heads.pop(thread_id, None)
-        if old is not None and old.fd is not None and old.fd != head.fd:
-            self.fs.close(old.fd)
-        self._heads[thread_id] = head
-        if len(self._heads) > _CACHED_HEADS:
-            for name in list(self._heads):
-                if not self._locks.holds(name):
-                    self._forget(name)
-                    if len(self._heads) <= _CACHED_HEADS:
-                        break
-
-    def _forget(self, thread_id: str) -> None:
-        head = self._heads.pop(thread_id, None)
-        if head is not None and head.fd is not None:
-            self.fs.close(head.fd)
-
     # -- loading ---------------------------------------------------------------
 
     async def load_latest(self, thread_id: str) -> Checkpoint | None:
@@ -383,29 +302,10 @@ class JsonFileCheckpointStore:
     def _load_latest(self, thread_id: str) -> Checkpoint | None:
         stem = file_stem(validate_thread_id(thread_id))
         self._check_root()
-        head = self._heads.get(thread_id)
-        if head is not None and self._unchanged(stem, head):
-            if self._locks.holds(thread_id):  # most recently used
-                self._heads[thread_id] = self._heads.pop(thread_id)
+        head = self._heads.current(thread_id, stem)
+        if head is not None:
             return head.checkpoint
         return self._read_newest(thread_id, stem)
-
-    def _unchanged(self, stem: str, head: _Head) -> bool:
-        """Whether the newest segment still ends with the line this store last saw,
-        and no newer segment follows it."""
-        if self.fs.lexists(self._segments.path(stem, head.checkpoint.seq + 1)):
-            return False
-        try:
-            fd = open_file(self.fs, self._segments.path(stem, head.segments[0]), os.O_RDONLY, stem)
-        except FileNotFoundError:
-            return False
-        try:
-            st = self.fs.fstat(fd)
-            if st.st_ino != head.ino or st.st_size != head.size:
-                return False
-            return self.fs.pread(fd, len(head.tail), head.size - len(head.tail)) == head.tail
-        finally:
-            self.fs.close(fd)
 
     def _read_newest(self, thread_id: str, stem: str) -> Checkpoint | None:
         leased = self._locks.holds(thread_id)
@@ -429,7 +329,7 @@ class JsonFileCheckpointStore:
                 continue
             if leased:
                 live = segments[index:]
-                self._remember(thread_id, _Head(
+                self._heads.remember(thread_id, Head(
                     scan.records[-1], live, scan.ino, scan.good_size, scan.tail,
                     len(scan.records), scan.base,
                 ))  # fmt: skip
@@ -484,61 +384,13 @@ class JsonFileCheckpointStore:
             await lease.release()
 
     def _delete(self, thread_id: str) -> None:
-        self._forget(thread_id)
+        self._heads.forget(thread_id)
         self._peeked.pop(thread_id, None)
-        stem = file_stem(thread_id)
-
-        def order(path: Path) -> tuple[int, int, str]:
-            # Moved-aside files first, then segments oldest first: a process killed
-            # midway leaves the thread whole (its newest checkpoint in place) or
-            # gone, never rolled back to an older checkpoint whose used token works.
-            seq = segment_seq(stem, path.name)
-            return (0, 0, path.name) if seq is None else (1, seq, path.name)
-
-        files = [
-            p
-            for p in self.thread_files(thread_id)
-            if p.name.endswith((".jsonl", ".corrupt", ".tmp"))
-        ]
-        for path in sorted(files, key=order):
-            unlink(self.fs, path)
-        unlink(self.fs, self._segments.list_path(stem))  # last: until then the thread is known
+        self._segments.delete_all(file_stem(thread_id))
 
     async def secret(self) -> bytes:
         if self._secret is None:
-            self._secret = await asyncio.to_thread(self._load_secret)
+            self._secret = await asyncio.to_thread(
+                load_secret, self.fs, self.directory, self._make_root
+            )
         return self._secret
-
-    def _load_secret(self) -> bytes:
-        # The key is written to a temporary file, synced and hard-linked into place,
-        # so ``.secret`` is always whole: a writer killed (or out of disk) midway
-        # leaves no half-written key that would lock every token out for good.
-        path = self.directory / ".secret"
-        self._make_root()
-        if not self.fs.lexists(path):
-            tmp = self.directory / f".tmp-secret-{secrets.token_hex(8)}"
-            try:
-                fd = self.fs.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW, 0o600)
-                try:
-                    write_all(self.fs, fd, secrets.token_bytes(32).hex().encode())
-                    self.fs.fsync(fd)
-                finally:
-                    self.fs.close(fd)
-                with contextlib.suppress(FileExistsError):  # another process was first
-                    self.fs.link(tmp, path)
-                fsync_dir(self.fs, self.directory)
-            finally:
-                unlink(self.fs, tmp)
-        fd = open_file(self.fs, path, os.O_RDONLY, ".secret")
-        try:
-            data = self.fs.pread(fd, 65, 0)
-        finally:
-            self.fs.close(fd)
-        if len(data) == 64:
-            try:
-                return bytes.fromhex(data.decode("ascii"))
-            except ValueError:
-                pass
-        raise CorruptCheckpoint(
-            ".secret", f"the key file {path} is damaged; delete it to make a new key"
-        )

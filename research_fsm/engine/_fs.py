@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ._errors import CorruptCheckpoint
+from ._errors import CorruptCheckpoint, UnsafeStoreDirectory
 
 __all__ = [
     "NOFOLLOW",
@@ -27,6 +27,7 @@ __all__ = [
     "make_private_dirs",
     "not_a_file",
     "open_file",
+    "refuse_unsafe_dir",
     "unlink",
     "write_all",
 ]
@@ -152,6 +153,21 @@ def make_private_dirs(fs: FileSystem, path: Path) -> bool:
             fs.mkdir(path, 0o700)
         except FileExistsError:
             return False
+    return True
+
+
+def refuse_unsafe_dir(fs: FileSystem, directory: Path) -> bool:
+    """Raise ``UnsafeStoreDirectory`` if another user owns ``directory`` or others
+    can write it; returns whether it was checked (``False``: not made yet)."""
+    try:
+        st = fs.stat(directory)
+    except FileNotFoundError:
+        return False  # made 0700 by the first write
+    if st.st_uid != os.geteuid():
+        raise UnsafeStoreDirectory(str(directory), f"it is owned by uid {st.st_uid}")
+    if st.st_mode & 0o022:
+        mode = stat.S_IMODE(st.st_mode)
+        raise UnsafeStoreDirectory(str(directory), f"others can write it (mode {mode:o})")
     return True
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from ._errors import StoreWriteError, ThreadBusy
 from ._fs import NOFOLLOW, FileSystem, open_file
 
-__all__ = ["OFD_LOCKS", "Locks"]
+__all__ = ["OFD_LOCKS", "FileLease", "Locks"]
 
 # struct flock for open-file-description locks (Linux, 64-bit off_t): l_type,
 # l_whence, l_start, l_len, l_pid (must be 0).
@@ -40,6 +40,24 @@ OFD_LOCKS = (
 )
 _CLAIMED = -2  # being locked by a worker thread of this store
 _RANGE = -1  # held as a range lock on ``.locks``
+
+
+class FileLease:
+    """A thread held by a file store; ``release`` gives it back (twice is harmless)."""
+
+    __slots__ = ("_release", "_thread_id")
+
+    def __init__(self, release: Callable[[str], None], thread_id: str) -> None:
+        self._release: Callable[[str], None] | None = release
+        self._thread_id = thread_id
+
+    async def release(self) -> None:
+        self.release_now()
+
+    def release_now(self) -> None:
+        release, self._release = self._release, None
+        if release is not None:
+            release(self._thread_id)
 
 
 class Locks:

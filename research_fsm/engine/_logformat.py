@@ -13,6 +13,7 @@ newest first, separated by spaces, ending with a newline.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ __all__ = [
     "TAIL",
     "Damaged",
     "Scan",
+    "aliases_of",
     "checksum",
     "encode_line",
     "index_bytes",
@@ -66,6 +68,17 @@ def index_seqs(data: bytes) -> list[int] | None:
 
 
 # -- writing ----------------------------------------------------------------------
+
+
+@functools.cache
+def aliases_of(model: type[BaseModel]) -> dict[str, str]:
+    """The keys ``model``'s fields are written under, where not their names."""
+    aliases: dict[str, str] = {}
+    for name, info in model.model_fields.items():
+        alias = info.serialization_alias or info.alias
+        if isinstance(alias, str):
+            aliases[name] = alias
+    return aliases
 
 
 def encode_line(

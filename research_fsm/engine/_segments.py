@@ -74,6 +74,31 @@ class Segments:
         scan.ino = ino
         return scan
 
+    def files(self, stem: str) -> list[Path]:
+        """Every file of the thread, sorted (lists the whole folder)."""
+        try:
+            names = self._fs.listdir(self._directory)
+        except FileNotFoundError:
+            return []
+        own = (f"{stem}.lock", f"{stem}.idx")
+        mine = [n for n in names if n in own or n.startswith(f"{stem}=")]
+        return [self._directory / n for n in sorted(mine)]
+
+    def delete_all(self, stem: str) -> None:
+        """Delete the thread's files: moved-aside ones first, then segments oldest
+        first, the list last. A process killed midway leaves the thread whole (its
+        newest checkpoint in place) or gone, never rolled back to an older
+        checkpoint whose used token works."""
+
+        def order(path: Path) -> tuple[int, int, str]:
+            seq = segment_seq(stem, path.name)
+            return (0, 0, path.name) if seq is None else (1, seq, path.name)
+
+        files = [p for p in self.files(stem) if p.name.endswith((".jsonl", ".corrupt", ".tmp"))]
+        for path in sorted(files, key=order):
+            unlink(self._fs, path)
+        unlink(self._fs, self.list_path(stem))  # last: until then the thread is known
+
     # -- the segment list ----------------------------------------------------------
 
     def read_list(self, stem: str) -> bytes | None:
