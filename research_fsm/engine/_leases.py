@@ -18,9 +18,11 @@ import errno
 import fcntl
 import hashlib
 import os
+import random
 import struct
 import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -38,6 +40,7 @@ OFD_LOCKS = (
     and struct.calcsize(_FLOCK) == 32
     and struct.calcsize("P") == 8
 )
+_CREATE_ATTEMPTS = 20  # tries to create ``.locks`` while other stores hold the directory
 _CLAIMED = -2  # being locked by a worker thread of this store
 _RANGE = -1  # held as a range lock on ``.locks``
 
@@ -110,6 +113,8 @@ class Locks:
         with self._guard:
             try:
                 fd = self._enter(thread_id)
+            except StoreWriteError:
+                raise
             except OSError as exc:  # a read-only or full file system, no permission
                 raise StoreWriteError(thread_id, exc) from exc
             try:
@@ -162,30 +167,37 @@ class Locks:
             fcntl.flock(self._dir_fd, fcntl.LOCK_UN)
 
     def _open_lock_file(self, thread_id: str) -> int:
-        """Open ``.locks``; create it only while no other store holds a lease here
-        (they may hold them on a ``.locks`` deleted by hand)."""
+        """Open ``.locks`` (holding the directory's shared flock); create it only
+        holding the flock exclusively: no other store holds a lease here, on a
+        ``.locks`` that may have been deleted by hand."""
         path = self._directory / ".locks"
-        try:
-            return open_file(self._fs, path, os.O_RDWR, thread_id)
-        except FileNotFoundError:
-            pass
         assert self._dir_fd is not None
-        try:
-            fcntl.flock(self._dir_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            fcntl.flock(self._dir_fd, fcntl.LOCK_SH)
-            raise StoreWriteError(
-                thread_id,
-                OSError(
-                    errno.EBUSY,
-                    f"{path} is missing while another process holds leases in this store "
-                    "(was it deleted?); try again once those runs end",
-                ),
-            ) from None
-        try:
-            return open_file(self._fs, path, os.O_RDWR | os.O_CREAT, thread_id)
-        finally:
-            fcntl.flock(self._dir_fd, fcntl.LOCK_SH)
+        for attempt in range(_CREATE_ATTEMPTS):
+            try:
+                return open_file(self._fs, path, os.O_RDWR, thread_id)
+            except FileNotFoundError:
+                pass
+            # Stores creating it at once must not block each other: each backs off
+            # holding nothing, so one of them gets the flock exclusively.
+            fcntl.flock(self._dir_fd, fcntl.LOCK_UN)
+            try:
+                fcntl.flock(self._dir_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                time.sleep(random.uniform(0.5, 2.0) * 1e-3 * min(attempt + 1, 5))
+                fcntl.flock(self._dir_fd, fcntl.LOCK_SH)
+                continue
+            try:
+                return open_file(self._fs, path, os.O_RDWR | os.O_CREAT, thread_id)
+            finally:
+                fcntl.flock(self._dir_fd, fcntl.LOCK_SH)
+        raise StoreWriteError(
+            thread_id,
+            OSError(
+                errno.EBUSY,
+                f"{path} is missing while another process holds leases in this store "
+                "(was it deleted?); try again once those runs end",
+            ),
+        )
 
     def _flock(self, thread_id: str) -> int:
         path = self._directory / f"{self._stem(thread_id)}.lock"

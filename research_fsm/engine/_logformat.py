@@ -42,7 +42,7 @@ __all__ = [
 
 SCHEMA_VERSION = 3  # 3: lines may carry parallel-branch records (others are still 2)
 TAIL = 34  # a line ends with a tab, 32 hex digits of checksum and a newline
-_HEADER_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+_HEADER_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 _HEADER_FIELDS = (
     "thread_id", "checkpoint_id", "parent_id", "seq", "run_id", "step", "status",
     "next", "last_node", "created_at", "suspension", "error",
@@ -87,15 +87,15 @@ def encode_line(
     """One log line for ``cp``: just its ``changes`` (fields set, or the count of
     items appended to each), or its whole state when ``changes`` is ``None``.
     ``aliases`` maps field names to the keys they are written under."""
-    parts = ['{"v":' + ("3" if cp.branches else "2")]
-    for name in _HEADER_FIELDS:
-        value = getattr(cp, name)
-        try:
-            text = _HEADER_ENCODER.encode(value)
-        except (TypeError, ValueError) as exc:
-            path, detail = find_unserializable(value, name)
-            raise StateSerializationError(cp.last_node, path, detail or str(exc)) from None
-        parts.append(f'"{name}":{text}')
+    header = {name: getattr(cp, name) for name in _HEADER_FIELDS}
+    try:  # one call for the whole header; ``v`` first
+        parts = [
+            '{"v":' + ("3" if cp.branches else "2") + "," + _HEADER_ENCODER.encode(header)[1:-1]
+        ]
+    except (TypeError, ValueError) as exc:
+        name = next(n for n in _HEADER_FIELDS if not _encodable(header[n]))
+        path, detail = find_unserializable(header[name], name)
+        raise StateSerializationError(cp.last_node, path, detail or str(exc)) from None
     if changes is not None:
         assert isinstance(cp.state, BaseModel)
         include: dict[str, Any] = {}
@@ -116,6 +116,14 @@ def encode_line(
         parts.extend(_branch_parts(cp, changes is not None))
     body = (",".join(parts) + "}").encode("utf-8", "surrogatepass")
     return body + b"\t" + checksum(body) + b"\n"
+
+
+def _encodable(value: Any) -> bool:
+    try:
+        _HEADER_ENCODER.encode(value)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def _state_json(cp: Checkpoint, include: dict[str, Any] | None) -> str:

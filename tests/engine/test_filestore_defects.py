@@ -7,6 +7,7 @@ import dataclasses
 import math
 import os
 import secrets
+import threading
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -72,12 +73,8 @@ async def test_missing_list_with_first_segment_pruned_keeps_the_thread(tmp_path:
     snap = await app.get_state("t")
     assert snap is not None
     assert newest.checkpoint_id == snap.checkpoint_id
-    await app.run({}, thread_id="t")
-    latest = await fresh.load_latest("t")
-    assert latest is not None
-    assert (newest.seq + 3, newest.checkpoint_id) == (latest.seq, latest.parent_id) or (
-        latest.seq > newest.seq
-    )
+    result = await app.run({}, thread_id="t")
+    assert 3 == result.state.n  # the third turn, not a first one on a thread thought new
 
 
 # -- (b) damage never resurrects a used resume token ----------------------------------
@@ -139,13 +136,11 @@ async def test_failed_prune_unlink_fails_no_other_operation(
         store.acquire("x1"), store.acquire("x2"), store.save(child), store.acquire("u"),
         return_exceptions=True,
     )  # fmt: skip
-    errors = [r for r in results if isinstance(r, BaseException)]
-    assert all(isinstance(e, StoreWriteError) for e in errors), errors
+    assert [] == [r for r in results if isinstance(r, BaseException)]
     for result in results:
-        if not isinstance(result, BaseException) and result is not None:
+        if result is not None and not isinstance(result, BaseException):
             await result.release()
     await lease.release()
-    assert [] == [r for r in results[:2] + results[3:] if isinstance(r, BaseException)]
     again = await store.acquire("u")  # no lease leaked: the thread is free
     await again.release()
     reread = await JsonFileCheckpointStore(tmp_path / "s", keep=1).load_latest("t")
@@ -311,3 +306,29 @@ async def test_deleted_lock_file_does_not_hand_out_a_held_thread(tmp_path: Path)
     await lease.release()
     again = await other.acquire("t")  # free once the holder let go
     await again.release()
+
+
+def test_stores_creating_the_lock_file_at_once_all_get_their_leases(tmp_path: Path) -> None:
+    """Several stores taking their first leases at once in a new directory all succeed."""
+    directory = tmp_path / "s"
+    directory.mkdir(mode=0o700)
+    stores = [JsonFileCheckpointStore(directory, durability="none") for _ in range(4)]
+    barrier = threading.Barrier(len(stores))
+    errors: list[BaseException] = []
+
+    def take(store: JsonFileCheckpointStore, thread_id: str) -> None:
+        barrier.wait()
+        try:
+            store._lock(thread_id)
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    workers = [
+        threading.Thread(target=take, args=(store, f"t{i}")) for i, store in enumerate(stores)
+    ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert [] == errors
+    assert [True] * len(stores) == [s._locks.holds(f"t{i}") for i, s in enumerate(stores)]
