@@ -242,8 +242,11 @@ class CompiledGraph(Generic[StateT]):
                 for branch_id, record in _in_order(cp.branches)
             )
             suspensions += await self._branch_suspensions(cp.thread_id, cp.branches)
+        state = self._restore(cp, nodes=False)  # a snapshot needs no node of the graph
+        if isinstance(state, IncompatibleCheckpoint):
+            raise state
         return StateSnapshot(
-            state=self._schema.coerce(cp.state),  # type: ignore[arg-type]
+            state=state,  # type: ignore[arg-type]
             status=cp.status,
             next=cp.next,
             suspension=suspensions[0] if suspensions else None,
@@ -384,10 +387,13 @@ class CompiledGraph(Generic[StateT]):
         seq, parent = (0, None) if latest is None else (latest.seq, latest.checkpoint_id)
         return _Start(self._schema.initial(input), None, secrets.token_hex(8), 0, seq, parent, None)
 
-    def _restore(self, latest: Checkpoint) -> BaseModel | IncompatibleCheckpoint:
-        """``latest``'s state as a model, or why this graph cannot continue it."""
+    def _restore(
+        self, latest: Checkpoint, *, nodes: bool = True
+    ) -> BaseModel | IncompatibleCheckpoint:
+        """``latest``'s state as a model, or why this graph cannot continue it
+        (its state does not validate, or, with ``nodes``, its next node is gone)."""
         thread_id = latest.thread_id
-        for node in (latest.next, (latest.suspension or {}).get("node")):
+        for node in (latest.next, (latest.suspension or {}).get("node")) if nodes else ():
             if isinstance(node, str) and node not in self._nodes:
                 return IncompatibleCheckpoint(
                     thread_id, f"its saved run is at node `{node}`, which this graph has no more",

@@ -140,11 +140,12 @@ def _state_json(cp: Checkpoint, include: dict[str, Any] | None) -> str:
         raise StateSerializationError(cp.last_node, path, detail or str(exc)) from None
 
 
-def _branch_parts(cp: Checkpoint, delta: bool) -> list[str]:
-    """The JSON members holding ``cp``'s branch records (just the changed ones in a delta)."""
+def _branch_parts(cp: Checkpoint, only_changes: bool) -> list[str]:
+    """The JSON members holding ``cp``'s branch records (on a line of a step's
+    changes, just the records that step changed)."""
     branches = cp.branches or {}
     changed = cp.changed_branches
-    if delta and changed is not None:
+    if only_changes and changed is not None:
         parts = ['"bset":' + _records_json(cp, {k: branches[k] for k in changed if k in branches})]
         gone = [k for k in changed if k not in branches]
         if gone:

@@ -94,6 +94,9 @@ async def test_next_node_that_no_longer_exists_names_it(store: CheckpointStore) 
     with pytest.raises(IncompatibleCheckpoint) as caught:
         await chain("a", store=store).run(None, thread_id="t")
     assert ("t", "b") == (caught.value.thread_id, caught.value.node)
+    snap = await chain("a", store=store).get_state("t")  # still readable
+    assert snap is not None
+    assert "b" == snap.next
     result = await chain("a", store=store).run({}, thread_id="t")
     assert (["a"], Counter) == (result.path, type(result.state))
 
@@ -107,3 +110,13 @@ def _unfinished(latest: Any, node: str) -> Any:
         latest, checkpoint_id=secrets.token_hex(12), parent_id=latest.checkpoint_id,
         seq=latest.seq + 1, status="running", next=node, changes=None,
     )  # fmt: skip
+
+
+async def test_get_state_of_a_state_that_no_longer_validates_names_the_field(
+    store: CheckpointStore,
+) -> None:
+    """get_state on a saved state the model rejects raises IncompatibleCheckpoint naming the field."""
+    await chain("a", store=store).run({}, thread_id="t")
+    with pytest.raises(IncompatibleCheckpoint) as caught:
+        await _single(Grown, store).get_state("t")
+    assert ("t", "topic") == (caught.value.thread_id, caught.value.field)
