@@ -61,6 +61,7 @@ def profile_engine(path: str, runs: int, top: int) -> None:
 
 def profile_file(path: str, runs: int, top: int, durability: str) -> None:
     from research_fsm.engine import JsonFileCheckpointStore, MemoryCheckpointStore
+    from research_fsm.engine._logformat import encode_line
 
     root = Path(tempfile.mkdtemp(prefix="rfsm-profile-"))
     try:
@@ -92,7 +93,7 @@ def profile_file(path: str, runs: int, top: int, durability: str) -> None:
             for cp in checkpoints:
                 cp = dataclasses.replace(cp, thread_id=thread)
                 t3 = time.perf_counter()
-                sync_store._line(cp, delta=cp.parent_id is not None and cp.changes is not None)
+                encode_line(cp, cp.changes if cp.parent_id is not None else None, {})
                 t4 = time.perf_counter()
                 sync_store._save(cp)
                 parts["encode (included in save)"] += t4 - t3

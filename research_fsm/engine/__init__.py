@@ -12,6 +12,7 @@ from ._errors import (
     CorruptCheckpoint,
     EngineError,
     GraphValidationError,
+    IncompatibleCheckpoint,
     InvalidResumeToken,
     InvalidUpdate,
     NodeFailed,
@@ -24,6 +25,7 @@ from ._errors import (
     ThreadBusy,
     ThreadNotFound,
     ThreadSuspended,
+    UnsafeStoreDirectory,
 )
 from ._events import Completed, Emitted, Event, NodeFinished, NodeStarted, Suspended
 from ._filestore import JsonFileCheckpointStore
@@ -64,6 +66,7 @@ __all__ = [
     "ErrorInfo",
     "Event",
     "GraphValidationError",
+    "IncompatibleCheckpoint",
     "InvalidResumeToken",
     "InvalidUpdate",
     "JsonFileCheckpointStore",
@@ -94,6 +97,7 @@ __all__ = [
     "ThreadBusy",
     "ThreadNotFound",
     "ThreadSuspended",
+    "UnsafeStoreDirectory",
     "add",
     "append",
     "replace",

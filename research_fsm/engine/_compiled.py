@@ -13,12 +13,13 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import structlog
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from ._branches import Continue, NodeError, cannot_suspend, find_suspended
 from ._context import NodeContext
 from ._errors import (
     EngineError,
+    IncompatibleCheckpoint,
     InvalidResumeToken,
     InvalidUpdate,
     NodeFailed,
@@ -121,7 +122,7 @@ class CompiledGraph(Generic[StateT]):
         self._origins = {name: f"node `{name}`" for name in self._nodes}  # for error messages
         self._holders: dict[str, asyncio.Task[Any]] = {}
         # Only stores that save a step's changes alone need them worked out.
-        self._tracks = bool(getattr(store, "saves_changes", False))
+        self._tracks = store.saves_changes
 
     def __repr__(self) -> str:
         return (
@@ -233,8 +234,11 @@ class CompiledGraph(Generic[StateT]):
                 for branch_id, record in _in_order(cp.branches)
             )
             suspensions += await self._branch_suspensions(cp.thread_id, cp.branches)
+        state = self._restore(cp, nodes=False)  # a snapshot needs no node of the graph
+        if isinstance(state, IncompatibleCheckpoint):
+            raise state
         return StateSnapshot(
-            state=self._schema.coerce(cp.state),  # type: ignore[arg-type]
+            state=state,  # type: ignore[arg-type]
             status=cp.status,
             next=cp.next,
             suspension=suspensions[0] if suspensions else None,
@@ -308,16 +312,11 @@ class CompiledGraph(Generic[StateT]):
         # What changed since the latest checkpoint, for stores that save just that.
         delta: dict[str, int | None] | None = {} if self._tracks else None
         if latest is None:
-            if resume is not None:
-                raise StaleResumeToken(
-                    thread_id, resume[0].checkpoint_id, "the thread no longer exists"
-                )
-            if input is None:
-                raise ThreadNotFound(thread_id, "; pass input to start it")
-            # the first checkpoint holds the whole state
-            state = schema.initial(input)
-            return (state, None, secrets.token_hex(8), 0, 0, None, None, _NO_VALUE, None, None)
-        state = schema.coerce(latest.state)
+            return self._fresh_start(thread_id, None, None, input, resume)
+        restored = self._restore(latest)
+        if isinstance(restored, IncompatibleCheckpoint):
+            return self._fresh_start(thread_id, latest, restored, input, resume)
+        state = restored
         node, run_id, step, fanout = latest.next, latest.run_id, latest.step, latest.branches
         resume_value: Any = _NO_VALUE
         resumed_branch: tuple[str, Any] | None = None
@@ -360,6 +359,53 @@ class CompiledGraph(Generic[StateT]):
             state, node, run_id, step, latest.seq, latest.checkpoint_id, delta, resume_value,
             fanout, resumed_branch,
         )  # fmt: skip
+
+    def _fresh_start(
+        self, thread_id: str, latest: Checkpoint | None, misfit: IncompatibleCheckpoint | None,
+        input: dict[str, Any] | BaseModel | None, resume: tuple[SuspendToken, Any] | None,
+    ) -> _Start:  # fmt: skip
+        """A run from START on ``input`` alone: on a new thread, or on one whose
+        latest checkpoint this graph cannot continue (``misfit``)."""
+        if misfit is not None and (input is None or resume is not None):
+            raise misfit
+        if resume is not None:
+            raise StaleResumeToken(
+                thread_id, resume[0].checkpoint_id, "the thread no longer exists"
+            )
+        if input is None:
+            raise ThreadNotFound(thread_id, "; pass input to start it")
+        if misfit is not None:
+            _log.warning("new input starts a fresh run", thread_id=thread_id, reason=str(misfit))
+        # the first checkpoint of such a run holds the whole state
+        seq, parent = (0, None) if latest is None else (latest.seq, latest.checkpoint_id)
+        state = self._schema.initial(input)
+        return (state, None, secrets.token_hex(8), 0, seq, parent, None, _NO_VALUE, None, None)
+
+    def _restore(
+        self, latest: Checkpoint, *, nodes: bool = True
+    ) -> BaseModel | IncompatibleCheckpoint:
+        """``latest``'s state as a model, or why this graph cannot continue it
+        (its state does not validate, or, with ``nodes``, its next node is gone)."""
+        thread_id = latest.thread_id
+        saved_nodes = [latest.next, (latest.suspension or {}).get("node")]
+        saved_nodes += [record.get("node") for record in (latest.branches or {}).values()]
+        for node in saved_nodes if nodes else ():
+            if isinstance(node, str) and node not in self._nodes:
+                return IncompatibleCheckpoint(
+                    thread_id, f"its saved run is at node `{node}`, which this graph has no more",
+                    node=node,
+                )  # fmt: skip
+        try:
+            return self._schema.coerce(latest.state)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            field = ".".join(str(part) for part in error["loc"]) or "state"
+            return IncompatibleCheckpoint(
+                thread_id,
+                f"its saved state no longer fits `{self.state_model.__name__}`: field "
+                f"`{field}`: {error['msg']}",
+                field=field,
+            )
 
     async def _run_locked(
         self,

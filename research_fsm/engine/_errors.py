@@ -194,3 +194,31 @@ class StoreWriteError(EngineError, OSError):
             f"{cause.strerror or cause} ({type(cause).__name__}); "
             "the previous checkpoint is intact"
         )
+
+
+class IncompatibleCheckpoint(EngineError, LookupError):
+    """A saved thread the graph no longer fits: its next or suspended node is gone,
+    or its state no longer validates against the state model."""
+
+    def __init__(
+        self, thread_id: str, detail: str, *, node: str | None = None, field: str | None = None
+    ) -> None:
+        self.thread_id = thread_id
+        self.node = node
+        self.field = field
+        super().__init__(
+            f"thread `{thread_id}` cannot continue with this graph: {detail}; pass new input "
+            "to start a fresh run on it, or delete the thread"
+        )
+
+
+class UnsafeStoreDirectory(EngineError, PermissionError):
+    """A file store's directory that others could change: writable by other users,
+    or owned by another user. The store refuses to use it."""
+
+    def __init__(self, directory: str, reason: str) -> None:
+        self.directory = directory
+        super().__init__(
+            f"refusing the checkpoint store directory {directory}: {reason}; "
+            "use a directory of your own that only you can write (chmod 700)"
+        )

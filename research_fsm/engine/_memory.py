@@ -34,6 +34,9 @@ class MemoryCheckpointStore:
         secret: key for signing resume tokens (random per store by default).
     """
 
+    saves_changes = False
+    """Keeps the whole state of every checkpoint: needs no ``Checkpoint.changes``."""
+
     def __init__(self, *, keep: int | None = None, secret: bytes | str | None = None) -> None:
         if keep is not None and keep < 1:
             raise ValueError(f"keep must be None or >= 1, got {keep}")

@@ -10,6 +10,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from ._errors import InvalidUpdate as BadUpdate
 from ._reducers import Replace, append, replace
+from ._roundtrip import serialization_renames
 
 __all__ = ["StateSchema"]
 
@@ -193,4 +194,7 @@ class StateSchema:
             return data
         if isinstance(data, BaseModel):  # saved by a graph over another model
             data = data.model_dump(by_alias=True)
+        renames = serialization_renames(self.model)
+        if renames and any(key in data for key in renames):  # written under another name
+            data = {renames.get(key, key): value for key, value in data.items()}
         return self.model.model_validate(data)

@@ -46,6 +46,12 @@ class CheckpointStore(Protocol):
     The engine validates thread ids before calling any method.
     """
 
+    saves_changes: bool
+    """Whether a save writes only the step's changes (``Checkpoint.changes``),
+    which the engine then works out for every checkpoint but a thread's first
+    after a fresh start; ``False``: the engine leaves them ``None`` and the
+    store saves whole states. A store never modifies the checkpoints it is given."""
+
     async def acquire(self, thread_id: str) -> Lease:
         """Take the thread's lease at once, or raise ``ThreadBusy`` (never wait)."""
         ...

@@ -286,7 +286,8 @@ class Checkpoint:
     checkpoint, each mapped to the number of items its ``append`` reducer added
     at the end, or to ``None`` when the field got a new value. ``None`` (the
     default) means unknown. The engine sets it only for stores whose
-    ``saves_changes`` attribute is true; such a store may save just these."""
+    ``CheckpointStore.saves_changes`` is true; such a store may save just these
+    (and leaves the checkpoint as it got it)."""
     branches: dict[str, dict[str, Any]] | None = None
     """The in-flight parallel branches by id, each a JSON-able record the engine
     writes and reads (``None`` when no fan-out is in flight). Records are never

@@ -140,14 +140,12 @@ def run_script(tmp_path: Path, source: str, *args: str, **popen: Any) -> subproc
     )
 
 
-class FaultyOs:
-    """Stands in for the ``os`` module inside ``_filestore``, with some calls replaced."""
-
-    def __init__(self, **overrides: Callable[..., Any]) -> None:
-        self.__dict__.update(overrides)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(os, name)
+def inject(
+    monkeypatch: pytest.MonkeyPatch, store: JsonFileCheckpointStore, **calls: Callable[..., Any]
+) -> None:
+    """Replace some system calls of ``store`` (its ``fs`` seam) until ``monkeypatch.undo()``."""
+    for name, call in calls.items():
+        monkeypatch.setattr(store.fs, name, call)
 
 
 def is_regular_file(fd: int) -> bool:
@@ -325,7 +323,7 @@ async def test_write_errors_raise_store_write_error_and_keep_previous(
             return written[0]
         raise OSError(code, os.strerror(code))
 
-    monkeypatch.setattr(_filestore, "os", FaultyOs(**{fault: failing}))
+    inject(monkeypatch, store, **{fault: failing})
     with pytest.raises(StoreWriteError, match="the previous checkpoint is intact") as info:
         await compiled.run({"log": ["lost"]}, thread_id="t")
     monkeypatch.undo()
@@ -381,7 +379,7 @@ async def test_durability_controls_fsync(
     store = JsonFileCheckpointStore(tmp_path / "s", durability=durability, keep=keep)
     if not new_folder:
         await store.secret()  # makes the folder (and syncs the key) before counting
-    monkeypatch.setattr(_filestore, "os", FaultyOs(fsync=spy("fsync"), fdatasync=spy("fdatasync")))
+    inject(monkeypatch, store, fsync=spy("fsync"), fdatasync=spy("fdatasync"))
     compiled = chain("a", "b", store=store)
     await compiled.run({}, thread_id="t")
     assert first_run == synced
@@ -402,7 +400,7 @@ async def test_cancelled_run_finishes_its_write_before_releasing(
             gate.wait()
         os.fdatasync(fd)
 
-    monkeypatch.setattr(_filestore, "os", FaultyOs(fdatasync=slow_fdatasync))
+    inject(monkeypatch, file_store, fdatasync=slow_fdatasync)
     task = asyncio.create_task(chain("a", store=file_store).run({}, thread_id="t"))
     try:
         await asyncio.to_thread(entered.wait)
@@ -596,31 +594,21 @@ async def test_damaged_newest_checkpoint_falls_back_to_previous(
     assert [1, 2, 3] == disk_seqs(file_store)  # seq 3 written again, after the good lines
 
 
-async def test_damaged_line_mid_segment_moves_it_and_later_lines_aside(
+async def test_damaged_line_mid_segment_with_intact_lines_after_is_refused(
     file_store: JsonFileCheckpointStore,
 ) -> None:
-    """A damaged line in the middle of a segment goes to .corrupt with every line after it; earlier lines stay."""
+    """A damaged line followed by intact ones is refused with CorruptCheckpoint naming the file; nothing is moved."""
     await chain("a", "b", store=file_store).run({}, thread_id="t")
     path = segment(file_store, 1)
-    lines = damage_line(path, 1, DAMAGE["flipped-byte"])
-    after_first = path.read_bytes()[len(lines[0]) :]
+    damage_line(path, 1, DAMAGE["flipped-byte"])
     on_disk = snapshot(file_store)
     store = restarted(file_store)
     compiled = chain("a", "b", store=store)
-    snap = await compiled.get_state("t")
-    assert snap is not None
-    assert ("running", "a", 0) == (snap.status, snap.next, snap.state.n)
-    assert [1] == await seqs(store, "t")
+    for attempt in (compiled.get_state("t"), compiled.run(None, thread_id="t")):
+        with pytest.raises(CorruptCheckpoint, match="1 intact checkpoint") as info:
+            await attempt
+        assert path.name in str(info.value)
     assert on_disk == snapshot(file_store)
-    with capture_logs() as logs:
-        lease = await store.acquire("t")
-        await lease.release()
-    assert [MOVED_ASIDE] == [e["event"] for e in logs if e["log_level"] == "warning"]
-    assert [lines[0]] == lines_of(path)
-    assert after_first == aside(path).read_bytes()
-    result = await compiled.run(None, thread_id="t")
-    assert (["a", "b"], 2) == (result.path, result.state.n)
-    assert [1, 2, 3] == disk_seqs(file_store)
 
 
 async def test_damage_found_again_is_moved_beside_the_first_corrupt_file(
@@ -646,8 +634,8 @@ async def test_damage_found_again_is_moved_beside_the_first_corrupt_file(
     assert [rewritten[0]] == lines_of(path)
 
 
-async def test_damaged_first_line_moves_whole_segment_aside(tmp_path: Path) -> None:
-    """A segment whose first (whole-state) line is damaged is renamed to .corrupt; the older segment's newest is used."""
+async def test_damaged_first_line_with_intact_lines_after_is_refused(tmp_path: Path) -> None:
+    """A segment whose whole-state line is damaged, intact changes after it, is refused, not rolled back to the older segment."""
     store = JsonFileCheckpointStore(tmp_path / "store", keep=3)  # three checkpoints a segment
     compiled = chain("a", "b", store=store)
     await compiled.run({}, thread_id="t")
@@ -655,19 +643,12 @@ async def test_damaged_first_line_moves_whole_segment_aside(tmp_path: Path) -> N
     assert [1, 4] == segments(store)
     newest = segment(store, 4)
     damage_line(newest, 0, DAMAGE["flipped-byte"])
-    damaged = newest.read_bytes()
-    store = restarted(store)
-    compiled = chain("a", "b", store=store)
-    snap = await compiled.get_state("t")
-    assert snap is not None
-    assert ("completed", 2) == (snap.status, snap.state.n)
-    with capture_logs() as logs:
-        result = await compiled.run({}, thread_id="t")  # a new turn on the older checkpoint
-    assert [MOVED_ASIDE] == [e["event"] for e in logs if e["log_level"] == "warning"]
-    assert [aside(newest).name] == corrupt_files(store)
-    assert damaged == aside(newest).read_bytes()
-    assert ("completed", ["a", "b", "a", "b"]) == (result.status, result.state.log)
-    assert [1, 2, 3, 4, 5, 6] == disk_seqs(store)
+    on_disk = snapshot(store)
+    compiled = chain("a", "b", store=restarted(store))
+    with pytest.raises(CorruptCheckpoint, match="2 intact checkpoint") as info:
+        await compiled.run({}, thread_id="t")
+    assert newest.name in str(info.value)
+    assert on_disk == snapshot(store)
 
 
 async def damage_every_segment(tmp_path: Path) -> JsonFileCheckpointStore:
@@ -931,7 +912,7 @@ async def test_each_save_is_one_write_of_a_line_that_does_not_grow(
     graph.add_edge(START, "node")
     graph.add_edge("node", END)
     compiled = graph.compile(store=file_store)
-    monkeypatch.setattr(_filestore, "os", FaultyOs(write=spy_write))
+    inject(monkeypatch, file_store, write=spy_write)
     for _ in range(12):
         await compiled.run({}, thread_id="t")
     monkeypatch.undo()

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from research_fsm.engine import JsonFileCheckpointStore, StoreWriteError, _filestore
+from research_fsm.engine import JsonFileCheckpointStore, StoreWriteError
 from research_fsm.engine._batch import Batcher
 
 from .helpers import chain
@@ -36,8 +36,8 @@ class Syncs:
         self._syncfs_fails = syncfs_fails
         self._file_fails = file_fails or (lambda name: False)
 
-    def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        real_syncfs = _filestore._syncfs
+    def install(self, monkeypatch: pytest.MonkeyPatch, store: JsonFileCheckpointStore) -> None:
+        real_syncfs = store.fs.syncfs
 
         def syncfs(fd: int) -> None:
             self.syncfs += 1
@@ -56,9 +56,9 @@ class Syncs:
 
             return sync
 
-        monkeypatch.setattr(_filestore, "_syncfs", syncfs)
-        monkeypatch.setattr(_filestore.os, "fdatasync", file_sync(os.fdatasync))
-        monkeypatch.setattr(_filestore.os, "fsync", file_sync(os.fsync))
+        monkeypatch.setattr(store.fs, "syncfs", syncfs)
+        monkeypatch.setattr(store.fs, "fdatasync", file_sync(os.fdatasync))
+        monkeypatch.setattr(store.fs, "fsync", file_sync(os.fsync))
 
 
 async def run_all(store: JsonFileCheckpointStore) -> list[Any]:
@@ -72,8 +72,8 @@ async def test_concurrent_durable_saves_share_one_syncfs_per_batch(
 ) -> None:
     """Many runs saving at once with fsync durability pay far fewer syncs than saves."""
     syncs = Syncs()
-    syncs.install(monkeypatch)
     store = JsonFileCheckpointStore(tmp_path / "s", durability="fsync")
+    syncs.install(monkeypatch, store)
     results = await run_all(store)
     assert [] == [r for r in results if isinstance(r, BaseException)]
     saves = THREADS * SAVES_PER_RUN
@@ -90,8 +90,8 @@ async def test_failed_syncfs_falls_back_to_one_sync_per_file(
 ) -> None:
     """When syncfs fails, every write of the batch is synced on its own and all saves succeed."""
     syncs = Syncs(syncfs_fails=True)
-    syncs.install(monkeypatch)
     store = JsonFileCheckpointStore(tmp_path / "s", durability="fsync")
+    syncs.install(monkeypatch, store)
     results = await run_all(store)
     assert [] == [r for r in results if isinstance(r, BaseException)]
     assert syncs.syncfs >= 1
@@ -113,8 +113,8 @@ async def test_a_failed_sync_fails_only_its_own_run_and_keeps_the_checkpoint_bef
         return False
 
     syncs = Syncs(syncfs_fails=True, file_fails=fails)
-    syncs.install(monkeypatch)
     store = JsonFileCheckpointStore(tmp_path / "s", durability="fsync")
+    syncs.install(monkeypatch, store)
     results = await run_all(store)
     failed = {i: r for i, r in enumerate(results) if isinstance(r, BaseException)}
     assert [7] == list(failed)
@@ -160,7 +160,7 @@ def test_first_use_from_two_worker_threads_opens_one_lock_file(
 ) -> None:
     """Two worker threads taking their first lease at once share one `.locks` descriptor."""
     store = JsonFileCheckpointStore(tmp_path / "s", durability="none")
-    real_open = os.open
+    real_open = store.fs.open
     both_inside = threading.Barrier(2, timeout=0.5)
     opened: list[int] = []
 
@@ -174,15 +174,12 @@ def test_first_use_from_two_worker_threads_opens_one_lock_file(
             return fd
         return real_open(path, flags, mode)
 
-    monkeypatch.setattr(_filestore.os, "open", slow_open)
-    fds: list[int] = []
-    workers = [
-        threading.Thread(target=lambda: fds.append(store._shared_lock_fd())) for _ in range(2)
-    ]
+    monkeypatch.setattr(store.fs, "open", slow_open)
+    workers = [threading.Thread(target=store._lock, args=(name,)) for name in ("a", "b")]
     for worker in workers:
         worker.start()
     for worker in workers:
         worker.join()
     monkeypatch.undo()
     assert 1 == len(opened)
-    assert [opened[0], opened[0]] == fds
+    assert {"a", "b"} == {name for name in ("a", "b") if store._locks.holds(name)}

@@ -33,6 +33,7 @@ EXPECTED_ALL = [
     "ErrorInfo",
     "Event",
     "GraphValidationError",
+    "IncompatibleCheckpoint",
     "InvalidResumeToken",
     "InvalidUpdate",
     "JsonFileCheckpointStore",
@@ -63,6 +64,7 @@ EXPECTED_ALL = [
     "ThreadBusy",
     "ThreadNotFound",
     "ThreadSuspended",
+    "UnsafeStoreDirectory",
     "add",
     "append",
     "replace",
@@ -110,6 +112,8 @@ ERRORS = {
     "CorruptCheckpoint": ValueError,
     "StateSerializationError": TypeError,
     "StoreWriteError": OSError,
+    "IncompatibleCheckpoint": LookupError,
+    "UnsafeStoreDirectory": PermissionError,
 }
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from research_fsm.engine import JsonFileCheckpointStore, _filestore
+from research_fsm.engine import JsonFileCheckpointStore
 
 from .helpers import chain
 
@@ -24,7 +24,7 @@ async def test_kill_while_pruning_never_hides_the_thread(
     await app.run({}, thread_id="t")  # checkpoints 1, 2 in segment 1
     await app.run({}, thread_id="t")  # 3, 4 in segment 3; the list says [3, 1]
     (tmp_path / "s" / "t.idx").unlink()  # as if a kill had lost that write
-    real_unlink = _filestore._unlink
+    real_unlink = store.fs.unlink
     listed_then: list[list[int]] = []
 
     def dying_unlink(path: Path) -> None:
@@ -33,7 +33,7 @@ async def test_kill_while_pruning_never_hides_the_thread(
             raise Killed
         real_unlink(path)
 
-    monkeypatch.setattr(_filestore, "_unlink", dying_unlink)
+    monkeypatch.setattr(store.fs, "unlink", dying_unlink)
     with pytest.raises(Killed):
         for _ in range(5):
             await app.run({}, thread_id="t")

@@ -16,6 +16,7 @@ from research_fsm.engine import (
     CheckpointConflict,
     CheckpointStore,
     Lease,
+    MemoryCheckpointStore,
     StateGraph,
     ThreadBusy,
 )
@@ -222,3 +223,18 @@ async def test_state_with_field_aliases_survives_a_round_trip(store: CheckpointS
     assert snapshot is not None
     assert ("Ada", "Countess") == (snapshot.state.user_name, snapshot.state.profile.display_name)
     assert ["first", "Ada"] == [s.state.user_name async for s in compiled.history("t")][::-1]
+
+
+async def test_save_leaves_the_checkpoint_as_given(store: CheckpointStore) -> None:
+    """A store never modifies the checkpoint it saves: its changes stay the engine's."""
+    first = checkpoint(1, None, changes=None)
+    await store.save(first)
+    second = checkpoint(2, first.checkpoint_id, changes={"n": None})
+    await store.save(second)
+    assert ({"n": None}, Counter(n=2)) == (second.changes, second.state)
+
+
+def test_every_store_says_whether_it_saves_only_changes(store: CheckpointStore) -> None:
+    """``saves_changes`` is part of the store protocol: a bool on every store."""
+    expected = not isinstance(store, MemoryCheckpointStore)
+    assert expected is store.saves_changes

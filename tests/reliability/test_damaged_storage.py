@@ -30,7 +30,6 @@ from research_fsm.engine import (
     CorruptCheckpoint,
     JsonFileCheckpointStore,
     StoreWriteError,
-    _filestore,
 )
 from research_fsm.sources import MockDataSource
 
@@ -42,14 +41,12 @@ STEPS = 4
 """Checkpoints one question makes: its input, then clarity, research, synthesis."""
 
 
-class FaultyOs:
-    """Stands in for the ``os`` module inside ``_filestore``, with some calls replaced."""
-
-    def __init__(self, **overrides: Callable[..., Any]) -> None:
-        self.__dict__.update(overrides)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(os, name)
+def inject(
+    monkeypatch: pytest.MonkeyPatch, store: JsonFileCheckpointStore, **calls: Callable[..., Any]
+) -> None:
+    """Replace some system calls of ``store`` (its ``fs`` seam) until ``monkeypatch.undo()``."""
+    for name, call in calls.items():
+        monkeypatch.setattr(store.fs, name, call)
 
 
 def leftovers(root: Path) -> list[str]:
@@ -229,7 +226,7 @@ async def test_any_flipped_bit_is_caught_or_harmless(tmp_path: Path, layout: str
 async def test_all_checkpoints_damaged_gives_corrupt_checkpoint_naming_the_thread(
     tmp_path: Path,
 ) -> None:
-    """With the first (whole-state) line of every segment damaged, ask and history raise CorruptCheckpoint naming the thread and the files moved aside, every time; other threads are unaffected."""
+    """With the first (whole-state) line of every segment damaged, ask and history raise CorruptCheckpoint naming the thread and the newest file, every time, moving nothing; other threads are unaffected."""
     assistant, store, _ = await two_answers(tmp_path, keep=STEPS)  # segments of 4 lines
     await assistant.ask(Q1, thread_id="bob")
     segments = disk.segments(store, "alice")
@@ -240,16 +237,15 @@ async def test_all_checkpoints_damaged_gives_corrupt_checkpoint_naming_the_threa
     # a new process: nothing cached from before the damage
     store = JsonFileCheckpointStore(store.directory, durability="fsync", keep=STEPS)
     assistant = ResearchAssistant(source=MockDataSource(), store=store)
-    moved = [f"{path.name}.corrupt" for path in segments]
-    for attempt in range(2):  # the files were moved aside by the first attempt
+    for attempt in range(2):  # intact changes follow each damaged line: nothing is moved
         with pytest.raises(CorruptCheckpoint) as info:
             await assistant.ask(Q3, thread_id="alice")
         assert "alice" == info.value.thread_id
-        assert str(info.value).startswith("thread `alice`: no readable checkpoint left"), attempt
-        assert [] == [name for name in moved if name not in str(info.value)], attempt
+        assert segments[-1].name in str(info.value), attempt
+        assert "intact checkpoint" in str(info.value), attempt
         with pytest.raises(CorruptCheckpoint, match="thread `alice`"):
             await assistant.history("alice")
-    assert ([], moved) == (
+    assert (segments, []) == (
         disk.segments(store, "alice"),
         sorted(p.name for p in disk.moved_aside(store, "alice")),
     )
@@ -317,7 +313,7 @@ async def test_failed_write_fails_the_question_and_keeps_the_previous_checkpoint
     before = disk.contents(store, thread)
     latest_before = await store.load_latest(thread)
     code, replaced = FAULTS[fault]
-    monkeypatch.setattr(_filestore, "os", FaultyOs(**replaced()))
+    inject(monkeypatch, store, **replaced())
     with pytest.raises(StoreWriteError) as info:
         await assistant.ask(Q3, thread_id=thread)
     monkeypatch.undo()
@@ -395,7 +391,7 @@ async def test_disk_full_while_creating_the_key_leaves_no_partial_key(
     """ENOSPC while the store writes its signing key leaves no key file and no temp file; the key is made once the disk has room."""
     directory = tmp_path / "store"
     store = JsonFileCheckpointStore(directory)
-    monkeypatch.setattr(_filestore, "os", FaultyOs(write=disk_full_after(0)))
+    inject(monkeypatch, store, write=disk_full_after(0))
     with pytest.raises(OSError) as info:
         await store.secret()
     monkeypatch.undo()
