@@ -34,7 +34,9 @@ __all__ = [
     "Scan",
     "aliases_of",
     "checksum",
+    "encode_body",
     "encode_line",
+    "fold",
     "index_bytes",
     "index_seqs",
     "scan_bytes",
@@ -84,9 +86,18 @@ def aliases_of(model: type[BaseModel]) -> dict[str, str]:
 def encode_line(
     cp: Checkpoint, changes: dict[str, int | None] | None, aliases: dict[str, str]
 ) -> bytes:
-    """One log line for ``cp``: just its ``changes`` (fields set, or the count of
+    """One log line for ``cp``: its ``encode_body``, a tab, its checksum, a newline."""
+    body = encode_body(cp, changes, aliases)
+    return body + b"\t" + checksum(body) + b"\n"
+
+
+def encode_body(
+    cp: Checkpoint, changes: dict[str, int | None] | None, aliases: dict[str, str]
+) -> bytes:
+    """``cp`` as one JSON object: just its ``changes`` (fields set, or the count of
     items appended to each), or its whole state when ``changes`` is ``None``.
-    ``aliases`` maps field names to the keys they are written under."""
+    ``aliases`` maps field names to the keys they are written under. (The file
+    store's lines and the Postgres store's rows hold this.)"""
     header = {name: getattr(cp, name) for name in _HEADER_FIELDS}
     try:  # one call for the whole header; ``v`` first
         parts = [
@@ -114,8 +125,7 @@ def encode_line(
         parts.append('"state":' + _state_json(cp, None))
     if cp.branches:
         parts.extend(_branch_parts(cp, changes is not None))
-    body = (",".join(parts) + "}").encode("utf-8", "surrogatepass")
-    return body + b"\t" + checksum(body) + b"\n"
+    return (",".join(parts) + "}").encode("utf-8", "surrogatepass")
 
 
 def _encodable(value: Any) -> bool:
@@ -244,6 +254,15 @@ def _parse(
         )
     if data.get("thread_id") != thread_id:
         raise Damaged(f"belongs to thread {data.get('thread_id')!r}")
+    return fold(data, state, previous)
+
+
+def fold(
+    data: dict[str, Any], state: dict[str, Any], previous: Checkpoint | None
+) -> tuple[Checkpoint, dict[str, Any]]:
+    """The checkpoint a decoded body holds, with its whole state (``state`` is the
+    whole state of ``previous``, the checkpoint before it); ``Damaged`` if it does
+    not fit there."""
     state = _state_of(data, state, previous)
     branches = _branches_of(data, previous)
     try:
