@@ -422,8 +422,8 @@ class CompiledGraph(Generic[StateT]):
         schema, tracks = self._schema, self._tracks
         path: list[str] = []
         pending_error: ErrorInfo | None = None
-        outcome: Continue | list[Any] | None = None
-        fan: ParallelRun | None = None
+        outcome: Continue | None = None  # how a fan-out ended (None: suspended)
+        fan: ParallelRun | None = None  # a fan-out that just ended
         if fanout is not None:
             fan = ParallelRun(
                 self, thread_id, run_id, sink, path, seq=seq, parent_id=parent_id, step=step
@@ -452,13 +452,12 @@ class CompiledGraph(Generic[StateT]):
         limit = self.step_limit
 
         while True:
-            if outcome is not None:
-                assert fan is not None
-                if not isinstance(outcome, Continue):
+            if fan is not None:
+                if outcome is None:
                     return await self._suspended_in_branches(fan, state)
                 node, state, pending_error = outcome.node, outcome.state, outcome.error
                 seq, parent_id, step = fan.seq, fan.parent_id, fan.step
-                outcome = None
+                fan = None
             if node == END or node is None:
                 break
             if len(path) >= limit:

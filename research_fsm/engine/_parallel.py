@@ -105,8 +105,9 @@ class ParallelRun:
         self._last_node = last_node
         await self._save("running", self._root.join, state, changes, full=True)
 
-    async def run(self) -> Continue | list[Branch]:
-        """Run the fan-out to its end: where the run goes on, or the suspended branches."""
+    async def run(self) -> Continue | None:
+        """Run the fan-out to its end: where the run goes on, or ``None`` when branches
+        are suspended (``records()`` holds them)."""
         return await self._run_root()
 
     def records(self) -> dict[str, dict[str, Any]]:
@@ -116,12 +117,12 @@ class ParallelRun:
     async def restart(
         self, records: dict[str, dict[str, Any]], state: BaseModel,
         resume: tuple[str, Any] | None,
-    ) -> Continue | list[Branch]:  # fmt: skip
+    ) -> Continue | None:  # fmt: skip
         """Continue the saved fan-out ``records`` (after a crash, failure or suspension)."""
         self._records = dict(records)
         self._root = self._rebuild(state, "")
         if resume is not None:
-            branch = self._find(self._root, resume[0])
+            branch = next(b for b in walk(self._root) if b.id == resume[0])
             branch.status, branch.resumed_from, branch.at = "pending", branch.at, None
             branch.resume_value = resume[1]
         return await self._run_root()
@@ -160,20 +161,9 @@ class ParallelRun:
         join = branches[0].join if branches else END
         return Frame(join, base, branches)
 
-    def _find(self, frame: Frame, branch_id: str) -> Branch:
-        for branch in frame.branches:
-            if branch.id == branch_id:
-                return branch
-            if branch.frame is not None:
-                try:
-                    return self._find(branch.frame, branch_id)
-                except KeyError:
-                    pass
-        raise KeyError(branch_id)
-
     # -- the outermost fan-out -------------------------------------------------
 
-    async def _run_root(self) -> Continue | list[Branch]:
+    async def _run_root(self) -> Continue | None:
         root = self._root
         assert root is not None
         try:
@@ -181,10 +171,9 @@ class ParallelRun:
         except BranchFailure as failure:
             return await self._root_failure(root, failure)
         if not finished:
-            suspended = [b for b in walk(root) if b.status == "suspended"]
-            await self._save("suspended", root.join, root.base, {} if self._tracks else None)
-            return suspended
-        track: dict[str, int | None] | None = {} if self._tracks else None
+            await self._save("suspended", root.join, root.base, self._no_changes())
+            return None
+        track = self._no_changes()
         state, _ = await self._merged(root, root.base, track, inline=True)
         self._clear(root)
         status = "completed" if root.join == END else "running"
@@ -193,7 +182,7 @@ class ParallelRun:
 
     async def _root_failure(self, root: Frame, failure: BranchFailure) -> Continue:
         if failure.on_error is not None:
-            track: dict[str, int | None] | None = {} if self._tracks else None
+            track = self._no_changes()
             state = self._kept(root, root.base, failure, None, track)
             self._clear(root)
             await self._save("running", failure.on_error, state, track)
@@ -202,7 +191,7 @@ class ParallelRun:
             "node": failure.node, "exc_type": type(failure.cause).__name__,
             "message": str(failure.cause), "branch": failure.branch.id,
         }  # fmt: skip
-        await self._save("failed", root.join, root.base, {} if self._tracks else None, error=error)
+        await self._save("failed", root.join, root.base, self._no_changes(), error=error)
         if failure.routing and isinstance(failure.cause, EngineError):
             raise failure.cause
         raise NodeFailed(failure.node, failure.step, failure.cause) from failure.cause
@@ -477,8 +466,12 @@ class ParallelRun:
         assert root is not None
         while self._saved < self._version:
             version = self._version
-            await self._save("running", root.join, root.base, {} if self._tracks else None)
+            await self._save("running", root.join, root.base, self._no_changes())
             self._saved = version
+
+    def _no_changes(self) -> dict[str, int | None] | None:
+        """No state field changed yet (``None``: the store does not save changes alone)."""
+        return {} if self._tracks else None
 
     async def _settle(self) -> None:
         """Wait for a save under way (its error, if any, is raised by the next save)."""
