@@ -308,6 +308,18 @@ def _branches_of(
             branches.pop(gone, None)
     else:
         return None
-    if not isinstance(branches, dict) or not all(isinstance(r, dict) for r in branches.values()):
+    if not isinstance(branches, dict) or not all(map(_is_record, branches.values())):
         raise Damaged("bad branch records")
     return branches or None
+
+
+_RECORD_KEYS = {"i": int, "p": str, "status": str, "join": str, "updates": list}
+
+
+def _is_record(record: Any) -> bool:
+    """Whether ``record`` has what the engine reads from a branch record."""
+    return (
+        isinstance(record, dict)
+        and all(isinstance(record.get(key), kind) for key, kind in _RECORD_KEYS.items())
+        and (record.get("node") is None or isinstance(record["node"], str))
+    )

@@ -768,3 +768,31 @@ async def test_fan_out_from_start(store: CheckpointStore) -> None:
     assert "in,b,c" == result.state.summary
     oldest = [s async for s in app.history("t")][-1]
     assert ["b[0]", "c[1]"] == [b.id for b in oldest.branches]
+
+
+async def test_a_sealed_branch_record_missing_its_keys_is_corrupt_not_a_raw_error(
+    tmp_path: Any,
+) -> None:
+    """A branch record without the keys the engine reads (checksum recomputed, as an
+    editor would) is a CorruptCheckpoint, not a KeyError on resume."""
+    import hashlib
+    import json
+
+    from research_fsm.engine import CorruptCheckpoint, JsonFileCheckpointStore
+
+    calls: list[str] = []
+    store = JsonFileCheckpointStore(tmp_path / "s")
+    app = specialists(store, calls, market=Asker("market", calls)).compile(store=store)
+    await app.run({}, thread_id="t")
+    segment = next((tmp_path / "s").glob("t=*.jsonl"))
+    lines = segment.read_bytes().splitlines(keepends=True)
+    data = json.loads(lines[-1][: lines[-1].rindex(b"\t")])
+    key = "bset" if "bset" in data else "branches"
+    data[key] = {bid: {k: v for k, v in r.items() if k != "p"} for bid, r in data[key].items()}
+    body = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
+    sealed = body + b"\t" + hashlib.sha256(body).hexdigest()[:32].encode() + b"\n"
+    segment.write_bytes(b"".join([*lines[:-1], sealed]))
+    fresh = JsonFileCheckpointStore(tmp_path / "s")
+    again = specialists(fresh, calls, market=Asker("market", calls)).compile(store=fresh)
+    with pytest.raises(CorruptCheckpoint):
+        await again.get_state("t")
