@@ -27,6 +27,9 @@ from .engine import (
 )
 from .graph import build_research_graph
 from .llm import LLM, Usage
+from .deep._api import DeepRunner
+from .deep._assistant import DeepResearchMixin
+from .deep._search import TopicSearch
 from .reports._assistant import ReportsMixin
 from .sources import (
     CompanyIndex,
@@ -207,7 +210,7 @@ class AssistantStream:
         await self.aclose()
 
 
-class ResearchAssistant(ReportsMixin):
+class ResearchAssistant(ReportsMixin, DeepResearchMixin):
     """Answers questions about companies; one ``thread_id`` per conversation.
 
     Args:
@@ -215,6 +218,8 @@ class ResearchAssistant(ReportsMixin):
         source: where research comes from (default: the offline company directory).
         store: where conversations are kept (default: the PostgreSQL database that
             ``RESEARCH_FSM_STORE`` names, else JSON files under ``default_home()``).
+        web_search: the web search of ``deep_research`` (default: Tavily when
+            ``TAVILY_API_KEY`` is set).
     """
 
     def __init__(
@@ -222,13 +227,16 @@ class ResearchAssistant(ReportsMixin):
         llm: LLM | None = None,
         source: DataSource | None = None,
         store: CheckpointStore | None = None,
+        web_search: TopicSearch | None = None,
     ) -> None:
         self.llm = llm
+        self.web_search = web_search
         self.source = source if source is not None else create_data_source("directory")
         self._owns_store = store is None
         self.store = store if store is not None else default_store()
         self._app: CompiledGraph[ResearchState] | None = None
         self._reports: ReportRunner | None = None
+        self._deep: DeepRunner | None = None
         self._lock = asyncio.Lock()
 
     @classmethod
@@ -300,6 +308,8 @@ class ResearchAssistant(ReportsMixin):
         close = getattr(self.llm, "aclose", None)
         if close is not None:
             await close()
+        if self._deep is not None:
+            await self._deep.aclose()
         close_store = getattr(self.store, "aclose", None) if self._owns_store else None
         if close_store is not None:
             await close_store()

@@ -1,0 +1,301 @@
+"""The library API of deep research: ``ResearchReport``, its stream events, the request
+checks, and the runner the assistant delegates ``deep_research`` to."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from ..engine import (
+    CheckpointStore,
+    CompiledGraph,
+    Completed,
+    Emitted,
+    NodeFinished,
+    NodeStarted,
+    RunResult,
+)
+from ..llm import LLM, Usage
+from ..sources import DataSourceError
+from ._graph import build_deep_graph
+from ._model import DEFAULT_THRESHOLD, DEFAULT_TOP_K, DeepState, Language
+from ._report import session_meta, supported_claims
+from ._search import DocumentSearch, TopicSearch
+from ._session import new_session_id, session_folder, write_stage
+
+__all__ = [
+    "DOCS_ENV",
+    "DeepProgress",
+    "DeepRunner",
+    "DeepText",
+    "InvalidResearchRequest",
+    "NoResearchSource",
+    "ResearchReport",
+    "check_request",
+]
+
+DOCS_ENV: Final = "RESEARCH_DOCS"
+"""Environment variable naming the default documents folder."""
+MAX_TOPIC_CHARS: Final = 500
+"""Longest topic accepted."""
+
+
+class InvalidResearchRequest(ValueError):
+    """A bad topic, language, format, documents folder or session id."""
+
+
+class NoResearchSource(InvalidResearchRequest):
+    """Neither a documents folder nor a Tavily key: deep research has nothing to read."""
+
+
+@dataclass(frozen=True, slots=True)
+class DeepProgress:
+    """A stage started (``finished=False``) or finished; ``branch`` for the analyses."""
+
+    stage: str
+    """``query_parser``, ``search``, ``relevance_filter``, ``deep_analysis``, ``synthesis``,
+    ``verification`` or ``report``."""
+    branch: str | None
+    """The parallel branch (``deep_analysis[0]``, ...) or ``None``."""
+    finished: bool
+    """False when it starts, True when it ends."""
+
+
+@dataclass(frozen=True, slots=True)
+class DeepText:
+    """A piece of the draft as the synthesis writes it."""
+
+    text: str
+    """The next piece of text."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResearchReport:
+    """A finished deep-research session."""
+
+    status: Literal["completed", "no_sources"]
+    """``no_sources`` when nothing (relevant) was found: the report says so, answering nothing."""
+    session_id: str
+    """The session (and thread) id; ``continue_deep_research`` takes it."""
+    topic: str
+    """The topic as asked."""
+    language: Language
+    """The report's language."""
+    mode: Literal["web", "docs"]
+    """Where the sources came from."""
+    summary: str = ""
+    """The verified summary, with ``[S#]`` citations."""
+    key_points: list[str] = field(default_factory=list)
+    """Verified key points, each with its citations."""
+    steps: list[str] = field(default_factory=list)
+    """Verified steps, in order."""
+    caveats: list[str] = field(default_factory=list)
+    """Verified caveats."""
+    sources: list[dict[str, Any]] = field(default_factory=list)
+    """The cited sources: ``id``, ``kind``, ``title``, ``locator``, ``position``."""
+    verification: dict[str, Any] = field(default_factory=dict)
+    """The final round: ``claims``, ``supported``, ``unsupported``, ``ratio``,
+    ``threshold``, ``passed``, ``rounds``."""
+    markdown: str = ""
+    """``report.md``'s text."""
+    paths: list[Path] = field(default_factory=list)
+    """The report files written."""
+    folder: Path | None = None
+    """The session folder."""
+    usage: dict[str, Usage] = field(default_factory=dict)
+    """LLM usage per stage."""
+    timings: dict[str, float] = field(default_factory=dict)
+    """Seconds per stage."""
+    notes: list[str] = field(default_factory=list)
+    """What went wrong and how it was handled."""
+
+    @property
+    def cost_usd(self) -> float:
+        """Total estimated LLM cost."""
+        return round(sum(u.cost_usd for u in self.usage.values()), 6)
+
+    @property
+    def llm_calls(self) -> dict[str, int]:
+        """LLM calls per stage."""
+        return {stage: u.calls for stage, u in self.usage.items()}
+
+
+def check_request(
+    topic: object, language: str, formats: tuple[str, ...], top_k: int, threshold: float
+) -> str:
+    """The cleaned topic; ``InvalidResearchRequest`` naming what is wrong."""
+    if not isinstance(topic, str) or not topic.strip():
+        raise InvalidResearchRequest("the topic is empty; say what to research, "
+                                     "e.g. 'Spring Boot 2 to 3 migration'")  # fmt: skip
+    if len(topic) > MAX_TOPIC_CHARS:
+        raise InvalidResearchRequest(
+            f"the topic is {len(topic):,} characters long; the limit is {MAX_TOPIC_CHARS}"
+        )
+    if any((ord(ch) < 32 and ch not in "\t\n") or ch == "\x7f" for ch in topic):
+        raise InvalidResearchRequest("the topic contains control characters")
+    if language not in ("en", "ja"):
+        raise InvalidResearchRequest(f"language {language!r} is not supported; use en or ja")
+    unknown = [f for f in formats if f not in ("md", "pdf")]
+    if unknown or not formats:
+        shown = repr(unknown[0]) if unknown else "none"
+        raise InvalidResearchRequest(f"report format {shown} is not supported; use md and/or pdf")
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= 10:
+        raise InvalidResearchRequest(f"top_k must be an integer from 1 to 10, got {top_k!r}")
+    if (
+        isinstance(threshold, bool)
+        or not isinstance(threshold, (int, float))
+        or not (0.0 <= threshold <= 1.0)
+    ):
+        raise InvalidResearchRequest(f"threshold must be from 0 to 1, got {threshold!r}")
+    return " ".join(topic.split())
+
+
+def check_docs(docs: str | os.PathLike[str] | None) -> Path | None:
+    """The documents folder (``docs``, else ``$RESEARCH_DOCS``), resolved; an
+    ``InvalidResearchRequest`` when it does not exist or is not a folder."""
+    raw = docs if docs is not None else (os.environ.get(DOCS_ENV) or None)
+    if raw is None:
+        return None
+    path = Path(raw).expanduser()
+    if not path.exists():
+        raise InvalidResearchRequest(f"the documents folder {str(path)!r} does not exist")
+    if not path.is_dir():
+        raise InvalidResearchRequest(
+            f"{str(path)!r} is a file, not a folder; give the folder that holds your documents"
+        )
+    return path.resolve()
+
+
+def to_research_report(result: RunResult[DeepState], root: Path) -> ResearchReport:
+    """The ``ResearchReport`` of a finished run."""
+    state = result.state
+    claims = supported_claims(state)
+
+    def lines(section: str) -> list[str]:
+        return [f"{c.text} " + "".join(f"[{s}]" for s in c.sources) for c in claims
+                if c.section == section]  # fmt: skip
+
+    final = state.verifications[-1] if state.verifications else None
+    verification = {} if final is None else {
+        "claims": final.total, "supported": final.supported,
+        "unsupported": final.total - final.supported, "ratio": final.ratio,
+        "threshold": final.threshold, "passed": final.passed, "rounds": len(state.verifications),
+    }  # fmt: skip
+    cited = dict.fromkeys(sid for c in claims for sid in c.sources)
+    sources = [
+        {"id": s.id, "kind": s.kind, "title": s.title, "locator": s.locator, "position": s.position}
+        for sid in cited if (s := state.source(sid)) is not None
+    ]  # fmt: skip
+    paths = [Path(p) for p in state.files]
+    markdown = paths[0].read_text(encoding="utf-8") if paths else ""
+    return ResearchReport(
+        status="completed" if state.outcome == "ok" else "no_sources",
+        session_id=result.thread_id, topic=state.topic, language=state.language, mode=state.mode,
+        summary=" ".join(lines("summary")), key_points=lines("key_points"), steps=lines("steps"),
+        caveats=lines("caveats"), sources=sources, verification=verification,
+        markdown=markdown, paths=paths, folder=Path(state.session_dir) if state.session_dir else None,
+        usage=dict(state.usage), timings=dict(state.timings), notes=list(state.notes),
+    )  # fmt: skip
+
+
+class DeepRunner:
+    """Compiles the deep-research graph once; runs sessions as threads of ``store``.
+
+    Args:
+        llm: Claude (or any ``LLM``), or ``None`` for the rules.
+        store: where sessions are checkpointed.
+        root: the sessions folder (``$RESEARCH_FSM_HOME/sessions``).
+        web: the web search, or ``None`` when there is no Tavily key.
+        index_dir: where document indexes are kept.
+        search: a search to use for every session instead (tests, benchmarks).
+    """
+
+    def __init__(
+        self, *, llm: LLM | None, store: CheckpointStore, root: Path, web: TopicSearch | None,
+        index_dir: Path, search: TopicSearch | None = None,
+        analysis_timeout: float | None = None,
+    ) -> None:  # fmt: skip
+        graph = build_deep_graph(resolve=self._resolve, llm=llm, analysis_timeout=analysis_timeout)
+        self.app: CompiledGraph[DeepState] = graph.compile(store=store, step_limit=60)
+        self.llm = llm
+        self.root = root
+        self.web = web
+        self.index_dir = index_dir
+        self.search = search
+        self._indexes: dict[str, DocumentSearch] = {}
+        self._lock = asyncio.Lock()
+
+    async def documents(self, folder: str) -> DocumentSearch:
+        """The folder's search (its index opened, and refreshed, once per runner)."""
+        async with self._lock:
+            if folder not in self._indexes:
+                from ..documents import DocumentIndex
+
+                index = await DocumentIndex.open(folder, cache_dir=self.index_dir)
+                self._indexes[folder] = DocumentSearch(index)
+            return self._indexes[folder]
+
+    async def aclose(self) -> None:
+        """Close the document indexes this runner opened."""
+        indexes, self._indexes = list(self._indexes.values()), {}
+        for search in indexes:
+            await search.index.aclose()
+
+    async def _resolve(self, state: DeepState) -> TopicSearch:
+        if self.search is not None:
+            return self.search
+        if state.mode == "docs" and state.docs:
+            return await self.documents(state.docs)
+        if self.web is None:
+            raise DataSourceError(
+                "no Tavily key: set TAVILY_API_KEY to search the web", source="Tavily",
+                retryable=False,
+            )  # fmt: skip
+        return self.web
+
+    async def start(
+        self, topic: object, *, language: Language, docs: str | os.PathLike[str] | None,
+        formats: tuple[str, ...], top_k: int = DEFAULT_TOP_K,
+        threshold: float = DEFAULT_THRESHOLD, session_id: str | None = None,
+    ) -> tuple[dict[str, Any], str]:  # fmt: skip
+        """Check the request, pick the sources, create the session folder: the run's
+        input and the session id."""
+        clean = check_request(topic, language, formats, top_k, threshold)
+        folder = check_docs(docs)
+        mode = self.search.mode if self.search is not None else ("docs" if folder else "web")
+        if self.search is None and folder is None and self.web is None:
+            raise NoResearchSource(
+                "deep research needs documents or a web search: give a documents folder "
+                f"(--docs DIR, or ${DOCS_ENV}) or set TAVILY_API_KEY"
+            )
+        if folder is not None and self.search is None:
+            await self.documents(str(folder))
+        sid = session_id or new_session_id()
+        path = await asyncio.to_thread(session_folder, self.root, sid)
+        value: dict[str, Any] = {
+            "topic": clean, "language": language, "formats": list(formats), "mode": mode,
+            "docs": str(folder) if folder else None, "session_dir": str(path), "top_k": top_k,
+            "threshold": float(threshold), "model": self.llm.model if self.llm else None,
+        }  # fmt: skip
+        meta = session_meta(DeepState(**value), sid)
+        await write_stage(str(path), {"session.json": meta})
+        return value, sid
+
+    async def events(
+        self, value: dict[str, Any] | None, session_id: str
+    ) -> AsyncIterator[DeepProgress | DeepText | ResearchReport]:
+        """Stage progress, the draft's text as it is written, then the report."""
+        async with self.app.stream(value, thread_id=session_id) as events:
+            async for event in events:
+                if isinstance(event, NodeStarted):
+                    yield DeepProgress(event.node, event.branch, False)
+                elif isinstance(event, NodeFinished):
+                    yield DeepProgress(event.node, event.branch, True)
+                elif isinstance(event, Emitted) and event.kind == "token":
+                    yield DeepText(str(event.data))
+                elif isinstance(event, Completed):
+                    yield to_research_report(event.result, self.root)

@@ -1,0 +1,388 @@
+"""The deep-research nodes: query_parser, search, relevance_filter, deep_analysis (one
+parallel branch per source), synthesis and verification. The report node lives in
+``_report.py``. Each node uses Claude when it has one and falls back to the rules
+(``_rules``) when a call fails, saying so in the session's notes."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, Final
+
+import structlog
+
+from ..engine import NodeContext
+from ..llm import LLM, LLMError, Usage
+from ..sources import DataSourceError
+from . import _claude as claude
+from . import _rules as rules
+from ._model import (
+    MAX_SEARCH_ATTEMPTS,
+    Analysis,
+    ClaimCheck,
+    DeepState,
+    Draft,
+    Fact,
+    QueryRecord,
+    Relevance,
+    Source,
+    Verification,
+)
+from ._search import Found, TopicSearch
+from ._session import write_stage
+from ._text import locate, terms
+
+__all__ = [
+    "ANALYSIS_TIMEOUT",
+    "Analyse",
+    "QueryParser",
+    "RelevanceFilter",
+    "Search",
+    "Synthesis",
+    "Verify",
+    "draft_markdown",
+]
+
+_log = structlog.get_logger(__name__)
+
+ANALYSIS_TIMEOUT: Final = 120.0
+"""Seconds one source's analysis may take before it is recorded as failed."""
+SEARCH_LIMIT: Final = 8
+"""Results asked per search."""
+
+Resolve = Callable[[DeepState], Awaitable[TopicSearch]]
+
+
+def _spent(stage: str, started: float, usage: Usage | None = None) -> dict[str, Any]:
+    update: dict[str, Any] = {"timings": {stage: round(time.perf_counter() - started, 4)}}
+    if usage is not None:
+        update["usage"] = {stage: usage}
+    return update
+
+
+class QueryParser:
+    """Writes the round's query: the enhanced topic, a broadened retry, or the gaps."""
+
+    def __init__(self, llm: LLM | None) -> None:
+        self.llm = llm
+
+    async def run(self, state: DeepState, ctx: NodeContext) -> dict[str, Any]:
+        started = time.perf_counter()
+        attempt = state.attempts + 1
+        query, broadened = rules.query_for(state, attempt=attempt)
+        method, usage, notes = "rules", None, []
+        if self.llm is not None:
+            try:
+                reply = await self.llm.structured(
+                    agent="query_parser", system=claude.QUERY_SYSTEM,
+                    prompt=claude.query_prompt(state, broadened=broadened),
+                    schema=claude.EnhancedQuery,
+                )  # fmt: skip
+                query, method, usage = (
+                    " ".join(reply.value.query.split()) or query,
+                    "llm",
+                    reply.usage,
+                )
+            except LLMError as exc:
+                notes.append(f"query_parser: Claude failed ({exc.message}); used the rules")
+        record = QueryRecord(
+            query=query, round=state.round, attempt=attempt, broadened=broadened,
+            purpose="gaps" if state.round > 0 and state.gaps else "topic", method=method,  # type: ignore[arg-type]
+        )  # fmt: skip
+        all_queries = [q.model_dump() for q in [*state.queries, record]]
+        await write_stage(state.session_dir, {"queries.json": all_queries})
+        update = {"queries": [record], "terms": state.terms or terms(state.topic), "notes": notes}
+        return update | _spent("query_parser", started, usage)
+
+
+class Search:
+    """Runs the latest query; numbers new sources ``S#`` (a source found again keeps its id)."""
+
+    def __init__(self, resolve: Resolve) -> None:
+        self.resolve = resolve
+
+    async def run(self, state: DeepState, ctx: NodeContext) -> dict[str, Any]:
+        started = time.perf_counter()
+        record = state.queries[-1]
+        search = await self.resolve(state)
+        notes: list[str] = []
+        try:
+            found = await search.search(
+                record.query, limit=SEARCH_LIMIT, broadened=record.broadened
+            )
+        except DataSourceError as exc:
+            found = []
+            notes.append(f"search failed for {record.query!r}: {exc.message}")
+        new, candidates = self._number(state, found, record.query)
+        attempts = state.attempts + 1
+        update: dict[str, Any] = {"sources": new, "candidates": candidates, "attempts": attempts,
+                                  "notes": notes}  # fmt: skip
+        out_of_tries = attempts >= MAX_SEARCH_ATTEMPTS
+        if not candidates and out_of_tries and not state.sources and state.round == 0:
+            update["outcome"] = "no_sources"
+        every = [s.model_dump() for s in [*state.sources, *new]]
+        await write_stage(state.session_dir, {"search_results.json": every})
+        return update | _spent("search", started)
+
+    @staticmethod
+    def _number(state: DeepState, found: list[Found], query: str) -> tuple[list[Source], list[str]]:
+        known = {(s.locator, s.position): s.id for s in state.sources}
+        new: list[Source] = []
+        candidates: list[str] = []
+        for rank, item in enumerate(found, 1):
+            key = (item.locator, item.position)
+            if key in known:
+                candidates.append(known[key])
+                continue
+            sid = f"S{len(state.sources) + len(new) + 1}"
+            known[key] = sid
+            new.append(Source(
+                id=sid, kind=item.kind, title=item.title, locator=item.locator,
+                position=item.position, text=item.text, score=item.score, rank=rank, query=query,
+            ))  # fmt: skip
+            candidates.append(sid)
+        return new, list(dict.fromkeys(candidates))
+
+
+class RelevanceFilter:
+    """Scores every candidate; keeps the relevant ones (rules: term coverage and rank)."""
+
+    def __init__(self, llm: LLM | None) -> None:
+        self.llm = llm
+
+    async def run(self, state: DeepState, ctx: NodeContext) -> dict[str, Any]:
+        started = time.perf_counter()
+        judged = {v.source for v in state.relevance}
+        fresh = [s for sid in state.candidates if sid not in judged and (s := state.source(sid))]
+        verdicts = rules.relevance(state.terms, fresh)
+        usage, notes = None, []
+        if self.llm is not None and fresh:
+            try:
+                reply = await self.llm.structured(
+                    agent="relevance_filter", system=claude.RELEVANCE_SYSTEM,
+                    prompt=claude.relevance_prompt(state, fresh), schema=claude.RatedSources,
+                )  # fmt: skip
+                verdicts, usage = _rated(verdicts, reply.value), reply.usage
+            except LLMError as exc:
+                notes.append(f"relevance_filter: Claude failed ({exc.message}); used the rules")
+        update: dict[str, Any] = {"relevance": verdicts, "notes": notes}
+        if not state.analyses and not any(v.relevant for v in [*state.relevance, *verdicts]):
+            update["outcome"] = "no_relevant"
+        every = [v.model_dump() for v in [*state.relevance, *verdicts]]
+        await write_stage(state.session_dir, {"relevance.json": every})
+        return update | _spent("relevance_filter", started, usage)
+
+
+def _rated(offline: list[Relevance], rated: claude.RatedSources) -> list[Relevance]:
+    scores = {item.id: item for item in rated.results}
+    verdicts = []
+    for verdict in offline:
+        item = scores.get(verdict.source)
+        if item is None:
+            verdicts.append(verdict.model_copy(update={"relevant": False, "score": 0.0,
+                                                       "reason": "not rated by Claude"}))  # fmt: skip
+            continue
+        keep = item.score >= rules.RELEVANCE_CUTOFF
+        verdicts.append(Relevance(source=verdict.source, score=round(item.score, 3),
+                                  relevant=keep, reason=item.reason[:200]))  # fmt: skip
+    return verdicts
+
+
+def next_sources(state: DeepState) -> list[str]:
+    """The relevant sources not analysed yet, best first, at most ``top_k``."""
+    done = {a.source for a in state.analyses}
+    relevant = sorted((v for v in state.relevance if v.relevant and v.source not in done),
+                      key=lambda v: -v.score)  # fmt: skip
+    return [v.source for v in relevant[: state.top_k]]
+
+
+class Analyse:
+    """One source's facts with exact quotes (a parallel branch; ``ctx.item`` is its ``S#``).
+    A failure is recorded on the analysis, so the other branches' work stays."""
+
+    def __init__(self, llm: LLM | None, timeout: float = ANALYSIS_TIMEOUT) -> None:
+        self.llm = llm
+        self.timeout = timeout
+
+    async def run(self, state: DeepState, ctx: NodeContext) -> dict[str, Any]:
+        started = time.perf_counter()
+        sid = str(ctx.item)
+        source = state.source(sid)
+        usage: Usage | None = None
+        try:
+            if source is None:
+                raise LookupError(f"source {sid} was not retrieved in this session")
+            async with asyncio.timeout(self.timeout):
+                analysis, usage = await self._analyse(state, source)
+        except Exception as exc:  # one source's failure must not sink the others
+            _log.warning("deep analysis failed", source=sid, error=repr(exc))
+            message = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            analysis = Analysis(source=sid, error=message[:300])
+        analysis = analysis.model_copy(update={"round": state.round})
+        return {"analyses": [analysis]} | _spent("deep_analysis", started, usage)
+
+    async def _analyse(self, state: DeepState, source: Source) -> tuple[Analysis, Usage | None]:
+        if self.llm is None:
+            return rules.analyse(source, state.terms), None
+        try:
+            reply = await self.llm.structured(
+                agent="deep_analysis", system=claude.ANALYSIS_SYSTEM,
+                prompt=claude.analysis_prompt(state, source), schema=claude.SourceFacts,
+            )  # fmt: skip
+        except LLMError as exc:
+            _log.warning("deep analysis: Claude failed, used the rules", error=exc.message)
+            return rules.analyse(source, state.terms), None
+        facts, dropped = [], 0
+        for fact in reply.value.facts[:8]:
+            exact = locate(fact.quote, source.text)
+            if exact is None:
+                dropped += 1
+                continue
+            facts.append(
+                Fact(kind=fact.kind, statement=" ".join(fact.statement.split()), quote=exact)
+            )
+        return Analysis(source=source.id, facts=facts, dropped=dropped, method="llm"), reply.usage
+
+
+def draft_markdown(draft: Draft, language: str) -> str:
+    """The draft as Markdown with ``[S#]`` markers (``draft.md`` and the streamed text)."""
+    titles = {"summary": "Summary", "key_points": "Key points", "steps": "Steps",
+              "caveats": "Caveats"}  # fmt: skip
+    if language == "ja":
+        titles = {"summary": "概要", "key_points": "要点", "steps": "手順", "caveats": "注意点"}
+    parts = []
+    for key, title in titles.items():
+        claims = draft.section(key)  # type: ignore[arg-type]
+        if not claims:
+            continue
+        cite = ["".join(f"[{s}]" for s in c.sources) for c in claims]
+        if key == "summary":
+            body = " ".join(f"{c.text} {m}".strip() for c, m in zip(claims, cite, strict=True))
+        else:
+            marker = "1." if key == "steps" else "-"
+            body = "\n".join(
+                f"{marker} {c.text} {m}".rstrip() for c, m in zip(claims, cite, strict=True)
+            )
+        parts.append(f"## {title}\n{body}")
+    return "\n\n".join(parts) + "\n"
+
+
+class Synthesis:
+    """Joins the analyses into a draft whose every sentence cites ``[S#]``; streams it."""
+
+    def __init__(self, llm: LLM | None) -> None:
+        self.llm = llm
+
+    async def run(self, state: DeepState, ctx: NodeContext) -> dict[str, Any]:
+        started = time.perf_counter()
+        if state.outcome != "running" or not _new_evidence(state):
+            return {}
+        evidence = [a.model_dump() for a in state.analyses]
+        await write_stage(state.session_dir, {"evidence.json": evidence})
+        usage, notes = None, []
+        draft: Draft | None = None
+        if self.llm is not None:
+            facts = [(f.kind, f.statement, a.source) for a in state.analyses for f in a.facts]
+            try:
+                reply = await self.llm.generate(
+                    agent="synthesis", system=claude.SYNTHESIS_SYSTEM,
+                    prompt=claude.synthesis_prompt(state, facts),
+                    on_token=lambda piece: ctx.emit("token", piece),
+                )  # fmt: skip
+                draft, usage = claude.parse_draft(reply.text), reply.usage
+            except LLMError as exc:
+                notes.append(f"synthesis: Claude failed ({exc.message}); used the rules")
+        if draft is None:
+            draft = rules.draft(state)
+            for line in draft_markdown(draft, state.language).splitlines(keepends=True):
+                ctx.emit("token", line)
+        await write_stage(state.session_dir, {"draft.md": draft_markdown(draft, state.language)})
+        update = {"draft": draft, "draft_round": state.round, "notes": notes}
+        return update | _spent("synthesis", started, usage)
+
+
+def _new_evidence(state: DeepState) -> bool:
+    """Whether this round analysed anything (a gap round may find nothing new)."""
+    return state.round == 0 or any(a.round == state.round for a in state.analyses)
+
+
+class Verify:
+    """Checks every claim against the passage it cites; sets the gaps for another round."""
+
+    def __init__(self, llm: LLM | None) -> None:
+        self.llm = llm
+
+    async def run(self, state: DeepState, ctx: NodeContext) -> dict[str, Any]:
+        started = time.perf_counter()
+        claims = state.draft.claims if state.draft else []
+        usage, notes = None, []
+        checks = [_lexical(*row) for row in rules.check_claims(state, claims)]
+        if self.llm is not None and claims:
+            try:
+                reply = await self.llm.structured(
+                    agent="verification", system=claude.VERIFY_SYSTEM,
+                    prompt=claude.verify_prompt(state, claims), schema=claude.ProposedQuotes,
+                )  # fmt: skip
+                checks, usage = _quoted(state, claims, reply.value), reply.usage
+            except LLMError as exc:
+                notes.append(f"verification: Claude failed ({exc.message}); checked lexically")
+        result = Verification(round=state.round + 1, checks=checks, threshold=state.threshold)
+        gaps = [check.text for check in checks if not check.supported]
+        rounds = [*state.verifications, result]
+        await write_stage(state.session_dir, {"verification.json": verification_json(rounds)})
+        update = {"verifications": [result], "gaps": gaps, "attempts": 0, "notes": notes}
+        return update | _spent("verification", started, usage)
+
+
+def _lexical(claim: Any, score: float, evidence: str | None, sid: str | None,
+             reason: str) -> ClaimCheck:  # fmt: skip
+    from ._text import SUPPORT_THRESHOLD
+
+    supported = evidence is not None and score >= SUPPORT_THRESHOLD
+    return ClaimCheck(
+        claim=claim.id, text=claim.text, sources=claim.sources, supported=supported,
+        evidence=evidence if supported else None, source=sid if supported else None,
+        score=score, method="lexical", reason=reason,
+    )  # fmt: skip
+
+
+def _quoted(
+    state: DeepState, claims: list[Any], proposed: claude.ProposedQuotes
+) -> list[ClaimCheck]:
+    by_claim = {item.claim: item for item in proposed.quotes}
+    checks = []
+    for claim in claims:
+        item = by_claim.get(claim.id)
+        source = state.source(item.source) if item and item.source else None
+        exact = locate(item.quote, source.text) if item and item.quote and source else None
+        if item is None or not item.quote:
+            reason = "Claude found no supporting sentence in the cited sources"
+        elif item.source not in claim.sources:
+            reason = f"the quote is from {item.source}, which the claim does not cite"
+            exact = None
+        elif exact is None:
+            reason = f"the proposed quote does not occur in {item.source}"
+        else:
+            reason = f"quote found verbatim in {item.source}"
+        checks.append(ClaimCheck(
+            claim=claim.id, text=claim.text, sources=claim.sources, supported=exact is not None,
+            evidence=exact, source=item.source if exact is not None and item else None,
+            score=1.0 if exact is not None else 0.0, method="quote", reason=reason,
+        ))  # fmt: skip
+    return checks
+
+
+def verification_json(rounds: list[Verification]) -> dict[str, Any]:
+    """``verification.json``: the final round's counts and every round's checks."""
+    last = rounds[-1]
+    return {
+        "rounds": len(rounds), "threshold": last.threshold, "claims": last.total,
+        "supported": last.supported, "unsupported": last.total - last.supported,
+        "ratio": last.ratio, "passed": last.passed,
+        "history": [
+            {"round": r.round, "claims": r.total, "supported": r.supported, "ratio": r.ratio,
+             "checks": [c.model_dump() for c in r.checks]}
+            for r in rounds
+        ],
+    }  # fmt: skip

@@ -1,0 +1,198 @@
+"""The report node: the verified draft as a ``Document`` for the report writer (Summary,
+Key points, Steps, Caveats, Methodology, Sources, Verification, Metadata; English or
+Japanese), written as ``report.md`` / ``report.pdf`` into the session folder.
+
+Only claims the last verification supported reach the body; the others are listed,
+flagged, under Verification. URLs that this session did not retrieve are removed from
+every text the report prints, so a citation can only point at something retrieved."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Final
+
+from ..engine import NodeContext
+from ..reports._model import utc_now
+from ..reports._writer import (
+    DocSection,
+    Document,
+    bullets,
+    md_escape,
+    paragraph,
+    table,
+    to_markdown,
+    to_pdf,
+)
+from ._labels import label
+from ._model import Claim, DeepState, Verification
+from ._session import write_stage
+
+__all__ = ["ReportWriter", "compose", "scrub"]
+
+_URL: Final = re.compile(r"https?://[^\s<>\"'\])]+")
+_SECTIONS: Final = ("summary", "key_points", "steps", "caveats")
+
+
+def scrub(text: str, allowed: set[str]) -> str:
+    """``text`` with every URL not in ``allowed`` replaced by ``(link removed)``."""
+    return _URL.sub(lambda m: m.group() if m.group().rstrip(".,;:") in allowed
+                    else "(link removed)", text)  # fmt: skip
+
+
+def _final(state: DeepState) -> Verification | None:
+    return state.verifications[-1] if state.verifications else None
+
+
+def supported_claims(state: DeepState) -> list[Claim]:
+    """The draft's claims the last verification supported."""
+    final = _final(state)
+    if state.draft is None or final is None:
+        return []
+    ok = {check.claim for check in final.checks if check.supported}
+    return [claim for claim in state.draft.claims if claim.id in ok]
+
+
+def _line(claim: Claim, state: DeepState, allowed: set[str]) -> str:
+    cites = "".join(f"[{sid}]" for sid in claim.sources if state.source(sid) is not None)
+    return f"{md_escape(scrub(claim.text, allowed))} {cites}".strip()
+
+
+def _body(state: DeepState, lang: str, allowed: set[str]) -> list[DocSection]:
+    claims = supported_claims(state)
+    if state.outcome in ("no_sources", "no_relevant") or not claims:
+        key = (
+            state.outcome if state.outcome in ("no_sources", "no_relevant") else "nothing_verified"
+        )
+        text = label(lang, key).format(topic=md_escape(state.topic))
+        return [DocSection(label(lang, "summary"), [paragraph(text)])]
+    sections = []
+    for name in _SECTIONS:
+        mine = [_line(c, state, allowed) for c in claims if c.section == name]
+        if not mine:
+            continue
+        block = paragraph(" ".join(mine)) if name == "summary" else bullets(mine)
+        sections.append(DocSection(label(lang, name), [block]))
+    return sections
+
+
+def _methodology(state: DeepState, lang: str, allowed: set[str], backend: str) -> DocSection:
+    relevant = sum(1 for v in state.relevance if v.relevant)
+    failed = [a for a in state.analyses if a.error is not None]
+    items = [
+        label(lang, "m_source").format(backend=backend),
+        label(lang, "m_counts").format(
+            retrieved=len(state.sources), relevant=relevant,
+            analysed=len(state.analyses) - len(failed), failed=len(failed),
+        ),
+        label(lang, "m_method").format(
+            who=f"Claude ({state.model})" if state.model else label(lang, "rules")
+        ),
+        label(lang, "m_verify").format(threshold=f"{state.threshold:.0%}"),
+    ]  # fmt: skip
+    if not state.model:
+        items.append(label(lang, "m_verbatim"))
+    items += [
+        label(lang, "m_query").format(n=i, query=md_escape(scrub(q.query, allowed)))
+        for i, q in enumerate(state.queries, 1)
+    ]
+    items += [md_escape(scrub(note, allowed)) for note in state.notes]
+    items += [label(lang, "m_failed").format(sid=a.source, error=md_escape(scrub(a.error or "", allowed)))
+              for a in failed]  # fmt: skip
+    return DocSection(label(lang, "methodology"), [bullets(items)])
+
+
+def _sources(state: DeepState, lang: str) -> DocSection:
+    cited = dict.fromkeys(sid for c in supported_claims(state) for sid in c.sources)
+    lines = [f"[{s.id}] {md_escape(s.cite())}" for sid in cited if (s := state.source(sid))]
+    if not lines:
+        return DocSection(label(lang, "sources"), [paragraph(label(lang, "no_source_used"))])
+    return DocSection(label(lang, "sources"), [bullets(lines)])
+
+
+def _verification(state: DeepState, lang: str, allowed: set[str]) -> DocSection:
+    final = _final(state)
+    if final is None:
+        return DocSection(label(lang, "verification"), [paragraph(label(lang, "not_verified"))])
+    rows: list[tuple[str, ...]] = [
+        (label(lang, "v_measure"), label(lang, "v_value")),
+        (label(lang, "v_checked"), str(final.total)),
+        (label(lang, "v_supported"), str(final.supported)),
+        (label(lang, "v_unsupported"), str(final.total - final.supported)),
+        (label(lang, "v_ratio"), f"{final.ratio:.0%}"),
+        (label(lang, "v_threshold"), f"{final.threshold:.0%}"),
+        (label(lang, "v_rounds"), str(len(state.verifications))),
+    ]
+    blocks = [table(rows)]
+    evidence = [f"{c.claim} [{c.source}]: “{md_escape(c.evidence or '')}”"
+                for c in final.checks if c.supported]  # fmt: skip
+    if evidence:
+        blocks += [paragraph(f"**{label(lang, 'v_evidence')}**"), bullets(evidence)]
+    flagged = [f"{c.claim}: {md_escape(scrub(c.text, allowed))} — {md_escape(c.reason)}"
+               for c in final.checks if not c.supported]  # fmt: skip
+    if flagged:
+        blocks += [paragraph(f"**{label(lang, 'v_flagged')}**"), bullets(flagged)]
+    return DocSection(label(lang, "verification"), blocks)
+
+
+def _metadata(state: DeepState, lang: str, generated_at: str, session_id: str) -> DocSection:
+    calls = sum(u.calls for u in state.usage.values())
+    cost = sum(u.cost_usd for u in state.usage.values())
+    rows: list[tuple[str, ...]] = [
+        (label(lang, "v_measure"), label(lang, "v_value")),
+        (label(lang, "md_topic"), md_escape(state.topic)),
+        (label(lang, "md_session"), session_id),
+        (label(lang, "md_generated"), generated_at),
+        (label(lang, "md_language"), state.language),
+        (label(lang, "md_model"), state.model or label(lang, "rules")),
+        (label(lang, "md_calls"), f"{calls} (~${cost:.4f})"),
+    ]
+    return DocSection(label(lang, "metadata"), [table(rows)])
+
+
+def compose(state: DeepState, generated_at: str, session_id: str, backend: str) -> Document:
+    """The report as a ``Document``."""
+    lang = state.language
+    allowed = {s.locator for s in state.sources if s.kind == "web"}
+    sections = _body(state, lang, allowed)
+    sections += [
+        _methodology(state, lang, allowed, backend),
+        _sources(state, lang),
+        _verification(state, lang, allowed),
+        _metadata(state, lang, generated_at, session_id),
+    ]
+    title = label(lang, "title").format(topic=md_escape(state.topic))
+    return Document(title=title, language=lang, sections=sections)
+
+
+class ReportWriter:
+    """Writes report.md (and report.pdf) into the session folder and marks it finished."""
+
+    def __init__(self, backend: str | None = None) -> None:
+        self.backend = backend
+
+    async def run(self, state: DeepState, ctx: NodeContext) -> dict[str, Any]:
+        generated_at = utc_now()
+        outcome = state.outcome if state.outcome != "running" else "ok"
+        final = state.model_copy(update={"outcome": outcome})
+        backend = self.backend or ("Tavily web search" if state.mode == "web"
+                                   else "local documents (SQLite FTS5, BM25)")  # fmt: skip
+        doc = compose(final, generated_at, ctx.thread_id, backend)
+        files: dict[str, Any] = {"report.md": to_markdown(doc)}
+        if "pdf" in state.formats:
+            files["report.pdf"] = to_pdf(doc)
+        meta = session_meta(final, ctx.thread_id)
+        meta |= {"status": "completed" if outcome == "ok" else outcome, "finished_at": generated_at}
+        files["session.json"] = meta
+        await write_stage(state.session_dir, files)
+        written = [f"{state.session_dir}/{name}" for name in files if name.startswith("report.")]
+        return {"outcome": outcome, "files": written}
+
+
+def session_meta(state: DeepState, session_id: str) -> dict[str, Any]:
+    """``session.json``'s fields (status ``running`` until the report is written)."""
+    return {
+        "id": session_id, "topic": state.topic, "language": state.language, "mode": state.mode,
+        "docs": state.docs, "formats": state.formats, "top_k": state.top_k,
+        "threshold": state.threshold, "model": state.model, "created_at": state.started_at,
+        "status": "running",
+    }  # fmt: skip

@@ -1,0 +1,147 @@
+"""Where deep research finds sources: the ``TopicSearch`` seam, the web (Tavily) and
+local documents behind it, and ``StaticSearch``, an in-memory corpus for tests."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
+
+from ._model import Mode
+from ._text import coverage, terms
+
+if TYPE_CHECKING:
+    from ..documents import DocumentIndex
+    from ..sources import TavilyWebSearch
+
+__all__ = ["DocumentSearch", "Found", "StaticSearch", "TopicSearch", "WebSearch"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Found:
+    """One search result, before the session numbers it ``S#``."""
+
+    kind: Literal["web", "file"]
+    """A web page or a passage of a local file."""
+    title: str
+    """The page's or document's title."""
+    locator: str
+    """The URL, or the path relative to the documents folder."""
+    text: str
+    """What was retrieved: the page text or the passage."""
+    score: float = 0.0
+    """The search's own score."""
+    position: str | None = None
+    """Where in a file (``lines 3-9``, ``page 2``)."""
+
+
+@runtime_checkable
+class TopicSearch(Protocol):
+    """A search over a corpus by topic."""
+
+    name: str
+    """Shown under Methodology (e.g. ``Tavily web search``)."""
+    mode: Mode
+    """``web`` or ``docs``."""
+
+    async def search(self, query: str, *, limit: int, broadened: bool) -> list[Found]:
+        """Results for ``query``, best first; ``broadened`` matches any of its terms
+        instead of all. Raises ``DataSourceError`` when the search itself fails."""
+        ...
+
+
+class StaticSearch:
+    """An in-memory corpus ranked by term coverage: for tests, examples and benchmarks.
+
+    Args:
+        documents: the corpus.
+        mode: reported as the session's mode.
+        latency: seconds each search sleeps (to simulate a network).
+    """
+
+    name = "static corpus"
+
+    def __init__(
+        self, documents: Sequence[Found], *, mode: Mode = "docs", latency: float = 0.0
+    ) -> None:
+        self.documents = list(documents)
+        self.mode: Mode = mode
+        self.latency = latency
+        self.queries: list[tuple[str, bool]] = []
+        """Every search made: (query, broadened)."""
+
+    async def search(self, query: str, *, limit: int, broadened: bool) -> list[Found]:
+        """Documents holding all the query's terms (any when ``broadened``), by coverage."""
+        self.queries.append((query, broadened))
+        if self.latency:
+            await asyncio.sleep(self.latency)
+        wanted = terms(query)
+        scored = [(coverage(wanted, f"{doc.title} {doc.text}"), doc) for doc in self.documents]
+        need = 1.0 if not broadened else 1e-9
+        hits = [(score, doc) for score, doc in scored if wanted and score >= need]
+        hits.sort(key=lambda pair: -pair[0])
+        return [doc for _, doc in hits[:limit]]
+
+
+class WebSearch:
+    """The web through Tavily: page text (``raw_content``) when Tavily returns it, else
+    the snippet."""
+
+    name = "Tavily web search"
+    mode: Mode = "web"
+
+    def __init__(self, client: TavilyWebSearch) -> None:
+        self.client = client
+
+    async def search(self, query: str, *, limit: int, broadened: bool) -> list[Found]:
+        """Search the web (``broadened`` changes nothing here: the query itself is broader)."""
+        results = await self.client.search(query, max_results=limit)
+        return [
+            Found(
+                kind="web",
+                title=item.title or item.url,
+                locator=item.url,
+                text=item.raw_content or item.content,
+                score=item.score,
+            )
+            for item in results
+            if (item.raw_content or item.content).strip()
+        ]
+
+
+class DocumentSearch:
+    """A folder of the user's own documents (indexed once, BM25-ranked)."""
+
+    name = "local documents (SQLite FTS5, BM25)"
+    mode: Mode = "docs"
+
+    def __init__(self, index: DocumentIndex) -> None:
+        self.index = index
+
+    @property
+    def folder(self) -> Path:
+        """The documents folder."""
+        return self.index.folder
+
+    async def search(self, query: str, *, limit: int, broadened: bool) -> list[Found]:
+        """Passages holding all the query's terms (any when ``broadened``), by BM25."""
+        passages = await self.index.search(query, limit=limit, match="any" if broadened else "all")
+        return [
+            Found(
+                kind="file",
+                title=passage.title,
+                locator=passage.path,
+                text=passage.text,
+                score=passage.score,
+                position=_position(passage.page, passage.line_start, passage.line_end),
+            )
+            for passage in passages
+        ]
+
+
+def _position(page: int | None, first: int, last: int) -> str:
+    if page is not None:
+        return f"page {page}"
+    return f"line {first}" if first == last else f"lines {first}-{last}"
