@@ -10,12 +10,14 @@ import secrets
 import sys
 from typing import TextIO
 
+from ._cli_deep import add_deep_parsers, run_deep, run_sessions
 from ._cli_reports import add_parsers, answer_report, run_report, run_reports
 from ._logging import configure_logging
 from .agents._rules import for_terminal
 from .assistant import Answer, InvalidQuestion, Progress, Reply, ResearchAssistant, Token
 from .constants import MAX_QUESTION_CHARS
 from .engine import EngineError, validate_thread_id
+from .deep import InvalidResearchRequest
 from .reports._api import CompanyNotFound, InvalidReportRequest
 from .sources import DataSourceError, create_data_source
 from .stores import MissingExtra
@@ -80,6 +82,7 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("graph", help="print the agents' graph as a Mermaid diagram")
 
     add_parsers(sub, source_help)
+    add_deep_parsers(sub)
 
     history = sub.add_parser("history", help="print a conversation")
     history.add_argument("--thread", required=True)
@@ -275,6 +278,13 @@ async def _command(args: argparse.Namespace) -> int:
         return await run_report(args, _assistant(args.source))
     if args.command == "reports":
         return await run_reports()
+    if args.command == "deep":
+        if args.resume is None and args.topic is None:
+            raise CliError('say what to research, e.g. research-fsm deep "Spring Boot 2 to 3 '
+                           'migration" --docs ./notes', EXIT_USAGE)  # fmt: skip
+        return await run_deep(args, _assistant())
+    if args.command == "sessions":
+        return await run_sessions()
     return await _graph()
 
 
@@ -298,9 +308,10 @@ def main(argv: list[str] | None = None) -> int:
     except CliError as exc:
         print(f"research-fsm: {exc}", file=sys.stderr)
         return exc.code
-    except (InvalidReportRequest, CompanyNotFound) as exc:
+    except (InvalidReportRequest, CompanyNotFound, InvalidResearchRequest) as exc:
         print(f"research-fsm: {exc}", file=sys.stderr)
-        return EXIT_USAGE if isinstance(exc, InvalidReportRequest) else EXIT_ERROR
+        usage = isinstance(exc, (InvalidReportRequest, InvalidResearchRequest))
+        return EXIT_USAGE if usage else EXIT_ERROR
     except (EngineError, InvalidQuestion, DataSourceError, ValueError, OSError) as exc:
         print(f"research-fsm: {exc}", file=sys.stderr)
         return EXIT_ERROR

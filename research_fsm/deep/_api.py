@@ -266,7 +266,8 @@ class DeepRunner:
         input and the session id."""
         clean = check_request(topic, language, formats, top_k, threshold)
         folder = check_docs(docs)
-        mode = self.search.mode if self.search is not None else ("docs" if folder else "web")
+        chosen = self.search or (None if folder else self.web)
+        mode = chosen.mode if chosen is not None else "docs"
         if self.search is None and folder is None and self.web is None:
             raise NoResearchSource(
                 "deep research needs documents or a web search: give a documents folder "

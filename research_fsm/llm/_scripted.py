@@ -35,8 +35,9 @@ class ScriptedLLM:
 
     ``script`` maps an agent name to its replies: a model instance or dict (for
     ``structured``), a str (text for ``generate``; for ``structured`` it is
-    parsed as JSON, so a non-JSON string simulates malformed output), or an
-    exception instance to raise. An agent whose replies ran out gets
+    parsed as JSON, so a non-JSON string simulates malformed output), an
+    exception instance to raise, or a callable given the prompt that returns
+    one of those (for calls whose order is not fixed, such as parallel branches). An agent whose replies ran out gets
     ``LLMError``. Every call is recorded in ``calls``.
     """
 
@@ -52,6 +53,8 @@ class ScriptedLLM:
         if not replies:
             raise LLMError(f"no scripted reply left for agent {agent!r}", kind="other")
         reply = replies.pop(0)
+        if callable(reply) and not isinstance(reply, (BaseModel, BaseException, type)):
+            reply = reply(self.calls[-1].prompt)
         if isinstance(reply, BaseException):
             raise reply
         return reply

@@ -1,0 +1,109 @@
+"""``research-fsm deep`` and ``research-fsm sessions``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import AsyncIterator
+from typing import Any
+
+from .agents._rules import for_terminal
+from .assistant import ResearchAssistant
+from .deep import DeepProgress, DeepText, ResearchReport, list_sessions
+from .deep._assistant import sessions_home
+
+__all__ = ["add_deep_parsers", "run_deep", "run_sessions"]
+
+
+def add_deep_parsers(sub: Any) -> None:
+    """Add ``deep`` and ``sessions`` to the CLI's subcommands."""
+    deep = sub.add_parser(
+        "deep",
+        help="research any topic over your documents or the web, with a cited report",
+        description="Deep research: enhance the query, search (retry broader), filter for "
+        "relevance, analyse the top sources in parallel, write a summary citing [S#], verify "
+        "every claim against its source, and save report.md (and report.pdf) in a session "
+        "folder. Sources: --docs DIR (or $RESEARCH_DOCS), else the web with TAVILY_API_KEY.",
+    )
+    deep.add_argument("topic", nargs="?")
+    deep.add_argument("--docs", metavar="DIR", help="a folder of .md, .txt, .html and .pdf files")
+    deep.add_argument("--lang", choices=("en", "ja"), default="en")
+    deep.add_argument("--pdf", action="store_true", help="also write report.pdf")
+    deep.add_argument("--top", type=int, default=3, metavar="N",
+                      help="sources analysed in depth (default 3)")  # fmt: skip
+    deep.add_argument("--json", action="store_true", help="print the result as JSON")
+    deep.add_argument("--resume", metavar="ID", help="continue an interrupted session")
+    sub.add_parser("sessions", help="list deep-research sessions")
+
+
+def _as_json(report: ResearchReport) -> str:
+    return json.dumps(
+        {
+            "status": report.status, "session_id": report.session_id, "topic": report.topic,
+            "language": report.language, "mode": report.mode, "summary": report.summary,
+            "key_points": report.key_points, "steps": report.steps, "caveats": report.caveats,
+            "sources": report.sources, "verification": report.verification,
+            "folder": str(report.folder) if report.folder else None,
+            "paths": [str(p) for p in report.paths], "llm_calls": report.llm_calls,
+            "cost_usd": report.cost_usd, "timings": report.timings, "notes": report.notes,
+        },
+        ensure_ascii=False, indent=2,
+    )  # fmt: skip
+
+
+async def _follow(
+    events: AsyncIterator[DeepProgress | DeepText | ResearchReport], quiet: bool
+) -> ResearchReport:
+    async for event in events:
+        if isinstance(event, ResearchReport):
+            return event
+        if quiet or isinstance(event, DeepText):
+            continue
+        where = f" ({event.branch})" if event.branch else ""
+        what = "done" if event.finished else "started"
+        print(f"  [{event.stage}]{where} {what}", file=sys.stderr, flush=True)
+    raise RuntimeError("the deep-research run ended without a report")
+
+
+def _summary_line(report: ResearchReport) -> str:
+    v = report.verification
+    calls = sum(report.llm_calls.values())
+    checked = (f"{v['supported']}/{v['claims']} claims verified ({v['ratio']:.0%})"
+               if v else "nothing verified")  # fmt: skip
+    return (f"{checked}, {len(report.sources)} sources cited, LLM {calls} calls "
+            f"~${report.cost_usd:.4f}; session {report.session_id}")  # fmt: skip
+
+
+async def run_deep(args: argparse.Namespace, assistant: ResearchAssistant) -> int:
+    """Run (or continue) a deep-research session; 0 when the report is written."""
+    if args.resume:
+        report = await _follow(assistant.continue_deep_research(args.resume), args.json)
+    else:
+        formats = ("md", "pdf") if args.pdf else ("md",)
+        events = assistant.stream_deep_research(
+            args.topic, language=args.lang, docs=args.docs, formats=formats, top_k=args.top
+        )
+        report = await _follow(events, args.json)
+    if args.json:
+        print(_as_json(report))
+        return 0
+    if report.summary:
+        print(for_terminal(report.summary))
+    for point in [*report.key_points, *report.steps, *report.caveats][:8]:
+        print(for_terminal(f"- {point}"))
+    if report.status == "no_sources":
+        print(for_terminal(report.markdown.split("\n\n")[2] if report.markdown else ""))
+    print(report.paths[0] if report.paths else "")
+    print(for_terminal(_summary_line(report)))
+    return 0
+
+
+async def run_sessions() -> int:
+    """List deep-research sessions, newest first."""
+    entries = list_sessions(sessions_home())
+    if not entries:
+        print('No sessions yet. Try: research-fsm deep "TOPIC" --docs ./my-notes', file=sys.stderr)
+    for entry in entries:
+        print(for_terminal(f"{entry.id}  {entry.status:<10}  {entry.mode:<4}  {entry.topic}"))
+    return 0
