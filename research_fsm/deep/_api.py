@@ -17,7 +17,6 @@ from ..engine import (
     Emitted,
     NodeFinished,
     NodeStarted,
-    RunResult,
 )
 from ..llm import LLM, Usage
 from ..sources import DataSourceError
@@ -36,6 +35,7 @@ __all__ = [
     "NoResearchSource",
     "ResearchReport",
     "check_request",
+    "to_research_report",
 ]
 
 DOCS_ENV: Final = "RESEARCH_DOCS"
@@ -170,9 +170,8 @@ def check_docs(docs: str | os.PathLike[str] | None) -> Path | None:
     return path.resolve()
 
 
-def to_research_report(result: RunResult[DeepState], root: Path) -> ResearchReport:
-    """The ``ResearchReport`` of a finished run."""
-    state = result.state
+def to_research_report(state: DeepState, session_id: str) -> ResearchReport:
+    """The ``ResearchReport`` of a finished session's state."""
     claims = supported_claims(state)
 
     def lines(section: str) -> list[str]:
@@ -194,7 +193,7 @@ def to_research_report(result: RunResult[DeepState], root: Path) -> ResearchRepo
     markdown = paths[0].read_text(encoding="utf-8") if paths else ""
     return ResearchReport(
         status="completed" if state.outcome == "ok" else "no_sources",
-        session_id=result.thread_id, topic=state.topic, language=state.language, mode=state.mode,
+        session_id=session_id, topic=state.topic, language=state.language, mode=state.mode,
         summary=" ".join(lines("summary")), key_points=lines("key_points"), steps=lines("steps"),
         caveats=lines("caveats"), sources=sources, verification=verification,
         markdown=markdown, paths=paths, folder=Path(state.session_dir) if state.session_dir else None,
@@ -299,4 +298,4 @@ class DeepRunner:
                 elif isinstance(event, Emitted) and event.kind == "token":
                     yield DeepText(str(event.data))
                 elif isinstance(event, Completed):
-                    yield to_research_report(event.result, self.root)
+                    yield to_research_report(event.result.state, event.result.thread_id)

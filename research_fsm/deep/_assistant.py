@@ -8,7 +8,14 @@ from pathlib import Path
 
 from ..engine import CheckpointStore, validate_thread_id
 from ..llm import LLM
-from ._api import DeepProgress, DeepRunner, DeepText, InvalidResearchRequest, ResearchReport
+from ._api import (
+    DeepProgress,
+    DeepRunner,
+    DeepText,
+    InvalidResearchRequest,
+    ResearchReport,
+    to_research_report,
+)
 from ._model import DEFAULT_THRESHOLD, DEFAULT_TOP_K, Language
 from ._search import TopicSearch, WebSearch
 
@@ -95,5 +102,8 @@ class DeepResearchMixin:
         snapshot = await runner.app.get_state(session_id)
         if snapshot is None:
             raise InvalidResearchRequest(f"there is no deep-research session `{session_id}`")
+        if snapshot.status == "completed":
+            yield to_research_report(snapshot.state, session_id)
+            return
         async for event in runner.events(None, session_id):
             yield event
