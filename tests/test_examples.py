@@ -18,6 +18,7 @@ MARKERS: dict[str, list[str]] = {
     "multi_turn": ["[2] user: What about their stock?", "about: Tesla, Inc. and Apple Inc."],
     "streaming": ["synthesis  Writing the answer...", "MSFT trading at $378", "company: Microsoft Corporation"],
     "custom_graph": ["flowchart TD", 'review -->|"again"| write', "'approved': True"],
+    "deep_research": ["status: completed", "done: deep_analysis (deep_analysis[2])", "verified: ", "files: report.md, report.pdf"],
     "web_app": ["answered: 55/55; each answer named its own company: True", "edited token               -> 400"],
 }  # fmt: skip
 """For each example: strings its output must contain."""
