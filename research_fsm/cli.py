@@ -318,6 +318,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("research-fsm: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # a bug: still one line, never a traceback
+        print(f"research-fsm: unexpected error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_ERROR
 
 
 if __name__ == "__main__":  # pragma: no cover
