@@ -58,7 +58,9 @@ def query(prompt: str) -> dict[str, Any]:
     return {"query": gaps[0] if gaps else lines[0].removeprefix("Topic: ")}
 
 
-def claude(drafts: list[str], *, many: int = 20, analysis: Callable[[str], Any] = analyse) -> ScriptedLLM:
+def claude(
+    drafts: list[str], *, many: int = 20, analysis: Callable[[str], Any] = analyse
+) -> ScriptedLLM:
     """A scripted Claude: honest query/relevance/analysis/verification, ``drafts`` in turn."""
     return ScriptedLLM(
         {

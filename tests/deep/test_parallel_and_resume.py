@@ -12,7 +12,7 @@ from research_fsm.assistant import ResearchAssistant
 from research_fsm.deep import DeepProgress, DeepText, ResearchReport, StaticSearch
 from research_fsm.engine import JsonFileCheckpointStore, MemoryCheckpointStore, NodeFailed
 
-from .conftest import CORPUS, TOPIC
+from .conftest import TOPIC
 from .llm import analyse, blocks, claude
 
 SUMMARY = "## Summary\nSpring Boot 3.0 requires Java 17 as a minimum version {cite}.\n"
@@ -80,7 +80,9 @@ async def test_streaming_shows_branches_and_text_before_the_report(
 ) -> None:
     """Three deep_analysis branches start and finish, draft text streams, then the report."""
     events = [event async for event in assistant.stream_deep_research(TOPIC)]
-    branches = {e.branch for e in events if isinstance(e, DeepProgress) and e.stage == "deep_analysis"}
+    branches = {
+        e.branch for e in events if isinstance(e, DeepProgress) and e.stage == "deep_analysis"
+    }
     assert 3 == len(branches)
     text = [i for i, e in enumerate(events) if isinstance(e, DeepText)]
     assert text and text[-1] < len(events) - 1
@@ -94,7 +96,9 @@ async def test_a_crash_after_the_analyses_resumes_without_redoing_them(
     """Synthesis dies; a new assistant on the same store continues: analyses not re-run."""
     store_dir = home / "threads"
     crashing = claude([RuntimeError("killed")])
-    first = ResearchAssistant(llm=crashing, store=JsonFileCheckpointStore(store_dir), web_search=web)
+    first = ResearchAssistant(
+        llm=crashing, store=JsonFileCheckpointStore(store_dir), web_search=web
+    )
     with pytest.raises(NodeFailed):
         await first.deep_research(TOPIC)
     analysed = [c for c in crashing.calls if c.agent == "deep_analysis"]

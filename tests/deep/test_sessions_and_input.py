@@ -47,7 +47,9 @@ async def test_a_japanese_report_has_japanese_headings_and_pdf_text(
     for heading in ("## 概要", "## 調査方法", "## 出典", "## 検証", "## メタデータ"):
         assert heading in report.markdown
     pdf = next(p for p in report.paths if p.suffix == ".pdf")
-    text = "".join(page.extract_text() for page in pypdf.PdfReader(io.BytesIO(pdf.read_bytes())).pages)
+    text = "".join(
+        page.extract_text() for page in pypdf.PdfReader(io.BytesIO(pdf.read_bytes())).pages
+    )
     assert "Spring Boot" in text
 
 
@@ -61,7 +63,9 @@ async def test_urls_nobody_retrieved_are_removed(home: Path, web: StaticSearch) 
                 f"## Key points\n- Spring Boot 3.0 requires Java 17, see https://evil.example/x "
                 f"{cite}\n")  # fmt: skip
 
-    assistant = ResearchAssistant(llm=claude([linking]), store=MemoryCheckpointStore(), web_search=web)
+    assistant = ResearchAssistant(
+        llm=claude([linking]), store=MemoryCheckpointStore(), web_search=web
+    )
     report = await assistant.deep_research(TOPIC)
     assert "evil.example" not in report.markdown
     assert "(link removed)" in report.markdown
