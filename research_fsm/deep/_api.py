@@ -109,7 +109,7 @@ class ResearchReport:
     usage: dict[str, Usage] = field(default_factory=dict)
     """LLM usage per stage."""
     timings: dict[str, float] = field(default_factory=dict)
-    """Seconds per stage."""
+    """Seconds of work per stage, summed over rounds and over the parallel analyses."""
     notes: list[str] = field(default_factory=list)
     """What went wrong and how it was handled."""
 
@@ -197,7 +197,7 @@ def to_research_report(state: DeepState, session_id: str) -> ResearchReport:
         summary=" ".join(lines("summary")), key_points=lines("key_points"), steps=lines("steps"),
         caveats=lines("caveats"), sources=sources, verification=verification,
         markdown=markdown, paths=paths, folder=Path(state.session_dir) if state.session_dir else None,
-        usage=dict(state.usage), timings=dict(state.timings), notes=list(state.notes),
+        usage=dict(state.usage), timings={k: round(v, 4) for k, v in state.timings.items()}, notes=list(state.notes),
     )  # fmt: skip
 
 

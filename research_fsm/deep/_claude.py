@@ -193,9 +193,7 @@ _HEADINGS: Final = {
     "steps": "steps", "手順": "steps", "caveats": "caveats", "注意点": "caveats",
 }  # fmt: skip
 _CITE: Final = re.compile(r"\[(S\d+)\]")
-_SPLIT: Final = re.compile(
-    r"(?<=[.!?])(?:\s*\[S\d+\])*(?:\s+|$)|(?<=[。！？])(?:\s*\[S\d+\])*\s*"
-)
+_SPLIT: Final = re.compile(r"(?<=[.!?])(?:\s*\[S\d+\])*(?:\s+|$)|(?<=[。！？])(?:\s*\[S\d+\])*\s*")
 _ITEM: Final = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 _SPACE_BEFORE: Final = re.compile(r"\s+([.,;:!?。、])")
 

@@ -283,7 +283,8 @@ class DeepState(BaseModel):
     usage: Annotated[dict[str, Usage], add] = Field(default_factory=dict)
     """LLM usage per stage."""
     timings: Annotated[dict[str, float], add] = Field(default_factory=dict)
-    """Seconds spent per stage (summed over rounds)."""
+    """Seconds of work per stage, summed over rounds and, for ``deep_analysis``, over
+    the parallel analyses (so more than the phase's wall time)."""
     notes: Annotated[list[str], append] = Field(default_factory=list)
     """What went wrong and how it was handled (shown under Methodology)."""
     started_at: str = Field(default_factory=utc_now)
