@@ -1,0 +1,368 @@
+"""``DocumentIndex``: a folder's passages in an SQLite FTS5 index ranked by BM25.
+
+Why FTS5: it ships with Python's ``sqlite3`` (no dependency), its ``bm25()`` is the
+standard ranking function, the index is one file on disk that updates file by file,
+and SQLite's locking lets two processes open it at once. English words are stemmed
+(``porter``), Japanese and Chinese are indexed as character bigrams (``_terms``).
+
+The index lives in ``cache_dir`` (default ``$RESEARCH_FSM_HOME/indexes``), never in
+the user's folder, as ``<sha256 of the folder's path>.sqlite``. Each file's size,
+modification time and content hash are kept: a second ``open`` re-reads only the
+files that changed (a touched but unchanged file is not re-indexed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Final, Literal
+
+import structlog
+
+from ._passages import split
+from ._read import Found, SkippedFile, discover, extract, read_bytes
+from ._terms import cjk_bigrams, query_terms
+
+__all__ = [
+    "DocumentIndex",
+    "DocumentsError",
+    "DocumentsNotFound",
+    "IndexStats",
+    "NotADirectory",
+    "Passage",
+    "default_cache_dir",
+]
+
+_log = structlog.get_logger(__name__)
+SCHEMA: Final = "research-fsm-documents-1"
+_TABLES: Final = """
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE files(id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL, sha256 TEXT NOT NULL, kind TEXT NOT NULL, title TEXT NOT NULL,
+    text TEXT NOT NULL);
+CREATE TABLE passages(id INTEGER PRIMARY KEY, file_id INTEGER NOT NULL, start INTEGER NOT NULL,
+    end INTEGER NOT NULL, line_start INTEGER NOT NULL, line_end INTEGER NOT NULL, page INTEGER,
+    heading TEXT);
+CREATE INDEX passages_file ON passages(file_id);
+CREATE VIRTUAL TABLE fts USING fts5(body, title, tokenize='porter unicode61 remove_diacritics 2');
+"""
+
+
+class DocumentsError(ValueError):
+    """A documents folder that cannot be used."""
+
+
+class DocumentsNotFound(DocumentsError):
+    """The folder does not exist."""
+
+
+class NotADirectory(DocumentsError):
+    """The path is a file (or something else), not a folder."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Passage:
+    """A piece of a document that matched a search."""
+
+    path: str
+    """The file's path relative to the folder (posix)."""
+    title: str
+    """The document's title."""
+    text: str
+    """The passage, exactly as in the file's extracted text (``text[start:end]``)."""
+    start: int
+    """Offset of its first character in the extracted text."""
+    end: int
+    """Offset after its last character."""
+    line_start: int
+    """First line (1-based) of the extracted text it covers."""
+    line_end: int
+    """Last line it covers."""
+    page: int | None
+    """The PDF page it is on (1-based), else ``None``."""
+    heading: str | None
+    """The Markdown heading it sits under, if any."""
+    score: float
+    """BM25 relevance (higher is better)."""
+
+    def locator(self) -> str:
+        """Where it is, for a citation: ``notes/a.md, lines 3-9`` or ``guide.pdf, page 2``."""
+        if self.page is not None:
+            return f"{self.path}, page {self.page}"
+        lines = (f"line {self.line_start}" if self.line_start == self.line_end
+                 else f"lines {self.line_start}-{self.line_end}")  # fmt: skip
+        return f"{self.path}, {lines}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IndexStats:
+    """What opening the index did."""
+
+    files: int
+    """Files in the index."""
+    passages: int
+    """Passages in the index."""
+    read: int
+    """Files read (new or changed) by this open."""
+    reused: int
+    """Files whose index entries were kept."""
+    removed: int
+    """Files gone from the folder, removed from the index."""
+    seconds: float
+    """How long opening took."""
+    bytes_read: int
+    """Bytes of the files read."""
+
+
+def default_cache_dir() -> Path:
+    """``$RESEARCH_FSM_HOME/indexes`` (the assistant's home)."""
+    env = os.environ.get("RESEARCH_FSM_HOME")
+    if env:
+        return Path(env).expanduser() / "indexes"
+    base = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
+    return Path(base) / "research-fsm" / "indexes"
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    if not path.exists():
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
+    db = sqlite3.connect(path, timeout=30.0, check_same_thread=False, isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    return db
+
+
+def _open_db(path: Path, folder: Path) -> sqlite3.Connection:
+    """The index database, (re)created when missing, damaged or of another version."""
+    try:
+        db = _connect(path)
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
+        if not tables:
+            db.executescript(_TABLES)
+            db.executemany("INSERT INTO meta VALUES (?, ?)",
+                           [("schema", SCHEMA), ("folder", str(folder))])  # fmt: skip
+            return db
+        row = db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+        if row is not None and row[0] == SCHEMA:
+            db.execute("SELECT count(*) FROM fts").fetchone()
+            return db
+        reason = "another schema version"
+        db.close()
+    except sqlite3.DatabaseError as exc:
+        reason = f"damaged ({exc})"
+    _log.warning("document index rebuilt", index=str(path), reason=reason)
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    return _open_db(path, folder)
+
+
+class _Builder:
+    """One refresh of the index against the folder (runs in a worker thread)."""
+
+    def __init__(self, db: sqlite3.Connection, folder: Path) -> None:
+        self.db, self.folder = db, folder
+        self.read = self.reused = self.bytes_read = 0
+        self.skipped: list[SkippedFile] = []
+
+    def refresh(self, files: list[Found]) -> int:
+        known = {row[0]: row[1:] for row in self.db.execute(
+            "SELECT path, id, size, mtime_ns, sha256 FROM files")}  # fmt: skip
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            for found in files:
+                self._one(found, known.pop(found.path, None))
+            for file_id, *_ in known.values():
+                self._drop(file_id)
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        return len(known)
+
+    def _one(self, found: Found, old: tuple[int, int, int, str] | None) -> None:
+        if old is not None and (old[1], old[2]) == (found.size, found.mtime_ns):
+            self.reused += 1
+            return
+        try:
+            data = read_bytes(found.real)
+        except OSError as exc:
+            self.skipped.append(SkippedFile(path=found.path, reason=f"cannot read it ({exc})"))
+            if old is not None:
+                self._drop(old[0])
+            return
+        digest = hashlib.sha256(data).hexdigest()
+        if old is not None and old[3] == digest:
+            self.db.execute("UPDATE files SET size=?, mtime_ns=? WHERE id=?",
+                            (found.size, found.mtime_ns, old[0]))  # fmt: skip
+            self.reused += 1
+            return
+        self._index(found, digest, old)
+
+    def _index(self, found: Found, digest: str, old: tuple[int, int, int, str] | None) -> None:
+        extracted = extract(found.real, found.real.suffix.lower() or Path(found.path).suffix)
+        if old is not None:
+            self._drop(old[0])
+        if isinstance(extracted, str):
+            self.skipped.append(SkippedFile(path=found.path, reason=extracted))
+            return
+        self.read += 1
+        self.bytes_read += found.size
+        cursor = self.db.execute(
+            "INSERT INTO files(path, size, mtime_ns, sha256, kind, title, text) VALUES (?,?,?,?,?,?,?)",
+            (found.path, found.size, found.mtime_ns, digest, extracted.kind, extracted.title,
+             extracted.text),
+        )  # fmt: skip
+        file_id = cursor.lastrowid
+        title = cjk_bigrams(extracted.title)
+        for span in split(extracted.text, extracted.pages):
+            row = self.db.execute(
+                "INSERT INTO passages(file_id, start, end, line_start, line_end, page, heading)"
+                " VALUES (?,?,?,?,?,?,?)",
+                (file_id, span.start, span.end, span.line_start, span.line_end, span.page,
+                 span.heading),
+            )  # fmt: skip
+            body = cjk_bigrams(extracted.text[span.start : span.end])
+            self.db.execute("INSERT INTO fts(rowid, body, title) VALUES (?,?,?)",
+                            (row.lastrowid, body, title))  # fmt: skip
+
+    def _drop(self, file_id: int) -> None:
+        self.db.execute("DELETE FROM fts WHERE rowid IN (SELECT id FROM passages WHERE file_id=?)",
+                        (file_id,))  # fmt: skip
+        self.db.execute("DELETE FROM passages WHERE file_id=?", (file_id,))
+        self.db.execute("DELETE FROM files WHERE id=?", (file_id,))
+
+
+def _check_folder(folder: str | os.PathLike[str]) -> Path:
+    path = Path(folder).expanduser()
+    if not path.exists():
+        raise DocumentsNotFound(f"the documents folder {str(path)!r} does not exist")
+    if not path.is_dir():
+        raise NotADirectory(f"{str(path)!r} is not a folder; give the folder of your documents")
+    return path.resolve()
+
+
+def _build(
+    folder: Path, cache_dir: Path, limit: int, max_files: int
+) -> tuple[sqlite3.Connection, IndexStats, list[SkippedFile]]:
+    started = time.perf_counter()
+    cache_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    name = hashlib.sha256(str(folder).encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    db = _open_db(cache_dir / f"{name}.sqlite", folder)
+    files, skipped = discover(folder, limit=limit, max_files=max_files)
+    builder = _Builder(db, folder)
+    removed = builder.refresh(files)
+    counts = db.execute("SELECT (SELECT count(*) FROM files), (SELECT count(*) FROM passages)")
+    total_files, total_passages = counts.fetchone()
+    stats = IndexStats(
+        files=total_files, passages=total_passages, read=builder.read, reused=builder.reused,
+        removed=removed, seconds=round(time.perf_counter() - started, 4),
+        bytes_read=builder.bytes_read,
+    )  # fmt: skip
+    for skip in [*skipped, *builder.skipped]:
+        _log.warning("document skipped", path=skip.path, reason=skip.reason)
+    return db, stats, [*skipped, *builder.skipped]
+
+
+_SEARCH: Final = """
+SELECT f.path, f.title, f.text, p.start, p.end, p.line_start, p.line_end, p.page, p.heading,
+       bm25(fts, 1.0, 0.5) AS rank
+FROM fts JOIN passages p ON p.id = fts.rowid JOIN files f ON f.id = p.file_id
+WHERE fts MATCH ? ORDER BY rank LIMIT ?
+"""
+
+
+_Row = tuple[str, str, str, int, int, int, int, int | None, str | None, float]
+
+
+class DocumentIndex:
+    """A folder of ``.md``, ``.txt``, ``.html`` and ``.pdf`` files, searchable by BM25.
+
+    Open with ``await DocumentIndex.open(folder)`` (indexes new and changed files);
+    close with ``await index.aclose()`` or use ``async with``.
+    """
+
+    def __init__(
+        self, folder: Path, db: sqlite3.Connection, stats: IndexStats, skipped: list[SkippedFile]
+    ) -> None:
+        self.folder = folder
+        """The folder (resolved)."""
+        self.stats = stats
+        """What opening did."""
+        self.skipped = skipped
+        """Files not indexed, and why."""
+        self._db = db
+        self._lock = asyncio.Lock()
+
+    @classmethod
+    async def open(
+        cls, folder: str | os.PathLike[str], *, cache_dir: Path | None = None,
+        max_file_bytes: int = 50 * 1024 * 1024, max_files: int = 20_000,
+    ) -> DocumentIndex:  # fmt: skip
+        """Index ``folder`` (only what changed since the last time) and open it."""
+        path = _check_folder(folder)
+        cache = cache_dir if cache_dir is not None else default_cache_dir()
+        db, stats, skipped = await asyncio.to_thread(_build, path, cache, max_file_bytes, max_files)
+        _log.info("documents indexed", folder=str(path), files=stats.files, read=stats.read,
+                  reused=stats.reused, removed=stats.removed, seconds=stats.seconds)  # fmt: skip
+        return cls(path, db, stats, skipped)
+
+    async def search(
+        self, query: str, *, limit: int = 10, match: Literal["all", "any"] = "all"
+    ) -> list[Passage]:
+        """Passages holding every term of ``query`` (``any``: at least one), best first.
+        The query is plain text: FTS5 operators in it are searched as words."""
+        if match not in ("all", "any"):
+            raise ValueError(f"match must be 'all' or 'any', got {match!r}")
+        terms = query_terms(query)
+        if not terms or limit < 1:
+            return []
+        expression = (" AND " if match == "all" else " OR ").join(f'"{t}"' for t in terms)
+        async with self._lock:
+            rows = await asyncio.to_thread(self._query, expression, limit)
+        return [
+            Passage(
+                path=path,
+                title=title,
+                text=text[start:end],
+                start=start,
+                end=end,
+                line_start=first,
+                line_end=last,
+                page=page,
+                heading=heading,
+                score=-rank,
+            )
+            for path, title, text, start, end, first, last, page, heading, rank in rows
+        ]
+
+    def _query(self, expression: str, limit: int) -> list[_Row]:
+        return list(self._db.execute(_SEARCH, (expression, limit)))
+
+    async def document_text(self, path: str) -> str:
+        """The extracted text of the indexed file ``path`` (relative to the folder)."""
+        async with self._lock:
+            row = await asyncio.to_thread(
+                lambda: self._db.execute("SELECT text FROM files WHERE path=?", (path,)).fetchone()
+            )
+        if row is None:
+            raise KeyError(f"{path!r} is not an indexed file of {self.folder}")
+        return str(row[0])
+
+    async def aclose(self) -> None:
+        """Close the index file."""
+        async with self._lock:
+            await asyncio.to_thread(self._db.close)
+
+    async def __aenter__(self) -> DocumentIndex:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()

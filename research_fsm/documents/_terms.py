@@ -1,0 +1,47 @@
+"""Search terms for the index: lower-case words, and CJK runs as overlapping bigrams.
+
+FTS5's ``unicode61`` tokenizer keeps a run of Japanese or Chinese characters as one
+token, so "移行手順を確認" could only be found whole. Rewriting each run as its
+character bigrams ("移行 行手 手順 ...") before indexing, and queries the same way,
+makes any two-character word findable without a dictionary."""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+__all__ = ["STOP_WORDS", "cjk_bigrams", "query_terms"]
+
+_CJK: Final = re.compile(
+    r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\uff66-\uff9f]+"
+)
+_WORD: Final = re.compile(r"[^\W_]+", re.UNICODE)
+_HIRAGANA: Final = re.compile(r"[\u3040-\u309f]")
+_STOP_TEXT: Final = """a an and are as at be by for from how in is it of on or the to what
+    with about does do can this that these those which who why when where was were will"""
+STOP_WORDS: Final = frozenset(_STOP_TEXT.split())
+"""English words left out of queries (they would make "all terms" searches miss)."""
+
+
+def _pairs(run: str) -> list[str]:
+    if len(run) == 1:
+        return [run]
+    return [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+def cjk_bigrams(text: str) -> str:
+    """``text`` with every CJK run replaced by its bigrams, separated by spaces."""
+    return _CJK.sub(lambda m: " " + " ".join(_pairs(m.group())) + " ", text)
+
+
+def query_terms(query: str) -> list[str]:
+    """The distinct terms of a query: words (stop words dropped) and CJK bigrams (those
+    made only of hiragana dropped: particles and endings)."""
+    found: list[str] = []
+    for word in _WORD.findall(cjk_bigrams(query).lower()):
+        if word in STOP_WORDS:
+            continue
+        if _CJK.fullmatch(word) and len(word) <= 2 and _HIRAGANA.search(word):
+            continue
+        found.append(word)
+    return list(dict.fromkeys(found))
