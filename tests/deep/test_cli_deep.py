@@ -72,7 +72,9 @@ def test_deep_json_and_sessions(tmp_path: Path, notes: Path) -> None:
         (("deep", TOPIC, "--top", "0", "--docs", "."), "top_k must be an integer from 1 to 10"),
     ],
 )
-def test_bad_usage_exits_2_with_one_line(tmp_path: Path, args: tuple[str, ...], message: str) -> None:
+def test_bad_usage_exits_2_with_one_line(
+    tmp_path: Path, args: tuple[str, ...], message: str
+) -> None:
     """Bad input: exit status 2 and one line naming the problem, no traceback."""
     result = cli(tmp_path / "home", *args)
     assert 2 == result.returncode, result.stderr

@@ -84,7 +84,9 @@ async def test_deep_research_through_claude_and_tavily(
     anthropic_server.auto(answer)
     tavily_server.auto(lambda body: tv.results([HOSTILE, page(SPRING), page(PREPARING),
                                                  page(BAELDUNG)]))  # fmt: skip
-    report = await on_servers(anthropic_server, tavily_server).deep_research(TOPIC, formats=("md", "pdf"))
+    report = await on_servers(anthropic_server, tavily_server).deep_research(
+        TOPIC, formats=("md", "pdf")
+    )
     assert "completed" == report.status
     calls = report.llm_calls
     assert {"query_parser": 1, "relevance_filter": 1, "deep_analysis": 3, "synthesis": 1,
@@ -94,7 +96,9 @@ async def test_deep_research_through_claude_and_tavily(
     assert (1.0, 1) == (report.verification["ratio"], report.verification["rounds"])
     sent = tavily_server.requests[0].body
     assert sent["include_raw_content"] and sent["max_results"] >= 3
-    assert {SPRING.locator, PREPARING.locator, BAELDUNG.locator} >= {s["locator"] for s in report.sources}
+    assert {SPRING.locator, PREPARING.locator, BAELDUNG.locator} >= {
+        s["locator"] for s in report.sources
+    }
     assert "spam.example.net" not in report.markdown and "phish" not in report.markdown
     assert report.folder is not None
     for path in report.folder.iterdir():
