@@ -36,6 +36,7 @@ LABELS: Final[dict[str, dict[str, str]]] = {
         "m_verbatim": "Offline, every statement is a sentence of its source, quoted as written "
         "(in the source's language).",
         "m_query": "Query {n}: {query}",
+        "m_query_any": "Query {n} (broadened: any of the terms): {query}",
         "m_failed": "Analysis of {sid} failed: {error}",
         "v_measure": "Measure",
         "v_value": "Value",
@@ -82,6 +83,7 @@ LABELS: Final[dict[str, dict[str, str]]] = {
         "再検索します（最大 2 回）。",
         "m_verbatim": "オフラインでは、各記述は情報源の文を原文のまま（情報源の言語で）引用しています。",
         "m_query": "クエリ {n}: {query}",
+        "m_query_any": "クエリ {n}（拡張: いずれかの語を含む）: {query}",
         "m_failed": "{sid} の分析に失敗しました: {error}",
         "v_measure": "項目",
         "v_value": "値",

@@ -92,7 +92,9 @@ def _methodology(state: DeepState, lang: str, allowed: set[str], backend: str) -
     if not state.model:
         items.append(label(lang, "m_verbatim"))
     items += [
-        label(lang, "m_query").format(n=i, query=md_escape(scrub(q.query, allowed)))
+        label(lang, "m_query_any" if q.broadened and state.mode == "docs" else "m_query").format(
+            n=i, query=md_escape(scrub(q.query, allowed))
+        )
         for i, q in enumerate(state.queries, 1)
     ]
     items += [md_escape(scrub(note, allowed)) for note in state.notes]

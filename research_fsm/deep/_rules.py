@@ -37,21 +37,24 @@ MAX_FACTS: Final = 6
 _WEB_FIRST: Final = "guide official documentation"
 _WEB_RETRY: Final = "official documentation breaking changes"
 _BULLET: Final = re.compile(r"^\s*(?:[-*•>]|\d+[.)])\s+")
-_STEP: Final = re.compile(
+_IMPERATIVE: Final = re.compile(
     r"^(?:first|then|next|finally|upgrade|update|replace|migrate|install|run|change|set|add|"
     r"remove|rename|use|enable|disable|configure|move|switch|check|review|test|create|"
-    r"make sure|ensure|convert|apply|start|step \d+)\b"
-    r"|[,;]\s*(?:first\s+|then\s+)?(?:upgrade|update|replace|migrate|install|remove|rename|add|"
+    r"make sure|ensure|convert|apply|start|build|step \d+)\b",
+    re.IGNORECASE,
+)
+_STEP: Final = re.compile(
+    r"[,;]\s*(?:first\s+|then\s+)?(?:upgrade|update|replace|migrate|install|remove|rename|add|"
     r"change|run|set)\b|\byou (?:need|must|should|have) to\b|してください|手順",
     re.IGNORECASE,
 )
-_ENDS: Final = re.compile(r"[.!?。！？:;)\]」]$")
 _CAVEAT: Final = re.compile(
-    r"\b(?:deprecated|removed|breaking|no longer|not supported|unsupported|must not|"
-    r"cannot|can't|warning|caution|beware|incompatible|risk|limitation|however)\b"
+    r"\b(?:deprecated|breaking|no longer|not supported|unsupported|must not|cannot|can't|"
+    r"beware|incompatible|limitation)\b|(?<!\bwe )\bremoved\b|^(?:warning|caution|note)\b"
     r"|注意|廃止|非推奨|できません|削除|互換性",
     re.IGNORECASE,
 )
+_ENDS: Final = re.compile(r"[.!?。！？:;)\]」]$")
 _MARKUP: Final = re.compile(r"\*\*|__|`")
 
 
@@ -84,12 +87,13 @@ def relevance(topic_terms: list[str], candidates: list[Source]) -> list[Relevanc
 
 
 def _kind(sentence: str) -> str:
+    """A step (an instruction, or a numbered item), a caveat, or a finding."""
     bare = _BULLET.sub("", sentence)
+    if _IMPERATIVE.search(bare) or re.match(r"\s*\d+[.)]\s", sentence):
+        return "step"
     if _CAVEAT.search(bare):
         return "caveat"
-    if _STEP.search(bare) or (_BULLET.match(sentence) and re.match(r"\s*\d", sentence)):
-        return "step"
-    return "finding"
+    return "step" if _STEP.search(bare) else "finding"
 
 
 def _clean(sentence: str) -> str:
