@@ -2,6 +2,7 @@
 
 Every source implements ``DataSource``; ``create_data_source`` picks one by name
 or from ``RESEARCH_DATA_SOURCE``; ``CompanyIndex`` finds company mentions in text.
+``TavilyWebSearch`` searches the web by topic (``WebResult`` items) for deep research.
 """
 
 from ._base import (
@@ -19,6 +20,7 @@ from ._directory import DirectorySource
 from ._factory import DATA_SOURCE_ENV, DATA_SOURCE_KINDS, create_data_source
 from ._index import CompanyIndex, CompanyMatch
 from ._mock import MOCK_FIELDS, MockDataSource
+from ._websearch import TavilyWebSearch, WebResult, WebSearch
 
 __all__ = [
     "DATA_SOURCE_ENV",
@@ -37,5 +39,8 @@ __all__ = [
     "SearchContext",
     "SearchResult",
     "SourceRef",
+    "TavilyWebSearch",
+    "WebResult",
+    "WebSearch",
     "create_data_source",
 ]
