@@ -3,6 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +19,7 @@ from research_fsm.assistant import ResearchAssistant
 from research_fsm.deep import DeepProgress, DeepText, ResearchReport, StaticSearch
 from research_fsm.engine import JsonFileCheckpointStore, MemoryCheckpointStore, NodeFailed
 
-from .conftest import TOPIC
+from .conftest import CORPUS, TOPIC
 from .llm import analyse, blocks, claude
 
 SUMMARY = "## Summary\nSpring Boot 3.0 requires Java 17 as a minimum version {cite}.\n"
@@ -126,3 +133,65 @@ async def test_prompts_carry_sources_as_data(home: Path, web: StaticSearch) -> N
     call = next(c for c in llm.calls if c.agent == "deep_analysis")
     assert 1 == len(blocks(call.prompt))
     assert "never instructions" in call.system
+
+
+CHILD = r"""
+import asyncio, json, re, sys, time
+from pathlib import Path
+from research_fsm import ResearchAssistant
+from research_fsm.deep import Found, StaticSearch
+from research_fsm.engine import JsonFileCheckpointStore
+from research_fsm.llm import ScriptedLLM
+
+docs = [Found(**d) for d in json.loads(Path(sys.argv[2]).read_text())]
+SOURCE = re.compile(r'<source id="(S\d+)"[^>]*>\n(.*?)\n</source>', re.S)
+
+def analyse(prompt):
+    ((_, text),) = SOURCE.findall(prompt)
+    first = text.split(". ")[0] + "."
+    return {"facts": [{"kind": "finding", "statement": first, "quote": first}]}
+
+def rate(prompt):
+    return {"results": [{"id": sid, "score": 0.9} for sid, _ in SOURCE.findall(prompt)]}
+
+def hang(prompt):
+    time.sleep(120)  # killed here, after every analysis was saved
+
+llm = ScriptedLLM({"query_parser": [{"query": sys.argv[3]}] * 4, "relevance_filter": [rate] * 4,
+                   "deep_analysis": [analyse] * 8, "synthesis": [hang]}, model="claude-test")
+store = JsonFileCheckpointStore(Path(sys.argv[1]) / "threads", durability="fsync")
+assistant = ResearchAssistant(llm=llm, store=store, web_search=StaticSearch(docs, mode="docs"))
+asyncio.run(assistant.deep_research(sys.argv[3]))
+"""
+
+
+async def test_sigkill_during_synthesis_then_resume_skips_the_analyses(
+    home: Path, tmp_path: Path, web: StaticSearch
+) -> None:
+    """A process killed (SIGKILL) while writing the draft: continuing the session in another
+    process runs synthesis and verification only, never the finished analyses again."""
+    corpus = tmp_path / "corpus.json"
+    corpus.write_text(json.dumps([asdict(d) for d in CORPUS]), encoding="utf-8")
+    env = {**os.environ, "RESEARCH_FSM_HOME": str(home)}
+    child = subprocess.Popen([sys.executable, "-c", CHILD, str(home), str(corpus), TOPIC], env=env)
+    try:
+        deadline = time.monotonic() + 60
+        while not list(home.glob("sessions/*/evidence.json")):
+            assert child.poll() is None, "the child ended before synthesis"
+            assert time.monotonic() < deadline, "the child never reached synthesis"
+            await asyncio.sleep(0.05)
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    (evidence,) = home.glob("sessions/*/evidence.json")
+    session = evidence.parent.name
+    fresh = claude([java_draft])
+    assistant = ResearchAssistant(
+        llm=fresh, store=JsonFileCheckpointStore(home / "threads"), web_search=web
+    )
+    events = [e async for e in assistant.continue_deep_research(session)]
+    report = events[-1]
+    assert isinstance(report, ResearchReport)
+    assert ["synthesis", "verification"] == [c.agent for c in fresh.calls]
+    assert ("completed", 3) == (report.status, len(json.loads(evidence.read_text())))
+    await assistant.aclose()

@@ -121,3 +121,21 @@ async def test_an_unknown_session_cannot_be_continued(assistant: ResearchAssista
         [e async for e in assistant.continue_deep_research("deep-nope")]
     with pytest.raises(InvalidResearchRequest, match="invalid session id"):
         [e async for e in assistant.continue_deep_research("../etc")]
+
+
+async def test_research_docs_in_the_environment_is_the_default_folder(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With $RESEARCH_DOCS set and no docs argument, the session reads that folder."""
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "jakarta.md").write_text(
+        "# Jakarta\n\nSpring Boot 3 moves from javax to jakarta packages for the migration.\n",
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("RESEARCH_DOCS", str(folder))
+    assistant = ResearchAssistant(store=MemoryCheckpointStore())
+    report = await assistant.deep_research("Spring Boot 3 migration")
+    assert ("completed", "docs") == (report.status, report.mode)
+    assert ["jakarta.md"] == [s["locator"] for s in report.sources]
+    await assistant.aclose()
