@@ -11,6 +11,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .agents._rules import clean_text
 from .constants import MAX_QUESTION_CHARS
+from .deep._api import DeepRunner
+from .deep._assistant import DeepResearchMixin
+from .deep._search import TopicSearch
 from .engine import (
     CheckpointStore,
     CompiledGraph,
@@ -27,9 +30,6 @@ from .engine import (
 )
 from .graph import build_research_graph
 from .llm import LLM, Usage
-from .deep._api import DeepRunner
-from .deep._assistant import DeepResearchMixin
-from .deep._search import TopicSearch
 from .reports._assistant import ReportsMixin
 from .sources import (
     CompanyIndex,

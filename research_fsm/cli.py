@@ -16,8 +16,8 @@ from ._logging import configure_logging
 from .agents._rules import for_terminal
 from .assistant import Answer, InvalidQuestion, Progress, Reply, ResearchAssistant, Token
 from .constants import MAX_QUESTION_CHARS
-from .engine import EngineError, validate_thread_id
 from .deep import InvalidResearchRequest
+from .engine import EngineError, validate_thread_id
 from .reports._api import CompanyNotFound, InvalidReportRequest
 from .sources import DataSourceError, create_data_source
 from .stores import MissingExtra
