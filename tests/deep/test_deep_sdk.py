@@ -117,3 +117,19 @@ async def test_a_tavily_outage_is_an_honest_empty_report(
     assert "search failed" in report.markdown and "503" in report.markdown
     assert [] == report.sources
     assert {"query_parser": 2} == report.llm_calls
+
+
+async def test_tavily_without_claude_writes_a_rule_based_report(
+    home: Path, tavily_server: FakeTavily
+) -> None:
+    """A Tavily key and no Claude key: the web pages, analysed by the rules, cited by URL."""
+    tavily_server.auto(lambda body: tv.results([HOSTILE, page(SPRING), page(PREPARING)]))
+    web = WebSearch(TavilyWebSearch(TAVILY_KEY, base_url=tavily_server.url, backoff=0.0))
+    assistant = ResearchAssistant(store=MemoryCheckpointStore(), web_search=web)
+    report = await assistant.deep_research(TOPIC)
+    assert ("completed", "web", {}) == (report.status, report.mode, report.llm_calls)
+    assert {SPRING.locator, PREPARING.locator} == {s["locator"] for s in report.sources}
+    assert "Spring Boot 3.0 requires Java 17" in report.markdown
+    assert "sky is green" not in report.markdown
+    sent = [r.body["query"] for r in tavily_server.requests]
+    assert sent[0] == f"{TOPIC} guide official documentation"
