@@ -31,6 +31,7 @@ from ._branches import (
 from ._context import NodeContext
 from ._errors import EngineError, InvalidUpdate, NodeFailed, StepLimitExceeded
 from ._events import NodeFinished, NodeStarted
+from ._steps import invoke, route, save
 from ._topology import NO_ITEM, Fork
 from ._types import END, ErrorInfo, Suspend
 
@@ -287,15 +288,15 @@ class ParallelRun:
         origin = graph._origins[node]
         try:
             if self._limiter is None:
-                out = await graph._invoke(spec, branch.state, ctx, ctx.resuming)
+                out = await invoke(spec, branch.state, ctx, ctx.resuming)
             else:
                 async with self._limiter.slot():
-                    out = await graph._invoke(spec, branch.state, ctx, ctx.resuming)
+                    out = await invoke(spec, branch.state, ctx, ctx.resuming)
             if isinstance(out, Suspend):
                 await self._suspend(branch, node, out, origin)
                 return False
-            changes = schema.as_changes(out, origin)
-            state = schema.apply(branch.state, changes, origin)
+            update = schema.as_changes(out, origin)
+            state = schema.apply(branch.state, update, origin)
         except (NodeError, InvalidUpdate) as failure:
             cause = failure.cause if isinstance(failure, NodeError) else failure
             self._started -= 1
@@ -304,11 +305,11 @@ class ParallelRun:
                 self._publish(branch)
             raise BranchFailure(branch, node, ctx.step, cause, spec.on_error) from cause
         try:
-            target = await graph._route(node, state)
+            target = await route(graph, node, state)
         except Exception as exc:
             self._started -= 1
             raise BranchFailure(branch, node, ctx.step, exc, None, routing=True) from exc
-        self._advance(frame, branch, node, state, changes, target)
+        self._advance(frame, branch, node, state, update, target)
         self._last_node = node
         if branch.status == "done":
             self._soon()  # saved at once; the join waits for it, the branch need not
@@ -316,18 +317,18 @@ class ParallelRun:
             await self._commit()
         if sink is not None:
             sink(NodeFinished(
-                node=node, step=ctx.step, update=changes,
+                node=node, step=ctx.step, update=update,
                 duration=time.perf_counter() - began, branch=branch.id,
             ))  # fmt: skip
         return True
 
     def _advance(
         self, frame: Frame, branch: Branch, node: str, state: BaseModel,
-        changes: dict[str, Any], target: str | Fork,
+        update: dict[str, Any], target: str | Fork,
     ) -> None:  # fmt: skip
         """Record a finished branch node: its update, and where the branch goes next."""
-        if changes:
-            saved = entry(node, self._schema.validated_changes(changes, branch.state, state))
+        if update:
+            saved = entry(node, self._schema.validated_changes(update, branch.state, state))
             self._fresh.add(id(saved))  # merged without validating again
             branch.updates.append(saved)
         branch.state = state
@@ -346,10 +347,10 @@ class ParallelRun:
     async def _suspend(self, branch: Branch, node: str, out: Suspend, origin: str) -> None:
         if not self.graph._nodes[node].takes_ctx:
             raise cannot_suspend(node)
-        changes = self._schema.as_changes(out.update, origin)
-        branch.state = self._schema.apply(branch.state, changes, origin)
-        if changes:
-            branch.updates.append(entry(node, changes))
+        update = self._schema.as_changes(out.update, origin)
+        branch.state = self._schema.apply(branch.state, update, origin)
+        if update:
+            branch.updates.append(entry(node, update))
         branch.status, branch.payload = "suspended", out.payload
         branch.at = os.urandom(12).hex()
         self._started -= 1
@@ -490,9 +491,9 @@ class ParallelRun:
         self._changed = set()
         branches = dict(self._records) if self._records else None
         try:
-            self.parent_id = await self.graph._save(
-                self.thread_id, self.run_id, self.step, self.seq + 1, self.parent_id,
-                status, next_node, state, last_node=self._last_node, error=error,
+            self.parent_id = await save(
+                self.graph.store, self.thread_id, self.run_id, self.step, self.seq + 1,
+                self.parent_id, status, next_node, state, last_node=self._last_node, error=error,
                 changes=changes, branches=branches, changed_branches=changed,
             )  # fmt: skip
         except BaseException:
