@@ -43,6 +43,7 @@ __all__ = [
     "cannot_suspend",
     "entry",
     "find_suspended",
+    "first_failure_or_all",
     "merge",
     "record",
     "replay",
@@ -158,6 +159,24 @@ class Limiter:
                 return
         assert self._free is not None
         self._free += 1
+
+
+def first_failure_or_all(tasks: list[asyncio.Task[None]]) -> asyncio.Future[None]:
+    """A future done once every task is, or one of them failed (``asyncio.wait``
+    with ``FIRST_EXCEPTION``, for the cost of one callback per task)."""
+    waiter: asyncio.Future[None] = tasks[0].get_loop().create_future()
+    left = len(tasks)
+
+    def on_done(task: asyncio.Task[None]) -> None:
+        nonlocal left
+        left -= 1
+        failed = not task.cancelled() and task.exception() is not None
+        if (failed or not left) and not waiter.done():
+            waiter.set_result(None)
+
+    for task in tasks:
+        task.add_done_callback(on_done)
+    return waiter
 
 
 def find_suspended(records: dict[str, dict[str, Any]], suspension_id: str) -> str | None:

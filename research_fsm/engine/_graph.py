@@ -13,6 +13,7 @@ from ._errors import GraphValidationError
 from ._state import StateSchema
 from ._topology import Topology
 from ._types import END, START, RetryPolicy
+from ._validate import validate
 
 if TYPE_CHECKING:
     from ._compiled import CompiledGraph
@@ -114,13 +115,6 @@ def _adapt_node(name: str, node: object) -> tuple[NodeCall, ResumeCall | None, b
 
 def _is_names(value: object) -> bool:
     return isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
-
-
-def _list_problems(names: Sequence[str], owner: str) -> list[str]:
-    if not names:
-        return [f"{owner} lists no nodes"]
-    twice = sorted({n for n in names if list(names).count(n) > 1})
-    return [f"{owner} lists `{n}` twice" for n in twice]
 
 
 class StateGraph(Generic[StateT]):
@@ -258,98 +252,7 @@ class StateGraph(Generic[StateT]):
     def validate(self) -> Topology:
         """Raise ``GraphValidationError`` listing every problem, if any; else return
         the graph's fan-outs and joins worked out."""
-        problems = list(self._problems)
-        known = set(self.nodes)
-        exits: dict[str, list[str]] = {}
-
-        def add_exit(source: str, target: str) -> None:
-            if source == END:
-                problems.append(f"edge out of END: `{source}` -> `{target}`")
-                return
-            if source != START and source not in known:
-                problems.append(f"edge from unknown node `{source}` (to `{target}`)")
-            if target == START:
-                problems.append(f"edge into START from `{source}`")
-            elif target != END and target not in known:
-                problems.append(f"edge from `{source}` to unknown node `{target}`")
-            if source in exits:
-                problems.append(
-                    f"node `{source}` has two unconditional edges (to `{exits[source][0]}` and `{target}`)"
-                )
-            exits.setdefault(source, []).append(target)
-
-        for source, target in self.edges:
-            add_exit(source, target)
-        fanouts: dict[str, tuple[str, ...]] = {}
-        for source, targets in self.fanouts:
-            problems.extend(_list_problems(targets, f"fan-out from `{source}`"))
-            nodes_only = [t for t in dict.fromkeys(targets) if t not in (START, END)]
-            for target in dict.fromkeys(targets):
-                if target in (START, END):
-                    problems.append(f"fan-out from `{source}` names `{target}`; list nodes only")
-            if nodes_only:
-                add_exit(source, nodes_only[0])
-                for target in nodes_only[1:]:
-                    if target not in known:
-                        problems.append(f"edge from `{source}` to unknown node `{target}`")
-                exits[source] = nodes_only
-            fanouts[source] = targets
-        for sources, target in self.joins:
-            problems.extend(_list_problems(sources, f"join into `{target}`"))
-            for source in dict.fromkeys(sources):
-                if source in (START, END):
-                    problems.append(f"join into `{target}` lists `{source}`; list nodes only")
-                else:
-                    add_exit(source, target)
-        for source, spec in self.routers.items():
-            if source == END:
-                problems.append("router out of END")
-            elif source != START and source not in known:
-                problems.append(f"router on unknown node `{source}`")
-            if source in exits:
-                problems.append(f"node `{source}` has both an edge and a router")
-            for key, target in spec.targets.items():
-                if target != END and target not in known:
-                    problems.append(
-                        f"router of `{source}` maps key {key!r} to unknown node `{target}`"
-                    )
-            exits.setdefault(source, []).extend(spec.targets.values())
-            if spec.join is not None:
-                exits[source].append(spec.join)
-        if START not in exits:
-            problems.append("START has no edge: add_edge(START, first_node)")
-        for name, node in self.nodes.items():
-            if name not in exits:
-                problems.append(f"node `{name}` has no outgoing edge or router")
-            if node.on_error is not None:
-                if node.on_error in known:
-                    exits[name] = [*exits.get(name, ()), node.on_error]
-                else:
-                    problems.append(
-                        f"node `{name}` has on_error=`{node.on_error}`, which is not a node"
-                    )
-        reachable: set[str] = set()
-        frontier = [START]
-        while frontier:
-            for target in exits.get(frontier.pop(), ()):
-                if target not in reachable and target in known:
-                    reachable.add(target)
-                    frontier.append(target)
-        for name in self.nodes:
-            if name not in reachable:
-                problems.append(f"node `{name}` is unreachable from START")
-        topology = Topology(
-            self.nodes,
-            {s: t for s, t in self.edges if s not in fanouts},
-            fanouts,
-            self.joins,
-            {s: r for s, r in self.routers.items() if s in known or s == START},
-        )
-        if not problems:  # the walk assumes every name is a node
-            problems.extend(topology.check())
-        if problems:
-            raise GraphValidationError(problems)
-        return topology
+        return validate(self)
 
     def compile(
         self,

@@ -1,7 +1,8 @@
 """Parallel branches at run time: run a fan-out's branches as tasks, checkpoint
 each branch node as it finishes, merge the branches at the join in declared order.
 
-The data (branches, frames, saved records, the merge) is in ``_branches``.
+The data (branches, frames, saved records, the merge) is in ``_branches``; the
+saving of the branch records (coalesced) in ``_branchsaves``.
 """
 
 from __future__ import annotations
@@ -23,14 +24,16 @@ from ._branches import (
     NodeError,
     cannot_suspend,
     entry,
+    first_failure_or_all,
     merge,
-    record,
     replay,
     walk,
 )
+from ._branchsaves import BranchSaves
 from ._context import NodeContext
 from ._errors import EngineError, InvalidUpdate, NodeFailed, StepLimitExceeded
 from ._events import NodeFinished, NodeStarted
+from ._steps import invoke, route
 from ._topology import NO_ITEM, Fork
 from ._types import END, ErrorInfo, Suspend
 
@@ -41,58 +44,26 @@ if TYPE_CHECKING:
 __all__ = ["ParallelRun"]
 
 
-def _first_failure_or_all(tasks: list[asyncio.Task[None]]) -> asyncio.Future[None]:
-    """A future done once every task is, or one of them failed (``asyncio.wait``
-    with ``FIRST_EXCEPTION``, for the cost of one callback per task)."""
-    waiter: asyncio.Future[None] = tasks[0].get_loop().create_future()
-    left = len(tasks)
-
-    def on_done(task: asyncio.Task[None]) -> None:
-        nonlocal left
-        left -= 1
-        failed = not task.cancelled() and task.exception() is not None
-        if (failed or not left) and not waiter.done():
-            waiter.set_result(None)
-
-    for task in tasks:
-        task.add_done_callback(on_done)
-    return waiter
-
-
-class ParallelRun:
+class ParallelRun(BranchSaves):
     """One run's fan-outs: the branch tasks, their saves, and the merge at joins.
 
     Holds the run's checkpoint chain (``seq``, ``parent_id``, ``step``) while a
-    fan-out is in flight; the run loop reads them back afterwards.
+    fan-out is in flight; the run loop reads them back afterwards. The branch
+    records are published and saved by ``BranchSaves``.
     """
 
     def __init__(
         self, graph: CompiledGraph[Any], thread_id: str, run_id: str, sink: Sink,
         path: list[str], *, seq: int, parent_id: str | None, step: int,
     ) -> None:  # fmt: skip
-        self.graph = graph
-        self.thread_id = thread_id
-        self.run_id = run_id
+        super().__init__(graph, thread_id, run_id, seq=seq, parent_id=parent_id, step=step)
         self.sink = sink
         self.path = path
-        self.seq = seq
-        self.parent_id = parent_id
-        self.step = step
         self._schema: StateSchema = graph._schema
-        self._tracks = graph._tracks
         limit = graph.max_concurrency
         self._limiter = None if limit is None else Limiter(limit)
         self._started = 0  # node executions begun in this call, in every branch
-        self._records: dict[str, dict[str, Any]] = {}
         self._fresh: set[int] = set()  # ids of update entries validated in this process
-        self._running = 0  # branch tasks alive
-        self._soon_pending = False
-        self._changed: set[str] = set()
-        self._version = 0
-        self._saved = 0
-        self._saving: asyncio.Future[None] | None = None
-        self._root: Frame | None = None
-        self._last_node: str | None = None
 
     # -- entry points ----------------------------------------------------------
 
@@ -109,10 +80,6 @@ class ParallelRun:
         """Run the fan-out to its end: where the run goes on, or ``None`` when branches
         are suspended (``records()`` holds them)."""
         return await self._run_root()
-
-    def records(self) -> dict[str, dict[str, Any]]:
-        """The branch records as saved last."""
-        return self._records
 
     async def restart(
         self, records: dict[str, dict[str, Any]], state: BaseModel,
@@ -215,7 +182,7 @@ class ParallelRun:
         self._running += len(tasks)
         try:
             if tasks:
-                await _first_failure_or_all(tasks)
+                await first_failure_or_all(tasks)
         finally:
             for task in tasks:
                 task.cancel()
@@ -287,15 +254,15 @@ class ParallelRun:
         origin = graph._origins[node]
         try:
             if self._limiter is None:
-                out = await graph._invoke(spec, branch.state, ctx, ctx.resuming)
+                out = await invoke(spec, branch.state, ctx, ctx.resuming)
             else:
                 async with self._limiter.slot():
-                    out = await graph._invoke(spec, branch.state, ctx, ctx.resuming)
+                    out = await invoke(spec, branch.state, ctx, ctx.resuming)
             if isinstance(out, Suspend):
                 await self._suspend(branch, node, out, origin)
                 return False
-            changes = schema.as_changes(out, origin)
-            state = schema.apply(branch.state, changes, origin)
+            update = schema.as_changes(out, origin)
+            state = schema.apply(branch.state, update, origin)
         except (NodeError, InvalidUpdate) as failure:
             cause = failure.cause if isinstance(failure, NodeError) else failure
             self._started -= 1
@@ -304,11 +271,11 @@ class ParallelRun:
                 self._publish(branch)
             raise BranchFailure(branch, node, ctx.step, cause, spec.on_error) from cause
         try:
-            target = await graph._route(node, state)
+            target = await route(graph, node, state)
         except Exception as exc:
             self._started -= 1
             raise BranchFailure(branch, node, ctx.step, exc, None, routing=True) from exc
-        self._advance(frame, branch, node, state, changes, target)
+        self._advance(frame, branch, node, state, update, target)
         self._last_node = node
         if branch.status == "done":
             self._soon()  # saved at once; the join waits for it, the branch need not
@@ -316,18 +283,18 @@ class ParallelRun:
             await self._commit()
         if sink is not None:
             sink(NodeFinished(
-                node=node, step=ctx.step, update=changes,
+                node=node, step=ctx.step, update=update,
                 duration=time.perf_counter() - began, branch=branch.id,
             ))  # fmt: skip
         return True
 
     def _advance(
         self, frame: Frame, branch: Branch, node: str, state: BaseModel,
-        changes: dict[str, Any], target: str | Fork,
+        update: dict[str, Any], target: str | Fork,
     ) -> None:  # fmt: skip
         """Record a finished branch node: its update, and where the branch goes next."""
-        if changes:
-            saved = entry(node, self._schema.validated_changes(changes, branch.state, state))
+        if update:
+            saved = entry(node, self._schema.validated_changes(update, branch.state, state))
             self._fresh.add(id(saved))  # merged without validating again
             branch.updates.append(saved)
         branch.state = state
@@ -346,10 +313,10 @@ class ParallelRun:
     async def _suspend(self, branch: Branch, node: str, out: Suspend, origin: str) -> None:
         if not self.graph._nodes[node].takes_ctx:
             raise cannot_suspend(node)
-        changes = self._schema.as_changes(out.update, origin)
-        branch.state = self._schema.apply(branch.state, changes, origin)
-        if changes:
-            branch.updates.append(entry(node, changes))
+        update = self._schema.as_changes(out.update, origin)
+        branch.state = self._schema.apply(branch.state, update, origin)
+        if update:
+            branch.updates.append(entry(node, update))
         branch.status, branch.payload = "suspended", out.payload
         branch.at = os.urandom(12).hex()
         self._started -= 1
@@ -410,93 +377,3 @@ class ParallelRun:
         if into is not None:
             into.extend(entries)
         return state
-
-    # -- saving ----------------------------------------------------------------
-
-    def _publish(self, branch: Branch) -> None:
-        self._records[branch.id] = record(branch)
-        self._changed.add(branch.id)
-        self._version += 1
-
-    def _clear(self, frame: Frame) -> None:
-        for branch in walk(frame):
-            if self._records.pop(branch.id, None) is not None:
-                self._changed.add(branch.id)
-                self._version += 1
-
-    async def _commit(self, *, inline: bool = False) -> None:
-        """Make the branch records published so far durable (one save for all
-        the branches that finish while another save is under way). ``inline``:
-        save in this task (the run's own, which no sibling cancels)."""
-        wanted = self._version
-        while self._saved < wanted:
-            if inline and self._saving is None:
-                await self._save_published()
-            else:
-                await asyncio.shield(self._kick())
-
-    def _soon(self) -> None:
-        """Save what was published once this turn of the event loop is over: the
-        branches finishing together share one save, and when no branch is left
-        running the join's commit saves them, without a task of its own."""
-        if not self._soon_pending:
-            self._soon_pending = True
-            asyncio.get_running_loop().call_soon(self._soon_kick)
-
-    def _soon_kick(self) -> None:
-        self._soon_pending = False
-        if self._running > 0 and self._saved < self._version:
-            self._kick()
-
-    def _kick(self) -> asyncio.Future[None]:
-        """Start saving what was published, unless a save is under way (it goes on
-        until nothing is left)."""
-        if self._saving is None:
-            self._saving = asyncio.ensure_future(self._flush())
-        return self._saving
-
-    async def _flush(self) -> None:
-        try:
-            await self._save_published()
-        finally:
-            self._saving = None
-
-    async def _save_published(self) -> None:
-        root = self._root
-        assert root is not None
-        while self._saved < self._version:
-            version = self._version
-            await self._save("running", root.join, root.base, self._no_changes())
-            self._saved = version
-
-    def _no_changes(self) -> dict[str, int | None] | None:
-        """No state field changed yet (``None``: the store does not save changes alone)."""
-        return {} if self._tracks else None
-
-    async def _settle(self) -> None:
-        """Wait for a save under way (its error, if any, is raised by the next save)."""
-        saving = self._saving
-        if saving is not None:
-            await asyncio.wait({saving})
-            if not saving.cancelled():
-                saving.exception()  # retrieved: the next _commit saves again and raises
-
-    async def _save(
-        self, status: Any, next_node: str, state: BaseModel,
-        changes: dict[str, int | None] | None, *, full: bool = False,
-        error: dict[str, str] | None = None,
-    ) -> None:  # fmt: skip
-        changed = None if full else tuple(self._changed)
-        self._changed = set()
-        branches = dict(self._records) if self._records else None
-        try:
-            self.parent_id = await self.graph._save(
-                self.thread_id, self.run_id, self.step, self.seq + 1, self.parent_id,
-                status, next_node, state, last_node=self._last_node, error=error,
-                changes=changes, branches=branches, changed_branches=changed,
-            )  # fmt: skip
-        except BaseException:
-            if changed is not None:
-                self._changed.update(changed)
-            raise
-        self.seq += 1

@@ -1,12 +1,12 @@
 """The rows of ``PostgresCheckpointStore``: a checkpoint as one JSON body, whole or as changes.
 
 Pure functions over checkpoints and bytes (no driver). A *full* row holds the
-whole state; a *delta* row holds only what its step changed: the fields set
+whole state; a *changes* row holds only what its step changed: the fields set
 (``"set"``), which of them got items appended at the end (``"append"``: the set
 value is then just the new items), and the parallel-branch records added or
-replaced (``"bset"``) and removed (``"bdel"``). A delta row always follows its
+replaced (``"bset"``) and removed (``"bdel"``). A changes row always follows its
 parent's row (``seq - 1``), so a thread's newest state is its newest full row
-folded with the delta rows after it.
+folded with the changes rows after it.
 """
 
 from __future__ import annotations
@@ -31,14 +31,14 @@ ROW_VERSION = SCHEMA_VERSION
 """Version of the row body format (the file store's line body); a newer one is refused."""
 
 
-def encode(cp: Checkpoint, *, delta: bool) -> bytes:
-    """``cp`` as a row body: its whole state, or (``delta``) just ``cp.changes``."""
+def encode(cp: Checkpoint, *, full: bool) -> bytes:
+    """``cp`` as a row body: its whole state (``full``), or just ``cp.changes``."""
     aliases = aliases_of(type(cp.state)) if isinstance(cp.state, BaseModel) else {}
-    return encode_body(cp, cp.changes if delta else None, aliases)
+    return encode_body(cp, None if full else cp.changes, aliases)
 
 
 class Folder:
-    """Rebuilds checkpoints from a thread's rows, oldest first (a full row, then deltas)."""
+    """Rebuilds checkpoints from a thread's rows, oldest first (a full row, then changes rows)."""
 
     def __init__(self, thread_id: str) -> None:
         self.thread_id = thread_id

@@ -109,7 +109,7 @@ SELECT EXISTS (SELECT 1 FROM ins),
        (SELECT checkpoint_id FROM {checkpoints} WHERE thread_id = %(thread)s AND seq = %(seq)s)
 """
 
-# The newest full row and the change rows after it: enough to rebuild the latest.
+# The newest full row and the changes rows after it: enough to rebuild the latest.
 _LOAD_LATEST = """
 SELECT seq, full_row, body FROM {checkpoints}
 WHERE thread_id = %(thread)s AND seq >= (

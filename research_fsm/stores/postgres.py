@@ -37,18 +37,18 @@ __all__ = ["PostgresCheckpointStore", "SchemaTooNew", "StoreUnavailable"]
 
 T = TypeVar("T")
 _ROWS_PER_FULL = 128  # a full row at least this often (fewer with a smaller keep)
-_DELTA_BYTES = 1 << 20  # ... and once the change rows since it pass this size
+_CHANGES_BYTES = 1 << 20  # ... and once the changes rows since it pass this size
 _CACHED_HEADS = 4096  # threads whose newest row this store remembers (LRU)
 
 
 @dataclass(slots=True)
 class _Head:
-    """What this store last saw of a thread: enough to decide full row or change row."""
+    """What this store last saw of a thread: enough to decide full row or changes row."""
 
     checkpoint_id: str
     seq: int
     full_seq: int
-    delta_bytes: int
+    changes_bytes: int
 
 
 class PostgresCheckpointStore:
@@ -230,13 +230,15 @@ class PostgresCheckpointStore:
             self._heads.pop(thread_id, None)
             return None
         folder = Folder(thread_id)
-        delta_bytes = 0
+        changes_bytes = 0
         for seq, full, body in rows:
             folder.add(seq, bytes(body))
-            delta_bytes = 0 if full else delta_bytes + len(body)
+            changes_bytes = 0 if full else changes_bytes + len(body)
         latest = folder.latest
         assert latest is not None
-        self._remember(thread_id, _Head(latest.checkpoint_id, latest.seq, rows[0][0], delta_bytes))
+        self._remember(
+            thread_id, _Head(latest.checkpoint_id, latest.seq, rows[0][0], changes_bytes)
+        )
         return latest
 
     async def save(self, checkpoint: Checkpoint) -> None:
@@ -249,9 +251,9 @@ class PostgresCheckpointStore:
             or cp.changes is None
             or not isinstance(cp.state, BaseModel)
             or cp.seq - head.full_seq >= self._rows_per_full
-            or head.delta_bytes > _DELTA_BYTES
+            or head.changes_bytes > _CHANGES_BYTES
         )
-        body = encode(cp, delta=not full)
+        body = encode(cp, full=full)
         params = {
             "thread": thread_id,
             "seq": cp.seq,
@@ -280,7 +282,9 @@ class PostgresCheckpointStore:
             new_head = _Head(cp.checkpoint_id, cp.seq, cp.seq, 0)
         else:
             assert head is not None
-            new_head = _Head(cp.checkpoint_id, cp.seq, head.full_seq, head.delta_bytes + len(body))
+            new_head = _Head(
+                cp.checkpoint_id, cp.seq, head.full_seq, head.changes_bytes + len(body)
+            )
         self._remember(thread_id, new_head)
 
     async def history(self, thread_id: str) -> AsyncIterator[Checkpoint]:

@@ -787,7 +787,7 @@ async def test_keep_prunes_whole_old_segments_on_disk(tmp_path: Path) -> None:
 async def test_segment_rotates_after_128_checkpoints_with_a_whole_state_line(
     tmp_path: Path,
 ) -> None:
-    """Checkpoint 129 starts a new segment whose first line holds the whole state; later lines hold deltas."""
+    """Checkpoint 129 starts a new segment whose first line holds the whole state; later lines hold changes."""
     store = JsonFileCheckpointStore(tmp_path / "s", durability="none")
     compiled = chain("a", store=store)
     for _ in range(65):  # two checkpoints a run
@@ -804,8 +804,8 @@ async def test_segment_rotates_after_128_checkpoints_with_a_whole_state_line(
     assert {"n": 65, "log": ["a"] * 65} == history[130].state
 
 
-async def test_segment_rotates_once_its_deltas_pass_a_mebibyte(tmp_path: Path) -> None:
-    """Large deltas start a new segment after about 1 MiB, well before 128 checkpoints."""
+async def test_segment_rotates_once_its_changes_lines_pass_a_mebibyte(tmp_path: Path) -> None:
+    """Large changes lines start a new segment after about 1 MiB, well before 128 checkpoints."""
     big = "x" * 200_000
 
     async def grow(state: Counter) -> dict[str, Any]:
@@ -819,7 +819,7 @@ async def test_segment_rotates_once_its_deltas_pass_a_mebibyte(tmp_path: Path) -
     compiled = graph.compile(store=store)
     for _ in range(7):
         await compiled.run({}, thread_id="t")
-    # after six 200 kB deltas the segment is past 1 MiB: the seventh run's input rotates
+    # after six 200 kB changes lines the segment is past 1 MiB: the seventh run's input rotates
     assert [1, 13] == segments(store)
     first = parse_line(lines_of(segment(store, 13))[0])
     assert (13, [big] * 6) == (first["seq"], first["state"]["log"])
@@ -997,10 +997,10 @@ async def converse(store: CheckpointStore) -> None:
 
 
 @pytest.mark.parametrize("layout", ["one-segment", "segment-every-3", "keep-5"])
-async def test_deltas_replay_to_the_same_history_as_the_memory_store(
+async def test_changes_lines_replay_to_the_same_history_as_the_memory_store(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, layout: str
 ) -> None:
-    """History read back from delta lines equals a MemoryCheckpointStore's, field by field."""
+    """History read back from changes lines equals a MemoryCheckpointStore's, field by field."""
     keep = 5 if layout == "keep-5" else None
     if layout == "segment-every-3":
         monkeypatch.setattr(_filestore, "_SEGMENT_RECORDS", 3)
@@ -1187,7 +1187,7 @@ async def test_save_while_another_store_holds_the_lease_conflicts(
     await chain("a", store=file_store).run({}, thread_id="t")
     latest = await file_store.load_latest("t")
     assert latest is not None
-    following = dataclasses.replace(  # changes nothing: a one-line delta
+    following = dataclasses.replace(  # changes nothing: a one-line changes line
         latest, checkpoint_id="following", parent_id=latest.checkpoint_id, seq=latest.seq + 1,
         changes={},
     )  # fmt: skip
@@ -1213,7 +1213,7 @@ class Number(BaseModel):
 def numbered(
     checkpoint_id: str, parent_id: str | None, seq: int, *, whole: bool = False
 ) -> Checkpoint:
-    """A checkpoint of a ``Number`` state: saved as a delta line, or with ``whole`` (or as
+    """A checkpoint of a ``Number`` state: saved as a changes line, or with ``whole`` (or as
     the first of a thread) as the first line of a new segment."""
     return Checkpoint(
         thread_id="t", checkpoint_id=checkpoint_id, parent_id=parent_id, seq=seq, run_id="r",
@@ -1227,7 +1227,7 @@ def numbered(
     "whole",
     [
         pytest.param(True, id="new-segment"),
-        pytest.param(False, id="delta"),
+        pytest.param(False, id="changes-line"),
     ],
 )  # fmt: skip
 async def test_save_after_another_store_moved_on_conflicts(tmp_path: Path, whole: bool) -> None:

@@ -1,0 +1,86 @@
+"""Resume tokens: parse, sign and verify them, and list the suspensions they answer."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from typing import Any
+
+from ._errors import InvalidResumeToken
+from ._store import CheckpointStore, validate_thread_id
+from ._types import Checkpoint, SuspendToken, Suspension, _b64
+
+__all__ = ["branch_suspensions", "first_token", "in_order", "parse_token", "sign", "verify"]
+
+
+def parse_token(token: SuspendToken | str) -> SuspendToken:
+    """``token`` as a ``SuspendToken`` naming a valid thread id."""
+    parsed = token if isinstance(token, SuspendToken) else SuspendToken.parse(token)
+    try:
+        validate_thread_id(parsed.thread_id)
+    except ValueError:
+        raise InvalidResumeToken("resume token names an invalid thread") from None
+    return parsed
+
+
+async def _signature(store: CheckpointStore, thread_id: str, checkpoint_id: str) -> str:
+    key = await store.secret()
+    message = f"{thread_id}\n{checkpoint_id}".encode()
+    return _b64(hmac.new(key, message, hashlib.sha256).digest()[:18])
+
+
+async def sign(store: CheckpointStore, thread_id: str, checkpoint_id: str) -> SuspendToken:
+    """A token for the suspension saved at ``checkpoint_id``, signed with the store's secret."""
+    return SuspendToken(
+        thread_id=thread_id,
+        checkpoint_id=checkpoint_id,
+        signature=await _signature(store, thread_id, checkpoint_id),
+    )
+
+
+async def verify(store: CheckpointStore, token: SuspendToken) -> None:
+    """Raise ``InvalidResumeToken`` unless ``token`` was signed by ``store``'s secret."""
+    expected = await _signature(store, token.thread_id, token.checkpoint_id)
+    given = token.signature.encode("utf-8", "replace") if isinstance(token.signature, str) else b""
+    if not hmac.compare_digest(expected.encode(), given):
+        raise InvalidResumeToken(
+            "resume token signature does not match: it was edited, or issued by another store"
+        )
+
+
+def in_order(records: dict[str, dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+    """Branch records in declared order, each fan-out's branches after their owner."""
+
+    def key(branch_id: str) -> list[int]:
+        chain = []
+        for _ in range(len(records)):  # bounded: a damaged record cannot loop
+            if branch_id not in records:
+                break
+            chain.append(records[branch_id]["i"])
+            branch_id = records[branch_id]["p"]
+        return chain[::-1]
+
+    return sorted(records.items(), key=lambda pair: key(pair[0]))
+
+
+async def branch_suspensions(
+    store: CheckpointStore, thread_id: str, records: dict[str, dict[str, Any]]
+) -> list[Suspension]:
+    """The suspended branches of a fan-out's ``records``, in declared order, each with its token."""
+    found = []
+    for branch_id, record in in_order(records):
+        if record["status"] == "suspended":
+            found.append(Suspension(
+                node=record["node"], payload=record.get("payload"), branch=branch_id,
+                token=await sign(store, thread_id, record["at"]),
+            ))  # fmt: skip
+    return found
+
+
+async def first_token(store: CheckpointStore, latest: Checkpoint) -> SuspendToken:
+    """The token of a suspended thread's first suspension (a branch's, if any)."""
+    if latest.branches:
+        found = await branch_suspensions(store, latest.thread_id, latest.branches)
+        if found:
+            return found[0].token
+    return await sign(store, latest.thread_id, latest.checkpoint_id)

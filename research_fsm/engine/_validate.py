@@ -1,0 +1,157 @@
+"""Checking a declared graph: every problem found (unknown nodes, missing or
+double exits, unreachable nodes, bad fan-outs and joins), or its topology."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ._errors import GraphValidationError
+from ._topology import Topology
+from ._types import END, START
+
+if TYPE_CHECKING:
+    from ._graph import StateGraph
+
+__all__ = ["validate"]
+
+
+def validate(graph: StateGraph[Any]) -> Topology:
+    """Raise ``GraphValidationError`` listing every problem of ``graph``, if any;
+    else return its fan-outs and joins worked out."""
+    check = _Exits(graph)
+    for source, target in graph.edges:
+        check.add(source, target)
+    fanouts = check.add_fanouts()
+    check.add_joins()
+    check.add_routers()
+    check.check_nodes()
+    problems = check.problems
+    problems.extend(check.unreachable())
+    known = check.known
+    topology = Topology(
+        graph.nodes,
+        {s: t for s, t in graph.edges if s not in fanouts},
+        fanouts,
+        graph.joins,
+        {s: r for s, r in graph.routers.items() if s in known or s == START},
+    )
+    if not problems:  # the walk assumes every name is a node
+        problems.extend(topology.check())
+    if problems:
+        raise GraphValidationError(problems)
+    return topology
+
+
+def _list_problems(names: Sequence[str], owner: str) -> list[str]:
+    if not names:
+        return [f"{owner} lists no nodes"]
+    twice = sorted({n for n in names if list(names).count(n) > 1})
+    return [f"{owner} lists `{n}` twice" for n in twice]
+
+
+class _Exits:
+    """Each node's exits as declared (edges, fan-outs, joins, routers, on_error),
+    and the problems found on the way."""
+
+    def __init__(self, graph: StateGraph[Any]) -> None:
+        self.graph = graph
+        self.problems = list(graph._problems)
+        self.known = set(graph.nodes)
+        self.exits: dict[str, list[str]] = {}
+
+    def add(self, source: str, target: str) -> None:
+        """An unconditional edge ``source`` -> ``target``."""
+        problems, known, exits = self.problems, self.known, self.exits
+        if source == END:
+            problems.append(f"edge out of END: `{source}` -> `{target}`")
+            return
+        if source != START and source not in known:
+            problems.append(f"edge from unknown node `{source}` (to `{target}`)")
+        if target == START:
+            problems.append(f"edge into START from `{source}`")
+        elif target != END and target not in known:
+            problems.append(f"edge from `{source}` to unknown node `{target}`")
+        if source in exits:
+            problems.append(
+                f"node `{source}` has two unconditional edges (to `{exits[source][0]}` and `{target}`)"
+            )
+        exits.setdefault(source, []).append(target)
+
+    def add_fanouts(self) -> dict[str, tuple[str, ...]]:
+        """The fan-outs' exits; returns the fan-outs by source."""
+        problems, fanouts = self.problems, {}
+        for source, targets in self.graph.fanouts:
+            problems.extend(_list_problems(targets, f"fan-out from `{source}`"))
+            nodes_only = [t for t in dict.fromkeys(targets) if t not in (START, END)]
+            for target in dict.fromkeys(targets):
+                if target in (START, END):
+                    problems.append(f"fan-out from `{source}` names `{target}`; list nodes only")
+            if nodes_only:
+                self.add(source, nodes_only[0])
+                for target in nodes_only[1:]:
+                    if target not in self.known:
+                        problems.append(f"edge from `{source}` to unknown node `{target}`")
+                self.exits[source] = nodes_only
+            fanouts[source] = targets
+        return fanouts
+
+    def add_joins(self) -> None:
+        """Each joined branch's exit into its join."""
+        for sources, target in self.graph.joins:
+            self.problems.extend(_list_problems(sources, f"join into `{target}`"))
+            for source in dict.fromkeys(sources):
+                if source in (START, END):
+                    self.problems.append(f"join into `{target}` lists `{source}`; list nodes only")
+                else:
+                    self.add(source, target)
+
+    def add_routers(self) -> None:
+        """Every target (and join) of each router."""
+        problems, exits = self.problems, self.exits
+        for source, spec in self.graph.routers.items():
+            if source == END:
+                problems.append("router out of END")
+            elif source != START and source not in self.known:
+                problems.append(f"router on unknown node `{source}`")
+            if source in exits:
+                problems.append(f"node `{source}` has both an edge and a router")
+            for key, target in spec.targets.items():
+                if target != END and target not in self.known:
+                    problems.append(
+                        f"router of `{source}` maps key {key!r} to unknown node `{target}`"
+                    )
+            exits.setdefault(source, []).extend(spec.targets.values())
+            if spec.join is not None:
+                exits[source].append(spec.join)
+
+    def check_nodes(self) -> None:
+        """START and every node have an exit; ``on_error`` names a node (and is one)."""
+        problems, exits = self.problems, self.exits
+        if START not in exits:
+            problems.append("START has no edge: add_edge(START, first_node)")
+        for name, node in self.graph.nodes.items():
+            if name not in exits:
+                problems.append(f"node `{name}` has no outgoing edge or router")
+            if node.on_error is not None:
+                if node.on_error in self.known:
+                    exits[name] = [*exits.get(name, ()), node.on_error]
+                else:
+                    problems.append(
+                        f"node `{name}` has on_error=`{node.on_error}`, which is not a node"
+                    )
+
+    def unreachable(self) -> list[str]:
+        """A problem for each node no path of exits leads to from START."""
+        reachable: set[str] = set()
+        frontier = [START]
+        while frontier:
+            for target in self.exits.get(frontier.pop(), ()):
+                if target not in reachable and target in self.known:
+                    reachable.add(target)
+                    frontier.append(target)
+        return [
+            f"node `{name}` is unreachable from START"
+            for name in self.graph.nodes
+            if name not in reachable
+        ]
