@@ -6,9 +6,9 @@ import asyncio
 import os
 import secrets
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from ._home import default_home
 from .agents._rules import clean_text
 from .constants import MAX_QUESTION_CHARS
 from .deep._api import DeepRunner
@@ -71,15 +71,6 @@ _PROGRESS = {
 
 class InvalidQuestion(ValueError):
     """A question that cannot be asked: not text, or too long."""
-
-
-def default_home() -> Path:
-    """Where conversations live: ``$RESEARCH_FSM_HOME``, else the user's data directory."""
-    env = os.environ.get("RESEARCH_FSM_HOME")
-    if env:
-        return Path(env).expanduser()
-    base = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
-    return Path(base) / "research-fsm"
 
 
 def default_store() -> CheckpointStore:

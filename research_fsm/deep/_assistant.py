@@ -6,6 +6,7 @@ import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+from .._home import default_home
 from ..engine import CheckpointStore, validate_thread_id
 from ..llm import LLM
 from ._api import (
@@ -26,8 +27,6 @@ Event = DeepProgress | DeepText | ResearchReport
 
 def sessions_home() -> Path:
     """``$RESEARCH_FSM_HOME/sessions`` (the same home as the conversations)."""
-    from ..assistant import default_home
-
     return default_home() / "sessions"
 
 
@@ -51,8 +50,6 @@ class DeepResearchMixin:
     def deep_runner(self) -> DeepRunner:
         """The compiled deep-research workflow (built on first use)."""
         if self._deep is None:
-            from ..assistant import default_home
-
             web = self.web_search if self.web_search is not None else _web_search()
             self._deep = DeepRunner(
                 llm=self.llm, store=self.store, root=sessions_home(), web=web,

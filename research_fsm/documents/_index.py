@@ -25,6 +25,7 @@ from typing import Final, Literal
 
 import structlog
 
+from .._home import default_home
 from ._passages import split
 from ._read import Found, SkippedFile, discover, extract, read_bytes
 from ._terms import cjk_bigrams, query_terms
@@ -121,12 +122,8 @@ class IndexStats:
 
 
 def default_cache_dir() -> Path:
-    """``$RESEARCH_FSM_HOME/indexes`` (the assistant's home)."""
-    env = os.environ.get("RESEARCH_FSM_HOME")
-    if env:
-        return Path(env).expanduser() / "indexes"
-    base = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
-    return Path(base) / "research-fsm" / "indexes"
+    """``indexes`` in the assistant's home (``$RESEARCH_FSM_HOME``)."""
+    return default_home() / "indexes"
 
 
 def _connect(path: Path) -> sqlite3.Connection:

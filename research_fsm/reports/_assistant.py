@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from .._home import default_home
 from ..engine import CheckpointStore
 from ..llm import LLM
 from ..sources import CompanyIndex, DataSource
@@ -16,8 +17,6 @@ __all__ = ["ReportsMixin", "reports_home"]
 
 def reports_home() -> Path:
     """``$RESEARCH_FSM_HOME/reports`` (the same home as the conversations)."""
-    from ..assistant import default_home
-
     return default_home() / "reports"
 
 
