@@ -42,6 +42,8 @@ __all__ = [
 
 _log = structlog.get_logger(__name__)
 SCHEMA: Final = "research-fsm-documents-1"
+RACY_NS: Final = 2_000_000_000
+"""Files modified this close (ns) before the last check are hashed again."""
 _TABLES: Final = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE files(id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, size INTEGER NOT NULL,
@@ -165,17 +167,24 @@ class _Builder:
     def __init__(self, db: sqlite3.Connection, folder: Path) -> None:
         self.db, self.folder = db, folder
         self.read = self.reused = self.bytes_read = 0
+        self.racy_after = -1
         self.skipped: list[SkippedFile] = []
 
     def refresh(self, files: list[Found]) -> int:
         known = {row[0]: row[1:] for row in self.db.execute(
             "SELECT path, id, size, mtime_ns, sha256 FROM files")}  # fmt: skip
+        checked = self.db.execute("SELECT value FROM meta WHERE key='checked_ns'").fetchone()
+        # a file modified within the timestamp granularity of the last check may have
+        # changed again with the same size and mtime: such files are hashed again
+        self.racy_after = int(checked[0]) - RACY_NS if checked else -1
+        now = time.time_ns()
         self.db.execute("BEGIN IMMEDIATE")
         try:
             for found in files:
                 self._one(found, known.pop(found.path, None))
             for file_id, *_ in known.values():
                 self._drop(file_id)
+            self.db.execute("INSERT OR REPLACE INTO meta VALUES ('checked_ns', ?)", (str(now),))
             self.db.execute("COMMIT")
         except BaseException:
             self.db.execute("ROLLBACK")
@@ -183,7 +192,8 @@ class _Builder:
         return len(known)
 
     def _one(self, found: Found, old: tuple[int, int, int, str] | None) -> None:
-        if old is not None and (old[1], old[2]) == (found.size, found.mtime_ns):
+        same = old is not None and (old[1], old[2]) == (found.size, found.mtime_ns)
+        if same and found.mtime_ns < self.racy_after:
             self.reused += 1
             return
         try:

@@ -192,3 +192,15 @@ async def test_bad_files_are_skipped_with_a_reason(folder: Path, tmp_path: Path)
         if os.geteuid() != 0:
             assert reasons["locked.md"].startswith("cannot read it")
         assert [] == [p for p in await index.search("secret plans", match="any")]
+
+
+async def test_a_same_size_edit_within_the_same_tick_is_seen(folder: Path, tmp_path: Path) -> None:
+    """An edit that keeps size and mtime, right after indexing, is still re-read (hash)."""
+    target = folder / "plain.txt"
+    await (await open_index(folder, tmp_path)).aclose()
+    before = target.stat()
+    target.write_text("Hibernate 7 changes query semantics.\n", encoding="utf-8")
+    os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))
+    async with await open_index(folder, tmp_path) as index:
+        assert 1 == index.stats.read
+        assert ["plain.txt"] == [p.path for p in await index.search("Hibernate 7")]
