@@ -30,6 +30,7 @@ from research_fsm.engine import (
 from .helpers import by_name, children
 
 REPO = Path(__file__).resolve().parents[2]
+CHILD = Path(__file__).resolve().parent / "child.py"
 
 
 class Log(BaseModel):
@@ -204,26 +205,10 @@ async def test_suspension_and_resume_continue_one_trace(exporter: InMemorySpanEx
 def test_without_an_sdk_nothing_is_traced(tmp_path: Path) -> None:
     """No SDK configured (a fresh process): runs work, and no trace context is saved
     with a suspension (the untraced loop ran)."""
-    code = (
-        "import asyncio, json\n"
-        "from pydantic import BaseModel\n"
-        "from research_fsm.engine import START, END, StateGraph, Suspend, JsonFileCheckpointStore\n"
-        "class Log(BaseModel):\n"
-        "    log: list[str] = []\n"
-        "async def ask(state, ctx):\n"
-        "    return Suspend('which?')\n"
-        "async def main():\n"
-        "    store = JsonFileCheckpointStore(%r)\n"
-        "    g = StateGraph(Log).add_node('ask', ask)\n"
-        "    g.add_edge(START, 'ask').add_edge('ask', END)\n"
-        "    r = await g.compile(store=store).run({}, thread_id='t')\n"
-        "    cp = await store.load_latest('t')\n"
-        "    print(json.dumps([r.status, cp.suspension]))\n"
-        "asyncio.run(main())\n"
-    ) % str(tmp_path)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("OTEL_PYTHON_TRACER_PROVIDER", None)
     out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
-    ).stdout
+        [sys.executable, str(CHILD), "nosdk", str(tmp_path)],
+        capture_output=True, text=True, env=env, check=True,
+    ).stdout  # fmt: skip
     assert ["suspended", {"node": "ask", "payload": "which?"}] == json.loads(out)
