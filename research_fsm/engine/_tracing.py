@@ -53,18 +53,17 @@ NODE, STEP, BRANCH, ATTEMPT, OUTCOME = (
 def start_run(thread_id: str, run_id: str, resumed: str | None) -> RunTrace | None:
     """The run's span, or ``None`` when it does not record (no SDK: the usual case).
     ``resumed``: the ``traceparent`` saved with the suspension this call resumes."""
-    parent = None
-    links: list[Link] = []
+    parent = links = None
     saved = None if resumed is None else parse_traceparent(resumed)
     if saved is not None:
-        links.append(Link(saved, {"research_fsm.link": "resumes"}))
+        links = [Link(saved, {"research_fsm.link": "resumes"})]
         if not trace.get_current_span().get_span_context().is_valid:
             parent = trace.set_span_in_context(NonRecordingSpan(saved))
-    span = _tracer.start_span(
-        "research_fsm.run", context=parent, links=links,
-        attributes={THREAD: thread_id, RUN: run_id, RESUMED: resumed is not None},
-    )  # fmt: skip
-    return RunTrace(span) if span.is_recording() else None
+    span = _tracer.start_span("research_fsm.run", context=parent, links=links)
+    if not span.is_recording():  # no SDK (a no-op span), or not sampled
+        return None
+    span.set_attributes({THREAD: thread_id, RUN: run_id, RESUMED: resumed is not None})
+    return RunTrace(span)
 
 
 def traceparent(context: SpanContext) -> str:
