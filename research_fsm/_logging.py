@@ -11,6 +11,8 @@ from typing import Any, TextIO
 
 import structlog
 
+from ._tracing import add_trace_ids
+
 __all__ = ["configure_logging", "escape_controls", "redact_secrets"]
 
 _SECRET_VARS = ("ANTHROPIC_API_KEY", "TAVILY_API_KEY")
@@ -70,6 +72,7 @@ def configure_logging(
         processors=[
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
+            add_trace_ids,
             redact_secrets,
             escape_controls,
             renderer,

@@ -19,6 +19,7 @@ MARKERS: dict[str, list[str]] = {
     "streaming": ["synthesis  Writing the answer...", "MSFT trading at $378", "company: Microsoft Corporation"],
     "custom_graph": ["flowchart TD", 'review -->|"again"| write', "'approved': True"],
     "deep_research": ["status: completed", "done: deep_analysis (deep_analysis[2])", "verified: ", "files: report.md, report.pdf"],
+    "tracing": ["research_fsm.run", "status=completed (links to the suspended run)", "research_fsm.search Company Directory"],
     "web_app": ["answered: 55/55; each answer named its own company: True", "edited token               -> 400"],
 }  # fmt: skip
 """For each example: strings its output must contain."""

@@ -26,6 +26,7 @@ from typing import Final, Literal
 import structlog
 
 from .._home import default_home
+from .._tracing import search_span
 from ._passages import split
 from ._read import Found, SkippedFile, discover, extract, read_bytes
 from ._terms import cjk_bigrams, query_terms
@@ -44,6 +45,7 @@ _log = structlog.get_logger(__name__)
 SCHEMA: Final = "research-fsm-documents-1"
 RACY_NS: Final = 2_000_000_000
 """Files modified this close (ns) before the last check are hashed again."""
+DATA_SOURCE: Final = "documents"  # the data source name on search spans
 _TABLES: Final = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE files(id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, size INTEGER NOT NULL,
@@ -326,6 +328,12 @@ class DocumentIndex:
         The query is plain text: FTS5 operators in it are searched as words."""
         if match not in ("all", "any"):
             raise ValueError(f"match must be 'all' or 'any', got {match!r}")
+        with search_span(DATA_SOURCE, query) as span:
+            passages = await self._search(query, limit, match)
+            span.set_attribute("research_fsm.search.results", len(passages))
+            return passages
+
+    async def _search(self, query: str, limit: int, match: str) -> list[Passage]:
         terms = query_terms(query)
         if not terms or limit < 1:
             return []

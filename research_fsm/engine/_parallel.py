@@ -40,6 +40,7 @@ from ._types import END, ErrorInfo, Suspend
 if TYPE_CHECKING:
     from ._compiled import CompiledGraph, Sink
     from ._state import StateSchema
+    from ._tracing import RunTrace
 
 __all__ = ["ParallelRun"]
 
@@ -55,9 +56,12 @@ class ParallelRun(BranchSaves):
     def __init__(
         self, graph: CompiledGraph[Any], thread_id: str, run_id: str, sink: Sink,
         path: list[str], *, seq: int, parent_id: str | None, step: int,
+        tracing: RunTrace | None = None,
     ) -> None:  # fmt: skip
         super().__init__(graph, thread_id, run_id, seq=seq, parent_id=parent_id, step=step)
         self.sink = sink
+        self.tracing = tracing
+        self._call = invoke if tracing is None else tracing.invoke  # a node span when traced
         self.path = path
         self._schema: StateSchema = graph._schema
         limit = graph.max_concurrency
@@ -254,10 +258,10 @@ class ParallelRun(BranchSaves):
         origin = graph._origins[node]
         try:
             if self._limiter is None:
-                out = await invoke(spec, branch.state, ctx, ctx.resuming)
+                out = await self._call(spec, branch.state, ctx, ctx.resuming)
             else:
                 async with self._limiter.slot():
-                    out = await invoke(spec, branch.state, ctx, ctx.resuming)
+                    out = await self._call(spec, branch.state, ctx, ctx.resuming)
             if isinstance(out, Suspend):
                 await self._suspend(branch, node, out, origin)
                 return False
@@ -322,6 +326,9 @@ class ParallelRun(BranchSaves):
         self._started -= 1
         self.path.append(node)
         self._publish(branch)
+        if self.tracing is not None:  # the resume links to (and continues) this run's trace
+            self._records[branch.id] = {**self._records[branch.id],
+                                        "trace": self.tracing.traceparent()}  # fmt: skip
         self._last_node = node
         self._soon()
 

@@ -23,11 +23,12 @@ _log = structlog.get_logger("research_fsm.engine")
 
 Start = tuple[
     BaseModel, str | None, str, int, int, str | None, dict[str, int | None] | None, Any,
-    dict[str, dict[str, Any]] | None, tuple[str, Any] | None,
+    dict[str, dict[str, Any]] | None, tuple[str, Any] | None, str | None,
 ]  # fmt: skip
 """Where a call starts (``begin``): state, node (None: from START), run_id, step,
-seq, parent_id, changes so far, resume value, an unfinished fan-out's records and
-the branch a token resumes. A tuple: built once per call, on the hot path."""
+seq, parent_id, changes so far, resume value, an unfinished fan-out's records, the
+branch a token resumes and the trace context saved with the suspension resumed (a
+``traceparent``). A tuple: built once per call, on the hot path."""
 
 
 async def begin(
@@ -51,8 +52,9 @@ async def begin(
     node, run_id, step, fanout = latest.next, latest.run_id, latest.step, latest.branches
     resume_value: Any = NO_VALUE
     resumed_branch: tuple[str, Any] | None = None
+    resumed_trace: str | None = None
     if resume is not None:
-        resume_value, resumed_branch = _resumed(thread_id, latest, resume)
+        resume_value, resumed_branch, resumed_trace = _resumed(thread_id, latest, resume)
     elif latest.status == "suspended":
         raise ThreadSuspended(thread_id, await first_token(graph.store, latest))
     elif input is None:
@@ -71,19 +73,21 @@ async def begin(
         node, run_id, step, fanout = None, secrets.token_hex(8), 0, None
     return (
         state, node, run_id, step, latest.seq, latest.checkpoint_id, changes, resume_value,
-        fanout, resumed_branch,
+        fanout, resumed_branch, resumed_trace,
     )  # fmt: skip
 
 
 def _resumed(
     thread_id: str, latest: Checkpoint, resume: tuple[SuspendToken, Any]
-) -> tuple[Any, tuple[str, Any] | None]:
+) -> tuple[Any, tuple[str, Any] | None, str | None]:
     """What a token resumes: the suspended node's value (``NO_VALUE`` when the
-    token is a branch's), and the branch with its value (``None``: not a branch)."""
+    token is a branch's), the branch with its value (``None``: not a branch), and
+    the trace context saved with the suspension (``None``: none saved)."""
     token, value = resume
-    branch_id = find_suspended(latest.branches, token.checkpoint_id) if latest.branches else None
-    if branch_id is not None:
-        return NO_VALUE, (branch_id, value)
+    branches = latest.branches
+    branch_id = find_suspended(branches, token.checkpoint_id) if branches else None
+    if branches and branch_id is not None:
+        return NO_VALUE, (branch_id, value), branches[branch_id].get("trace")
     if (
         latest.checkpoint_id != token.checkpoint_id
         or latest.status != "suspended"
@@ -94,7 +98,7 @@ def _resumed(
             token.checkpoint_id,
             "it was already used, or the thread has moved on since it was issued",
         )
-    return value, None
+    return value, None, (latest.suspension or {}).get("trace")
 
 
 def _fresh_start(
@@ -115,7 +119,7 @@ def _fresh_start(
     # the first checkpoint of such a run holds the whole state
     seq, parent = (0, None) if latest is None else (latest.seq, latest.checkpoint_id)
     state = graph._schema.initial(input)
-    return (state, None, secrets.token_hex(8), 0, seq, parent, None, NO_VALUE, None, None)
+    return (state, None, secrets.token_hex(8), 0, seq, parent, None, NO_VALUE, None, None, None)
 
 
 def restore(

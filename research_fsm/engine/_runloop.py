@@ -26,6 +26,7 @@ from ._steps import invoke, route, save, save_failure
 from ._store import CheckpointStore
 from ._tokens import branch_suspensions, sign
 from ._topology import Fork
+from ._tracing import RunTrace, start_run
 from ._types import END, START, ErrorInfo, RunResult, Suspend, Suspension
 
 if TYPE_CHECKING:
@@ -40,14 +41,28 @@ _log = structlog.get_logger("research_fsm.engine")
 async def run(
     graph: CompiledGraph[Any], thread_id: str, begun: Start | RunResult[Any], sink: Sink
 ) -> RunResult[Any]:
-    """Run the call ``begun`` describes, node after node (a ``RunResult``: nothing to run)."""
+    """Run the call ``begun`` describes, node after node (a ``RunResult``: nothing to run),
+    in a run span when tracing records (``_tracing``)."""
     if isinstance(begun, RunResult):
         return begun
+    tracing = start_run(thread_id, begun[2], begun[10])
+    held = [begun]  # the loop lets the starting state go as the run moves on
+    del begun
+    if tracing is None:
+        return await _loop(graph, thread_id, held, sink, None)
+    return await tracing.around(_loop(graph, thread_id, held, sink, tracing))
+
+
+async def _loop(
+    graph: CompiledGraph[Any], thread_id: str, held: list[Start], sink: Sink,
+    tracing: RunTrace | None,
+) -> RunResult[Any]:  # fmt: skip
+    """The run loop (``held``: the call's start, taken out at once)."""
     state, node, run_id, step, seq, parent_id, resume_value, path, fan, outcome = (
-        await _start(graph, thread_id, begun, sink))  # fmt: skip
-    del begun  # holds the starting state: let it go as the run moves on
+        await _start(graph, thread_id, held.pop(), sink, tracing))  # fmt: skip
     store, schema, tracks, nodes, origins, limit, pending_error = (graph.store, graph._schema,
         graph._tracks, graph._nodes, graph._origins, graph.step_limit, None)  # fmt: skip
+    call = invoke if tracing is None else tracing.invoke
     while True:
         if fan is not None:  # a fan-out ended: go on where it left the run
             if outcome is None:
@@ -66,10 +81,10 @@ async def run(
             ctx.resume_value, ctx.resuming, resume_value = resume_value, True, NO_VALUE
         started = _node_started(sink, node, step) if sink is not None else 0.0
         try:
-            out = await invoke(spec, state, ctx, resuming)
+            out = await call(spec, state, ctx, resuming)
             if isinstance(out, Suspend):
                 return await _suspend(graph, thread_id, run_id, step, seq + 1, parent_id,
-                                      spec, state, out, path, sink)  # fmt: skip
+                                      spec, state, out, path, sink, tracing)  # fmt: skip
             origin = origins[node]
             update = schema.as_changes(out, origin)
             changes: dict[str, int | None] | None = {} if tracks else None
@@ -87,7 +102,8 @@ async def run(
         path.append(node)
         if isinstance(target, Fork):
             fan, outcome = await _fan_out(graph, thread_id, run_id, sink, path, seq, parent_id,
-                                          step, target, state, changes, node, update, started)  # fmt: skip
+                                          step, target, state, changes, node, update, started,
+                                          tracing)  # fmt: skip
             continue
         seq += 1
         parent_id = await save(store, thread_id, run_id, step, seq, parent_id,
@@ -99,7 +115,8 @@ async def run(
 
 
 async def _start(
-    graph: CompiledGraph[Any], thread_id: str, begun: Start, sink: Sink
+    graph: CompiledGraph[Any], thread_id: str, begun: Start, sink: Sink,
+    tracing: RunTrace | None,
 ) -> tuple[
     BaseModel, str | None, str, int, int, str | None, Any, list[str], ParallelRun | None,
     Continue | None,
@@ -108,12 +125,11 @@ async def _start(
     value, path, and a fan-out that ran first with how it ended. Continues a saved
     fan-out, or, on a run from START, saves the first checkpoint (or runs the
     fan-out START routes to)."""
-    state, node, run_id, step, seq, parent_id, changes, resume_value, fanout, resumed = begun
+    state, node, run_id, step, seq, parent_id, changes, resume_value, fanout, resumed, _ = begun
     path: list[str] = []
     if fanout is not None:
-        fan = ParallelRun(
-            graph, thread_id, run_id, sink, path, seq=seq, parent_id=parent_id, step=step
-        )
+        fan = ParallelRun(graph, thread_id, run_id, sink, path, seq=seq, parent_id=parent_id,
+                          step=step, tracing=tracing)  # fmt: skip
         outcome = await fan.restart(fanout, state, resumed)
         return state, node, run_id, step, seq, parent_id, resume_value, path, fan, outcome
     if node is not None:  # a run that stopped midway, or a resumed suspension
@@ -123,9 +139,8 @@ async def _start(
     # continues from there.
     first = await route(graph, START, state)
     if isinstance(first, Fork):
-        fan = ParallelRun(
-            graph, thread_id, run_id, sink, path, seq=seq, parent_id=parent_id, step=step
-        )
+        fan = ParallelRun(graph, thread_id, run_id, sink, path, seq=seq, parent_id=parent_id,
+                          step=step, tracing=tracing)  # fmt: skip
         await fan.begin(first, state, changes, None)
         outcome = await fan.run()
         return state, None, run_id, step, seq, parent_id, resume_value, path, fan, outcome
@@ -141,9 +156,11 @@ async def _fan_out(
     graph: CompiledGraph[Any], thread_id: str, run_id: str, sink: Sink, path: list[str],
     seq: int, parent_id: str | None, step: int, fork: Fork, state: BaseModel,
     changes: dict[str, int | None] | None, node: str, update: dict[str, Any], started: float,
+    tracing: RunTrace | None,
 ) -> tuple[ParallelRun, Continue | None]:  # fmt: skip
     """Run the fan-out ``node`` routed to; how it ended (``None``: suspended)."""
-    fan = ParallelRun(graph, thread_id, run_id, sink, path, seq=seq, parent_id=parent_id, step=step)
+    fan = ParallelRun(graph, thread_id, run_id, sink, path, seq=seq, parent_id=parent_id,
+                      step=step, tracing=tracing)  # fmt: skip
     await fan.begin(fork, state, changes, node)
     if sink is not None:
         _node_finished(sink, node, step - 1, update, started)
@@ -199,7 +216,7 @@ async def _route_failed(
 async def _suspend(
     graph: CompiledGraph[Any], thread_id: str, run_id: str, step: int, seq: int,
     parent_id: str | None, spec: NodeSpec, state: BaseModel, out: Suspend, path: list[str],
-    sink: Sink,
+    sink: Sink, tracing: RunTrace | None,
 ) -> RunResult[Any]:  # fmt: skip
     """The node returned ``Suspend``: apply its update, save the suspension, and
     return the suspended result with its token."""
@@ -211,9 +228,12 @@ async def _suspend(
     schema = graph._schema
     state = schema.apply(state, schema.as_changes(out.update, origin), origin, changes)
     path.append(node)
+    saved = {"node": node, "payload": out.payload}
+    if tracing is not None:  # the resume links to (and continues) this run's trace
+        saved["trace"] = tracing.traceparent()
     checkpoint_id = await save(
         graph.store, thread_id, run_id, step, seq, parent_id, "suspended", node, state,
-        last_node=node, suspension={"node": node, "payload": out.payload}, changes=changes,
+        last_node=node, suspension=saved, changes=changes,
     )  # fmt: skip
     token = await sign(graph.store, thread_id, checkpoint_id)
     suspension = Suspension(node=node, payload=out.payload, token=token)

@@ -60,6 +60,10 @@ async def invoke(spec: NodeSpec, state: BaseModel, ctx: NodeContext, resuming: b
             if policy is None or not policy.should_retry(exc, attempt):
                 raise NodeError(exc) from raised
             ctx.log.warning("node failed; retrying", attempt=attempt, error=repr(exc))
+            if ctx._span is not None:
+                from ._tracing import retried  # a traced run: its node span gets an event
+
+                retried(ctx, attempt, exc)
             await asyncio.sleep(policy.delay(attempt))
             attempt += 1
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import structlog
 from pydantic import BaseModel, ValidationError
 
+from .._tracing import llm_span, record_usage
 from ._base import LLMError, LLMErrorKind, StructuredReply, TextReply, Usage
 
 if TYPE_CHECKING:
@@ -132,6 +133,15 @@ class AnthropicLLM:
             "description": f"Give your answer as a {schema.__name__}.",
             "input_schema": schema.model_json_schema(),
         }
+        with llm_span("anthropic", self.model, agent, prompt=prompt) as span:
+            reply = await self._structured(agent, system, prompt, schema, tool)
+            usage = reply.usage
+            record_usage(span, usage.input_tokens, usage.output_tokens, usage.cost_usd)
+            return reply
+
+    async def _structured(
+        self, agent: str, system: str, prompt: str, schema: type[M], tool: Any
+    ) -> StructuredReply[M]:
         usage = Usage()
         for schema_try in (1, 2):  # output that does not fit: one retry, then give up
             message = await self._call(
@@ -184,9 +194,13 @@ class AnthropicLLM:
                         on_token(text)
                 return await stream.get_final_message()
 
-        message = await self._call(attempt, retry_if=lambda: not streamed)
-        text = "".join(b.text for b in message.content if b.type == "text")
-        return TextReply(text=text, usage=self._usage_of(message))
+        with llm_span("anthropic", self.model, agent, prompt=prompt) as span:
+            message = await self._call(attempt, retry_if=lambda: not streamed)
+            text = "".join(b.text for b in message.content if b.type == "text")
+            usage = self._usage_of(message)
+            record_usage(span, usage.input_tokens, usage.output_tokens, usage.cost_usd,
+                         model=getattr(message, "model", None), answer=text)  # fmt: skip
+        return TextReply(text=text, usage=usage)
 
     # -- retries and error mapping -------------------------------------------------
 

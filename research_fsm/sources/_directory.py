@@ -13,6 +13,7 @@ from typing import Final
 
 import structlog
 
+from .._tracing import search_span
 from ._base import (
     CompanyRef,
     DataScope,
@@ -325,6 +326,12 @@ class DirectorySource:
 
     async def search(self, company: str, context: SearchContext) -> SearchResult:
         """Answer from the company's profile; confidence depends on ``context.intent``."""
+        with search_span(self.name, company) as span:
+            result = await self._search(company, context)
+            span.set_attribute("research_fsm.search.results", 0 if result.findings is None else 1)
+            return result
+
+    async def _search(self, company: str, context: SearchContext) -> SearchResult:
         directory = await self._directory()
         ref = directory.index.resolve(company, fuzzy=True)
         if ref is None:

@@ -262,7 +262,7 @@ class TavilySource:
         self._http.require_key()
         request = self.request_for(company, context)
         started = time.perf_counter()
-        payload = await self._http.search(request)
+        payload = await self._http.search(request, self.name)
         result = self._result(company, context, request, payload)
         _log.info(
             "tavily search done", company=company, intent=context.intent,

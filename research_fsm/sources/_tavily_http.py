@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 
 import structlog
 
+from .._tracing import search_span
 from ._base import DataSourceError
 
 __all__ = [
@@ -252,9 +253,16 @@ class TavilyTransport:
             message = f"no Tavily API key: set {TAVILY_KEY_ENV}"
             raise DataSourceError(message, source=NAME, retryable=False)
 
-    async def search(self, request: dict[str, Any]) -> dict[str, Any]:
+    async def search(self, request: dict[str, Any], source: str = NAME) -> dict[str, Any]:
         """Tavily's answer to ``AsyncTavilyClient.search(**request)`` (with a results
-        list); raise ``DataSourceError`` once retries of transient failures are spent."""
+        list); raise ``DataSourceError`` once retries of transient failures are spent.
+        In a span naming data source ``source`` (never the key; the query's length)."""
+        with search_span(source, str(request.get("query", ""))) as span:
+            payload = await self._search(request)
+            span.set_attribute("research_fsm.search.results", len(payload["results"]))
+            return payload
+
+    async def _search(self, request: dict[str, Any]) -> dict[str, Any]:
         import httpx  # lazy: keeps ``import research_fsm`` fast
         import tavily  # type: ignore[import-untyped]
 

@@ -238,7 +238,7 @@ class TavilyWebSearch:
         limit = self.max_results if max_results is None else max_results
         self._http.require_key()
         started = time.perf_counter()
-        payload = await self._http.search(request)
+        payload = await self._http.search(request, self.name)
         items: list[object] = payload["results"]  # the transport checked it is a list
         found = web_results(items, limit=limit, exclude_urls=exclude_urls)
         _log.info(
