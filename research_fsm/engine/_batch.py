@@ -164,12 +164,12 @@ class Batcher:
         batch, pending.pending = pending.pending, []
         pending.running += 1
         calls = [(fn, args) for fn, args, _ in batch]
-        with self._threads_guard:
-            self._work.put((loop, pending, batch, calls))
+        with self._threads_guard:  # the put last: the woken worker waits for no Python
             self._busy += 1
             if self._busy > self._threads:
                 self._threads += 1
                 threading.Thread(target=self._serve, name="research_fsm-store", daemon=True).start()
+            self._work.put((loop, pending, batch, calls))
 
     def _serve(self) -> None:
         """A worker thread: run batches until none came for a while."""
@@ -207,7 +207,6 @@ class Batcher:
         if pending.wake is not None:
             with contextlib.suppress(BlockingIOError):  # read before taking: no wake-up lost
                 os.eventfd_read(pending.wake)
-        loop = asyncio.get_running_loop()
         while pending.done:
             batch, results = pending.done.popleft()
             pending.running -= 1
@@ -218,7 +217,7 @@ class Batcher:
                     else:
                         future.set_exception(value)
         if pending.pending and pending.running < self._max:
-            self._start(loop, pending)
+            self._start(asyncio.get_running_loop(), pending)
 
 
 _all: weakref.WeakSet[Batcher] = weakref.WeakSet()
