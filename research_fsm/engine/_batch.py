@@ -6,13 +6,9 @@ thread hand-off as before; a thousand concurrent runs share a few hand-offs
 instead of paying one each, which is what dominates a file store's cost.
 
 The batches run on the batcher's own worker threads (started when needed, gone
-after a second idle), which hand results straight back to the loop: each loop
-gets an ``eventfd`` it watches (``add_reader``), and a worker that finishes a
-batch queues the results and bumps that counter; the loop wakes, reads it once
-and resolves every finished batch. That is the cheapest hand-back asyncio
-allows (no ``Handle`` per batch, no self-pipe), well under half the cost of
-``run_in_executor``; the hops are most of a durable save's overhead over its
-``fdatasync``. Loops without ``add_reader`` get ``call_soon_threadsafe``.
+after a second idle), which hand results straight back to the loop through
+its eventfd (``_wakeup``): well under half the cost of ``run_in_executor``;
+the hops are most of a durable save's overhead over its ``fdatasync``.
 
 A ``commit`` callable, if given, runs in the worker thread after each batch
 (e.g. one ``syncfs`` for every write of the batch) and may fail single calls
@@ -24,14 +20,14 @@ no index (``None``): there is nothing to share, so it does its work at once.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import queue
 import threading
 import weakref
-from collections import deque
 from collections.abc import Callable
 from typing import Any, TypeVar
+
+from ._wakeup import Wakeup, wakeup_for
 
 __all__ = ["Batcher"]
 
@@ -75,28 +71,12 @@ def _run_all(
 
 
 class _LoopQueue:
-    __slots__ = ("done", "pending", "running", "wake")
+    __slots__ = ("pending", "running", "wakeup")
 
-    def __init__(self) -> None:
+    def __init__(self, wakeup: Wakeup) -> None:
         self.pending: list[_Call] = []
         self.running = 0
-        self.done: deque[tuple[list[_Call], _Results]] = deque()  # finished, not yet handed back
-        self.wake: int | None = None  # the loop's eventfd, if it watches one
-
-
-def _open_wake(loop: asyncio.AbstractEventLoop, pending: _LoopQueue, drain: Any) -> None:
-    """Give ``loop`` an eventfd to watch for finished batches (closed with the loop)."""
-    if not hasattr(os, "eventfd"):  # not Linux: call_soon_threadsafe
-        return
-    fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
-    try:
-        loop.add_reader(fd, drain, pending)
-    except (NotImplementedError, RuntimeError):  # e.g. a proactor loop
-        os.close(fd)
-        return
-    # Closed once the loop is gone: a worker holds the loop while it writes.
-    weakref.finalize(loop, os.close, fd)
-    pending.wake = fd
+        self.wakeup = wakeup  # how workers hand results back to the loop
 
 
 class _Uncancellable(asyncio.Future[Any]):
@@ -141,8 +121,7 @@ class Batcher:
         loop = asyncio.get_running_loop()
         queue = self._queues.get(loop)
         if queue is None:
-            queue = self._queues[loop] = _LoopQueue()
-            _open_wake(loop, queue, self._drain)
+            queue = self._queues[loop] = _LoopQueue(wakeup_for(loop))
         future: asyncio.Future[T] = _Uncancellable(loop=loop)
         queue.pending.append((fn, args, future))
         if queue.running < self._max:
@@ -188,34 +167,17 @@ class Batcher:
                 results = [(False, exc)] * len(batch)
             with self._threads_guard:
                 self._busy -= 1
-            pending.done.append((batch, results))
-            self._wake(loop, pending)
+            pending.wakeup.post(loop, self._finish, pending, batch, results)
 
-    def _wake(self, loop: asyncio.AbstractEventLoop, pending: _LoopQueue) -> None:
-        """Tell ``loop`` that ``pending.done`` has results (one write, or a callback)."""
-        if pending.wake is not None:
-            try:
-                os.eventfd_write(pending.wake, 1)
-                return
-            except OSError:  # pragma: no cover - cannot fail on an open eventfd
-                pass
-        with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits for these
-            loop.call_soon_threadsafe(self._drain, pending)
-
-    def _drain(self, pending: _LoopQueue) -> None:
-        """On the loop: hand every finished batch's results to its callers."""
-        if pending.wake is not None:
-            with contextlib.suppress(BlockingIOError):  # read before taking: no wake-up lost
-                os.eventfd_read(pending.wake)
-        while pending.done:
-            batch, results = pending.done.popleft()
-            pending.running -= 1
-            for (_, _, future), (ok, value) in zip(batch, results, strict=True):
-                if not future.done():
-                    if ok:
-                        future.set_result(value)
-                    else:
-                        future.set_exception(value)
+    def _finish(self, pending: _LoopQueue, batch: list[_Call], results: _Results) -> None:
+        """On the loop: hand a finished batch's results to its callers."""
+        pending.running -= 1
+        for (_, _, future), (ok, value) in zip(batch, results, strict=True):
+            if not future.done():
+                if ok:
+                    future.set_result(value)
+                else:
+                    future.set_exception(value)
         if pending.pending and pending.running < self._max:
             self._start(asyncio.get_running_loop(), pending)
 
