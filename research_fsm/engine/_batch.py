@@ -6,26 +6,28 @@ thread hand-off as before; a thousand concurrent runs share a few hand-offs
 instead of paying one each, which is what dominates a file store's cost.
 
 The batches run on the batcher's own worker threads (started when needed, gone
-after a second idle), which hand results straight back to the loop: half the
-hand-off cost of ``run_in_executor``, which is most of a durable save's
-overhead over its ``fdatasync``.
+after a second idle), which hand results straight back to the loop through
+its eventfd (``_wakeup``): well under half the cost of ``run_in_executor``;
+the hops are most of a durable save's overhead over its ``fdatasync``.
 
 A ``commit`` callable, if given, runs in the worker thread after each batch
 (e.g. one ``syncfs`` for every write of the batch) and may fail single calls
 of it: it returns ``(index, exception)`` pairs, the index being what
-``Batcher.call_index()`` returned inside that call.
+``Batcher.call_index()`` returned inside that call. A batch of one call has
+no index (``None``): there is nothing to share, so it does its work at once.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import queue
 import threading
 import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar
+
+from ._wakeup import Wakeup, wakeup_for
 
 __all__ = ["Batcher"]
 
@@ -38,14 +40,21 @@ _Work = tuple[
     list[_Call],
     list[tuple[Callable[..., Any], tuple[Any, ...]]],
 ]
+_Results = list[tuple[bool, Any]]
 _local = threading.local()
 _IDLE_SECONDS = 1.0  # a worker thread with nothing to do for this long ends
 
 
 def _run_all(
     calls: list[tuple[Callable[..., Any], tuple[Any, ...]]], commit: Commit | None
-) -> list[tuple[bool, Any]]:
-    results: list[tuple[bool, Any]] = []
+) -> _Results:
+    if len(calls) == 1:  # nothing to share: no index, the call syncs its own write
+        fn, args = calls[0]
+        try:
+            return [(True, fn(*args))]
+        except BaseException as exc:  # handed back to the caller's task
+            return [(False, exc)]
+    results: _Results = []
     try:
         for index, (fn, args) in enumerate(calls):
             _local.index = index
@@ -62,11 +71,12 @@ def _run_all(
 
 
 class _LoopQueue:
-    __slots__ = ("pending", "running")
+    __slots__ = ("pending", "running", "wakeup")
 
-    def __init__(self) -> None:
+    def __init__(self, wakeup: Wakeup) -> None:
         self.pending: list[_Call] = []
         self.running = 0
+        self.wakeup = wakeup  # how workers hand results back to the loop
 
 
 class _Uncancellable(asyncio.Future[Any]):
@@ -91,11 +101,17 @@ class Batcher:
         self._threads_guard = threading.Lock()
         self._threads = 0  # worker threads alive
         self._busy = 0  # batches handed to them and not finished
-        self._pid = os.getpid()
+        _all.add(self)
+
+    def _forked(self) -> None:
+        """In a forked child: none of the parent's threads exist here."""
+        self._threads, self._busy = 0, 0
+        self._work, self._threads_guard = queue.SimpleQueue(), threading.Lock()
 
     @staticmethod
     def call_index() -> int | None:
-        """Inside a batched call: its position in the batch; elsewhere ``None``."""
+        """Inside a call of a batch of several: its position in the batch; alone
+        in its batch, or outside one, ``None``."""
         index: int | None = getattr(_local, "index", None)
         return index
 
@@ -105,7 +121,7 @@ class Batcher:
         loop = asyncio.get_running_loop()
         queue = self._queues.get(loop)
         if queue is None:
-            queue = self._queues[loop] = _LoopQueue()
+            queue = self._queues[loop] = _LoopQueue(wakeup_for(loop))
         future: asyncio.Future[T] = _Uncancellable(loop=loop)
         queue.pending.append((fn, args, future))
         if queue.running < self._max:
@@ -127,15 +143,12 @@ class Batcher:
         batch, pending.pending = pending.pending, []
         pending.running += 1
         calls = [(fn, args) for fn, args, _ in batch]
-        if self._pid != os.getpid():  # a forked child has none of our threads
-            self._pid, self._threads, self._busy = os.getpid(), 0, 0
-            self._work, self._threads_guard = queue.SimpleQueue(), threading.Lock()
-        with self._threads_guard:
-            self._work.put((loop, pending, batch, calls))
+        with self._threads_guard:  # the put last: the woken worker waits for no Python
             self._busy += 1
             if self._busy > self._threads:
                 self._threads += 1
                 threading.Thread(target=self._serve, name="research_fsm-store", daemon=True).start()
+            self._work.put((loop, pending, batch, calls))
 
     def _serve(self) -> None:
         """A worker thread: run batches until none came for a while."""
@@ -154,16 +167,10 @@ class Batcher:
                 results = [(False, exc)] * len(batch)
             with self._threads_guard:
                 self._busy -= 1
-            with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits for these
-                loop.call_soon_threadsafe(self._finish, loop, pending, batch, results)
+            pending.wakeup.post(loop, self._finish, pending, batch, results)
 
-    def _finish(
-        self,
-        loop: asyncio.AbstractEventLoop,
-        pending: _LoopQueue,
-        batch: list[_Call],
-        results: list[tuple[bool, Any]],
-    ) -> None:
+    def _finish(self, pending: _LoopQueue, batch: list[_Call], results: _Results) -> None:
+        """On the loop: hand a finished batch's results to its callers."""
         pending.running -= 1
         for (_, _, future), (ok, value) in zip(batch, results, strict=True):
             if not future.done():
@@ -172,4 +179,16 @@ class Batcher:
                 else:
                     future.set_exception(value)
         if pending.pending and pending.running < self._max:
-            self._start(loop, pending)
+            self._start(asyncio.get_running_loop(), pending)
+
+
+_all: weakref.WeakSet[Batcher] = weakref.WeakSet()
+
+
+def _after_fork() -> None:
+    for batcher in list(_all):
+        batcher._forked()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
