@@ -108,9 +108,24 @@ def _files(kind: str, folder: Path | None, paths: list[Path]) -> list[dict[str, 
     return [{"name": n, "url": f"/api/files/{kind}/{folder.name}/{n}"} for n in names]
 
 
+_STEPS: Final = {
+    "researcher": "Researching the company", "financial": "Financial analysis",
+    "market": "Market analysis", "product": "Product analysis", "recover": "Recovering",
+    "synthesizer": "Writing the report", "quality": "Checking the quality",
+    "save": "Saving the files", "query_parser": "Understanding the topic",
+    "search": "Searching", "relevance_filter": "Keeping the relevant sources",
+    "deep_analysis": "Analysing source", "synthesis": "Writing the summary",
+    "verification": "Verifying every claim", "report": "Saving the report",
+}  # fmt: skip
+_INDEX_RE: Final = re.compile(r"\[(\d+)\]$")
+
+
 def _step(name: str, branch: str | None, finished: bool) -> dict[str, Any]:
-    where = f" ({branch})" if branch else ""
-    message = f"{name.replace('_', ' ')}{where} {'done' if finished else 'started'}"
+    """A step of a report or a session: one line per agent (and parallel branch)."""
+    message = _STEPS.get(name, name.replace("_", " "))
+    index = _INDEX_RE.search(branch or "")
+    if name == "deep_analysis" and index is not None:
+        message += f" {int(index.group(1)) + 1}"
     return {"agent": name, "branch": branch, "finished": finished, "message": message}
 
 

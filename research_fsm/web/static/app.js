@@ -1,5 +1,5 @@
 // research-fsm's page: plain JavaScript, no framework, no build step.
-// Every text from the server is put in the page with textContent (never innerHTML),
+// Every text from the server is put in the page with textContent (never as HTML),
 // and only http(s) URLs become links, so nothing from the web can inject HTML.
 "use strict";
 (() => {
@@ -145,9 +145,18 @@
   function progressList(container) {
     const list = el("ol", "progress");
     container.append(list);
+    const steps = new Map();
     return (data) => {
+      if (typeof data.finished === "boolean") { // reports, deep research: a line per agent
+        const key = data.agent + "|" + (data.branch || "");
+        if (!steps.has(key)) steps.set(key, list.appendChild(el("li")));
+        const step = steps.get(key);
+        step.textContent = data.message;
+        step.className = data.finished ? "done" : "active";
+        return;
+      }
       for (const step of list.querySelectorAll("li.active")) step.className = "done";
-      list.append(el("li", data.finished ? "done" : "active", data.message));
+      list.append(el("li", "active", data.message));
       scrollDown();
     };
   }
@@ -161,7 +170,10 @@
     turn.item.append(turn.bubble); // progress above the answer
     let streamed = "";
     const handlers = {
-      progress,
+      progress: (data) => {
+        // answering a question: the resumed "waiting for your answer" step is not news
+        if (!(token && data.agent === "interrupt")) progress(data);
+      },
       token: (data) => {
         streamed += data.text;
         turn.bubble.classList.add("streaming");
