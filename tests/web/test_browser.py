@@ -70,7 +70,7 @@ def server(home: Path) -> Iterator[LiveServer]:
 
 def shot(page: Page, name: str) -> Path:
     path = artifacts_dir() / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True)
+    page.screenshot(path=str(path))
     return path
 
 

@@ -112,7 +112,8 @@
   }
   function scrollDown() {
     const log = $("log");
-    log.lastElementChild?.scrollIntoView({ block: "end" });
+    log.scrollTop = log.scrollHeight;
+    if (log.scrollHeight <= log.clientHeight) log.lastElementChild?.scrollIntoView({ block: "nearest" });
   }
 
   // -- the conversation --
@@ -177,7 +178,7 @@
       token: (data) => {
         streamed += data.text;
         turn.bubble.classList.add("streaming");
-        turn.bubble.textContent = streamed;
+        renderText(turn.bubble, streamed);
         scrollDown();
       },
       answer: (data) => { setPending(null); showAnswer(turn, data); },
