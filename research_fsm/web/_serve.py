@@ -18,12 +18,13 @@ def serve(
     *,
     docs: str | None = None,
     assistant: ResearchAssistant | None = None,
-    err: TextIO = sys.stderr,
+    err: TextIO | None = None,
 ) -> None:
     """Serve the page until interrupted. Off loopback, anyone who can reach ``host``
     can use the assistant (and the API keys it holds): a warning says so."""
     import uvicorn
 
+    err = err if err is not None else sys.stderr
     loopback = is_loopback(host)
     if not loopback:
         print(
