@@ -82,6 +82,8 @@ def open_page(context: Any, url: str) -> Page:
 
 
 def ask(page: Page, text: str) -> None:
+    """Type and send a message, once the previous one is finished (Ask is enabled)."""
+    expect(page.locator("#send")).to_be_enabled()
     page.fill("#question", text)
     page.press("#question", "Enter")
 
@@ -145,6 +147,7 @@ def test_forged_and_replayed_tokens_show_a_clear_message(context: Any, server: L
     expect(page.locator("#clarify-banner")).to_be_visible()  # the real question still waits
     shot(page, "08-forged-token")
     ask(page, "Microsoft")
+    expect(answers(page).last.locator(".confidence")).to_be_visible()  # the answer is complete
     expect(answers(page).last).to_contain_text("Microsoft Corporation")
     page.evaluate("t => { document.getElementById('ask-form').dataset.token = t; }", token)
     ask(page, "Apple")
