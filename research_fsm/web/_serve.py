@@ -40,4 +40,11 @@ def serve(
     )
     shown = f"[{host}]" if ":" in host else host
     print(f"research-fsm: the page is at http://{shown}:{port}/ (Ctrl-C stops)", file=err)
-    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+    uvicorn.run(
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=False,
+        timeout_graceful_shutdown=5,
+    )  # an open stream does not hold Ctrl-C up
