@@ -28,6 +28,7 @@ from .engine import (
     SuspendToken,
     ThreadSuspended,
 )
+from .engine._tokens import parse_token
 from .graph import build_research_graph
 from .llm import LLM, Usage
 from .reports._assistant import ReportsMixin
@@ -154,10 +155,14 @@ class Answer:
 class AssistantStream:
     """The events of one question: ``Progress``, ``Token``... then ``Answer``."""
 
-    def __init__(self, assistant: ResearchAssistant, text: str, thread_id: str) -> None:
+    def __init__(
+        self, assistant: ResearchAssistant, text: str, thread_id: str | None,
+        token: SuspendToken | str | None = None,
+    ) -> None:  # fmt: skip
         self._assistant = assistant
         self._text = text
         self._thread_id = thread_id
+        self._token = token
         self._events: RunStream[ResearchState] | None = None
         self._company: str | None = None
         self._done = False
@@ -169,7 +174,9 @@ class AssistantStream:
         if self._done:
             raise StopAsyncIteration
         if self._events is None:
-            self._events, previous = await self._assistant._open(self._text, self._thread_id)
+            self._events, previous = await self._assistant._open(
+                self._text, self._thread_id, self._token
+            )
             if previous is not None:
                 self._company = previous.detected_company
         async for event in self._events:
@@ -294,6 +301,11 @@ class ResearchAssistant(ReportsMixin, DeepResearchMixin):
         """
         return AssistantStream(self, text, thread_id)
 
+    def stream_clarify(self, token: SuspendToken | str, text: str) -> AssistantStream:
+        """Like ``clarify``, streaming events like ``stream``; a forged or used token
+        raises (``InvalidResumeToken``, ``StaleResumeToken``) from the first event."""
+        return AssistantStream(self, text, None, token)
+
     async def aclose(self) -> None:
         """Release the LLM client's connections and those of the store it made (if any)."""
         close = getattr(self.llm, "aclose", None)
@@ -327,10 +339,15 @@ class ResearchAssistant(ReportsMixin, DeepResearchMixin):
     # -- helpers ---------------------------------------------------------------
 
     async def _open(
-        self, text: str, thread_id: str
+        self, text: str, thread_id: str | None, token: SuspendToken | str | None = None
     ) -> tuple[RunStream[ResearchState], ResearchState | None]:
         app = await self.graph()
         question = self._check(text)
+        if token is not None:
+            resumed = app.stream_resume(token, question)  # parses the token: raises if forged
+            snapshot = await app.get_state(parse_token(token).thread_id)
+            return resumed, snapshot.state if snapshot else None
+        assert thread_id is not None
         snapshot = await app.get_state(thread_id)
         if snapshot is not None and snapshot.suspension is not None:
             return app.stream_resume(snapshot.suspension.token, question), snapshot.state

@@ -1,4 +1,4 @@
-"""``research-fsm``: ask, answer, chat, graph, history."""
+"""``research-fsm``: ask, answer, chat, graph, history, report, deep, serve."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import TextIO
 
 from ._cli_deep import add_deep_parsers, run_deep, run_sessions
 from ._cli_reports import add_parsers, answer_report, run_report, run_reports
+from ._cli_serve import add_serve_parser, run_serve
 from ._logging import configure_logging
 from .agents._rules import for_terminal
 from .assistant import Answer, InvalidQuestion, Progress, Reply, ResearchAssistant, Token
@@ -83,6 +84,7 @@ def _parser() -> argparse.ArgumentParser:
 
     add_parsers(sub, source_help)
     add_deep_parsers(sub)
+    add_serve_parser(sub)
 
     history = sub.add_parser("history", help="print a conversation")
     history.add_argument("--thread", required=True)
@@ -304,6 +306,8 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         configure_logging()
+        if args.command == "serve":
+            return run_serve(args)
         return asyncio.run(_main(args))
     except CliError as exc:
         print(f"research-fsm: {exc}", file=sys.stderr)

@@ -1,0 +1,50 @@
+"""``research-fsm serve``: the web page (needs the ``web`` extra)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+from typing import Any
+
+__all__ = ["add_serve_parser", "run_serve"]
+
+EXIT_USAGE = 2
+
+
+def add_serve_parser(sub: Any) -> None:
+    """Add ``serve`` to the CLI's subcommands."""
+    serve = sub.add_parser(
+        "serve",
+        help="serve the web page (conversations, reports, deep research)",
+        description="Serve one page where you hold conversations with the assistant, see "
+        "each agent's progress and the answer as it is written, and write reports. "
+        "Binds to 127.0.0.1 unless told otherwise; needs: pip install 'research-fsm[web]'.",
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    serve.add_argument("--docs", metavar="DIR",
+                       help="documents folder of deep research (default: $RESEARCH_DOCS)")  # fmt: skip
+    serve.add_argument("--source", help="data source: mock, directory, tavily or auto")
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    """Serve until interrupted; 2 when the ``web`` extra is missing or the port is bad."""
+    missing = [m for m in ("starlette", "uvicorn") if importlib.util.find_spec(m) is None]
+    if missing:
+        print("research-fsm: the web page needs the web extra: pip install 'research-fsm[web]'",
+              file=sys.stderr)  # fmt: skip
+        return EXIT_USAGE
+    if not 0 < args.port < 65536:
+        print(f"research-fsm: --port must be from 1 to 65535, got {args.port}", file=sys.stderr)
+        return EXIT_USAGE
+    from .assistant import ResearchAssistant
+    from .web import serve
+
+    try:
+        assistant = ResearchAssistant.from_env(source=args.source)
+    except ValueError as exc:
+        print(f"research-fsm: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    serve(args.host, args.port, docs=args.docs, assistant=assistant)
+    return 0

@@ -1,0 +1,182 @@
+"""The web page's routes: JSON in, server-sent events or JSON out."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any, Final, TypeVar
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from ..assistant import ResearchAssistant
+from ..deep._assistant import sessions_home
+from ..reports._assistant import reports_home
+from ._events import (
+    REPORT_FILES,
+    ask_events,
+    deep_events,
+    describe,
+    report_events,
+    split_sources,
+    status,
+)
+from ._guard import LOOPBACK_HOSTS, GuardMiddleware
+from ._request import BadRequest, flag, language, read_json, text_field, thread_id
+from ._sse import Pump, event_stream, first
+
+__all__ = ["STATIC", "create_app"]
+
+STATIC: Final = Path(__file__).parent / "static"
+"""The page: index.html, app.js and app.css (package data, no build step)."""
+_FOLDER_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,99}$")
+_REPORT_THREAD_RE: Final = re.compile(r"^report-[0-9a-f]{10}$")
+_TYPES: Final = {"report.md": "text/markdown; charset=utf-8", "report.pdf": "application/pdf"}
+T = TypeVar("T")
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def _json_errors(handler: Handler) -> Handler:
+    """Errors become ``{"error": ..., "message": ...}`` with their status (400, 409, 413...)."""
+
+    @functools.wraps(handler)
+    async def wrapped(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except Exception as exc:
+            body = {"error": type(exc).__name__, "message": describe(exc)}
+            return JSONResponse(body, status(exc), headers={"Cache-Control": "no-store"})
+
+    return wrapped
+
+
+async def _stream(events: AsyncIterator[T], convert: Callable[[T], Iterable[bytes]]) -> Response:
+    """SSE of ``events``; an error before the first event is a JSON error instead."""
+    pump = Pump(events)
+    head = await first(pump)
+    return event_stream(pump, head, convert, describe)
+
+
+class _Routes:
+    """The handlers, around one assistant."""
+
+    def __init__(self, assistant: ResearchAssistant, docs: str | None) -> None:
+        self.assistant = assistant
+        self.docs = docs
+
+    async def index(self, request: Request) -> Response:
+        return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-store"})
+
+    async def ask(self, request: Request) -> Response:
+        body = await read_json(request)
+        thread, text = thread_id(body.get("thread_id")), text_field(body, "text")
+        return await _stream(aiter(self.assistant.stream(text, thread_id=thread)), ask_events)
+
+    async def clarify(self, request: Request) -> Response:
+        body = await read_json(request)
+        token, text = text_field(body, "token"), text_field(body, "text")
+        return await _stream(aiter(self.assistant.stream_clarify(token, text)), ask_events)
+
+    async def thread(self, request: Request) -> Response:
+        thread = thread_id(request.path_params["thread_id"])
+        messages: list[dict[str, Any]] = []
+        for message in await self.assistant.history(thread):
+            text, sources = split_sources(message.content)
+            if message.role != "assistant":
+                text, sources = message.content, []
+            messages.append({"role": message.role, "text": text, "sources": sources,
+                             "time": message.timestamp})  # fmt: skip
+        pending = await self.assistant.pending_question(thread)
+        waiting = None if pending is None else {"text": pending.text, "token": pending.token}
+        data = {"thread_id": thread, "messages": messages, "pending": waiting}
+        return JSONResponse(data, headers={"Cache-Control": "no-store"})
+
+    async def report(self, request: Request) -> Response:
+        body = await read_json(request)
+        company, lang = text_field(body, "company"), language(body)
+        formats = ("md", "pdf") if flag(body, "pdf") else ("md",)
+        events = self.assistant.stream_report(company, language=lang, formats=formats)
+        return await _stream(events, report_events)
+
+    async def report_answer(self, request: Request) -> Response:
+        body = await read_json(request)
+        thread = body.get("thread_id")
+        if not isinstance(thread, str) or not _REPORT_THREAD_RE.match(thread):
+            raise BadRequest("`thread_id` must be a report run's id (report-...)")
+        events = self.assistant.continue_report(thread, answer=text_field(body, "text"))
+        return await _stream(events, report_events)
+
+    async def deep(self, request: Request) -> Response:
+        body = await read_json(request)
+        topic, lang = text_field(body, "topic"), language(body)
+        formats = ("md", "pdf") if flag(body, "pdf") else ("md",)
+        events = self.assistant.stream_deep_research(
+            topic,
+            language=lang,
+            docs=self.docs,
+            formats=formats,
+        )
+        return await _stream(events, deep_events)
+
+    async def file(self, request: Request) -> Response:
+        kind, ident, name = (request.path_params[k] for k in ("kind", "ident", "name"))
+        if kind not in ("reports", "sessions") or not _FOLDER_RE.match(ident):
+            raise BadRequest("no such report: /api/files/reports|sessions/ID/report.md")
+        if name not in REPORT_FILES:
+            raise BadRequest("no such file: ask for report.md or report.pdf")
+        root = (reports_home() if kind == "reports" else sessions_home()).resolve()
+        path = (root / ident / name).resolve()
+        if not path.is_relative_to(root) or not path.is_file():
+            return JSONResponse({"error": "NotFound", "message": "no such file"}, 404)
+        return FileResponse(path, media_type=_TYPES[name], filename=f"{ident}-{name}",
+                            headers={"Cache-Control": "no-store"})  # fmt: skip
+
+
+def create_app(
+    assistant: ResearchAssistant,
+    *,
+    docs: str | None = None,
+    allowed_hosts: Sequence[str] = LOOPBACK_HOSTS,
+    close_assistant: bool = False,
+) -> Starlette:
+    """The web page's ASGI app around ``assistant``.
+
+    Args:
+        docs: the documents folder of deep research (default: ``$RESEARCH_DOCS``).
+        allowed_hosts: ``Host`` headers accepted (default: loopback names only, which
+            stops DNS rebinding); ``["*"]`` for any.
+        close_assistant: close the assistant when the app shuts down.
+    """
+    r = _Routes(assistant, docs)
+    post = ["POST"]
+    routes = [
+        Route("/", r.index),
+        Route("/api/ask", _json_errors(r.ask), methods=post),
+        Route("/api/clarify", _json_errors(r.clarify), methods=post),
+        Route("/api/threads/{thread_id}", _json_errors(r.thread)),
+        Route("/api/report", _json_errors(r.report), methods=post),
+        Route("/api/report/answer", _json_errors(r.report_answer), methods=post),
+        Route("/api/deep", _json_errors(r.deep), methods=post),
+        Route("/api/files/{kind:str}/{ident:str}/{name:str}", _json_errors(r.file)),
+        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+    ]
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        if close_assistant:
+            await assistant.aclose()
+
+    middleware = [
+        Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts)),
+        Middleware(GuardMiddleware),
+    ]
+    return Starlette(routes=routes, middleware=middleware, lifespan=lifespan)

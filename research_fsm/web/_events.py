@@ -1,0 +1,160 @@
+"""What the page receives: the assistant's events and errors as JSON-ready dicts."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Final
+
+from ..assistant import Answer, InvalidQuestion, Progress, Reply, Token
+from ..constants import CONFIDENCE_HIGH_THRESHOLD, CONFIDENCE_MEDIUM_THRESHOLD
+from ..deep import DeepProgress, DeepText, InvalidResearchRequest, ResearchReport
+from ..engine import EngineError, InvalidResumeToken, StaleResumeToken, ThreadBusy
+from ..reports._api import CompanyNotFound, InvalidReportRequest, Report, ReportProgress
+from ..sources import DataSourceError
+from ._request import BadRequest, TooLarge
+from ._sse import sse
+
+__all__ = ["ask_events", "deep_events", "describe", "report_events", "split_sources", "status"]
+
+_LOG = logging.getLogger("research_fsm.web")
+_SOURCES_RE: Final = re.compile(r"\n\n(?:Sources:|出典:)\n((?:- .+\n?)+)$")
+REPORT_FILES: Final = ("report.md", "report.pdf")
+"""The files of a report or session folder the page may download."""
+
+_ERRORS: Final[tuple[tuple[type[Exception], int, str | None], ...]] = (
+    (TooLarge, 413, None),
+    (BadRequest, 400, None),
+    (InvalidResumeToken, 400, "This answer's token is not valid: it was edited or issued by "
+     "another server. Ask your question again."),
+    (StaleResumeToken, 409, "This question was already answered (its token was used before). "
+     "Ask again to continue the conversation."),
+    (ThreadBusy, 409, "This conversation is still busy with another question; wait for it "
+     "to finish."),
+    (InvalidQuestion, 400, None), (InvalidReportRequest, 400, None),
+    (InvalidResearchRequest, 400, None), (CompanyNotFound, 404, None),
+    (DataSourceError, 502, None), (EngineError, 500, None),
+)  # fmt: skip
+
+
+def status(exc: Exception) -> int:
+    """The HTTP status of an error raised before a response started."""
+    return next((code for kind, code, _ in _ERRORS if isinstance(exc, kind)), 500)
+
+
+def describe(exc: Exception) -> str:
+    """A message for the page: never a traceback, nor anything secret."""
+    for kind, _, message in _ERRORS:
+        if isinstance(exc, kind):
+            return message or str(exc)
+    _LOG.error("unexpected error in the web app", exc_info=exc)
+    return "Unexpected error on the server (see its log)."
+
+
+def split_sources(text: str) -> tuple[str, list[dict[str, str]]]:
+    """An answer's text without its trailing ``Sources:`` block, and the sources it lists."""
+    match = _SOURCES_RE.search(text)
+    if match is None:
+        return text, []
+    sources = []
+    for line in match.group(1).splitlines():
+        title, _, url = line[2:].rpartition(": ")
+        sources.append({"title": title or url, "url": url})
+    return text[: match.start()], sources
+
+
+def confidence_label(reply: Reply) -> str | None:
+    """How sure the answer is, in words (``None`` when it is not about a company)."""
+    if reply.company is None:
+        return None
+    score = reply.confidence
+    if score >= CONFIDENCE_HIGH_THRESHOLD:
+        return f"High confidence ({score}/10)"
+    if score >= CONFIDENCE_MEDIUM_THRESHOLD:
+        return f"Medium confidence ({score}/10): some details could not be verified"
+    return f"Low confidence ({score}/10): based on limited information"
+
+
+def reply_data(reply: Reply) -> dict[str, Any]:
+    """An answer or a question back, as the page shows it."""
+    if reply.status == "needs_clarification":
+        return {"text": reply.text, "token": reply.token, "thread_id": reply.thread_id}
+    text, listed = split_sources(reply.text)
+    sources = [{"title": s.title, "url": s.url} for s in reply.sources] or listed
+    return {
+        "text": text, "thread_id": reply.thread_id, "company": reply.company,
+        "confidence": reply.confidence, "confidence_label": confidence_label(reply),
+        "sources": sources, "usage": reply.usage_line(),
+    }  # fmt: skip
+
+
+def ask_events(event: Progress | Token | Answer) -> Iterable[bytes]:
+    """A conversation's events: ``progress``, ``token``, then ``answer`` or ``question``."""
+    if isinstance(event, Progress):
+        yield sse("progress", {"agent": event.agent, "message": event.message})
+    elif isinstance(event, Token):
+        yield sse("token", {"text": event.text})
+    else:
+        kind = "question" if event.reply.status == "needs_clarification" else "answer"
+        yield sse(kind, reply_data(event.reply))
+
+
+def _files(kind: str, folder: Path | None, paths: list[Path]) -> list[dict[str, str]]:
+    if folder is None:
+        return []
+    names = [p.name for p in paths if p.name in REPORT_FILES and p.parent == folder]
+    return [{"name": n, "url": f"/api/files/{kind}/{folder.name}/{n}"} for n in names]
+
+
+_STEPS: Final = {
+    "researcher": "Researching the company", "financial": "Financial analysis",
+    "market": "Market analysis", "product": "Product analysis", "recover": "Recovering",
+    "synthesizer": "Writing the report", "quality": "Checking the quality",
+    "save": "Saving the files", "query_parser": "Understanding the topic",
+    "search": "Searching", "relevance_filter": "Keeping the relevant sources",
+    "deep_analysis": "Analysing source", "synthesis": "Writing the summary",
+    "verification": "Verifying every claim", "report": "Saving the report",
+}  # fmt: skip
+_INDEX_RE: Final = re.compile(r"\[(\d+)\]$")
+
+
+def _step(name: str, branch: str | None, finished: bool) -> dict[str, Any]:
+    """A step of a report or a session: one line per agent (and parallel branch)."""
+    message = _STEPS.get(name, name.replace("_", " "))
+    index = _INDEX_RE.search(branch or "")
+    if name == "deep_analysis" and index is not None:
+        message += f" {int(index.group(1)) + 1}"
+    return {"agent": name, "branch": branch, "finished": finished, "message": message}
+
+
+def report_events(event: ReportProgress | Report) -> Iterable[bytes]:
+    """A report's events: ``progress``..., then ``report`` or ``question`` (which company?)."""
+    if isinstance(event, ReportProgress):
+        yield sse("progress", _step(event.agent, event.branch, event.finished))
+    elif event.status == "needs_clarification":
+        data = {"text": event.question, "choices": event.choices, "thread_id": event.thread_id}
+        yield sse("question", data)
+    else:
+        yield sse("report", {
+            "company": event.company, "thread_id": event.thread_id,
+            "summary": event.summary_line(), "files": _files("reports", event.folder, event.paths),
+        })  # fmt: skip
+
+
+def deep_events(event: DeepProgress | DeepText | ResearchReport) -> Iterable[bytes]:
+    """A deep-research session's events: ``progress``, ``token`` (the draft), ``deep``."""
+    if isinstance(event, DeepProgress):
+        yield sse("progress", _step(event.stage, event.branch, event.finished))
+    elif isinstance(event, DeepText):
+        yield sse("token", {"text": event.text})
+    else:
+        sources = [{"title": s.get("title") or s.get("locator"), "url": s.get("locator")}
+                   for s in event.sources]  # fmt: skip
+        yield sse("deep", {
+            "status": event.status, "session_id": event.session_id, "topic": event.topic,
+            "summary": event.summary, "key_points": event.key_points, "steps": event.steps,
+            "caveats": event.caveats, "sources": sources,
+            "files": _files("sessions", event.folder, event.paths),
+        })  # fmt: skip

@@ -1,0 +1,50 @@
+"""``serve``: the web page on uvicorn, on loopback unless told otherwise."""
+
+from __future__ import annotations
+
+import sys
+from typing import TextIO
+
+from ..assistant import ResearchAssistant
+from ._app import create_app
+from ._guard import LOOPBACK_HOSTS, is_loopback
+
+__all__ = ["serve"]
+
+
+def serve(
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    *,
+    docs: str | None = None,
+    assistant: ResearchAssistant | None = None,
+    err: TextIO | None = None,
+) -> None:
+    """Serve the page until interrupted. Off loopback, anyone who can reach ``host``
+    can use the assistant (and the API keys it holds): a warning says so."""
+    import uvicorn
+
+    err = err if err is not None else sys.stderr
+    loopback = is_loopback(host)
+    if not loopback:
+        print(
+            f"research-fsm: warning: serving on {host}, not loopback: anyone who can reach "
+            "this address can use the assistant and its API keys; there is no login",
+            file=err,
+        )
+    app = create_app(
+        assistant if assistant is not None else ResearchAssistant.from_env(),
+        docs=docs,
+        allowed_hosts=LOOPBACK_HOSTS if loopback else ["*"],
+        close_assistant=assistant is None,
+    )
+    shown = f"[{host}]" if ":" in host else host
+    print(f"research-fsm: the page is at http://{shown}:{port}/ (Ctrl-C stops)", file=err)
+    uvicorn.run(
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=False,
+        timeout_graceful_shutdown=5,
+    )  # an open stream does not hold Ctrl-C up

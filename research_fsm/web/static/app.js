@@ -1,0 +1,349 @@
+// research-fsm's page: plain JavaScript, no framework, no build step.
+// Every text from the server is put in the page with textContent (never as HTML),
+// and only http(s) URLs become links, so nothing from the web can inject HTML.
+"use strict";
+(() => {
+  const THREAD_KEY = "research-fsm-thread";
+  const THREAD_RE = /^web-[A-Za-z0-9_-]{8,64}$/;
+  const $ = (id) => document.getElementById(id);
+  const state = { thread: null, token: null, busy: false };
+
+  function el(tag, className, text) {
+    const node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text !== undefined && text !== null) node.textContent = String(text);
+    return node;
+  }
+
+  // -- the conversation's id: one per tab (sessionStorage), also in the address --
+  function newThreadId() {
+    const bytes = new Uint8Array(12);
+    crypto.getRandomValues(bytes);
+    return "web-" + Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+  }
+  function chooseThread() {
+    const fromHash = new URLSearchParams(location.hash.slice(1)).get("thread");
+    const stored = sessionStorage.getItem(THREAD_KEY);
+    return [fromHash, stored].find((t) => t && THREAD_RE.test(t)) || newThreadId();
+  }
+  function setThread(id) {
+    state.thread = id;
+    sessionStorage.setItem(THREAD_KEY, id);
+    history.replaceState(null, "", "#thread=" + id);
+    $("thread-label").textContent = "conversation " + id;
+  }
+
+  // -- server-sent events over fetch (POST with a JSON body) --
+  async function postEvents(url, body, handlers) {
+    const response = await fetch(url, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify(body),
+    });
+    if (!response.ok) throw new Error(await errorMessage(response));
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buffer += decoder.decode(value, { stream: true });
+      let end;
+      while ((end = buffer.indexOf("\n\n")) >= 0) {
+        dispatch(buffer.slice(0, end), handlers);
+        buffer = buffer.slice(end + 2);
+      }
+    }
+  }
+  function dispatch(block, handlers) {
+    let name = "message";
+    let data = "";
+    for (const line of block.split("\n")) {
+      if (line.startsWith("event: ")) name = line.slice(7);
+      else if (line.startsWith("data: ")) data += line.slice(6);
+    }
+    if (name === "error") throw new Error(JSON.parse(data).message);
+    const handler = handlers[name];
+    if (handler) handler(JSON.parse(data));
+  }
+  async function errorMessage(response) {
+    try {
+      const body = await response.json();
+      if (body && typeof body.message === "string") return body.message;
+    } catch (_) { /* not JSON */ }
+    return "The server answered " + response.status + " " + response.statusText;
+  }
+
+  // -- rendering: text, **bold** and _italic_ as elements, links only for http(s) --
+  function renderText(container, text) {
+    container.replaceChildren();
+    for (const paragraph of String(text).split(/\n{2,}/)) {
+      const p = el("p");
+      for (const part of paragraph.split(/(\*\*[^*\n]+\*\*|(?<!\w)_[^_\n]+_(?!\w))/)) {
+        if (/^\*\*[^*\n]+\*\*$/.test(part)) p.append(el("strong", null, part.slice(2, -2)));
+        else if (/^_[^_\n]+_$/.test(part)) p.append(el("em", null, part.slice(1, -1)));
+        else if (part) p.append(document.createTextNode(part));
+      }
+      container.append(p);
+    }
+  }
+  function link(url, text) {
+    if (typeof url !== "string" || !/^https?:\/\//i.test(url)) return null;
+    const a = el("a", null, text || url);
+    a.href = url;
+    a.rel = "noopener noreferrer";
+    a.target = "_blank";
+    return a;
+  }
+  function renderSources(container, sources) {
+    if (!sources || !sources.length) return;
+    const list = el("ul", "sources");
+    for (const source of sources) {
+      const item = el("li");
+      const a = link(source.url, source.title);
+      if (a) {
+        item.append(a, el("span", "muted", " " + new URL(source.url).host));
+      } else {
+        item.textContent = [source.title, source.url].filter(Boolean).join(" — ");
+      }
+      list.append(item);
+    }
+    container.append(el("p", "sources-title", "Sources"), list);
+  }
+  function scrollDown() {
+    const log = $("log");
+    log.scrollTop = log.scrollHeight;
+    if (log.scrollHeight <= log.clientHeight) log.lastElementChild?.scrollIntoView({ block: "nearest" });
+  }
+
+  // -- the conversation --
+  function addMessage(role, text) {
+    $("empty-hint").hidden = true;
+    const item = el("li", "msg " + role);
+    const bubble = el("div", "bubble");
+    item.append(bubble);
+    $("log").append(item);
+    if (text !== undefined) renderText(bubble, text);
+    scrollDown();
+    return { item, bubble };
+  }
+  function showAnswer(turn, data) {
+    turn.bubble.classList.remove("streaming");
+    renderText(turn.bubble, data.text);
+    renderSources(turn.bubble, data.sources);
+    if (data.confidence_label) {
+      const level = data.confidence >= 8 ? "high" : data.confidence >= 5 ? "medium" : "low";
+      turn.bubble.append(el("p", "confidence " + level, data.confidence_label));
+    }
+    if (data.usage) turn.bubble.append(el("p", "muted", data.usage));
+  }
+  function setPending(token) {
+    state.token = token || null;
+    $("ask-form").dataset.token = state.token || "";
+    $("clarify-banner").hidden = !state.token;
+    $("send").textContent = state.token ? "Answer" : "Ask";
+  }
+  function progressList(container) {
+    const list = el("ol", "progress");
+    container.append(list);
+    const steps = new Map();
+    return (data) => {
+      if (typeof data.finished === "boolean") { // reports, deep research: a line per agent
+        const key = data.agent + "|" + (data.branch || "");
+        if (!steps.has(key)) steps.set(key, list.appendChild(el("li")));
+        const step = steps.get(key);
+        step.textContent = data.message;
+        step.className = data.finished ? "done" : "active";
+        return;
+      }
+      for (const step of list.querySelectorAll("li.active")) step.className = "done";
+      list.append(el("li", "active", data.message));
+      scrollDown();
+    };
+  }
+
+  async function send(text) {
+    const token = $("ask-form").dataset.token || null;
+    addMessage("user", text);
+    const turn = addMessage("assistant");
+    turn.item.classList.add("pending");
+    const progress = progressList(turn.item);
+    turn.item.append(turn.bubble); // progress above the answer
+    let streamed = "";
+    const handlers = {
+      progress: (data) => {
+        // answering a question: the resumed "waiting for your answer" step is not news
+        if (!(token && data.agent === "interrupt")) progress(data);
+      },
+      token: (data) => {
+        streamed += data.text;
+        turn.bubble.classList.add("streaming");
+        renderText(turn.bubble, streamed);
+        scrollDown();
+      },
+      answer: (data) => { setPending(null); showAnswer(turn, data); },
+      question: (data) => {
+        turn.item.classList.add("question");
+        renderText(turn.bubble, data.text);
+        setPending(data.token);
+      },
+    };
+    try {
+      if (token) await postEvents("/api/clarify", { token, text }, handlers);
+      else await postEvents("/api/ask", { thread_id: state.thread, text }, handlers);
+    } catch (error) {
+      turn.item.classList.add("error");
+      turn.bubble.classList.remove("streaming");
+      turn.bubble.textContent = error.message;
+      if (token) await restorePending();
+    } finally {
+      turn.item.classList.remove("pending");
+      for (const step of turn.item.querySelectorAll(".progress li.active")) step.className = "done";
+      scrollDown();
+    }
+  }
+
+  async function restorePending() {
+    const data = await loadThread(state.thread);
+    setPending(data && data.pending ? data.pending.token : null);
+  }
+  async function loadThread(id) {
+    const response = await fetch("/api/threads/" + encodeURIComponent(id));
+    if (!response.ok) return null;
+    return response.json();
+  }
+  async function restore() {
+    const data = await loadThread(state.thread);
+    if (!data) return;
+    for (const message of data.messages) {
+      const turn = addMessage(message.role === "user" ? "user" : "assistant", message.text);
+      renderSources(turn.bubble, message.sources);
+    }
+    if (data.pending) {
+      $("log").lastElementChild?.classList.add("question");
+      setPending(data.pending.token);
+    }
+  }
+
+  // -- reports and deep research --
+  function fileLinks(container, files) {
+    if (!files || !files.length) return;
+    const row = el("p", "files");
+    for (const file of files) {
+      const a = el("a", "download", "Download " + file.name);
+      a.href = file.url;
+      a.setAttribute("download", "");
+      row.append(a);
+    }
+    container.append(row);
+  }
+  function reportHandlers(output, progress) {
+    return {
+      progress,
+      report: (data) => {
+        output.append(el("p", "result", data.summary));
+        fileLinks(output, data.files);
+      },
+      question: (data) => {
+        const box = el("div", "choices");
+        box.append(el("p", "question", data.text));
+        for (const choice of data.choices || []) {
+          const button = el("button", null, choice);
+          button.type = "button";
+          button.addEventListener("click", () => {
+            box.querySelectorAll("button").forEach((b) => { b.disabled = true; });
+            runJob(output, "/api/report/answer", { thread_id: data.thread_id, text: choice },
+              reportHandlers);
+          });
+          box.append(button);
+        }
+        output.append(box);
+      },
+    };
+  }
+  function deepHandlers(output, progress) {
+    const draft = el("div", "draft");
+    output.append(draft);
+    return {
+      progress,
+      token: (data) => { draft.textContent += data.text; },
+      deep: (data) => {
+        draft.remove();
+        if (data.summary) renderText(output.appendChild(el("div", "result")), data.summary);
+        const points = [...data.key_points, ...data.steps, ...data.caveats];
+        if (points.length) {
+          const list = el("ul", "points");
+          for (const point of points) list.append(el("li", null, point));
+          output.append(list);
+        }
+        renderSources(output, data.sources);
+        fileLinks(output, data.files);
+      },
+    };
+  }
+  async function runJob(output, url, body, makeHandlers) {
+    const progress = progressList(output);
+    try {
+      await postEvents(url, body, makeHandlers(output, progress));
+    } catch (error) {
+      output.append(el("p", "error", error.message));
+    } finally {
+      for (const step of output.querySelectorAll(".progress li.active")) step.className = "done";
+    }
+  }
+  function jobForm(form, output, url, body, makeHandlers) {
+    $(form).addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const button = $(form).querySelector("button[type=submit]");
+      button.disabled = true;
+      $(output).replaceChildren();
+      try {
+        await runJob($(output), url, body(), makeHandlers);
+      } finally {
+        button.disabled = false;
+      }
+    });
+  }
+
+  // -- wiring --
+  function start() {
+    setThread(chooseThread());
+    $("ask-form").addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const text = $("question").value.trim();
+      if (!text || state.busy) return;
+      state.busy = true;
+      $("send").disabled = true;
+      $("question").value = "";
+      try {
+        await send(text);
+      } finally {
+        state.busy = false;
+        $("send").disabled = false;
+        $("question").focus();
+      }
+    });
+    $("question").addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+        event.preventDefault();
+        $("ask-form").requestSubmit();
+      }
+    });
+    $("new-conversation").addEventListener("click", () => {
+      setThread(newThreadId());
+      setPending(null);
+      $("log").replaceChildren();
+      $("empty-hint").hidden = false;
+      $("question").focus();
+    });
+    jobForm("report-form", "report-output", "/api/report", () => ({
+      company: $("report-company").value, lang: $("report-lang").value,
+      pdf: $("report-pdf").checked,
+    }), reportHandlers);
+    jobForm("deep-form", "deep-output", "/api/deep", () => ({
+      topic: $("deep-topic").value, lang: $("deep-lang").value, pdf: $("deep-pdf").checked,
+    }), deepHandlers);
+    restore().finally(() => { document.body.dataset.ready = "true"; });
+  }
+  start();
+})();

@@ -1,0 +1,236 @@
+"""The page in a real browser: Debian's Chromium driven by Playwright, against uvicorn.
+
+Skipped, saying why, when /usr/bin/chromium or the playwright package is missing
+(``.ci/run`` installs both). A screenshot of every step is saved under
+``$RESEARCH_FSM_ARTIFACTS/web`` (default ``test-artifacts/web``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from research_fsm import JsonFileCheckpointStore, ResearchAssistant
+from research_fsm.sources import MockDataSource
+from research_fsm.web import create_app
+
+from .helpers import HOSTILE_NEWS, HOSTILE_TITLE, HostileSource, SlowTokens
+from .live import CHROMIUM, CHROMIUM_ARGS, LiveServer, artifacts_dir
+
+if not CHROMIUM.exists():
+    pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)", allow_module_level=True)
+sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+expect = sync_api.expect
+Page = Any
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Chromium, headless, a fresh profile, for the module's tests."""
+    with sync_api.sync_playwright() as playwright:
+        try:
+            chromium = playwright.chromium.launch(
+                executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
+            )
+        except Exception as exc:
+            pytest.skip(f"{CHROMIUM} does not start: {exc}")
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def context(browser: Any) -> Iterator[Any]:
+    """A fresh browser profile (its own storage); dialogs (an alert) fail the test."""
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
+    ctx.set_default_timeout(15_000)
+    dialogs: list[str] = []
+    ctx.on(
+        "page", lambda page: page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    )
+    yield ctx
+    ctx.close()
+    assert not dialogs, f"the page ran a script from the data: {dialogs}"
+
+
+def home_assistant(home: Path, cls: type[ResearchAssistant] = ResearchAssistant,
+                   source: Any = None) -> ResearchAssistant:  # fmt: skip
+    source = source if source is not None else MockDataSource()
+    return cls(source=source, store=JsonFileCheckpointStore(home / "threads"))
+
+
+@pytest.fixture
+def server(home: Path) -> Iterator[LiveServer]:
+    with LiveServer(create_app(home_assistant(home))) as live:
+        yield live
+
+
+def shot(page: Page, name: str) -> Path:
+    path = artifacts_dir() / f"{name}.png"
+    page.screenshot(path=str(path))
+    return path
+
+
+def open_page(context: Any, url: str) -> Page:
+    page = context.new_page()
+    page.goto(url)
+    page.wait_for_selector("body[data-ready=true]")
+    return page
+
+
+def ask(page: Page, text: str) -> None:
+    """Type and send a message, once the previous one is finished (Ask is enabled)."""
+    expect(page.locator("#send")).to_be_enabled()
+    page.fill("#question", text)
+    page.press("#question", "Enter")
+
+
+def answers(page: Page) -> Any:
+    return page.locator("#log li.msg.assistant")
+
+
+def test_ask_clarify_and_follow_up(context: Any, server: LiveServer) -> None:
+    page = open_page(context, server.url)
+    shot(page, "01-empty")
+    ask(page, "Tell me about the company")
+    expect(page.locator("#clarify-banner")).to_be_visible()
+    expect(answers(page).last).to_contain_text("Which company")
+    expect(page.locator("#send")).to_have_text("Answer")
+    shot(page, "02-clarification-asked")
+    ask(page, "Apple")
+    expect(answers(page).last.locator(".confidence")).to_have_text(re.compile("High confidence"))
+    expect(page.locator("#clarify-banner")).to_be_hidden()
+    links = answers(page).last.locator(".sources a")
+    expect(links.first).to_have_attribute("href", "https://investor.apple.com/")
+    expect(links.first).to_have_attribute("rel", "noopener noreferrer")
+    expect(answers(page).last.locator("strong").first).to_have_text("Key developments")
+    shot(page, "03-clarified-answer")
+    ask(page, "What about its stock price?")
+    expect(answers(page)).to_have_count(3)
+    expect(answers(page).last).to_contain_text("AAPL trading at $195")
+    expect(answers(page).last.locator(".confidence")).to_be_visible()
+    shot(page, "04-follow-up")
+
+
+def test_streaming_is_visible_before_the_answer_completes(context: Any, home: Path) -> None:
+    SlowTokens.pause = 0.05
+    assistant = home_assistant(home, SlowTokens, MockDataSource(delay=0.8))
+    with LiveServer(create_app(assistant)) as live:
+        page = open_page(context, live.url)
+        ask(page, "What's happening with Tesla?")
+        researching = answers(page).last.locator(".progress li.active")
+        expect(researching).to_have_text("Researching Tesla, Inc....")
+        assert answers(page).last.locator(".confidence").count() == 0
+        shot(page, "05-progress-while-researching")
+        streaming = answers(page).last.locator(".bubble.streaming")
+        expect(streaming).to_contain_text("Here's what I found")
+        partial = streaming.text_content() or ""
+        assert answers(page).last.locator(".confidence").count() == 0
+        shot(page, "06-tokens-streaming")
+        expect(answers(page).last.locator(".confidence")).to_be_visible()
+        final = answers(page).last.locator(".bubble").text_content() or ""
+        assert len(partial) < len(final)
+        shot(page, "07-streamed-answer-complete")
+
+
+def test_forged_and_replayed_tokens_show_a_clear_message(context: Any, server: LiveServer) -> None:
+    page = open_page(context, server.url)
+    ask(page, "Tell me about the company")
+    expect(page.locator("#clarify-banner")).to_be_visible()
+    token = page.get_attribute("#ask-form", "data-token") or ""
+    page.evaluate("t => { document.getElementById('ask-form').dataset.token = t; }", token + "x")
+    ask(page, "Apple")
+    expect(answers(page).last).to_contain_text("token is not valid")
+    expect(page.locator("#clarify-banner")).to_be_visible()  # the real question still waits
+    shot(page, "08-forged-token")
+    ask(page, "Microsoft")
+    expect(answers(page).last.locator(".confidence")).to_be_visible()  # the answer is complete
+    expect(answers(page).last).to_contain_text("Microsoft Corporation")
+    page.evaluate("t => { document.getElementById('ask-form').dataset.token = t; }", token)
+    ask(page, "Apple")
+    expect(answers(page).last).to_contain_text("already answered")
+    expect(page.locator("#clarify-banner")).to_be_hidden()
+    shot(page, "09-replayed-token")
+
+
+def test_report_download(context: Any, server: LiveServer) -> None:
+    page = open_page(context, server.url)
+    page.fill("#report-company", "Apple")
+    page.check("#report-pdf")
+    page.click("#report-start")
+    link = page.locator("#report-output a.download", has_text="report.md")
+    expect(link).to_be_visible()
+    expect(page.locator("#report-output .progress li.active")).to_have_count(0)
+    shot(page, "10-report-written")
+    with page.expect_download() as download:
+        link.click()
+    assert download.value.suggested_filename.endswith("-report.md")
+    text = Path(download.value.path()).read_text(encoding="utf-8")
+    assert text.startswith("#") and "Apple Inc." in text
+    with page.expect_download() as pdf:
+        page.locator("#report-output a.download", has_text="report.pdf").click()
+    assert Path(pdf.value.path()).read_bytes().startswith(b"%PDF")
+
+
+def test_hostile_search_result_is_rendered_as_text(context: Any, home: Path) -> None:
+    with LiveServer(create_app(home_assistant(home, source=HostileSource()))) as live:
+        page = open_page(context, live.url)
+        ask(page, "What's the news on Apple?")
+        answer = answers(page).last
+        expect(answer.locator(".confidence")).to_be_visible()
+        expect(answer).to_contain_text(HOSTILE_NEWS)
+        expect(answer).to_contain_text(HOSTILE_TITLE)
+        assert page.locator("#log img, #log script, #log b, #log i").count() == 0
+        assert answer.locator("a[href^='javascript']").count() == 0
+        assert answer.locator(".sources a").count() == 1  # only the https source is a link
+        shot(page, "11-hostile-result-as-text")
+
+
+def test_two_tabs_hold_two_conversations_at_once(context: Any, home: Path) -> None:
+    assistant = home_assistant(home, source=MockDataSource(delay=0.6))
+    with LiveServer(create_app(assistant)) as live:
+        first, second = open_page(context, live.url), open_page(context, live.url)
+        ask(first, "What's happening with Apple?")
+        ask(second, "What's happening with Tesla?")
+        expect(first.locator(".progress li.active")).to_have_text(re.compile("Researching"))
+        expect(second.locator(".progress li.active")).to_have_text(re.compile("Researching"))
+        expect(answers(first).last.locator(".confidence")).to_be_visible()
+        expect(answers(second).last.locator(".confidence")).to_be_visible()
+        expect(answers(first).last).to_contain_text("Apple Inc.")
+        expect(answers(second).last).to_contain_text("Tesla, Inc.")
+        assert "Tesla" not in (answers(first).last.text_content() or "")
+        threads = [
+            p.evaluate("sessionStorage.getItem('research-fsm-thread')") for p in (first, second)
+        ]
+        assert threads[0] != threads[1]
+        shot(first, "12-tab-one")
+        shot(second, "13-tab-two")
+
+
+def test_reopen_after_a_server_restart(context: Any, home: Path) -> None:
+    with LiveServer(create_app(home_assistant(home))) as live:
+        port = live.port
+        page = open_page(context, live.url)
+        ask(page, "What's happening with Amazon?")
+        expect(answers(page).last.locator(".confidence")).to_be_visible()
+        ask(page, "Tell me about another company")
+        expect(page.locator("#clarify-banner")).to_be_visible()
+    with LiveServer(create_app(home_assistant(home)), port=port):  # a new process's state
+        page.reload()
+        page.wait_for_selector("body[data-ready=true]")
+        expect(page.locator("#log li.msg")).to_have_count(4)
+        expect(answers(page).first).to_contain_text("Amazon.com, Inc.")
+        expect(answers(page).first.locator(".sources a").first).to_be_visible()
+        expect(page.locator("#clarify-banner")).to_be_visible()
+        shot(page, "14-reopened-after-restart")
+        ask(page, "Google")
+        expect(answers(page).last).to_contain_text("Alphabet")
+        shot(page, "15-answered-after-restart")
+        page.click("#new-conversation")
+        expect(page.locator("#log li")).to_have_count(0)
+        page.reload()
+        page.wait_for_selector("body[data-ready=true]")
+        expect(page.locator("#log li")).to_have_count(0)
