@@ -5,8 +5,10 @@
 one run, the happy-path graph of ``_graphs`` (3 nodes), engines alternating:
 
 * per durable step: runs on new threads one after the other (µs per node step);
-* runs/s with many threads: ``--threads`` runs on as many threads gathered at once
-  in one process, each engine on a pool of 10 connections;
+* runs/s with many threads: ``--threads`` runs on as many threads, spread over
+  ``--processes`` worker processes (4) sharing one database, each with its own event
+  loop and pool of 10 connections, released together by a barrier (``_pgprocs``);
+  and the same threads gathered at once in one process on one pool of 10;
 * disk after ``--turns`` turns of one conversation (``pg_total_relation_size`` of
   every table the engine made, after ``VACUUM``; research_fsm without ``keep``,
   and with the assistant's ``keep=24``).
@@ -33,6 +35,7 @@ from psycopg_pool import AsyncConnectionPool
 from research_fsm.stores.postgres import PostgresCheckpointStore
 
 from ._graphs import STEPS, build_langgraph, build_rfsm, lg_config, lg_input, question_input
+from ._pgprocs import runs_per_s, setup_tables
 
 SCENARIO = "happy"
 
@@ -109,8 +112,17 @@ async def _timed(threads: list[str], gather: bool, run: Callable[[str], Awaitabl
     return time.perf_counter() - start
 
 
-async def measure(dbs: Databases, runs: int, threads: int, turns: int, reps: int) -> dict[str, Any]:
-    step_r, step_l, rate_r, rate_l = [], [], [], []
+async def procs_rate(dbs: Databases, engine: str, threads: list[str], processes: int) -> float:
+    """Runs/s of ``threads`` spread over ``processes`` worker processes on a new database."""
+    db = dbs.new("p")
+    await setup_tables(engine, db)
+    return await asyncio.to_thread(runs_per_s, engine, db, threads, processes)
+
+
+async def measure(
+    dbs: Databases, runs: int, threads: int, turns: int, reps: int, processes: int
+) -> dict[str, Any]:
+    step_r, step_l, rate_r, rate_l, procs_r, procs_l = [], [], [], [], [], []
     for rep in range(reps):
         fresh = [f"t{rep}-{i}" for i in range(runs)]
         step_r.append(await rfsm_runs(dbs.new("r"), fresh, gather=False) / (runs * STEPS["happy"]))
@@ -118,6 +130,8 @@ async def measure(dbs: Databases, runs: int, threads: int, turns: int, reps: int
         many = [f"c{rep}-{i}" for i in range(threads)]
         rate_r.append(threads / await rfsm_runs(dbs.new("r"), many, gather=True))
         rate_l.append(threads / await lg_runs(dbs.new("l"), many, gather=True))
+        procs_r.append(await procs_rate(dbs, "research_fsm", many, processes))
+        procs_l.append(await procs_rate(dbs, "langgraph", many, processes))
     one = ["conversation"] * turns
     disk = {}
     for label, keep in (("research_fsm", None), ("research_fsm keep=24", 24)):
@@ -130,18 +144,22 @@ async def measure(dbs: Databases, runs: int, threads: int, turns: int, reps: int
     return {
         "step_us": (statistics.median(step_r) * 1e6, statistics.median(step_l) * 1e6),
         "runs_per_s": (statistics.median(rate_r), statistics.median(rate_l)),
+        "runs_per_s_procs": (statistics.median(procs_r), statistics.median(procs_l)),
         "disk": disk,
     }
 
 
-def report(result: dict[str, Any], runs: int, threads: int, turns: int) -> str:
+def report(result: dict[str, Any], runs: int, threads: int, turns: int, processes: int) -> str:
     r, lg = result["step_us"]
     rr, rl = result["runs_per_s"]
+    pr, pl = result["runs_per_s_procs"]
     disk = result["disk"]
     rows = [
         "| metric | research_fsm | LangGraph AsyncPostgresSaver | ratio |",
         "| --- | --- | --- | --- |",
         f"| per durable step, {runs} runs on new threads (µs) | {r:.0f} | {lg:.0f} | {lg / r:.1f}x faster |",
+        f"| runs/s, {threads} threads at once, {processes} worker processes, one database "
+        f"| {pr:.0f} | {pl:.0f} | {pr / pl:.1f}x |",
         f"| runs/s, {threads} threads at once, one process | {rr:.0f} | {rl:.0f} | {rr / rl:.1f}x |",
         f"| disk after {turns} turns of one conversation (kB) | {disk['research_fsm'] / 1024:.0f} "
         f"(keep=24: {disk['research_fsm keep=24'] / 1024:.0f}) | {disk['LangGraph'] / 1024:.0f} "
@@ -154,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.postgres")
     parser.add_argument("--dsn", help="a superuser connection to a scratch server")
     parser.add_argument("--quick", action="store_true", help="tiny sizes (a smoke run)")
+    parser.add_argument("--processes", type=int, default=4, help="worker processes (4)")
     args = parser.parse_args(argv)
     runs, threads, turns, reps = (5, 20, 10, 1) if args.quick else (200, 1000, 200, 3)
     server = None
@@ -167,11 +186,11 @@ def main(argv: list[str] | None = None) -> int:
         dsn = server.dsn
     try:
         conninfo_to_dict(dsn)
-        result = asyncio.run(measure(Databases(dsn), runs, threads, turns, reps))
+        result = asyncio.run(measure(Databases(dsn), runs, threads, turns, reps, args.processes))
     finally:
         if server is not None:
             server.stop()
-    print(report(result, runs, threads, turns))
+    print(report(result, runs, threads, turns, args.processes))
     return 0
 
 
