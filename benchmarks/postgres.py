@@ -9,9 +9,11 @@ one run, the happy-path graph of ``_graphs`` (3 nodes), engines alternating:
   ``--processes`` worker processes (4) sharing one database, each with its own event
   loop and pool of 10 connections, released together by a barrier (``_pgprocs``);
   and the same threads gathered at once in one process on one pool of 10;
-* disk after ``--turns`` turns of one conversation (``pg_total_relation_size`` of
-  every table the engine made, after ``VACUUM``; research_fsm without ``keep``,
-  and with the assistant's ``keep=24``).
+* disk after ``--turns`` turns of one conversation: ``pg_total_relation_size`` of
+  every table the engine made (heap, indexes, TOAST, free-space and visibility
+  maps), after a plain ``VACUUM`` every 25 turns and at the end (what autovacuum
+  does; never ``VACUUM FULL``), for both engines; research_fsm without ``keep``,
+  and with the assistant's ``keep=24``.
 
 Without ``--dsn`` it starts a throwaway server like the tests do, but with
 ``fsync=on`` (needs the PostgreSQL server binaries). Each measurement gets a database of its own.
@@ -67,22 +69,29 @@ class Databases:
         return int(row[0]) if row else 0
 
 
+VACUUM_EVERY = 25  # turns between plain VACUUMs in the disk measure (as autovacuum would)
+
+
 async def rfsm_runs(
-    dsn: str, threads: list[str], *, gather: bool, keep: int | None = None
+    dsn: str, threads: list[str], *, gather: bool, keep: int | None = None, vacuum: bool = False
 ) -> float:
-    """Seconds for one run on each of ``threads`` (one after the other, or all at once)."""
+    """Seconds for one run on each of ``threads`` (one after the other, or all at once);
+    ``vacuum``: a plain VACUUM every ``VACUUM_EVERY`` runs (one after the other only)."""
     store = PostgresCheckpointStore(dsn, keep=keep, pool_size=10)
     app = build_rfsm(store)
     await store.load_latest("warm-up")
     try:
         return await _timed(
-            threads, gather, lambda t: app.run(question_input(SCENARIO), thread_id=t)
+            threads,
+            gather,
+            lambda t: app.run(question_input(SCENARIO), thread_id=t),
+            vacuum and dsn,
         )
     finally:
         await store.aclose()
 
 
-async def lg_runs(dsn: str, threads: list[str], *, gather: bool) -> float:
+async def lg_runs(dsn: str, threads: list[str], *, gather: bool, vacuum: bool = False) -> float:
     """The same with LangGraph's AsyncPostgresSaver on a pool of 10 connections."""
     from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
     from psycopg.rows import dict_row
@@ -99,17 +108,26 @@ async def lg_runs(dsn: str, threads: list[str], *, gather: bool) -> float:
             seen.add(t)
             return app.ainvoke(lg_input(SCENARIO, first=first), lg_config(t), durability="sync")
 
-        return await _timed(threads, gather, run)
+        return await _timed(threads, gather, run, vacuum and dsn)
 
 
-async def _timed(threads: list[str], gather: bool, run: Callable[[str], Awaitable[Any]]) -> float:
+async def _timed(
+    threads: list[str], gather: bool, run: Callable[[str], Awaitable[Any]], vacuum: str = ""
+) -> float:
     start = time.perf_counter()
     if gather:
         await asyncio.gather(*(run(t) for t in threads))
     else:
-        for t in threads:
+        for done, t in enumerate(threads, 1):
             await run(t)
+            if vacuum and done % VACUUM_EVERY == 0:
+                await asyncio.to_thread(_vacuum, vacuum)
     return time.perf_counter() - start
+
+
+def _vacuum(dsn: str) -> None:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("VACUUM")
 
 
 async def procs_rate(dbs: Databases, engine: str, threads: list[str], processes: int) -> float:
@@ -136,10 +154,10 @@ async def measure(
     disk = {}
     for label, keep in (("research_fsm", None), ("research_fsm keep=24", 24)):
         db = dbs.new("d")
-        await rfsm_runs(db, one, gather=False, keep=keep)
+        await rfsm_runs(db, one, gather=False, keep=keep, vacuum=True)
         disk[label] = dbs.size(db)
     db = dbs.new("d")
-    await lg_runs(db, one, gather=False)
+    await lg_runs(db, one, gather=False, vacuum=True)
     disk["LangGraph"] = dbs.size(db)
     return {
         "step_us": (statistics.median(step_r) * 1e6, statistics.median(step_l) * 1e6),
