@@ -18,6 +18,7 @@ whichever server gets it). Offline: the mock data source, no keys.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import os
 import subprocess
 import sys
@@ -122,6 +123,9 @@ async def drive(sockets: list[Path]) -> dict[str, bool]:
 
 def main() -> int:
     print("two servers on one database: a conversation moves between them")
+    if importlib.util.find_spec("uvicorn") is None:
+        print("skipped: uvicorn is not installed (pip install -e '.[web]')")
+        return 0
     with ExitStack() as stack:
         store = os.environ.get("RESEARCH_FSM_STORE", "").strip() or throwaway_database(stack)
         if store is None:
