@@ -5,11 +5,15 @@
 one run, the happy-path graph of ``_graphs`` (3 nodes), engines alternating:
 
 * per durable step: runs on new threads one after the other (µs per node step);
-* runs/s with many threads: ``--threads`` runs on as many threads gathered at once
-  in one process, each engine on a pool of 10 connections;
-* disk after ``--turns`` turns of one conversation (``pg_total_relation_size`` of
-  every table the engine made, after ``VACUUM``; research_fsm without ``keep``,
-  and with the assistant's ``keep=24``).
+* runs/s with many threads: ``--threads`` runs on as many threads, spread over
+  ``--processes`` worker processes (4) sharing one database, each with its own event
+  loop and pool of 10 connections, released together by a barrier (``_pgprocs``);
+  and the same threads gathered at once in one process on one pool of 10;
+* disk after ``--turns`` turns of one conversation: ``pg_total_relation_size`` of
+  every table the engine made (heap, indexes, TOAST, free-space and visibility
+  maps), after a plain ``VACUUM`` every 25 turns and at the end (what autovacuum
+  does; never ``VACUUM FULL``), for both engines; research_fsm without ``keep``,
+  and with the assistant's ``keep=24``.
 
 Without ``--dsn`` it starts a throwaway server like the tests do, but with
 ``fsync=on`` (needs the PostgreSQL server binaries). Each measurement gets a database of its own.
@@ -33,6 +37,7 @@ from psycopg_pool import AsyncConnectionPool
 from research_fsm.stores.postgres import PostgresCheckpointStore
 
 from ._graphs import STEPS, build_langgraph, build_rfsm, lg_config, lg_input, question_input
+from ._pgprocs import runs_per_s, setup_tables
 
 SCENARIO = "happy"
 
@@ -64,22 +69,29 @@ class Databases:
         return int(row[0]) if row else 0
 
 
+VACUUM_EVERY = 25  # turns between plain VACUUMs in the disk measure (as autovacuum would)
+
+
 async def rfsm_runs(
-    dsn: str, threads: list[str], *, gather: bool, keep: int | None = None
+    dsn: str, threads: list[str], *, gather: bool, keep: int | None = None, vacuum: bool = False
 ) -> float:
-    """Seconds for one run on each of ``threads`` (one after the other, or all at once)."""
+    """Seconds for one run on each of ``threads`` (one after the other, or all at once);
+    ``vacuum``: a plain VACUUM every ``VACUUM_EVERY`` runs (one after the other only)."""
     store = PostgresCheckpointStore(dsn, keep=keep, pool_size=10)
     app = build_rfsm(store)
     await store.load_latest("warm-up")
     try:
         return await _timed(
-            threads, gather, lambda t: app.run(question_input(SCENARIO), thread_id=t)
+            threads,
+            gather,
+            lambda t: app.run(question_input(SCENARIO), thread_id=t),
+            vacuum and dsn,
         )
     finally:
         await store.aclose()
 
 
-async def lg_runs(dsn: str, threads: list[str], *, gather: bool) -> float:
+async def lg_runs(dsn: str, threads: list[str], *, gather: bool, vacuum: bool = False) -> float:
     """The same with LangGraph's AsyncPostgresSaver on a pool of 10 connections."""
     from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
     from psycopg.rows import dict_row
@@ -96,21 +108,39 @@ async def lg_runs(dsn: str, threads: list[str], *, gather: bool) -> float:
             seen.add(t)
             return app.ainvoke(lg_input(SCENARIO, first=first), lg_config(t), durability="sync")
 
-        return await _timed(threads, gather, run)
+        return await _timed(threads, gather, run, vacuum and dsn)
 
 
-async def _timed(threads: list[str], gather: bool, run: Callable[[str], Awaitable[Any]]) -> float:
+async def _timed(
+    threads: list[str], gather: bool, run: Callable[[str], Awaitable[Any]], vacuum: str = ""
+) -> float:
     start = time.perf_counter()
     if gather:
         await asyncio.gather(*(run(t) for t in threads))
     else:
-        for t in threads:
+        for done, t in enumerate(threads, 1):
             await run(t)
+            if vacuum and done % VACUUM_EVERY == 0:
+                await asyncio.to_thread(_vacuum, vacuum)
     return time.perf_counter() - start
 
 
-async def measure(dbs: Databases, runs: int, threads: int, turns: int, reps: int) -> dict[str, Any]:
-    step_r, step_l, rate_r, rate_l = [], [], [], []
+def _vacuum(dsn: str) -> None:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("VACUUM")
+
+
+async def procs_rate(dbs: Databases, engine: str, threads: list[str], processes: int) -> float:
+    """Runs/s of ``threads`` spread over ``processes`` worker processes on a new database."""
+    db = dbs.new("p")
+    await setup_tables(engine, db)
+    return await asyncio.to_thread(runs_per_s, engine, db, threads, processes)
+
+
+async def measure(
+    dbs: Databases, runs: int, threads: int, turns: int, reps: int, processes: int
+) -> dict[str, Any]:
+    step_r, step_l, rate_r, rate_l, procs_r, procs_l = [], [], [], [], [], []
     for rep in range(reps):
         fresh = [f"t{rep}-{i}" for i in range(runs)]
         step_r.append(await rfsm_runs(dbs.new("r"), fresh, gather=False) / (runs * STEPS["happy"]))
@@ -118,30 +148,36 @@ async def measure(dbs: Databases, runs: int, threads: int, turns: int, reps: int
         many = [f"c{rep}-{i}" for i in range(threads)]
         rate_r.append(threads / await rfsm_runs(dbs.new("r"), many, gather=True))
         rate_l.append(threads / await lg_runs(dbs.new("l"), many, gather=True))
+        procs_r.append(await procs_rate(dbs, "research_fsm", many, processes))
+        procs_l.append(await procs_rate(dbs, "langgraph", many, processes))
     one = ["conversation"] * turns
     disk = {}
     for label, keep in (("research_fsm", None), ("research_fsm keep=24", 24)):
         db = dbs.new("d")
-        await rfsm_runs(db, one, gather=False, keep=keep)
+        await rfsm_runs(db, one, gather=False, keep=keep, vacuum=True)
         disk[label] = dbs.size(db)
     db = dbs.new("d")
-    await lg_runs(db, one, gather=False)
+    await lg_runs(db, one, gather=False, vacuum=True)
     disk["LangGraph"] = dbs.size(db)
     return {
         "step_us": (statistics.median(step_r) * 1e6, statistics.median(step_l) * 1e6),
         "runs_per_s": (statistics.median(rate_r), statistics.median(rate_l)),
+        "runs_per_s_procs": (statistics.median(procs_r), statistics.median(procs_l)),
         "disk": disk,
     }
 
 
-def report(result: dict[str, Any], runs: int, threads: int, turns: int) -> str:
+def report(result: dict[str, Any], runs: int, threads: int, turns: int, processes: int) -> str:
     r, lg = result["step_us"]
     rr, rl = result["runs_per_s"]
+    pr, pl = result["runs_per_s_procs"]
     disk = result["disk"]
     rows = [
         "| metric | research_fsm | LangGraph AsyncPostgresSaver | ratio |",
         "| --- | --- | --- | --- |",
         f"| per durable step, {runs} runs on new threads (µs) | {r:.0f} | {lg:.0f} | {lg / r:.1f}x faster |",
+        f"| runs/s, {threads} threads at once, {processes} worker processes, one database "
+        f"| {pr:.0f} | {pl:.0f} | {pr / pl:.1f}x |",
         f"| runs/s, {threads} threads at once, one process | {rr:.0f} | {rl:.0f} | {rr / rl:.1f}x |",
         f"| disk after {turns} turns of one conversation (kB) | {disk['research_fsm'] / 1024:.0f} "
         f"(keep=24: {disk['research_fsm keep=24'] / 1024:.0f}) | {disk['LangGraph'] / 1024:.0f} "
@@ -154,6 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.postgres")
     parser.add_argument("--dsn", help="a superuser connection to a scratch server")
     parser.add_argument("--quick", action="store_true", help="tiny sizes (a smoke run)")
+    parser.add_argument("--processes", type=int, default=4, help="worker processes (4)")
     args = parser.parse_args(argv)
     runs, threads, turns, reps = (5, 20, 10, 1) if args.quick else (200, 1000, 200, 3)
     server = None
@@ -167,11 +204,11 @@ def main(argv: list[str] | None = None) -> int:
         dsn = server.dsn
     try:
         conninfo_to_dict(dsn)
-        result = asyncio.run(measure(Databases(dsn), runs, threads, turns, reps))
+        result = asyncio.run(measure(Databases(dsn), runs, threads, turns, reps, args.processes))
     finally:
         if server is not None:
             server.stop()
-    print(report(result, runs, threads, turns))
+    print(report(result, runs, threads, turns, args.processes))
     return 0
 
 

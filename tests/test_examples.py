@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import secrets
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,6 +22,7 @@ MARKERS: dict[str, list[str]] = {
     "custom_graph": ["flowchart TD", 'review -->|"again"| write', "'approved': True"],
     "deep_research": ["status: completed", "done: deep_analysis (deep_analysis[2])", "verified: ", "files: report.md, report.pdf"],
     "tracing": ["research_fsm.run", "status=completed (links to the suspended run)", "research_fsm.search Company Directory"],
+    "web_two_servers": ["two servers on one database"],
     "web_app": ["answered: 55/55; each answer named its own company: True", "edited token               -> 400"],
 }  # fmt: skip
 """For each example: strings its output must contain."""
@@ -48,3 +51,30 @@ def test_example_runs(name: str, tmp_path: Path) -> None:
     assert result.returncode == 0, output
     for marker in MARKERS[name]:
         assert marker in result.stdout, f"{marker!r} missing from the output of {name}.py\n{output}"
+
+
+def test_web_two_servers_moves_a_conversation_between_processes(
+    tmp_path: Path, postgres_server: Any
+) -> None:
+    """Two uvicorn processes on one database of the suite's server: ask on A, clarify on B
+    with A's token, follow up on A; every check the example prints passes."""
+    import psycopg
+
+    name = f"web_{secrets.token_hex(4)}"
+    with psycopg.connect(postgres_server.dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    user = postgres_server.dsn.split("user=")[1].split()[0]
+    env = {
+        **os.environ,
+        "RESEARCH_FSM_HOME": str(tmp_path),
+        "RESEARCH_FSM_STORE": f"postgresql://{user}@/{name}?host={postgres_server.socket_dir}&port=5432",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    }
+    result = subprocess.run(
+        [sys.executable, str(EXAMPLES / "web_two_servers.py")],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env,
+    )  # fmt: skip
+    output = f"--- stdout\n{result.stdout}\n--- stderr\n{result.stderr}"
+    assert result.returncode == 0, output
+    assert "all checks passed: True" in result.stdout, output
+    assert result.stdout.count("  ok   ") == 4, output

@@ -15,8 +15,9 @@ from psycopg import AsyncConnection, sql
 
 __all__ = ["SCHEMA_VERSION", "SchemaTooNew", "Statements", "migrate"]
 
-SCHEMA_VERSION = 1
-"""The newest table layout this version of the store creates and reads."""
+SCHEMA_VERSION = 2
+"""The newest table layout this version of the store creates and reads (2: bodies may be
+compressed, see ``_pgrows``; an older store would take them for damage, so it must refuse)."""
 
 _MIGRATE_LOCK = 0x7265_7366_6D01  # pg_advisory_xact_lock key for migrations ("resfm")
 
@@ -31,6 +32,10 @@ _MIGRATIONS: tuple[str, ...] = (
         body bytea NOT NULL,
         PRIMARY KEY (thread_id, seq)
     );
+    """,
+    # 2: bodies come compressed (``_pgrows.pack``): Postgres need not try again
+    """
+    ALTER TABLE {checkpoints} ALTER COLUMN body SET STORAGE EXTERNAL;
     """,
 )
 

@@ -4,7 +4,7 @@ Needs the ``postgres`` extra (``pip install 'research-fsm[postgres]'``: psycopg 
 and psycopg-pool). One table holds every thread's checkpoints, one row each,
 keyed by ``(thread_id, seq)``; like the file store's lines, a row holds the whole
 state every ``min(keep, 128)`` checkpoints and otherwise only what its step
-changed. A save is one statement (one round trip, autocommit): insert after the
+changed, compressed against the rows before it (``_pgrows``). A save is one statement (one round trip, autocommit): insert after the
 expected parent, and prune what ``keep`` no longer needs. Threads save in
 parallel on a connection pool; nothing is serialised store-wide. Leases are
 session advisory locks (see ``_pgleases``), released by the server when the
@@ -30,7 +30,7 @@ from research_fsm.engine import Checkpoint, CheckpointConflict, StoreWriteError
 from research_fsm.engine._store import validate_thread_id
 
 from ._pgleases import LeaseManager, PgLease, StoreUnavailable, complete
-from ._pgrows import Folder, encode
+from ._pgrows import Folder, encode, pack, slide
 from ._pgschema import SchemaTooNew, Statements, migrate
 
 __all__ = ["PostgresCheckpointStore", "SchemaTooNew", "StoreUnavailable"]
@@ -49,6 +49,7 @@ class _Head:
     seq: int
     full_seq: int
     changes_bytes: int
+    window: bytes  # the dictionary of its next row (see ``_pgrows.pack``)
 
 
 class PostgresCheckpointStore:
@@ -232,13 +233,12 @@ class PostgresCheckpointStore:
         folder = Folder(thread_id)
         changes_bytes = 0
         for seq, full, body in rows:
-            folder.add(seq, bytes(body))
+            folder.add(seq, full, bytes(body))
             changes_bytes = 0 if full else changes_bytes + len(body)
         latest = folder.latest
         assert latest is not None
-        self._remember(
-            thread_id, _Head(latest.checkpoint_id, latest.seq, rows[0][0], changes_bytes)
-        )
+        head = _Head(latest.checkpoint_id, latest.seq, rows[0][0], changes_bytes, folder.window)
+        self._remember(thread_id, head)
         return latest
 
     async def save(self, checkpoint: Checkpoint) -> None:
@@ -253,7 +253,9 @@ class PostgresCheckpointStore:
             or cp.seq - head.full_seq >= self._rows_per_full
             or head.changes_bytes > _CHANGES_BYTES
         )
-        body = encode(cp, full=full)
+        raw = encode(cp, full=full)
+        window = b"" if full or head is None else head.window
+        body = pack(raw, window)
         params = {
             "thread": thread_id,
             "seq": cp.seq,
@@ -278,13 +280,11 @@ class PostgresCheckpointStore:
         if row is None or not (row[0] or row[1] == cp.checkpoint_id):
             self._heads.pop(thread_id, None)
             raise CheckpointConflict(thread_id, cp.parent_id)
-        if full:
-            new_head = _Head(cp.checkpoint_id, cp.seq, cp.seq, 0)
+        if full or head is None:
+            new_head = _Head(cp.checkpoint_id, cp.seq, cp.seq, 0, slide(b"", raw))
         else:
-            assert head is not None
-            new_head = _Head(
-                cp.checkpoint_id, cp.seq, head.full_seq, head.changes_bytes + len(body)
-            )
+            changes = head.changes_bytes + len(body)
+            new_head = _Head(cp.checkpoint_id, cp.seq, head.full_seq, changes, slide(window, raw))
         self._remember(thread_id, new_head)
 
     async def history(self, thread_id: str) -> AsyncIterator[Checkpoint]:
@@ -296,7 +296,7 @@ class PostgresCheckpointStore:
 
         rows = await self._run(thread_id, "read the history", read)
         folder = Folder(thread_id)
-        checkpoints = [folder.add(seq, bytes(body)) for seq, _full, body in rows]
+        checkpoints = [folder.add(seq, full, bytes(body)) for seq, full, body in rows]
         if self.keep is not None:
             checkpoints = checkpoints[-self.keep :]
         for cp in reversed(checkpoints):
