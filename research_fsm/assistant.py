@@ -181,7 +181,8 @@ class AssistantStream:
                 self._company = previous.detected_company
         async for event in self._events:
             if isinstance(event, NodeStarted):
-                message = _PROGRESS[event.node].format(company=self._company or "the company")
+                name = (self._company or "the company").rstrip(".")  # "Inc." + "..."
+                message = _PROGRESS[event.node].format(company=name)
                 return Progress(event.node, message)
             if isinstance(event, Emitted) and event.kind == "token":
                 return Token(str(event.data))

@@ -62,7 +62,7 @@ def test_ask_streams_progress_tokens_then_the_answer(client: TestClient) -> None
         "sources"
     ]
     progress = [data["message"] for kind, data in stream if kind == "progress"]
-    assert "Researching Apple Inc...." in progress
+    assert "Researching Apple Inc..." in progress
 
 
 def test_clarification_round_trip_then_the_thread_reloads(client: TestClient) -> None:

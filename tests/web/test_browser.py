@@ -122,7 +122,7 @@ def test_streaming_is_visible_before_the_answer_completes(context: Any, home: Pa
         page = open_page(context, live.url)
         ask(page, "What's happening with Tesla?")
         researching = answers(page).last.locator(".progress li.active")
-        expect(researching).to_have_text("Researching Tesla, Inc....")
+        expect(researching).to_have_text("Researching Tesla, Inc...")
         assert answers(page).last.locator(".confidence").count() == 0
         shot(page, "05-progress-while-researching")
         streaming = answers(page).last.locator(".bubble.streaming")
