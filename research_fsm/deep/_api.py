@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from ..documents import DOCS_ENV, DocumentIndex, documents_folder_from_env
 from ..engine import (
     CheckpointStore,
     CompiledGraph,
@@ -38,8 +39,6 @@ __all__ = [
     "to_research_report",
 ]
 
-DOCS_ENV: Final = "RESEARCH_DOCS"
-"""Environment variable naming the default documents folder."""
 MAX_TOPIC_CHARS: Final = 500
 """Longest topic accepted."""
 
@@ -157,7 +156,7 @@ def check_request(
 def check_docs(docs: str | os.PathLike[str] | None) -> Path | None:
     """The documents folder (``docs``, else ``$RESEARCH_DOCS``), resolved; an
     ``InvalidResearchRequest`` when it does not exist or is not a folder."""
-    raw = docs if docs is not None else (os.environ.get(DOCS_ENV) or None)
+    raw = docs if docs is not None else documents_folder_from_env()
     if raw is None:
         return None
     path = Path(raw).expanduser()
@@ -210,21 +209,18 @@ class DeepRunner:
         root: the sessions folder (``$RESEARCH_FSM_HOME/sessions``).
         web: the web search, or ``None`` when there is no Tavily key.
         index_dir: where document indexes are kept.
-        search: a search to use for every session instead (tests, benchmarks).
     """
 
     def __init__(
         self, *, llm: LLM | None, store: CheckpointStore, root: Path, web: TopicSearch | None,
-        index_dir: Path, search: TopicSearch | None = None,
-        analysis_timeout: float | None = None,
+        index_dir: Path,
     ) -> None:  # fmt: skip
-        graph = build_deep_graph(resolve=self._resolve, llm=llm, analysis_timeout=analysis_timeout)
+        graph = build_deep_graph(resolve=self._resolve, llm=llm)
         self.app: CompiledGraph[DeepState] = graph.compile(store=store, step_limit=60)
         self.llm = llm
         self.root = root
         self.web = web
         self.index_dir = index_dir
-        self.search = search
         self._indexes: dict[str, DocumentSearch] = {}
         self._lock = asyncio.Lock()
 
@@ -232,8 +228,6 @@ class DeepRunner:
         """The folder's search (its index opened, and refreshed, once per runner)."""
         async with self._lock:
             if folder not in self._indexes:
-                from ..documents import DocumentIndex
-
                 index = await DocumentIndex.open(folder, cache_dir=self.index_dir)
                 self._indexes[folder] = DocumentSearch(index)
             return self._indexes[folder]
@@ -245,8 +239,6 @@ class DeepRunner:
             await search.index.aclose()
 
     async def _resolve(self, state: DeepState) -> TopicSearch:
-        if self.search is not None:
-            return self.search
         if state.mode == "docs" and state.docs:
             return await self.documents(state.docs)
         if self.web is None:
@@ -265,14 +257,13 @@ class DeepRunner:
         input and the session id."""
         clean = check_request(topic, language, formats, top_k, threshold)
         folder = check_docs(docs)
-        chosen = self.search or (None if folder else self.web)
-        mode = chosen.mode if chosen is not None else "docs"
-        if self.search is None and folder is None and self.web is None:
+        mode = self.web.mode if folder is None and self.web is not None else "docs"
+        if folder is None and self.web is None:
             raise NoResearchSource(
                 "deep research needs documents or a web search: give a documents folder "
                 f"(--docs DIR, or ${DOCS_ENV}) or set TAVILY_API_KEY"
             )
-        if folder is not None and self.search is None:
+        if folder is not None:
             await self.documents(str(folder))
         sid = session_id or new_session_id()
         path = await asyncio.to_thread(session_folder, self.root, sid)

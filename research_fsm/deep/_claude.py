@@ -13,7 +13,7 @@ from typing import Final, Literal
 
 from pydantic import BaseModel, Field
 
-from ._model import Claim, DeepState, Draft, Source
+from ._model import Claim, DeepState, Draft, SectionName, Source
 
 __all__ = [
     "ANALYSIS_SYSTEM",
@@ -188,7 +188,7 @@ def verify_prompt(state: DeepState, claims: list[Claim]) -> str:
     return "Claims:\n" + "\n".join(lines) + "\n\nSources:\n" + "\n".join(blocks)
 
 
-_HEADINGS: Final = {
+_HEADINGS: Final[dict[str, SectionName]] = {
     "summary": "summary", "概要": "summary", "key points": "key_points", "要点": "key_points",
     "steps": "steps", "手順": "steps", "caveats": "caveats", "注意点": "caveats",
 }  # fmt: skip
@@ -221,7 +221,7 @@ def _claims_of(line: str) -> list[tuple[str, list[str]]]:
 def parse_draft(markdown: str) -> Draft:
     """The claims of a draft written in ``synthesis_prompt``'s format: each summary
     sentence and each bullet is one claim; text outside the four sections is ignored."""
-    section: str | None = None
+    section: SectionName | None = None
     claims: list[Claim] = []
     for raw in markdown.splitlines():
         line = raw.strip()
@@ -238,6 +238,6 @@ def parse_draft(markdown: str) -> Draft:
             units = _claims_of(body)
         for text, cites in units:
             claims.append(
-                Claim(id=f"C{len(claims) + 1}", section=section, text=text, sources=cites)  # type: ignore[arg-type]
+                Claim(id=f"C{len(claims) + 1}", section=section, text=text, sources=cites)
             )
     return Draft(claims=claims, method="llm")

@@ -83,16 +83,13 @@ def after_verification(state: DeepState) -> str:
     return "research"
 
 
-def build_deep_graph(
-    *, resolve: Resolve, llm: LLM | None, analysis_timeout: float | None = None,
-) -> StateGraph[DeepState]:  # fmt: skip
+def build_deep_graph(*, resolve: Resolve, llm: LLM | None) -> StateGraph[DeepState]:
     """The workflow, not yet compiled; ``resolve(state)`` gives the session's search."""
     graph = StateGraph(DeepState)
-    analyse = Analyse(llm) if analysis_timeout is None else Analyse(llm, analysis_timeout)
     graph.add_node("query_parser", QueryParser(llm), timeout=STAGE_TIMEOUT)
     graph.add_node("search", Search(resolve), timeout=STAGE_TIMEOUT)
     graph.add_node("relevance_filter", RelevanceFilter(llm), timeout=STAGE_TIMEOUT)
-    graph.add_node("deep_analysis", analyse, timeout=STAGE_TIMEOUT)
+    graph.add_node("deep_analysis", Analyse(llm), timeout=STAGE_TIMEOUT)
     graph.add_node("synthesis", Synthesis(llm), timeout=STAGE_TIMEOUT)
     graph.add_node("verification", Verify(llm), timeout=STAGE_TIMEOUT)
     graph.add_node("report", ReportWriter(), timeout=STAGE_TIMEOUT)

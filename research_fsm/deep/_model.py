@@ -25,6 +25,7 @@ __all__ = [
     "Mode",
     "QueryRecord",
     "Relevance",
+    "SectionName",
     "Source",
     "Verification",
 ]
@@ -262,6 +263,8 @@ class DeepState(BaseModel):
     """The topic's key terms (relevance is measured on them)."""
     attempts: int = 0
     """Searches made in the current round."""
+    searched_with: str = ""
+    """The search's name (``TopicSearch.name``), shown under Methodology."""
     sources: Annotated[list[Source], append] = Field(default_factory=list)
     """Every source retrieved, in ``S#`` order."""
     candidates: list[str] = Field(default_factory=list)

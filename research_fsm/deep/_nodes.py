@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import structlog
 
@@ -26,6 +26,7 @@ from ._model import (
     Fact,
     QueryRecord,
     Relevance,
+    SectionName,
     Source,
     Verification,
 )
@@ -71,7 +72,9 @@ class QueryParser:
         started = time.perf_counter()
         attempt = state.attempts + 1
         query, broadened = rules.query_for(state, attempt=attempt)
-        method, usage, notes = "rules", None, []
+        method: Literal["rules", "llm"] = "rules"
+        usage: Usage | None = None
+        notes: list[str] = []
         if self.llm is not None:
             try:
                 reply = await self.llm.structured(
@@ -86,9 +89,10 @@ class QueryParser:
                 )
             except LLMError as exc:
                 notes.append(f"query_parser: Claude failed ({exc.message}); used the rules")
+        purpose: Literal["topic", "gaps"] = "gaps" if state.round > 0 and state.gaps else "topic"
         record = QueryRecord(
             query=query, round=state.round, attempt=attempt, broadened=broadened,
-            purpose="gaps" if state.round > 0 and state.gaps else "topic", method=method,  # type: ignore[arg-type]
+            purpose=purpose, method=method,
         )  # fmt: skip
         all_queries = [q.model_dump() for q in [*state.queries, record]]
         await write_stage(state.session_dir, {"queries.json": all_queries})
@@ -117,7 +121,7 @@ class Search:
         new, candidates = self._number(state, found, record.query)
         attempts = state.attempts + 1
         update: dict[str, Any] = {"sources": new, "candidates": candidates, "attempts": attempts,
-                                  "notes": notes}  # fmt: skip
+                                  "notes": notes, "searched_with": search.name}  # fmt: skip
         out_of_tries = attempts >= MAX_SEARCH_ATTEMPTS
         if not candidates and out_of_tries and not state.sources and state.round == 0:
             update["outcome"] = "no_sources"
@@ -247,13 +251,13 @@ class Analyse:
 
 def draft_markdown(draft: Draft, language: str) -> str:
     """The draft as Markdown with ``[S#]`` markers (``draft.md`` and the streamed text)."""
-    titles = {"summary": "Summary", "key_points": "Key points", "steps": "Steps",
-              "caveats": "Caveats"}  # fmt: skip
+    titles: dict[SectionName, str] = {"summary": "Summary", "key_points": "Key points",
+                                      "steps": "Steps", "caveats": "Caveats"}  # fmt: skip
     if language == "ja":
         titles = {"summary": "概要", "key_points": "要点", "steps": "手順", "caveats": "注意点"}
     parts = []
     for key, title in titles.items():
-        claims = draft.section(key)  # type: ignore[arg-type]
+        claims = draft.section(key)
         if not claims:
             continue
         cite = ["".join(f"[{s}]" for s in c.sources) for c in claims]
@@ -317,7 +321,7 @@ class Verify:
         started = time.perf_counter()
         claims = state.draft.claims if state.draft else []
         usage, notes = None, []
-        checks = [_lexical(*row) for row in rules.check_claims(state, claims)]
+        checks = rules.check_claims(state, claims)
         if self.llm is not None and claims:
             try:
                 reply = await self.llm.structured(
@@ -333,18 +337,6 @@ class Verify:
         await write_stage(state.session_dir, {"verification.json": verification_json(rounds)})
         update = {"verifications": [result], "gaps": gaps, "attempts": 0, "notes": notes}
         return update | _spent("verification", started, usage)
-
-
-def _lexical(claim: Any, score: float, evidence: str | None, sid: str | None,
-             reason: str) -> ClaimCheck:  # fmt: skip
-    from ._text import SUPPORT_THRESHOLD
-
-    supported = evidence is not None and score >= SUPPORT_THRESHOLD
-    return ClaimCheck(
-        claim=claim.id, text=claim.text, sources=claim.sources, supported=supported,
-        evidence=evidence if supported else None, source=sid if supported else None,
-        score=score, method="lexical", reason=reason,
-    )  # fmt: skip
 
 
 def _quoted(

@@ -75,11 +75,11 @@ def _body(state: DeepState, lang: str, allowed: set[str]) -> list[DocSection]:
     return sections
 
 
-def _methodology(state: DeepState, lang: str, allowed: set[str], backend: str) -> DocSection:
+def _methodology(state: DeepState, lang: str, allowed: set[str]) -> DocSection:
     relevant = sum(1 for v in state.relevance if v.relevant)
     failed = [a for a in state.analyses if a.error is not None]
     items = [
-        label(lang, "m_source").format(backend=backend),
+        label(lang, "m_source").format(backend=state.searched_with),
         label(lang, "m_counts").format(
             retrieved=len(state.sources), relevant=relevant,
             analysed=len(state.analyses) - len(failed), failed=len(failed),
@@ -151,13 +151,13 @@ def _metadata(state: DeepState, lang: str, generated_at: str, session_id: str) -
     return DocSection(label(lang, "metadata"), [table(rows)])
 
 
-def compose(state: DeepState, generated_at: str, session_id: str, backend: str) -> Document:
+def compose(state: DeepState, generated_at: str, session_id: str) -> Document:
     """The report as a ``Document``."""
     lang = state.language
     allowed = {s.locator for s in state.sources if s.kind == "web"}
     sections = _body(state, lang, allowed)
     sections += [
-        _methodology(state, lang, allowed, backend),
+        _methodology(state, lang, allowed),
         _sources(state, lang),
         _verification(state, lang, allowed),
         _metadata(state, lang, generated_at, session_id),
@@ -169,16 +169,11 @@ def compose(state: DeepState, generated_at: str, session_id: str, backend: str) 
 class ReportWriter:
     """Writes report.md (and report.pdf) into the session folder and marks it finished."""
 
-    def __init__(self, backend: str | None = None) -> None:
-        self.backend = backend
-
     async def run(self, state: DeepState, ctx: NodeContext) -> dict[str, Any]:
         generated_at = utc_now()
         outcome = state.outcome if state.outcome != "running" else "ok"
         final = state.model_copy(update={"outcome": outcome})
-        backend = self.backend or ("Tavily web search" if state.mode == "web"
-                                   else "local documents (SQLite FTS5, BM25)")  # fmt: skip
-        doc = compose(final, generated_at, ctx.thread_id, backend)
+        doc = compose(final, generated_at, ctx.thread_id)
         files: dict[str, Any] = {"report.md": to_markdown(doc)}
         if "pdf" in state.formats:
             files["report.pdf"] = to_pdf(doc)

@@ -15,9 +15,19 @@
 from __future__ import annotations
 
 import re
-from typing import Final
+from typing import Final, Literal
 
-from ._model import Analysis, Claim, DeepState, Draft, Fact, Relevance, Source
+from ._model import (
+    Analysis,
+    Claim,
+    ClaimCheck,
+    DeepState,
+    Draft,
+    Fact,
+    Relevance,
+    SectionName,
+    Source,
+)
 from ._text import SUPPORT_THRESHOLD, coverage, normalise, sentences, support, terms
 
 __all__ = [
@@ -56,6 +66,7 @@ _CAVEAT: Final = re.compile(
 )
 _ENDS: Final = re.compile(r"[.!?。！？:;)\]」]$")
 _MARKUP: Final = re.compile(r"\*\*|__|`")
+FactKind = Literal["step", "finding", "caveat"]
 
 
 def query_for(state: DeepState, *, attempt: int) -> tuple[str, bool]:
@@ -86,7 +97,7 @@ def relevance(topic_terms: list[str], candidates: list[Source]) -> list[Relevanc
     return verdicts
 
 
-def _kind(sentence: str) -> str:
+def _kind(sentence: str) -> FactKind:
     """A step (an instruction, or a numbered item), a caveat, or a finding."""
     bare = _BULLET.sub("", sentence)
     if _IMPERATIVE.search(bare) or re.match(r"\s*\d+[.)]\s", sentence):
@@ -117,7 +128,7 @@ def analyse(source: Source, topic_terms: list[str]) -> Analysis:
     for _, _, text in sorted(best, key=lambda item: item[1]):
         quote = _BULLET.sub("", text)
         kind = _kind(text)
-        facts.append(Fact(kind=kind, statement=_clean(text), quote=quote))  # type: ignore[arg-type]
+        facts.append(Fact(kind=kind, statement=_clean(text), quote=quote))
     return Analysis(source=source.id, facts=facts)
 
 
@@ -130,7 +141,7 @@ def draft(state: DeepState) -> Draft:
         key=lambda a: -ranked.get(a.source, 0.0),
     )
     seen: set[str] = set()
-    pools: dict[str, list[tuple[str, str]]] = {"finding": [], "step": [], "caveat": []}
+    pools: dict[FactKind, list[tuple[str, str]]] = {"finding": [], "step": [], "caveat": []}
     for analysis in analyses:
         for fact in analysis.facts:
             key = normalise(fact.statement)
@@ -141,23 +152,22 @@ def draft(state: DeepState) -> Draft:
     lead = [pair for i, pair in enumerate(findings) if i < 3]
     if not lead:
         lead = (pools["step"] + pools["caveat"])[:2]
-    summary = [("summary", text, sid) for text, sid in lead]
-    points = [("key_points", text, sid) for text, sid in findings[3:9]]
-    steps = [("steps", text, sid) for text, sid in pools["step"][:8]]
-    caveats = [("caveats", text, sid) for text, sid in pools["caveat"][:5]]
+    sections: list[tuple[SectionName, list[tuple[str, str]]]] = [
+        ("summary", lead), ("key_points", findings[3:9]), ("steps", pools["step"][:8]),
+        ("caveats", pools["caveat"][:5]),
+    ]  # fmt: skip
+    placed = [(section, text, sid) for section, pairs in sections for text, sid in pairs]
     claims = [
-        Claim(id=f"C{i}", section=section, text=text, sources=[sid])  # type: ignore[arg-type]
-        for i, (section, text, sid) in enumerate([*summary, *points, *steps, *caveats], 1)
+        Claim(id=f"C{i}", section=section, text=text, sources=[sid])
+        for i, (section, text, sid) in enumerate(placed, 1)
     ]
     return Draft(claims=claims, method="rules")
 
 
-Checked = tuple[Claim, float, str | None, str | None, str]
-
-
-def check_claims(state: DeepState, claims: list[Claim]) -> list[Checked]:
-    """Per claim: lexical support, the evidence sentence (verbatim), its source, a reason."""
-    checked: list[Checked] = []
+def check_claims(state: DeepState, claims: list[Claim]) -> list[ClaimCheck]:
+    """Per claim: lexical support against the sources it cites; supported (with the
+    evidence sentence, verbatim, and its source) at ``SUPPORT_THRESHOLD`` or more."""
+    checked: list[ClaimCheck] = []
     for claim in claims:
         best: tuple[float, str | None, str | None] = (0.0, None, None)
         missing = [sid for sid in claim.sources if state.source(sid) is None]
@@ -177,5 +187,10 @@ def check_claims(state: DeepState, claims: list[Claim]) -> list[Checked]:
             reason = f"{score:.0%} of its terms are in one passage of {sid}"
         else:
             reason = f"only {score:.0%} of its terms are in the cited source"
-        checked.append((claim, score, evidence, sid, reason))
+        supported = evidence is not None and score >= SUPPORT_THRESHOLD
+        checked.append(ClaimCheck(
+            claim=claim.id, text=claim.text, sources=claim.sources, supported=supported,
+            evidence=evidence if supported else None, source=sid if supported else None,
+            score=score, method="lexical", reason=reason,
+        ))  # fmt: skip
     return checked

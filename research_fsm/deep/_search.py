@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from ._model import Mode
@@ -119,11 +118,6 @@ class DocumentSearch:
 
     def __init__(self, index: DocumentIndex) -> None:
         self.index = index
-
-    @property
-    def folder(self) -> Path:
-        """The documents folder."""
-        return self.index.folder
 
     async def search(self, query: str, *, limit: int, broadened: bool) -> list[Found]:
         """Passages holding all the query's terms (any when ``broadened``), by BM25."""

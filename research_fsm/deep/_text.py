@@ -13,6 +13,8 @@ import unicodedata
 from collections.abc import Iterable, Iterator
 from typing import Final
 
+from ..documents._terms import CJK as _CJK
+
 __all__ = [
     "SUPPORT_THRESHOLD",
     "Sentence",
@@ -39,9 +41,6 @@ _STOP_WORDS: Final = """a about above after again against all also am an and any
     using use via about between into onto per etc"""
 _STOP: Final = frozenset(_STOP_WORDS.split())
 _WORD: Final = re.compile(r"[^\W_]+(?:[.+#][^\W_]+)*[+#]*", re.UNICODE)
-_CJK: Final = re.compile(
-    r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\uff66-\uff9f]+"
-)
 _HIRAGANA: Final = re.compile(r"[\u3040-\u309f]")
 _SENTENCE_END: Final = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9*`])|(?<=[。！？])")
 _BLOCK_START: Final = re.compile(r"\s*(?:#|[-*•>|]\s|\d+[.)]\s)")

@@ -166,8 +166,8 @@ def _open_db(path: Path, folder: Path) -> sqlite3.Connection:
 class _Builder:
     """One refresh of the index against the folder (runs in a worker thread)."""
 
-    def __init__(self, db: sqlite3.Connection, folder: Path) -> None:
-        self.db, self.folder = db, folder
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
         self.read = self.reused = self.bytes_read = 0
         self.racy_after = -1
         self.skipped: list[SkippedFile] = []
@@ -264,7 +264,7 @@ def _build(
     name = hashlib.sha256(str(folder).encode("utf-8", "surrogatepass")).hexdigest()[:16]
     db = _open_db(cache_dir / f"{name}.sqlite", folder)
     files, skipped = discover(folder, limit=limit, max_files=max_files)
-    builder = _Builder(db, folder)
+    builder = _Builder(db)
     removed = builder.refresh(files)
     counts = db.execute("SELECT (SELECT count(*) FROM files), (SELECT count(*) FROM passages)")
     total_files, total_passages = counts.fetchone()

@@ -113,7 +113,10 @@ def discover(root: Path, *, limit: int, max_files: int) -> tuple[list[Found], li
                 skipped.append(SkippedFile(path=rel, reason=f"more than {max_files:,} files"))
                 continue
             checked = _check(base / name, rel, root, limit)
-            (found if isinstance(checked, Found) else skipped).append(checked)  # type: ignore[arg-type]
+            if isinstance(checked, Found):
+                found.append(checked)
+            else:
+                skipped.append(checked)
     return found, skipped
 
 

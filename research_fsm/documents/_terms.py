@@ -10,11 +10,12 @@ from __future__ import annotations
 import re
 from typing import Final
 
-__all__ = ["STOP_WORDS", "cjk_bigrams", "query_terms"]
+__all__ = ["CJK", "STOP_WORDS", "cjk_bigrams", "query_terms"]
 
-_CJK: Final = re.compile(
+CJK: Final = re.compile(
     r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\uff66-\uff9f]+"
 )
+"""A run of kana, CJK ideographs, Hangul or half-width katakana."""
 _WORD: Final = re.compile(r"[^\W_]+", re.UNICODE)
 _HIRAGANA: Final = re.compile(r"[\u3040-\u309f]")
 _STOP_TEXT: Final = """a an and are as at be by for from how in is it of on or the to what
@@ -31,7 +32,7 @@ def _pairs(run: str) -> list[str]:
 
 def cjk_bigrams(text: str) -> str:
     """``text`` with every CJK run replaced by its bigrams, separated by spaces."""
-    return _CJK.sub(lambda m: " " + " ".join(_pairs(m.group())) + " ", text)
+    return CJK.sub(lambda m: " " + " ".join(_pairs(m.group())) + " ", text)
 
 
 def query_terms(query: str) -> list[str]:
@@ -41,7 +42,7 @@ def query_terms(query: str) -> list[str]:
     for word in _WORD.findall(cjk_bigrams(query).lower()):
         if word in STOP_WORDS:
             continue
-        if _CJK.fullmatch(word) and len(word) <= 2 and _HIRAGANA.search(word):
+        if CJK.fullmatch(word) and len(word) <= 2 and _HIRAGANA.search(word):
             continue
         found.append(word)
     return list(dict.fromkeys(found))
