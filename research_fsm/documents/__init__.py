@@ -10,20 +10,21 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ._index import (
-    DocumentIndex,
+from ._index import DocumentIndex, default_cache_dir
+from ._read import KINDS, SkippedFile
+from ._types import (
+    DamagedIndex,
     DocumentsError,
     DocumentsNotFound,
     IndexStats,
     NotADirectory,
     Passage,
-    default_cache_dir,
 )
-from ._read import KINDS, SkippedFile
 
 __all__ = [
     "DOCS_ENV",
     "KINDS",
+    "DamagedIndex",
     "DocumentIndex",
     "DocumentsError",
     "DocumentsNotFound",

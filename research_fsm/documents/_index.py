@@ -18,10 +18,10 @@ import hashlib
 import os
 import sqlite3
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Final, Literal
+from typing import Any, Final, Literal, TypeVar
 
 import structlog
 
@@ -30,16 +30,15 @@ from .._tracing import search_span
 from ._passages import split
 from ._read import Found, SkippedFile, discover, extract, read_bytes
 from ._terms import cjk_bigrams, query_terms
+from ._types import (
+    DamagedIndex,
+    DocumentsNotFound,
+    IndexStats,
+    NotADirectory,
+    Passage,
+)
 
-__all__ = [
-    "DocumentIndex",
-    "DocumentsError",
-    "DocumentsNotFound",
-    "IndexStats",
-    "NotADirectory",
-    "Passage",
-    "default_cache_dir",
-]
+__all__ = ["DocumentIndex", "default_cache_dir"]
 
 _log = structlog.get_logger(__name__)
 SCHEMA: Final = "research-fsm-documents-1"
@@ -57,72 +56,6 @@ CREATE TABLE passages(id INTEGER PRIMARY KEY, file_id INTEGER NOT NULL, start IN
 CREATE INDEX passages_file ON passages(file_id);
 CREATE VIRTUAL TABLE fts USING fts5(body, title, tokenize='porter unicode61 remove_diacritics 2');
 """
-
-
-class DocumentsError(ValueError):
-    """A documents folder that cannot be used."""
-
-
-class DocumentsNotFound(DocumentsError):
-    """The folder does not exist."""
-
-
-class NotADirectory(DocumentsError):
-    """The path is a file (or something else), not a folder."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Passage:
-    """A piece of a document that matched a search."""
-
-    path: str
-    """The file's path relative to the folder (posix)."""
-    title: str
-    """The document's title."""
-    text: str
-    """The passage, exactly as in the file's extracted text (``text[start:end]``)."""
-    start: int
-    """Offset of its first character in the extracted text."""
-    end: int
-    """Offset after its last character."""
-    line_start: int
-    """First line (1-based) of the extracted text it covers."""
-    line_end: int
-    """Last line it covers."""
-    page: int | None
-    """The PDF page it is on (1-based), else ``None``."""
-    heading: str | None
-    """The Markdown heading it sits under, if any."""
-    score: float
-    """BM25 relevance (higher is better)."""
-
-    def locator(self) -> str:
-        """Where it is, for a citation: ``notes/a.md, lines 3-9`` or ``guide.pdf, page 2``."""
-        if self.page is not None:
-            return f"{self.path}, page {self.page}"
-        lines = (f"line {self.line_start}" if self.line_start == self.line_end
-                 else f"lines {self.line_start}-{self.line_end}")  # fmt: skip
-        return f"{self.path}, {lines}"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class IndexStats:
-    """What opening the index did."""
-
-    files: int
-    """Files in the index."""
-    passages: int
-    """Passages in the index."""
-    read: int
-    """Files read (new or changed) by this open."""
-    reused: int
-    """Files whose index entries were kept."""
-    removed: int
-    """Files gone from the folder, removed from the index."""
-    seconds: float
-    """How long opening took."""
-    bytes_read: int
-    """Bytes of the files read."""
 
 
 def default_cache_dir() -> Path:
@@ -247,6 +180,16 @@ class _Builder:
         self.db.execute("DELETE FROM files WHERE id=?", (file_id,))
 
 
+def _discard(db: sqlite3.Connection) -> str:
+    """Close ``db`` and delete its files; the path it had."""
+    path = next((str(row[2]) for row in db.execute("PRAGMA database_list") if row[1] == "main"), "")
+    db.close()
+    for suffix in ("", "-wal", "-shm"):
+        if path:
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+    return path
+
+
 def _check_folder(folder: str | os.PathLike[str]) -> Path:
     path = Path(folder).expanduser()
     if not path.exists():
@@ -286,6 +229,7 @@ WHERE fts MATCH ? ORDER BY rank LIMIT ?
 """
 
 
+T = TypeVar("T")
 _Row = tuple[str, str, str, int, int, int, int, int | None, str | None, float]
 
 
@@ -338,8 +282,7 @@ class DocumentIndex:
         if not terms or limit < 1:
             return []
         expression = (" AND " if match == "all" else " OR ").join(f'"{t}"' for t in terms)
-        async with self._lock:
-            rows = await asyncio.to_thread(self._query, expression, limit)
+        rows = await self._read(self._query, expression, limit)
         return [
             Passage(
                 path=path,
@@ -359,12 +302,29 @@ class DocumentIndex:
     def _query(self, expression: str, limit: int) -> list[_Row]:
         return list(self._db.execute(_SEARCH, (expression, limit)))
 
+    def _text_of(self, path: str) -> tuple[str] | None:
+        row: tuple[str] | None = self._db.execute(
+            "SELECT text FROM files WHERE path=?", (path,)
+        ).fetchone()
+        return row
+
+    async def _read(self, work: Callable[..., T], *args: Any) -> T:
+        """``work(*args)`` on the index in a worker thread; damage found on the way removes
+        the index file (rebuilt at the next open) and raises ``DamagedIndex``."""
+        async with self._lock:
+            try:
+                return await asyncio.to_thread(work, *args)
+            except sqlite3.DatabaseError as exc:
+                path = await asyncio.to_thread(_discard, self._db)
+                _log.warning("document index damaged; removed", index=path, error=str(exc))
+                raise DamagedIndex(
+                    f"the document index {path} is damaged ({exc}); it was removed and is "
+                    f"rebuilt when {self.folder} is opened again"
+                ) from None
+
     async def document_text(self, path: str) -> str:
         """The extracted text of the indexed file ``path`` (relative to the folder)."""
-        async with self._lock:
-            row = await asyncio.to_thread(
-                lambda: self._db.execute("SELECT text FROM files WHERE path=?", (path,)).fetchone()
-            )
+        row = await self._read(self._text_of, path)
         if row is None:
             raise KeyError(f"{path!r} is not an indexed file of {self.folder}")
         return str(row[0])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import secrets
 import unicodedata
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -56,11 +57,20 @@ def new_report_dir(root: Path, company: str, now: datetime | None = None) -> Pat
 
 
 def write_file(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` with owner-only permissions (blocking)."""
+    """Write ``data`` to ``path``, owner-only and all or nothing (blocking): into a new
+    temporary file beside it (``O_EXCL``, never through a link), then renamed over
+    ``path``, so a crash leaves the old file or the new one, and a link planted at
+    ``path`` is replaced, never written through."""
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+            os.replace(temporary, path)
+        except BaseException:
+            temporary.unlink(missing_ok=True)
+            raise
     except OSError as exc:
         raise ReportStoreError(f"cannot write {path}: {exc}") from exc
 

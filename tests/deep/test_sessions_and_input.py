@@ -139,3 +139,19 @@ async def test_research_docs_in_the_environment_is_the_default_folder(
     assert ("completed", "docs") == (report.status, report.mode)
     assert ["jakarta.md"] == [s["locator"] for s in report.sources]
     await assistant.aclose()
+
+
+async def test_a_link_planted_in_the_session_folder_is_never_written_through(
+    assistant: ResearchAssistant, home: Path, tmp_path: Path
+) -> None:
+    """A symlink where report.md goes is replaced by the report; its target is untouched."""
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep me", encoding="utf-8")
+    folder = home / "sessions" / "deep-planted"
+    folder.mkdir(parents=True)
+    (folder / "report.md").symlink_to(outside)
+    events = [e async for e in assistant.stream_deep_research(TOPIC, session_id="deep-planted")]
+    assert "keep me" == outside.read_text(encoding="utf-8")
+    assert not (folder / "report.md").is_symlink()
+    assert events[-1].markdown == (folder / "report.md").read_text(encoding="utf-8")  # type: ignore[union-attr]
+    assert STAGE_FILES[:5] == sorted(p.name for p in folder.iterdir())[:5]

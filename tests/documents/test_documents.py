@@ -204,3 +204,26 @@ async def test_a_same_size_edit_within_the_same_tick_is_seen(folder: Path, tmp_p
     async with await open_index(folder, tmp_path) as index:
         assert 1 == index.stats.read
         assert ["plain.txt"] == [p.path for p in await index.search("Hibernate 7")]
+
+
+async def test_damage_found_while_in_use_removes_the_index(folder: Path, tmp_path: Path) -> None:
+    """An index damaged under an open DocumentIndex: DamagedIndex naming the file, the file
+    removed, and the next open rebuilds it and finds the text again."""
+    import sqlite3
+
+    from research_fsm.documents import DamagedIndex
+
+    index = await open_index(folder, tmp_path)
+    (index_file,) = (tmp_path / "cache").glob("*.sqlite")
+    other = sqlite3.connect(index_file)
+    other.execute("DROP TABLE passages")
+    other.commit()
+    other.close()
+    with pytest.raises(DamagedIndex, match=f"{index_file.name}.*is damaged"):
+        await index.search("jakarta")
+    assert not index_file.exists()
+    async with await open_index(folder, tmp_path) as again:
+        assert (5, ["spring.md"]) == (
+            again.stats.read,
+            [p.path for p in await again.search("jakarta")],
+        )
