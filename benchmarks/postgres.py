@@ -1,4 +1,4 @@
-"""``python -m benchmarks.postgres [--dsn DSN] [--quick]``: the PostgreSQL store vs LangGraph.
+"""``python -m benchmarks.postgres [--dsn DSN] [--quick] [--only disk]``: ours vs LangGraph's.
 
 ``PostgresCheckpointStore`` against LangGraph's ``AsyncPostgresSaver``
 (``langgraph-checkpoint-postgres``, ``durability="sync"``) on the same server in
@@ -17,6 +17,7 @@ one run, the happy-path graph of ``_graphs`` (3 nodes), engines alternating:
 
 Without ``--dsn`` it starts a throwaway server like the tests do, but with
 ``fsync=on`` (needs the PostgreSQL server binaries). Each measurement gets a database of its own.
+``--only disk`` runs the disk measure alone (seconds instead of many minutes).
 """
 
 from __future__ import annotations
@@ -141,7 +142,7 @@ async def measure(
     dbs: Databases, runs: int, threads: int, turns: int, reps: int, processes: int
 ) -> dict[str, Any]:
     step_r, step_l, rate_r, rate_l, procs_r, procs_l = [], [], [], [], [], []
-    for rep in range(reps):
+    for rep in range(reps):  # reps=0: the disk measure only
         fresh = [f"t{rep}-{i}" for i in range(runs)]
         step_r.append(await rfsm_runs(dbs.new("r"), fresh, gather=False) / (runs * STEPS["happy"]))
         step_l.append(await lg_runs(dbs.new("l"), fresh, gather=False) / (runs * STEPS["happy"]))
@@ -159,6 +160,8 @@ async def measure(
     db = dbs.new("d")
     await lg_runs(db, one, gather=False, vacuum=True)
     disk["LangGraph"] = dbs.size(db)
+    if not reps:
+        return {"disk": disk}
     return {
         "step_us": (statistics.median(step_r) * 1e6, statistics.median(step_l) * 1e6),
         "runs_per_s": (statistics.median(rate_r), statistics.median(rate_l)),
@@ -168,17 +171,24 @@ async def measure(
 
 
 def report(result: dict[str, Any], runs: int, threads: int, turns: int, processes: int) -> str:
-    r, lg = result["step_us"]
-    rr, rl = result["runs_per_s"]
-    pr, pl = result["runs_per_s_procs"]
     disk = result["disk"]
     rows = [
         "| metric | research_fsm | LangGraph AsyncPostgresSaver | ratio |",
         "| --- | --- | --- | --- |",
-        f"| per durable step, {runs} runs on new threads (µs) | {r:.0f} | {lg:.0f} | {lg / r:.1f}x faster |",
-        f"| runs/s, {threads} threads at once, {processes} worker processes, one database "
-        f"| {pr:.0f} | {pl:.0f} | {pr / pl:.1f}x |",
-        f"| runs/s, {threads} threads at once, one process | {rr:.0f} | {rl:.0f} | {rr / rl:.1f}x |",
+    ]
+    if "step_us" in result:
+        r, lg = result["step_us"]
+        rr, rl = result["runs_per_s"]
+        pr, pl = result["runs_per_s_procs"]
+        rows += [
+            f"| per durable step, {runs} runs on new threads (µs) | {r:.0f} | {lg:.0f} "
+            f"| {lg / r:.1f}x faster |",
+            f"| runs/s, {threads} threads at once, {processes} worker processes, one database "
+            f"| {pr:.0f} | {pl:.0f} | {pr / pl:.1f}x |",
+            f"| runs/s, {threads} threads at once, one process | {rr:.0f} | {rl:.0f} "
+            f"| {rr / rl:.1f}x |",
+        ]
+    rows += [
         f"| disk after {turns} turns of one conversation (kB) | {disk['research_fsm'] / 1024:.0f} "
         f"(keep=24: {disk['research_fsm keep=24'] / 1024:.0f}) | {disk['LangGraph'] / 1024:.0f} "
         f"| 1/{disk['LangGraph'] / disk['research_fsm']:.1f} |",
@@ -191,8 +201,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dsn", help="a superuser connection to a scratch server")
     parser.add_argument("--quick", action="store_true", help="tiny sizes (a smoke run)")
     parser.add_argument("--processes", type=int, default=4, help="worker processes (4)")
+    parser.add_argument("--only", choices=["disk"], help="run only this measure")
     args = parser.parse_args(argv)
     runs, threads, turns, reps = (5, 20, 10, 1) if args.quick else (200, 1000, 200, 3)
+    if args.only == "disk":
+        reps = 0
     server = None
     dsn = args.dsn
     if dsn is None:

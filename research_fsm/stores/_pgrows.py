@@ -8,17 +8,21 @@ replaced (``"bset"``) and removed (``"bdel"``). A changes row always follows its
 parent's row (``seq - 1``), so a thread's newest state is its newest full row
 folded with the changes rows after it.
 
-On disk a row's body is that JSON (older rows: it starts with ``{``) or, since
-layout version 2, a tag byte ``\x01`` and the JSON compressed with raw deflate,
-using as preset dictionary the last ``WINDOW`` bytes of the JSON of the rows
-before it back to its full row (a full row: no dictionary). Steps repeat their
-keys, ids and often values from turn to turn, so a changes row shrinks to a
-tenth or less; reading still folds a full row and the rows after it in order.
+On disk a row's body is that JSON (layout 1: it starts with ``{``), or a tag
+byte and the JSON compressed with raw deflate, using as preset dictionary the
+last ``WINDOW`` bytes of the JSON of the rows before it back to its full row (a
+full row: none) and, since layout 3 (tag ``\x02``; layout 2 wrote ``\x01``, which
+is still read), the row's own checkpoint id in hex after them: the id column
+holds it (``stored_id``), so the body's copy of it costs a back-reference instead
+of 24 random digits. Steps repeat their keys, ids and often values from turn to
+turn, so a changes row shrinks to a tenth or less; reading still folds a full row
+and the rows after it in order.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import zlib
 from typing import Any
 
@@ -33,16 +37,39 @@ from research_fsm.engine._logformat import (
     fold,
 )
 
-__all__ = ["DEFLATE", "ROW_VERSION", "WINDOW", "Folder", "encode", "pack", "slide"]
+__all__ = [
+    "DEFLATE",
+    "DEFLATE_ID",
+    "ROW_VERSION",
+    "WINDOW",
+    "Folder",
+    "encode",
+    "pack",
+    "slide",
+    "stored_id",
+]
 
 ROW_VERSION = SCHEMA_VERSION
 """Version of the row body format (the file store's line body); a newer one is refused."""
 
 
 DEFLATE = 1
-"""Tag byte of a compressed body (a plain JSON body starts with ``{``)."""
+"""Tag byte of a body compressed against the rows before it (layout 2; JSON starts ``{``)."""
+DEFLATE_ID = 2
+"""Tag byte of a body compressed against the rows before it and its own id (layout 3)."""
 WINDOW = 4096
 """Bytes of the preceding rows' JSON a compressed body may refer back to."""
+_ENGINE_ID = re.compile(r"[0-9a-f]{24}")
+
+
+def stored_id(checkpoint_id: str) -> bytes:
+    """How the ``checkpoint_id`` column holds an id: one of the engine's (24 lowercase hex
+    digits) as its 12 bytes, any other as its UTF-8 (one byte 0xFF after it when that is
+    12 bytes long; UTF-8 never has 0xFF): equal ids are equal bytes, different ones never."""
+    if _ENGINE_ID.fullmatch(checkpoint_id):
+        return bytes.fromhex(checkpoint_id)
+    text = checkpoint_id.encode("utf-8", "surrogatepass")
+    return text + b"\xff" if len(text) == 12 else text
 
 
 def encode(cp: Checkpoint, *, full: bool) -> bytes:
@@ -51,14 +78,22 @@ def encode(cp: Checkpoint, *, full: bool) -> bytes:
     return encode_body(cp, None if full else cp.changes, aliases)
 
 
-def pack(raw: bytes, window: bytes) -> bytes:
-    """A row's JSON ``raw`` as stored: compressed against ``window`` (the rows before)."""
+def pack(raw: bytes, window: bytes, key: bytes) -> bytes:
+    """A row's JSON ``raw`` as stored: compressed against ``window`` (the rows before)
+    and ``key``, the row's ``stored_id``."""
+    zdict = _dictionary(window, key)
     packer = (
-        zlib.compressobj(9, zlib.DEFLATED, -15, 9, zdict=window)
-        if window
+        zlib.compressobj(9, zlib.DEFLATED, -15, 9, zdict=zdict)
+        if zdict
         else zlib.compressobj(9, zlib.DEFLATED, -15, 9)
     )
-    return bytes((DEFLATE,)) + packer.compress(raw) + packer.flush()
+    return bytes((DEFLATE_ID,)) + packer.compress(raw) + packer.flush()
+
+
+def _dictionary(window: bytes, key: bytes) -> bytes:
+    """The preset dictionary of a ``DEFLATE_ID`` body: ``window``, then ``key`` in hex
+    (for an engine's id, the very digits its JSON repeats)."""
+    return window + key.hex().encode()
 
 
 def slide(window: bytes, raw: bytes) -> bytes:
@@ -76,11 +111,12 @@ class Folder:
         """The dictionary of the next row (see ``pack``)."""
         self._state: dict[str, Any] = {}
 
-    def add(self, seq: int, full: bool, body: bytes) -> Checkpoint:
-        """Fold one row (``seq``, ``full``, ``body``) onto the ones before it; return its checkpoint."""
+    def add(self, seq: int, full: bool, key: bytes, body: bytes) -> Checkpoint:
+        """Fold one row (``seq``, ``full``, ``checkpoint_id``, ``body``) onto the ones before
+        it; return its checkpoint."""
         if full:
             self.window = b""
-        raw = self._unpack(seq, body)
+        raw = self._unpack(seq, key, body)
         self.window = slide(self.window, raw)
         data = self._decode(seq, raw)
         try:
@@ -89,19 +125,18 @@ class Folder:
             raise self._corrupt(seq, str(exc)) from None
         return self.latest
 
-    def _unpack(self, seq: int, body: bytes) -> bytes:
+    def _unpack(self, seq: int, key: bytes, body: bytes) -> bytes:
         """A stored body's JSON (a plain body is its own JSON)."""
         if not body or body[0] >= 0x20:  # JSON, or damage that _decode names
             return body
-        if body[0] != DEFLATE:
+        if body[0] not in (DEFLATE, DEFLATE_ID):
             raise self._corrupt(
                 seq,
                 f"written with row format {body[0]}; this research_fsm reads up to "
-                f"format {DEFLATE}: upgrade research_fsm",
+                f"format {DEFLATE_ID}: upgrade research_fsm",
             )
-        unpacker = (
-            zlib.decompressobj(-15, zdict=self.window) if self.window else zlib.decompressobj(-15)
-        )
+        zdict = _dictionary(self.window, key) if body[0] == DEFLATE_ID else self.window
+        unpacker = zlib.decompressobj(-15, zdict=zdict) if zdict else zlib.decompressobj(-15)
         try:
             raw = unpacker.decompress(body[1:]) + unpacker.flush()
         except zlib.error as exc:

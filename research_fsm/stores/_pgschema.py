@@ -1,9 +1,20 @@
-"""The tables of ``PostgresCheckpointStore``, their migrations and the statements it runs.
+"""The table of ``PostgresCheckpointStore``, its migrations and the statements it runs.
 
 Every statement is plain SQL with client-side parameters: nothing is prepared on
 the server, so the store works behind PgBouncer in transaction mode. Migrations
 run in one transaction under a transaction-level advisory lock (also safe behind
 PgBouncer), so stores starting together on several machines migrate once.
+
+Since layout 3 the store keeps one table, ``research_fsm_checkpoints``, and a view
+``research_fsm_meta`` (no storage) whose definition holds the layout version:
+
+* the resume-token key is a reserved row of the table, thread ``.secret`` (no thread
+  id can start with a dot, see ``validate_thread_id``), its body the key in hex;
+* the version is the view's one row ``('schema_version', '3')``, read with the very
+  query older stores run on their meta *table*: an older research_fsm opening a
+  layout-3 schema finds the name taken (its ``CREATE TABLE IF NOT EXISTS`` skips),
+  reads version 3 and raises its ``SchemaTooNew`` ("upgrade research_fsm") instead of
+  making a new meta table and taking the rows for a fresh store.
 """
 
 from __future__ import annotations
@@ -13,31 +24,59 @@ from typing import Any
 
 from psycopg import AsyncConnection, sql
 
-__all__ = ["SCHEMA_VERSION", "SchemaTooNew", "Statements", "migrate"]
+__all__ = ["SCHEMA_VERSION", "SECRET_THREAD", "SchemaTooNew", "Statements", "migrate"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """The newest table layout this version of the store creates and reads (2: bodies may be
-compressed, see ``_pgrows``; an older store would take them for damage, so it must refuse)."""
+compressed, see ``_pgrows``; 3: checkpoint ids stored as bytes (``_pgrows.stored_id``),
+bodies compressed against them too, no meta table)."""
+
+SECRET_THREAD = ".secret"
+"""The reserved thread whose row 0 holds the signing key (never a valid thread id)."""
 
 _MIGRATE_LOCK = 0x7265_7366_6D01  # pg_advisory_xact_lock key for migrations ("resfm")
 
-# Each entry takes the tables from the version before it to the next one.
-_MIGRATIONS: tuple[str, ...] = (
+# A new schema: ``seq`` first, so no padding aligns it (a row is 24 bytes of header,
+# then 8 + 1 + len(thread_id) + 1 + 12 + 1 + 1 + len(body) for an engine's id and a
+# body under 127 bytes, which most changes rows are).
+_CREATE = (
     """
     CREATE TABLE {checkpoints} (
-        thread_id text NOT NULL,
         seq bigint NOT NULL,
-        checkpoint_id text NOT NULL,
+        thread_id text NOT NULL,
+        checkpoint_id bytea NOT NULL,
         full_row boolean NOT NULL,
         body bytea NOT NULL,
         PRIMARY KEY (thread_id, seq)
-    );
+    )
     """,
-    # 2: bodies come compressed (``_pgrows.pack``): Postgres need not try again
-    """
-    ALTER TABLE {checkpoints} ALTER COLUMN body SET STORAGE EXTERNAL;
-    """,
+    # bodies come compressed (``_pgrows.pack``): Postgres need not try again
+    "ALTER TABLE {checkpoints} ALTER COLUMN body SET STORAGE EXTERNAL",
 )
+
+# ``_pgrows.stored_id`` in SQL, for the ids of layout 2 (text).
+_STORED_ID = """
+    CASE WHEN length(checkpoint_id) = 24 AND checkpoint_id !~ '[^0-9a-f]'
+        THEN decode(checkpoint_id, 'hex')
+    WHEN octet_length(convert_to(checkpoint_id, 'UTF8')) = 12
+        THEN convert_to(checkpoint_id, 'UTF8') || '\\xff'::bytea
+    ELSE convert_to(checkpoint_id, 'UTF8') END
+"""
+
+# The statements taking a schema of layout ``n - 1`` to layout ``n``. Layout 1 was a
+# table ``(thread_id text, seq bigint, checkpoint_id text, full_row, body)`` and a meta
+# table holding the version and the key. Every row and the key are kept; the table is
+# altered in place (rewritten once), so grants stay and so does its column order.
+_UPGRADES: dict[int, tuple[str, ...]] = {
+    2: ("ALTER TABLE {checkpoints} ALTER COLUMN body SET STORAGE EXTERNAL",),
+    3: (
+        "ALTER TABLE {checkpoints} ALTER COLUMN checkpoint_id TYPE bytea USING" + _STORED_ID,
+        "INSERT INTO {checkpoints} (thread_id, seq, checkpoint_id, full_row, body) "
+        "SELECT {secret}, 0, '', false, convert_to(value, 'UTF8') FROM {meta} "
+        "WHERE key = 'secret'",
+        "DROP TABLE {meta}",
+    ),
+}
 
 
 class SchemaTooNew(RuntimeError):
@@ -71,9 +110,14 @@ class Statements:
             load_latest=sql.SQL(_LOAD_LATEST).format(**names),
             history=sql.SQL(_HISTORY).format(**names),
             delete=sql.SQL("DELETE FROM {checkpoints} WHERE thread_id = %s").format(**names),
-            read_secret=sql.SQL("SELECT value FROM {meta} WHERE key = 'secret'").format(**names),
+            read_secret=sql.SQL(
+                "SELECT convert_from(body, 'UTF8') FROM {checkpoints} "
+                "WHERE thread_id = {secret} AND seq = 0"
+            ).format(**names),
             write_secret=sql.SQL(
-                "INSERT INTO {meta} (key, value) VALUES ('secret', %s) ON CONFLICT (key) DO NOTHING"
+                "INSERT INTO {checkpoints} (thread_id, seq, checkpoint_id, full_row, body) "
+                "VALUES ({secret}, 0, '', false, convert_to(%s, 'UTF8')) "
+                "ON CONFLICT (thread_id, seq) DO NOTHING"
             ).format(**names),
         )
 
@@ -82,18 +126,19 @@ def _names(schema: str) -> dict[str, sql.Composable]:
     return {
         "checkpoints": sql.Identifier(schema, "research_fsm_checkpoints"),
         "meta": sql.Identifier(schema, "research_fsm_meta"),
+        "secret": sql.Literal(SECRET_THREAD),
     }
 
 
 # One statement per save: insert after the expected parent (nothing when the parent
 # is not the thread's latest), prune what ``keep`` no longer needs, and report the
 # checkpoint id now at that position (a retried save whose first try committed
-# finds its own id there).
+# finds its own id there). Ids are ``_pgrows.stored_id`` bytes.
 _SAVE = """
 WITH ins AS (
     INSERT INTO {checkpoints} (thread_id, seq, checkpoint_id, full_row, body)
     SELECT %(thread)s, %(seq)s, %(id)s, %(full)s, %(body)s
-    WHERE CASE WHEN %(parent)s::text IS NULL
+    WHERE CASE WHEN %(parent)s::bytea IS NULL
         THEN %(seq)s = 1 AND NOT EXISTS (
             SELECT 1 FROM {checkpoints} WHERE thread_id = %(thread)s)
         ELSE EXISTS (
@@ -116,42 +161,55 @@ SELECT EXISTS (SELECT 1 FROM ins),
 
 # The newest full row and the changes rows after it: enough to rebuild the latest.
 _LOAD_LATEST = """
-SELECT seq, full_row, body FROM {checkpoints}
+SELECT seq, full_row, checkpoint_id, body FROM {checkpoints}
 WHERE thread_id = %(thread)s AND seq >= (
     SELECT max(seq) FROM {checkpoints} WHERE thread_id = %(thread)s AND full_row)
 ORDER BY seq
 """
 
 _HISTORY = """
-SELECT seq, full_row, body FROM {checkpoints} WHERE thread_id = %(thread)s ORDER BY seq
+SELECT seq, full_row, checkpoint_id, body FROM {checkpoints}
+WHERE thread_id = %(thread)s ORDER BY seq
 """
 
 
 async def migrate(conn: AsyncConnection[Any], schema: str) -> None:
-    """Create or upgrade the store's tables in ``schema`` (one transaction)."""
+    """Create or upgrade the store's table in ``schema`` (one transaction)."""
     names = _names(schema)
     async with conn.transaction():
         await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATE_LOCK,))
         await conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
-        await conn.execute(
-            sql.SQL(
-                "CREATE TABLE IF NOT EXISTS {meta} (key text PRIMARY KEY, value text NOT NULL)"
-            ).format(**names)
-        )
-        cur = await conn.execute(
-            sql.SQL("SELECT value FROM {meta} WHERE key = 'schema_version'").format(**names)
-        )
-        row = await cur.fetchone()
-        found = int(str(row[0])) if row is not None else 0
+        found = await _layout(conn, schema, names["meta"])
         if found > SCHEMA_VERSION:
             raise SchemaTooNew(schema, found)
-        for script in _MIGRATIONS[found:]:
-            await conn.execute(sql.SQL(script).format(**names))
-        if found < SCHEMA_VERSION:
-            await conn.execute(
-                sql.SQL(
-                    "INSERT INTO {meta} (key, value) VALUES ('schema_version', %s) "
-                    "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"
-                ).format(**names),
-                (str(SCHEMA_VERSION),),
-            )
+        if found == SCHEMA_VERSION:
+            return
+        steps = (
+            _CREATE
+            if found == 0
+            else [step for n in range(found + 1, SCHEMA_VERSION + 1) for step in _UPGRADES[n]]
+        )
+        for statement in steps:
+            await conn.execute(sql.SQL(statement).format(**names))
+        await conn.execute(
+            sql.SQL(
+                "CREATE OR REPLACE VIEW {meta} (key, value) AS "
+                "VALUES ('schema_version'::text, {version}::text)"
+            ).format(version=sql.Literal(str(SCHEMA_VERSION)), **names)
+        )
+
+
+async def _layout(conn: AsyncConnection[Any], schema: str, meta: sql.Composable) -> int:
+    """The layout version of ``schema``'s tables (0: none yet), from the meta view or table."""
+    cur = await conn.execute(
+        "SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = %s AND c.relname = 'research_fsm_meta'",
+        (schema,),
+    )
+    if await cur.fetchone() is None:
+        return 0
+    cur = await conn.execute(
+        sql.SQL("SELECT value FROM {} WHERE key = 'schema_version'").format(meta)
+    )
+    row = await cur.fetchone()
+    return int(str(row[0])) if row is not None else 0

@@ -30,7 +30,7 @@ from research_fsm.engine import Checkpoint, CheckpointConflict, StoreWriteError
 from research_fsm.engine._store import validate_thread_id
 
 from ._pgleases import LeaseManager, PgLease, StoreUnavailable, complete
-from ._pgrows import Folder, encode, pack, slide
+from ._pgrows import Folder, encode, pack, slide, stored_id
 from ._pgschema import SchemaTooNew, Statements, migrate
 
 __all__ = ["PostgresCheckpointStore", "SchemaTooNew", "StoreUnavailable"]
@@ -232,8 +232,8 @@ class PostgresCheckpointStore:
             return None
         folder = Folder(thread_id)
         changes_bytes = 0
-        for seq, full, body in rows:
-            folder.add(seq, full, bytes(body))
+        for seq, full, key, body in rows:
+            folder.add(seq, full, bytes(key), bytes(body))
             changes_bytes = 0 if full else changes_bytes + len(body)
         latest = folder.latest
         assert latest is not None
@@ -255,12 +255,13 @@ class PostgresCheckpointStore:
         )
         raw = encode(cp, full=full)
         window = b"" if full or head is None else head.window
-        body = pack(raw, window)
+        key = stored_id(cp.checkpoint_id)
+        body = pack(raw, window, key)
         params = {
             "thread": thread_id,
             "seq": cp.seq,
-            "id": cp.checkpoint_id,
-            "parent": cp.parent_id,
+            "id": key,
+            "parent": None if cp.parent_id is None else stored_id(cp.parent_id),
             "full": full,
             "body": body,
             "prune": full and self.keep is not None,
@@ -277,7 +278,7 @@ class PostgresCheckpointStore:
         except StoreUnavailable as exc:
             self._heads.pop(thread_id, None)
             raise StoreWriteError(thread_id, exc) from exc
-        if row is None or not (row[0] or row[1] == cp.checkpoint_id):
+        if row is None or not (row[0] or row[1] == key):
             self._heads.pop(thread_id, None)
             raise CheckpointConflict(thread_id, cp.parent_id)
         if full or head is None:
@@ -296,7 +297,7 @@ class PostgresCheckpointStore:
 
         rows = await self._run(thread_id, "read the history", read)
         folder = Folder(thread_id)
-        checkpoints = [folder.add(seq, full, bytes(body)) for seq, full, body in rows]
+        checkpoints = [folder.add(s, f, bytes(k), bytes(b)) for s, f, k, b in rows]
         if self.keep is not None:
             checkpoints = checkpoints[-self.keep :]
         for cp in reversed(checkpoints):

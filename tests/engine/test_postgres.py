@@ -23,7 +23,6 @@ psycopg = pytest.importorskip("psycopg", reason="the postgres extra (psycopg) is
 
 from research_fsm.stores.postgres import (  # noqa: E402
     PostgresCheckpointStore,
-    SchemaTooNew,
     StoreUnavailable,
 )
 
@@ -193,21 +192,6 @@ async def test_no_server_side_prepared_statements(pg: Make, postgres_server: Any
     assert [] == await store._run(None, "test", prepared)
 
 
-async def test_schema_is_versioned_and_a_newer_one_is_refused(
-    pg: Make, postgres_server: Any
-) -> None:
-    """The store records layout version 2; tables from a newer version raise SchemaTooNew."""
-    await pg().load_latest("t")
-    meta = f"{pg.schema}.research_fsm_meta"  # type: ignore[attr-defined]
-    assert [("2",)] == sql(
-        postgres_server, f"SELECT value FROM {meta} WHERE key = 'schema_version'"
-    )
-    await pg().load_latest("t")  # a second store migrates nothing
-    sql(postgres_server, f"UPDATE {meta} SET value = '99' WHERE key = 'schema_version'")
-    with pytest.raises(SchemaTooNew, match="version 99"):
-        await pg().load_latest("t")
-
-
 async def test_unreachable_server_is_a_clear_error_without_the_password(tmp_path: Path) -> None:
     """A DSN naming no server raises StoreUnavailable; neither it nor repr shows the password."""
     dsn = f"host={tmp_path} port=1 user=u password=hunter2 dbname=d connect_timeout=2"
@@ -239,41 +223,6 @@ async def test_a_damaged_or_newer_row_is_corrupt_checkpoint_naming_the_thread(
     sql(postgres_server, newest, b"\x01not deflate")
     with pytest.raises(CorruptCheckpoint, match="checkpoint row 3: cannot decompress"):
         await pg().load_latest("t")
-
-
-async def test_rows_of_layout_1_are_read_and_continued(
-    pg: Make, postgres_server: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Plain JSON rows (layout 1, before compressed bodies) load, take compressed rows
-    after them, and the whole history reads back; the tables migrate to layout 2."""
-    import research_fsm.stores.postgres as module
-
-    with monkeypatch.context() as patch:
-        patch.setattr(module, "pack", lambda raw, window: raw)  # what layout 1 wrote
-        old = pg()
-        app = chain("a", "b", "c", store=old)
-        for _ in range(2):
-            await app.run({}, thread_id="t")
-        await old.aclose()
-    table = f"{pg.schema}.research_fsm_checkpoints"  # type: ignore[attr-defined]
-    meta = f"{pg.schema}.research_fsm_meta"  # type: ignore[attr-defined]
-    sql(postgres_server, f"UPDATE {meta} SET value = '1' WHERE key = 'schema_version'")
-    bodies = sql(postgres_server, f"SELECT body FROM {table} ORDER BY seq")
-    assert all(bytes(body).startswith(b"{") for (body,) in bodies)
-
-    new = pg()
-    app = chain("a", "b", "c", store=new)
-    assert 9 == (await app.run({}, thread_id="t")).state.n  # 6 steps before, 3 now
-    newest = sql(postgres_server, f"SELECT body FROM {table} ORDER BY seq DESC LIMIT 1")
-    assert bytes(newest[0][0])[:1] == b"\x01"
-    assert [("2",)] == sql(
-        postgres_server, f"SELECT value FROM {meta} WHERE key = 'schema_version'"
-    )
-    fresh = chain("a", "b", "c", store=pg())
-    counts = [s.state.n async for s in fresh.history("t")]
-    rows = sql(postgres_server, f"SELECT count(*) FROM {table}")[0][0]
-    assert (9, rows, sorted(counts, reverse=True)) == (counts[0], len(counts), counts)
-    assert {0, 3, 6, 9} <= set(counts)
 
 
 def test_one_store_serves_successive_event_loops(postgres_server: Any) -> None:
