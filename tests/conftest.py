@@ -1,4 +1,5 @@
-"""Fixtures shared by every test: the loopback Anthropic and Tavily servers, a PostgreSQL server."""
+"""Fixtures shared by every test: the loopback Anthropic and Tavily servers, a PostgreSQL
+server, each kind of file-store lease."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from collections.abc import Iterator
 import pytest
 from servers import FakeAnthropic, FakeTavily
 from servers.postgres import PostgresServer, ServerUnavailable
+
+from research_fsm.engine import _fs
 
 
 @pytest.fixture
@@ -35,3 +38,15 @@ def postgres_server() -> Iterator[PostgresServer]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(params=["range", "flock"])
+def lock_kind(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each kind of file-store lease: range locks on `.locks` (Linux) and a `flock` per
+    thread file (systems without them, as macOS). Stores the test makes afterwards take
+    it, and child processes it starts are told to (``_fs.RANGE_LOCKS``)."""
+    kind: str = request.param
+    if kind == "range" and not _fs.OFD_LOCKS:
+        pytest.skip("this system has no open-file-description locks")
+    monkeypatch.setattr(_fs, "RANGE_LOCKS", kind == "range")
+    return kind

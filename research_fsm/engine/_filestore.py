@@ -104,7 +104,9 @@ class JsonFileCheckpointStore:
         self._per_segment = min(keep, _SEGMENT_RECORDS) if keep else _SEGMENT_RECORDS
         self._secret = secret.encode() if isinstance(secret, str) else secret
         self._segments = Segments(self.fs, self.directory, durability == "fsync")
-        self._locks = Locks(self.fs, self.directory, file_stem, self._make_root)
+        self._locks = Locks(
+            self.fs, self.directory, file_stem, self._make_root, self._segments.known
+        )
         self._heads = Heads(self.fs, self._segments, self._locks.holds)
         self._group = GroupCommit(self.fs, self.directory, self._segments.prune, self._heads.forget)
         self._worker = Batcher(commit=self._group.commit)

@@ -1,9 +1,12 @@
 """The file store's one door to the file system: replace it to inject faults.
 
 ``FileSystem`` holds every system call the file store makes on its files, with
-the signatures of ``os``. A store takes one (``fs=``); tests patch its methods on
-the instance (``monkeypatch.setattr(store.fs, "fdatasync", failing)``) instead of
-patching modules. The helpers below take it as their first argument.
+the signatures of ``os`` (and ``fcntl`` for locks). A store takes one (``fs=``);
+tests patch its methods on the instance (``monkeypatch.setattr(store.fs,
+"fdatasync", failing)``) instead of patching modules. It also says which kind of
+lease the store takes (``range_locks``): tests run the ``flock`` kind of systems
+without open-file-description locks (macOS, BSD) on Linux too. The helpers below
+take it as their first argument.
 """
 
 from __future__ import annotations
@@ -11,9 +14,11 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import fcntl
 import functools
 import os
 import stat
+import struct
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,6 +27,8 @@ from ._errors import CorruptCheckpoint, UnsafeStoreDirectory
 
 __all__ = [
     "NOFOLLOW",
+    "OFD_LOCKS",
+    "RANGE_LOCKS",
     "FileSystem",
     "fsync_dir",
     "make_private_dirs",
@@ -38,10 +45,36 @@ _KINDS = {
     stat.S_IFBLK: "a device", stat.S_IFSOCK: "a socket", stat.S_IFLNK: "a symbolic link",
 }  # fmt: skip
 _OPEN_ERRORS = {errno.ELOOP: stat.S_IFLNK, errno.EISDIR: stat.S_IFDIR, errno.ENXIO: stat.S_IFIFO}
+# struct flock for open-file-description locks (Linux, 64-bit off_t): l_type,
+# l_whence, l_start, l_len, l_pid (must be 0).
+_FLOCK = "hhxxxxqqixxxx"
+OFD_LOCKS = (
+    sys.platform == "linux"
+    and hasattr(fcntl, "F_OFD_SETLK")
+    and struct.calcsize(_FLOCK) == 32
+    and struct.calcsize("P") == 8
+)
+"""Whether this system has open-file-description range locks (Linux)."""
+RANGE_LOCKS = OFD_LOCKS
+"""The lease kind of a ``FileSystem()``: range locks on ``.locks`` where the system
+has them, else a ``flock`` on a file per thread. Tests (and their child
+processes) set it to ``False`` to run the ``flock`` kind."""
 
 
 class FileSystem:
-    """The system calls of the file store, as ``os`` has them (and ``syncfs``)."""
+    """The system calls of the file store, as ``os`` has them (and ``syncfs``).
+
+    Args:
+        range_locks: take leases as range locks on ``.locks`` (``True``, Linux
+            only) or as a ``flock`` on ``<thread>.lock`` (``False``); by default
+            ``RANGE_LOCKS``. Every store sharing a folder must take the same kind.
+    """
+
+    def __init__(self, *, range_locks: bool | None = None) -> None:
+        chosen = RANGE_LOCKS if range_locks is None else range_locks
+        if chosen and not OFD_LOCKS:
+            raise ValueError("range locks need open-file-description locks (Linux)")
+        self.range_locks = chosen
 
     def open(self, path: str | os.PathLike[str], flags: int, mode: int = 0o600) -> int:
         return os.open(path, flags, mode)
@@ -102,6 +135,14 @@ class FileSystem:
 
     def mkdir(self, path: str | os.PathLike[str], mode: int) -> None:
         os.mkdir(path, mode)
+
+    def flock(self, fd: int, operation: int) -> None:
+        fcntl.flock(fd, operation)
+
+    def lock_range(self, fd: int, kind: int, offset: int) -> None:
+        """An open-file-description lock of ``kind`` (``fcntl.F_WRLCK``, or
+        ``F_UNLCK``) on the byte at ``offset``; ``OSError`` if it is taken."""
+        fcntl.fcntl(fd, fcntl.F_OFD_SETLK, struct.pack(_FLOCK, kind, os.SEEK_SET, offset, 1, 0))
 
 
 @functools.cache

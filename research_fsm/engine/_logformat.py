@@ -13,7 +13,6 @@ newest first, separated by spaces, ending with a newline.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -23,7 +22,7 @@ import pydantic_core
 from pydantic import BaseModel
 
 from ._errors import CorruptCheckpoint, StateSerializationError
-from ._roundtrip import changed_by_json
+from ._jsonplan import json_plan, model_json
 from ._serialize import find_unserializable
 from ._types import Checkpoint
 
@@ -72,15 +71,9 @@ def index_seqs(data: bytes) -> list[int] | None:
 # -- writing ----------------------------------------------------------------------
 
 
-@functools.cache
 def aliases_of(model: type[BaseModel]) -> dict[str, str]:
     """The keys ``model``'s fields are written under, where not their names."""
-    aliases: dict[str, str] = {}
-    for name, info in model.model_fields.items():
-        alias = info.serialization_alias or info.alias
-        if isinstance(alias, str):
-            aliases[name] = alias
-    return aliases
+    return json_plan(model).keys
 
 
 def encode_line(
@@ -138,12 +131,9 @@ def _encodable(value: Any) -> bool:
 
 def _state_json(cp: Checkpoint, include: dict[str, Any] | None) -> str:
     state: BaseModel | dict[str, Any] = cp.state
-    changed = changed_by_json(state, include) if isinstance(state, BaseModel) else None
-    if changed is not None:
-        raise StateSerializationError(cp.last_node, *changed)
+    if isinstance(state, BaseModel):
+        return model_json(state, include, cp.last_node)
     try:
-        if isinstance(state, BaseModel):  # by alias: what model_validate reads back
-            return state.model_dump_json(by_alias=True, include=include)
         return json.dumps(state, ensure_ascii=False, allow_nan=False)
     except Exception as exc:  # pydantic raises several types here
         path, detail = find_unserializable(state, "state")

@@ -73,6 +73,11 @@ def _walk(value: Any, path: str, loose: bool) -> tuple[str, str] | None:
     if isinstance(value, _JSON_SCALARS):
         return None
     if isinstance(value, BaseModel):
+        if loose:
+            return path, (
+                f"{type(value).__name__} in an untyped field would load back as a dict: "
+                "give the field the model's type"
+            )
         nested = changed_by_json(value, None)
         return None if nested is None else (f"{path}.{nested[0]}", nested[1])
     if isinstance(value, dict):

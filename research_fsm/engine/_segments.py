@@ -168,6 +168,10 @@ class Segments:
         seqs = self.in_folder(stem)
         return seqs, bool(data) or bool(seqs)
 
+    def known(self, stem: str) -> bool:
+        """Whether the thread has had checkpoints (may list the folder)."""
+        return self.live(stem)[1]
+
     def chain(self, thread_id: str, stem: str) -> tuple[list[int], dict[int, Scan], bool]:
         """The live segments, newest first, with any newer ones the list missed,
         the scans made while finding them, and whether the thread has had checkpoints."""

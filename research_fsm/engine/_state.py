@@ -197,4 +197,5 @@ class StateSchema:
         renames = serialization_renames(self.model)
         if renames and any(key in data for key in renames):  # written under another name
             data = {renames.get(key, key): value for key, value in data.items()}
-        return self.model.model_validate(data)
+        # Names as well as aliases: nested models may be written by field name (_jsonplan).
+        return self.model.model_validate(data, by_alias=True, by_name=True)

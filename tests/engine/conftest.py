@@ -11,8 +11,9 @@ from typing import Any, Literal
 import pytest
 
 from research_fsm.engine import CheckpointStore, JsonFileCheckpointStore, MemoryCheckpointStore
+from research_fsm.engine._fs import FileSystem
 
-STORE_KINDS = ["memory", "file-none", "file-fsync", "postgres"]
+STORE_KINDS = ["memory", "file-none", "file-fsync", "file-flock", "postgres"]
 
 
 def postgres_store(request: pytest.FixtureRequest, **kwargs: Any) -> CheckpointStore:
@@ -33,7 +34,8 @@ async def close_store(store: CheckpointStore) -> None:
 
 @pytest.fixture(params=STORE_KINDS)
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[CheckpointStore]:
-    """Every store implementation: in memory, JSON files without and with fsync, PostgreSQL."""
+    """Every store implementation: in memory, JSON files without and with fsync (and
+    without, leasing with `flock` as where there are no range locks), PostgreSQL."""
     kind: str = request.param
     made: CheckpointStore
     if kind == "memory":
@@ -42,7 +44,8 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
         made = postgres_store(request)
     else:
         durability: Literal["fsync", "none"] = "fsync" if kind == "file-fsync" else "none"
-        made = JsonFileCheckpointStore(tmp_path / "store", durability=durability)
+        fs = FileSystem(range_locks=False) if kind == "file-flock" else None
+        made = JsonFileCheckpointStore(tmp_path / "store", durability=durability, fs=fs)
     yield made
     await close_store(made)
 
@@ -61,7 +64,8 @@ async def make_store(
             new = MemoryCheckpointStore(**kwargs)
         elif isinstance(store, JsonFileCheckpointStore):
             directory = tmp_path / f"store-{next(counter)}"
-            new = JsonFileCheckpointStore(directory, durability=store.durability, **kwargs)
+            fs = FileSystem(range_locks=store.fs.range_locks)
+            new = JsonFileCheckpointStore(directory, durability=store.durability, fs=fs, **kwargs)
         else:
             new = postgres_store(request, **kwargs)
         made.append(new)

@@ -41,6 +41,7 @@ from research_fsm.engine import (
     Suspend,
     ThreadBusy,
     _filestore,
+    _fs,
     append,
 )
 
@@ -132,8 +133,10 @@ async def seqs(store: CheckpointStore, thread_id: str) -> list[int]:
 
 
 def run_script(tmp_path: Path, source: str, *args: str, **popen: Any) -> subprocess.Popen[str]:
+    """Run ``source`` in a new process, its stores taking this test's kind of lease."""
     script = tmp_path / f"script_{abs(hash(source))}.py"
-    script.write_text(source)
+    kind = f"from research_fsm.engine import _fs\n_fs.RANGE_LOCKS = {_fs.RANGE_LOCKS}\n"
+    script.write_text(kind + source)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.Popen(
         [sys.executable, str(script), *args], env=env, text=True, stdout=subprocess.PIPE, **popen
@@ -421,7 +424,7 @@ async def test_cancelled_run_finishes_its_write_before_releasing(
 
 
 async def test_run_cancelled_while_taking_the_lease_does_not_leak_it(
-    file_store: JsonFileCheckpointStore, monkeypatch: pytest.MonkeyPatch
+    lock_kind: str, file_store: JsonFileCheckpointStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Cancelling a run while it takes the file lock never leaves the lock held by an orphan."""
     entered, gate, finished = threading.Event(), threading.Event(), threading.Event()
@@ -473,7 +476,9 @@ asyncio.run(graph.compile(store=store).run({"n": 7}, thread_id="shared"))
 """
 
 
-async def test_run_in_another_process_makes_thread_busy_until_it_dies(tmp_path: Path) -> None:
+async def test_run_in_another_process_makes_thread_busy_until_it_dies(
+    lock_kind: str, tmp_path: Path
+) -> None:
     """While another process runs a thread, this one gets ThreadBusy at once; once it is killed, the kernel frees it."""
     directory = tmp_path / "store"
     proc = run_script(tmp_path, HOLDER, str(directory), stdin=subprocess.PIPE)
@@ -495,6 +500,7 @@ async def test_run_in_another_process_makes_thread_busy_until_it_dies(tmp_path: 
         proc.wait(timeout=30)
     result = await compiled.run(None, thread_id="shared")  # continues the dead process's run
     assert (["wait"], ["wait"], 8) == (result.path, calls, result.state.n)
+    assert (lock_kind == "flock") == (directory / "shared.lock").exists()  # the kind taken
 
 
 RACER = """
@@ -518,7 +524,9 @@ asyncio.run(main())
 """
 
 
-async def test_two_processes_saving_the_same_slot_have_one_winner(tmp_path: Path) -> None:
+async def test_two_processes_saving_the_same_slot_have_one_winner(
+    lock_kind: str, tmp_path: Path
+) -> None:
     """Two processes saving seq 1 of one thread: exactly one succeeds, the other gets CheckpointConflict."""
     directory = tmp_path / "store"
     procs = [run_script(tmp_path, RACER, str(directory), f"writer{i}") for i in range(2)]
@@ -1181,9 +1189,10 @@ async def test_conflicting_save_names_the_thread(file_store: JsonFileCheckpointS
 
 
 async def test_save_while_another_store_holds_the_lease_conflicts(
-    file_store: JsonFileCheckpointStore,
+    lock_kind: str, file_store: JsonFileCheckpointStore
 ) -> None:
     """A save while another store holds the thread's lease raises CheckpointConflict naming the thread."""
+    assert (lock_kind == "range") == file_store.fs.range_locks
     await chain("a", store=file_store).run({}, thread_id="t")
     latest = await file_store.load_latest("t")
     assert latest is not None

@@ -1,4 +1,5 @@
-"""File-store defects from issue 15: each test pins the behaviour that closes one hole."""
+"""File-store defects from issue 15: each test pins the behaviour that closes one hole (the
+leases' in test_leases.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ import dataclasses
 import math
 import os
 import secrets
-import threading
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -24,7 +24,6 @@ from research_fsm.engine import (
     StateGraph,
     StateSerializationError,
     StoreWriteError,
-    ThreadBusy,
     UnsafeStoreDirectory,
 )
 
@@ -290,45 +289,3 @@ async def test_value_that_would_not_load_back_is_refused_at_save(
     assert field == caught.value.path
     snap = await _one_node(Loose, {}, JsonFileCheckpointStore(tmp_path / "s")).get_state("t")
     assert snap is not None  # the thread still loads
-
-
-# -- (e) a deleted lock file never lets two holders run one thread --------------------
-
-
-async def test_deleted_lock_file_does_not_hand_out_a_held_thread(tmp_path: Path) -> None:
-    """With `.locks` deleted while a lease is held, another store cannot take that thread."""
-    holder = JsonFileCheckpointStore(tmp_path / "s", durability="none")
-    lease = await holder.acquire("t")
-    (tmp_path / "s" / ".locks").unlink()
-    other = JsonFileCheckpointStore(tmp_path / "s", durability="none")
-    with pytest.raises((ThreadBusy, StoreWriteError)):
-        await other.acquire("t")
-    await lease.release()
-    again = await other.acquire("t")  # free once the holder let go
-    await again.release()
-
-
-def test_stores_creating_the_lock_file_at_once_all_get_their_leases(tmp_path: Path) -> None:
-    """Several stores taking their first leases at once in a new directory all succeed."""
-    directory = tmp_path / "s"
-    directory.mkdir(mode=0o700)
-    stores = [JsonFileCheckpointStore(directory, durability="none") for _ in range(4)]
-    barrier = threading.Barrier(len(stores))
-    errors: list[BaseException] = []
-
-    def take(store: JsonFileCheckpointStore, thread_id: str) -> None:
-        barrier.wait()
-        try:
-            store._lock(thread_id)
-        except BaseException as exc:  # reported below
-            errors.append(exc)
-
-    workers = [
-        threading.Thread(target=take, args=(store, f"t{i}")) for i, store in enumerate(stores)
-    ]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join()
-    assert [] == errors
-    assert [True] * len(stores) == [s._locks.holds(f"t{i}") for i, s in enumerate(stores)]

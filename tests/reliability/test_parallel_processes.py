@@ -7,7 +7,8 @@ branch that fails after its siblings finished, then recovered by a new process; 
 suspended branches resumed in reverse order by two processes; racing resumes of one
 branch token; a run cancelled mid fan-out whose thread a new process then takes.
 Node code records every side effect in a file (``<what> <branch> <pid>``), so the
-tests count exactly which process ran what, and how often.
+tests count exactly which process ran what, and how often. Each test runs with each
+kind of file lease (``lock_kind``).
 """
 
 from __future__ import annotations
@@ -34,9 +35,12 @@ from research_fsm.engine import (
     JsonFileCheckpointStore,
     StaleResumeToken,
     StateSnapshot,
+    _fs,
 )
 
 from . import disk
+
+pytestmark = pytest.mark.usefixtures("lock_kind")  # each test with each kind of lease
 
 PROCS = Path(__file__).parent / "_procs"
 REPO = Path(__file__).resolve().parents[2]
@@ -95,7 +99,8 @@ class Files:
 def spawn(command: dict[str, Any], errors: Path) -> subprocess.Popen[str]:
     with errors.open("w") as stderr:
         return subprocess.Popen(
-            [sys.executable, str(PROCS / "parallel_child.py"), json.dumps(command)],
+            [sys.executable, str(PROCS / "parallel_child.py"),
+             json.dumps({**command, "range_locks": _fs.RANGE_LOCKS})],
             stdout=subprocess.PIPE, stderr=stderr, text=True,
             env={**os.environ, "PYTHONPATH": str(REPO)},
         )  # fmt: skip

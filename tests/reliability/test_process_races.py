@@ -3,7 +3,7 @@
 Five workers (``_procs/race_child.py``) wait for a go file and then all resume the
 same token, answer the same clarification, or run new input on the same thread.
 Node code records its side effects in a file, so the tests count exactly which
-process ran what.
+process ran what. Each test runs with each kind of file lease (``lock_kind``).
 """
 
 from __future__ import annotations
@@ -21,10 +21,12 @@ from typing import Any
 
 import pytest
 
-from research_fsm.engine import JsonFileCheckpointStore
+from research_fsm.engine import JsonFileCheckpointStore, _fs
 from research_fsm.state import ResearchState
 
 from . import disk
+
+pytestmark = pytest.mark.usefixtures("lock_kind")  # each test with each kind of lease
 
 PROCS = Path(__file__).parent / "_procs"
 REPO = Path(__file__).resolve().parents[2]
@@ -94,7 +96,7 @@ def release(
 ) -> list[dict[str, Any]]:
     """Hand each worker its command, wait until all are ready, release them at once."""
     for worker, command in zip(workers, commands, strict=True):
-        worker.send({**command, "go": str(go)})
+        worker.send({**command, "go": str(go), "range_locks": _fs.RANGE_LOCKS})
     for worker in workers:
         assert "ready" == worker.line()
     go.touch()

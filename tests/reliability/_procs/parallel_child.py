@@ -14,7 +14,8 @@ file where node code records what it did (one fsynced line per side effect:
   file before working (to release several children at once); optional ``"gate":
   path`` is the file the blocking nodes wait for; ``"broken": true`` makes the
   ``failing`` graph's ``market`` raise; ``"hold": s`` makes each ``resume`` sleep;
-  ``"after": s`` delays the start past the go by so many seconds.
+  ``"after": s`` delays the start past the go by so many seconds; ``"range_locks"``
+  says which kind of lease the store takes.
 It prints one JSON line: ``{"outcome": "ok" | <EngineError class name>, "pid": ...}``
 plus, when ok, the run's ``status``, ``log``, ``summary``, ``path`` and suspended
 ``branches``.
@@ -47,6 +48,7 @@ from research_fsm.engine import (
     Send,
     StateGraph,
     Suspend,
+    _fs,
     append,
 )
 
@@ -259,6 +261,7 @@ async def execute(command: dict[str, Any]) -> dict[str, Any]:
         effects=command["effects"], gate=command.get("gate"),
         broken=command.get("broken", False), hold=command.get("hold", 0.0),
     )  # fmt: skip
+    _fs.RANGE_LOCKS = command.get("range_locks", _fs.OFD_LOCKS)  # the test's kind of lease
     app = APPS[command["graph"]](JsonFileCheckpointStore(command["store"], durability="fsync"))
     if "go" in command:
         print("ready", flush=True)

@@ -6,7 +6,8 @@ JSON line with the outcome: ``{"outcome": "ok" | <exception class name>, "pid": 
 ``after`` delays that worker's start by so many seconds past the go.
 
 Every command but ``exit`` names its ``store`` directory (a ``JsonFileCheckpointStore``
-with durability "fsync"). Commands:
+with durability "fsync"), and may say which kind of lease it takes (``range_locks``).
+Commands:
   ``{"op": "resume", "token": str, "value": str, "go": path, "effects": path, "hold": s}``
       resume the ``pay`` graph; its ``resume`` appends ``resume <pid> <value>`` to
       ``effects`` (fsynced), then holds the thread ``hold`` seconds.
@@ -46,6 +47,7 @@ from research_fsm.engine import (
     StateGraph,
     Suspend,
     ThreadBusy,
+    _fs,
     append,
 )
 from research_fsm.sources import MockDataSource
@@ -115,6 +117,7 @@ async def execute(command: dict[str, Any]) -> dict[str, Any]:
 
 
 async def _execute(command: dict[str, Any]) -> dict[str, Any]:
+    _fs.RANGE_LOCKS = command.get("range_locks", _fs.OFD_LOCKS)  # the test's kind of lease
     store = JsonFileCheckpointStore(command["store"], durability="fsync")
     op = command["op"]
     SETTINGS.update(effects=command.get("effects"), hold=command.get("hold", 0.0))
