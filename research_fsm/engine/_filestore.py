@@ -31,12 +31,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from ._batch import Batcher
-from ._errors import (
-    CheckpointConflict,
-    CorruptCheckpoint,
-    StoreWriteError,
-    ThreadBusy,
-)
+from ._errors import CheckpointConflict, CorruptCheckpoint, StoreWriteError, ThreadBusy
 from ._fs import (
     NOFOLLOW,
     FileSystem,
@@ -181,13 +176,17 @@ class JsonFileCheckpointStore:
     # -- saving ----------------------------------------------------------------
 
     async def save(self, checkpoint: Checkpoint) -> None:
-        await self._worker.run(self._save, checkpoint)
+        # Encoded here, where the checkpoint was just made (warm, unlike a worker just woken).
+        line = None
+        if checkpoint.changes is not None and isinstance(checkpoint.state, BaseModel):
+            line = encode_line(checkpoint, checkpoint.changes, aliases_of(type(checkpoint.state)))
+        await self._worker.run(self._save, checkpoint, line)
 
-    def _save(self, cp: Checkpoint) -> None:
+    def _save(self, cp: Checkpoint, line: bytes | None = None) -> None:
         thread_id = cp.thread_id
         self._peeked.pop(thread_id, None)
         if self._locks.holds(thread_id):
-            self._save_leased(cp)
+            self._save_leased(cp, line=line)
             return
         # Not leased by us: hold the lock for this one save (never wait for it).
         try:
@@ -196,11 +195,13 @@ class JsonFileCheckpointStore:
             raise CheckpointConflict(thread_id, cp.parent_id) from None
         try:
             self._load_latest(thread_id)  # another store may have moved on meanwhile
-            self._save_leased(cp, group=False)  # synced before the lock goes
+            self._save_leased(cp, group=False, line=line)  # synced before the lock goes
         finally:
             self._release(thread_id)
 
-    def _save_leased(self, cp: Checkpoint, *, group: bool = True) -> None:
+    def _save_leased(
+        self, cp: Checkpoint, *, group: bool = True, line: bytes | None = None
+    ) -> None:
         head = self._heads.get(cp.thread_id)
         if head is None or head.checkpoint.checkpoint_id != cp.parent_id:
             self._load_latest(cp.thread_id)  # the thread as it is on disk
@@ -218,11 +219,12 @@ class JsonFileCheckpointStore:
         ):
             self._start_segment(cp, head, group)
         else:
-            self._append(cp, head, group)
+            self._append(cp, head, group, line)
 
-    def _append(self, cp: Checkpoint, head: Head, group: bool) -> None:
+    def _append(self, cp: Checkpoint, head: Head, group: bool, line: bytes | None) -> None:
         assert isinstance(cp.state, BaseModel)
-        line = encode_line(cp, cp.changes, aliases_of(type(cp.state)))
+        if line is None:
+            line = encode_line(cp, cp.changes, aliases_of(type(cp.state)))
         fs = self.fs
         try:
             if head.fd is None:
