@@ -38,6 +38,7 @@ FIGURES = {
     9: "fig9_parallel",
     10: "fig10_reports",
     11: "fig11_deep",
+    12: "fig12_postgres",
 }
 DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "latest.json"
 
@@ -70,7 +71,7 @@ def _load() -> float | None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks",
-        description="research_fsm side by side with LangGraph (figures 1-8 of the benchmark issue, 9: parallel branches, 10: company reports, 11: deep research).",
+        description="research_fsm side by side with LangGraph (figures 1-8 of the benchmark issue, 9: parallel branches, 10: company reports, 11: deep research, 12: the PostgreSQL store).",
     )
     parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run for CI")
     parser.add_argument("--only", metavar="N[,N...]", help="figures to run, e.g. 1,4 or 1-3")

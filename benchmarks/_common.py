@@ -63,6 +63,16 @@ class Sizes:
     """Sequential runs of the fan-out with simulated I/O per timed batch, figure 9."""
     fig9_durable_runs: int
     """Sequential runs of the ``Send`` map per timed batch with a durable store, figure 9."""
+    fig12_runs: int
+    """Sequential runs on new threads for the per-step cost, figure 12."""
+    fig12_threads: int
+    """Threads run at once for runs/s, figure 12."""
+    fig12_processes: int
+    """Worker processes sharing the database for runs/s, figure 12."""
+    fig12_turns: int
+    """Turns of one conversation for the disk measure, figure 12."""
+    fig12_reps: int
+    """Repetitions of the timed measures, figure 12 (medians)."""
 
 
 FULL = Sizes(
@@ -83,6 +93,11 @@ FULL = Sizes(
     fig9_items=100,
     fig9_io_runs=20,
     fig9_durable_runs=4,
+    fig12_runs=200,
+    fig12_threads=1000,
+    fig12_processes=4,
+    fig12_turns=200,
+    fig12_reps=3,
 )
 QUICK = Sizes(
     name="quick",
@@ -102,6 +117,11 @@ QUICK = Sizes(
     fig9_items=20,
     fig9_io_runs=3,
     fig9_durable_runs=1,
+    fig12_runs=5,
+    fig12_threads=20,
+    fig12_processes=2,
+    fig12_turns=10,
+    fig12_reps=1,
 )
 
 

@@ -12,9 +12,17 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-FIGURES = [str(number) for number in range(1, 12)]
+FIGURES = [str(number) for number in range(1, 13)]
+SKIPPABLE = {"12"}  # needs a PostgreSQL server: skipped, saying why, where none can start
+
+
+def _no_postgres() -> bool:
+    from servers.postgres import find_bindir
+
+    return find_bindir() is None and not os.environ.get("RESEARCH_FSM_BENCH_DSN")
 
 
 def test_quick_benchmarks_cover_every_figure(tmp_path: Path) -> None:
@@ -40,6 +48,9 @@ def test_quick_benchmarks_cover_every_figure(tmp_path: Path) -> None:
     assert sorted(data["figures"], key=int) == FIGURES
     for number, figure in data["figures"].items():
         assert figure["error"] is None, f"figure {number} failed:\n{figure['error']}"
+        if number in SKIPPABLE and _no_postgres():
+            assert any(note.startswith("skipped: ") for note in figure["notes"]), figure
+            continue
         assert figure["rows"], f"figure {number} has no rows"
         for row in figure["rows"]:
             ours, peer = row["research_fsm"], row["langgraph"]
@@ -48,3 +59,21 @@ def test_quick_benchmarks_cover_every_figure(tmp_path: Path) -> None:
             assert peer_ok, (number, row)
             if not data["peer"]:
                 assert peer is None, (number, row)
+
+
+def test_postgres_figure_says_why_it_is_skipped(monkeypatch: Any) -> None:
+    """Without server binaries or ``$RESEARCH_FSM_BENCH_DSN``, figure 12 has no rows and a
+    note naming what to install."""
+    import servers.postgres
+
+    from benchmarks import fig12_postgres
+    from benchmarks._common import QUICK
+
+    monkeypatch.delenv("RESEARCH_FSM_BENCH_DSN", raising=False)
+    monkeypatch.setattr(servers.postgres, "find_bindir", lambda: None)
+    figure = fig12_postgres.run(QUICK, peer=False)
+    assert [] == figure.rows
+    assert [
+        "skipped: no PostgreSQL server binaries (Debian: apt-get install postgresql) "
+        "and no $RESEARCH_FSM_BENCH_DSN"
+    ] == figure.notes
