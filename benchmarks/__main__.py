@@ -20,11 +20,11 @@ from ._common import (
     QUICK,
     FigureResult,
     langgraph_available,
-    machine_info,
     quiet_logging,
     raise_fd_limit,
     summary_table,
 )
+from ._machine import machine_info
 
 FIGURES = {
     1: "fig1_overhead",
@@ -38,6 +38,7 @@ FIGURES = {
     9: "fig9_parallel",
     10: "fig10_reports",
     11: "fig11_deep",
+    12: "fig12_postgres",
 }
 DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "latest.json"
 
@@ -70,7 +71,7 @@ def _load() -> float | None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks",
-        description="research_fsm side by side with LangGraph (figures 1-8 of the benchmark issue, 9: parallel branches, 10: company reports, 11: deep research).",
+        description="research_fsm side by side with LangGraph (figures 1-8 of the benchmark issue, 9: parallel branches, 10: company reports, 11: deep research, 12: the PostgreSQL store).",
     )
     parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run for CI")
     parser.add_argument("--only", metavar="N[,N...]", help="figures to run, e.g. 1,4 or 1-3")
@@ -128,6 +129,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"## Figure {result.number}: {result.title} ({result.seconds:.1f} s)\n")
         if result.error is not None:
             print("FAILED:\n```\n" + result.error.rstrip() + "\n```\n")
+            continue
+        if result.skipped is not None:
+            print(f"Skipped: {result.skipped}\n")
             continue
         for line in result.detail_md:
             print(line)

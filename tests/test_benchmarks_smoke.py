@@ -13,13 +13,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+from servers.postgres import find_bindir
+
 ROOT = Path(__file__).resolve().parent.parent
-FIGURES = [str(number) for number in range(1, 12)]
+FIGURES = [str(number) for number in range(1, 13)]
 
 
 def test_quick_benchmarks_cover_every_figure(tmp_path: Path) -> None:
-    """``--quick`` writes JSON with every figure and a numeric research_fsm value
-    in each row; LangGraph's values are numbers or null (when it is not installed)."""
+    """``--quick`` writes JSON with every figure and a numeric research_fsm value in each
+    row; LangGraph's values are numbers or null (when it is not installed); figure 12
+    (PostgreSQL) runs when the server binaries are here and is skipped, saying why, if not."""
     out = tmp_path / "bench.json"
     env = {
         **os.environ,
@@ -38,8 +42,14 @@ def test_quick_benchmarks_cover_every_figure(tmp_path: Path) -> None:
 
     data = json.loads(out.read_text())
     assert sorted(data["figures"], key=int) == FIGURES
+    skipped = {n: f["skipped"] for n, f in data["figures"].items() if f["skipped"] is not None}
+    expected = {} if find_bindir() is not None else {"12": skipped.get("12")}
+    assert expected == skipped, output
+    assert all("PostgreSQL server" in reason for reason in skipped.values()), skipped
     for number, figure in data["figures"].items():
         assert figure["error"] is None, f"figure {number} failed:\n{figure['error']}"
+        if number in skipped:
+            continue
         assert figure["rows"], f"figure {number} has no rows"
         for row in figure["rows"]:
             ours, peer = row["research_fsm"], row["langgraph"]
@@ -48,3 +58,21 @@ def test_quick_benchmarks_cover_every_figure(tmp_path: Path) -> None:
             assert peer_ok, (number, row)
             if not data["peer"]:
                 assert peer is None, (number, row)
+
+
+def test_figure_12_without_server_binaries_is_skipped_saying_why(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With no PostgreSQL server binaries, figure 12 reports itself skipped with the reason."""
+    import servers.postgres
+
+    monkeypatch.syspath_prepend(str(ROOT))
+    monkeypatch.setattr(servers.postgres, "find_bindir", lambda: None)
+    from benchmarks import fig12_postgres
+    from benchmarks._common import QUICK
+
+    figure = fig12_postgres.run(QUICK, peer=False)
+    assert ([], None) == (figure.rows, figure.error)
+    assert (figure.skipped or "").startswith(
+        "no PostgreSQL server could be started: no PostgreSQL server binaries"
+    )

@@ -53,10 +53,12 @@ def encode(cp: Checkpoint, *, full: bool) -> bytes:
 
 def pack(raw: bytes, window: bytes) -> bytes:
     """A row's JSON ``raw`` as stored: compressed against ``window`` (the rows before)."""
+    # memLevel 7, not 9: the same bodies for rows this small, and a compressor that fits
+    # under malloc's mmap threshold (memLevel 9 costs ~100 µs a row, 7 costs ~15).
     packer = (
-        zlib.compressobj(9, zlib.DEFLATED, -15, 9, zdict=window)
+        zlib.compressobj(9, zlib.DEFLATED, -15, 7, zdict=window)
         if window
-        else zlib.compressobj(9, zlib.DEFLATED, -15, 9)
+        else zlib.compressobj(9, zlib.DEFLATED, -15, 7)
     )
     return bytes((DEFLATE,)) + packer.compress(raw) + packer.flush()
 
