@@ -21,9 +21,7 @@ FIGURES = [str(number) for number in range(1, 13)]
 
 
 def test_quick_benchmarks_cover_every_figure(tmp_path: Path) -> None:
-    """``--quick`` writes JSON with every figure and a numeric research_fsm value in each
-    row; LangGraph's values are numbers or null (when it is not installed); figure 12
-    (PostgreSQL) runs when the server binaries are here and is skipped, saying why, if not."""
+    """``--quick`` writes every figure's rows as numbers (fig. 12 skipped only without Postgres)."""
     out = tmp_path / "bench.json"
     env = {
         **os.environ,

@@ -56,8 +56,7 @@ async def test_leases_released_together_are_free_for_another_store_at_once(
     pg: Make,  # noqa: F811
     postgres_server: Any,
 ) -> None:
-    """Thirty runs ending together release in shared round trips; another store then
-    takes every thread on its first try."""
+    """Thirty runs release in shared round trips; another store then takes every thread at once."""
     mine, theirs = pg(), pg()
     app = chain("a", "b", store=mine)
     threads = [f"t{i}" for i in range(30)]
@@ -117,8 +116,7 @@ async def test_a_cancelled_acquire_leaves_no_lock_behind(
 
 
 async def test_taking_a_lease_reads_what_the_last_holder_saved(pg: Make) -> None:  # noqa: F811
-    """The rows read with the lease are the previous holder's last save, and the
-    load_latest after it needs no round trip of its own."""
+    """The lease's read is the last holder's save, and load_latest then needs no round trip."""
     app = chain("a", "b", store=pg())
     await app.run({}, thread_id="t")
     reader = pg()
@@ -135,8 +133,7 @@ async def test_taking_a_lease_reads_what_the_last_holder_saved(pg: Make) -> None
 
 
 async def test_the_rows_read_with_a_lease_go_when_it_ends(pg: Make) -> None:  # noqa: F811
-    """Rows read with a lease are not reused after it ends: a load after another store
-    saved sees that save."""
+    """Rows read with a lease are dropped when it ends: a later load sees another store's save."""
     reader, writer = pg(), pg()
     app = chain("a", store=writer)
     await app.run({}, thread_id="t")
@@ -151,8 +148,7 @@ async def test_saves_waiting_for_a_connection_commit_together(
     pg: Make,  # noqa: F811
     postgres_server: Any,
 ) -> None:
-    """Thirty runs on a pool of one connection: saves share transactions (fewer commits
-    than rows), every run's checkpoints are all there and chain."""
+    """Thirty runs on one pool connection: saves share commits, and every checkpoint is there."""
     store = pg(pool_size=1)
     app = chain("a", "b", "c", store=store)
     threads = [f"t{i}" for i in range(30)]
@@ -172,8 +168,7 @@ async def test_a_save_that_fails_in_a_shared_round_trip_fails_alone(
     pg: Make,  # noqa: F811
     postgres_server: Any,
 ) -> None:
-    """Three saves in one transaction, the middle one refused by the server: the other
-    two are saved (each tried alone) and only the middle one is reported."""
+    """A save the server refuses in a shared round trip fails alone; the others are saved."""
     store = pg()
     await store.load_latest("warm-up")
 
