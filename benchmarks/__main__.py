@@ -20,11 +20,11 @@ from ._common import (
     QUICK,
     FigureResult,
     langgraph_available,
-    machine_info,
     quiet_logging,
     raise_fd_limit,
     summary_table,
 )
+from ._machine import machine_info
 
 FIGURES = {
     1: "fig1_overhead",
@@ -68,6 +68,48 @@ def _load() -> float | None:
         return None
 
 
+def _run_figure(number: int, sizes: Any, peer: bool) -> FigureResult:
+    """Run figure ``number``; a figure that raises is a result with its traceback."""
+    module = importlib.import_module(f".{FIGURES[number]}", __package__)
+    print(f"... figure {number}: {module.TITLE}", file=sys.stderr, flush=True)
+    t0 = time.perf_counter()
+    try:
+        result: FigureResult = module.run(sizes, peer)
+    except Exception:
+        result = FigureResult(number, module.TITLE, error=traceback.format_exc())
+        print(result.error, file=sys.stderr, flush=True)
+    result.seconds = time.perf_counter() - t0
+    print(f"    done in {result.seconds:.1f} s", file=sys.stderr, flush=True)
+    gc.collect()
+    return result
+
+
+def _print_header(info: dict[str, Any], sizes: str, peer: bool) -> None:
+    print(f"# research_fsm vs LangGraph ({sizes} sizes)\n", flush=True)
+    print(
+        f"Machine: {info['cpu']}, {info['cores']} cores, {info['memory']}; {info['platform']}; "
+        f"Python {info['python']}; research_fsm {info['research_fsm']} ({info['git']}); "
+        f"LangGraph {info['langgraph'] if peer else 'n/a (not installed)'}; "
+        f"temp files on {info['filesystem_tmp']}.\n",
+        flush=True,
+    )
+
+
+def _print_detail(result: FigureResult) -> None:
+    print(f"## Figure {result.number}: {result.title} ({result.seconds:.1f} s)\n")
+    if result.error is not None:
+        print("FAILED:\n```\n" + result.error.rstrip() + "\n```\n")
+        return
+    if result.skipped is not None:
+        print(f"Skipped: {result.skipped}\n")
+        return
+    for line in result.detail_md:
+        print(line)
+    for note in result.notes:
+        print(f"\n* {note}")
+    print()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks",
@@ -89,28 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     info = machine_info()
     info["load_average_at_start"] = _load()
-    print(f"# research_fsm vs LangGraph ({sizes.name} sizes)\n", flush=True)
-    print(
-        f"Machine: {info['cpu']}, {info['cores']} cores, {info['memory']}; {info['platform']}; "
-        f"Python {info['python']}; research_fsm {info['research_fsm']} ({info['git']}); "
-        f"LangGraph {info['langgraph'] if peer else 'n/a (not installed)'}; "
-        f"temp files on {info['filesystem_tmp']}.\n",
-        flush=True,
-    )
-    results: list[FigureResult] = []
-    for number in figures:
-        module = importlib.import_module(f".{FIGURES[number]}", __package__)
-        print(f"... figure {number}: {module.TITLE}", file=sys.stderr, flush=True)
-        t0 = time.perf_counter()
-        try:
-            result: FigureResult = module.run(sizes, peer)
-        except Exception:
-            result = FigureResult(number, module.TITLE, error=traceback.format_exc())
-            print(result.error, file=sys.stderr, flush=True)
-        result.seconds = time.perf_counter() - t0
-        print(f"    done in {result.seconds:.1f} s", file=sys.stderr, flush=True)
-        results.append(result)
-        gc.collect()
+    _print_header(info, sizes.name, peer)
+    results = [_run_figure(number, sizes, peer) for number in figures]
 
     total = time.perf_counter() - started
     info["load_average_at_end"] = _load()
@@ -126,15 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         "(for runs/s rows, higher is better and the ratio > 1 favours research_fsm).\n"
     )
     for result in results:
-        print(f"## Figure {result.number}: {result.title} ({result.seconds:.1f} s)\n")
-        if result.error is not None:
-            print("FAILED:\n```\n" + result.error.rstrip() + "\n```\n")
-            continue
-        for line in result.detail_md:
-            print(line)
-        for note in result.notes:
-            print(f"\n* {note}")
-        print()
+        _print_detail(result)
 
     payload: dict[str, Any] = {
         "created": datetime.now(UTC).isoformat(timespec="seconds"),

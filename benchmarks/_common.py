@@ -7,12 +7,9 @@ import gc
 import importlib.metadata
 import importlib.util
 import os
-import platform
 import resource
 import shutil
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
@@ -63,16 +60,6 @@ class Sizes:
     """Sequential runs of the fan-out with simulated I/O per timed batch, figure 9."""
     fig9_durable_runs: int
     """Sequential runs of the ``Send`` map per timed batch with a durable store, figure 9."""
-    fig12_runs: int
-    """Sequential runs on new threads for the per-step cost, figure 12."""
-    fig12_threads: int
-    """Threads run at once for runs/s, figure 12."""
-    fig12_processes: int
-    """Worker processes sharing the database for runs/s, figure 12."""
-    fig12_turns: int
-    """Turns of one conversation for the disk measure, figure 12."""
-    fig12_reps: int
-    """Repetitions of the timed measures, figure 12 (medians)."""
 
 
 FULL = Sizes(
@@ -93,11 +80,6 @@ FULL = Sizes(
     fig9_items=100,
     fig9_io_runs=20,
     fig9_durable_runs=4,
-    fig12_runs=200,
-    fig12_threads=1000,
-    fig12_processes=4,
-    fig12_turns=200,
-    fig12_reps=3,
 )
 QUICK = Sizes(
     name="quick",
@@ -117,11 +99,6 @@ QUICK = Sizes(
     fig9_items=20,
     fig9_io_runs=3,
     fig9_durable_runs=1,
-    fig12_runs=5,
-    fig12_threads=20,
-    fig12_processes=2,
-    fig12_turns=10,
-    fig12_reps=1,
 )
 
 
@@ -263,6 +240,8 @@ class FigureResult:
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
     error: str | None = None
+    skipped: str | None = None
+    """Why the figure did not run here (something it needs is missing), or ``None``."""
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -369,6 +348,9 @@ def summary_table(figures: Sequence[FigureResult]) -> list[str]:
                 ]
             )
             continue
+        if fig.skipped is not None:
+            rows.append([fig.number, f"{fig.title}: skipped", fig.skipped[:80], "", "", "", "-"])
+            continue
         for row in fig.rows:
             holds = row.margin or ("" if row.holds is None else ("yes" if row.holds else "no"))
             rows.append(
@@ -383,63 +365,3 @@ def summary_table(figures: Sequence[FigureResult]) -> list[str]:
                 ]
             )
     return md_table(header, rows)
-
-
-# -- the machine -------------------------------------------------------------------
-
-
-def machine_info() -> dict[str, Any]:
-    cpu = platform.processor() or ""
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    memory = None
-    with contextlib.suppress(OSError, ValueError, IndexError):
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                memory = f"{int(line.split()[1]) / 1024 / 1024:.0f} GiB"
-    revision = None
-    with contextlib.suppress(OSError, subprocess.SubprocessError):
-        out = subprocess.run(
-            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
-        dirty = subprocess.run(
-            ["git", "-C", str(ROOT), "status", "--porcelain", "--", "research_fsm"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
-        if out.returncode == 0:
-            revision = out.stdout.strip() + (" (research_fsm modified)" if dirty.stdout else "")
-    return {
-        "platform": platform.platform(),
-        "cpu": cpu,
-        "cores": os.cpu_count(),
-        "memory": memory,
-        "python": sys.version.split()[0],
-        "research_fsm": version_of("research-fsm"),
-        "git": revision,
-        "pydantic": version_of("pydantic"),
-        "langgraph": version_of("langgraph"),
-        "langgraph_checkpoint_sqlite": version_of("langgraph-checkpoint-sqlite"),
-        "filesystem_tmp": _filesystem(tempfile.gettempdir()),
-    }
-
-
-def _filesystem(path: str) -> str | None:
-    best = None
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/mounts").read_text().splitlines():
-            parts = line.split()
-            if (
-                len(parts) >= 3
-                and path.startswith(parts[1])
-                and (best is None or len(parts[1]) > len(best[0]))
-            ):
-                best = (parts[1], parts[2])
-    return f"{best[1]} ({best[0]})" if best else None

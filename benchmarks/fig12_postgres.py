@@ -1,158 +1,103 @@
-"""Figure 12: ``PostgresCheckpointStore`` against LangGraph's ``AsyncPostgresSaver``.
+"""Figure 12: the PostgreSQL store against LangGraph's AsyncPostgresSaver.
 
-The measurements of ``python -m benchmarks.postgres`` (see its docstring), as a
-figure of the suite: per durable step, runs/s of many threads over worker
-processes sharing one database, runs/s in one process, and disk after a long
-conversation, on one server in one run, engines alternating. The server is
-``$RESEARCH_FSM_BENCH_DSN`` (a superuser connection to a scratch server) or a
-throwaway one started here with ``fsync=on`` (the PostgreSQL server binaries,
-as the tests use). With neither the figure is skipped, saying why.
+``python -m benchmarks.postgres``'s measurements (see that module) on a throwaway
+server with ``fsync=on`` started like the tests' own: per durable step (runs on new
+threads one after the other), runs/s of many threads spread over worker processes
+sharing one database and gathered in one process, and disk after one long
+conversation. Needs the PostgreSQL server binaries and the ``postgres`` extra; without
+them the figure is reported as skipped, saying why. ``--quick``: a handful of runs, 2
+worker processes and one database per engine for the timed parts (a few seconds).
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
-import statistics
-import sys
-from pathlib import Path
+import importlib.util
+from dataclasses import replace
 from typing import Any
 
-from ._common import FigureResult, Row, Sizes, at_least, at_most, fmt, md_table
-from ._graphs import STEPS
+from ._common import FigureResult, Row, Sizes, at_least, at_most
 
-TITLE = "PostgreSQL store vs LangGraph's AsyncPostgresSaver"
-DSN_ENV = "RESEARCH_FSM_BENCH_DSN"
-GOAL_STEP = 3.0  # at least this many times faster per durable step
-GOAL_PROCS = 5.0  # at least this many times LangGraph's runs/s with worker processes
-GOAL_DISK = 20.0  # at most 1/this of LangGraph's disk
+TITLE = "PostgreSQL store vs AsyncPostgresSaver"
 
 
-class Skipped(Exception):
-    """The figure cannot run here; the message says why."""
+def _missing() -> str | None:
+    """Why the figure cannot run here, or ``None``."""
+    for module, extra in (("psycopg", "postgres"), ("psycopg_pool", "postgres")):
+        if importlib.util.find_spec(module) is None:
+            return f"{module} is not installed (pip install 'research-fsm[{extra}]')"
+    return None
 
 
-def _server() -> tuple[str, Any]:
-    """A DSN and the server to stop afterwards (``None`` for ``$RESEARCH_FSM_BENCH_DSN``)."""
-    dsn = os.environ.get(DSN_ENV)
-    if dsn:
-        return dsn, None
-    tests = str(Path(__file__).resolve().parent.parent / "tests")
-    if tests not in sys.path:
-        sys.path.insert(0, tests)
-    from servers.postgres import PostgresServer, ServerUnavailable, find_bindir
-
-    if find_bindir() is None:
-        raise Skipped(
-            f"no PostgreSQL server binaries (Debian: apt-get install postgresql) and no ${DSN_ENV}"
-        )
-    server = PostgresServer(fsync=True)  # commits reach the disk
+def _peer_available() -> bool:
     try:
-        server.start()
-    except ServerUnavailable as exc:
-        raise Skipped(f"no PostgreSQL server could be started: {exc}") from None
-    return server.dsn, server
-
-
-async def _measure(dsn: str, sizes: Sizes, peer: bool) -> dict[str, Any]:
-    from .postgres import Databases, lg_runs, procs_rate, rfsm_runs
-
-    dbs = Databases(dsn)
-    steps = STEPS["happy"]
-    out: dict[str, list[float]] = {
-        k: [] for k in ("step", "lg_step", "one", "lg_one", "procs", "lg_procs")
-    }
-    for rep in range(sizes.fig12_reps):
-        fresh = [f"t{rep}-{i}" for i in range(sizes.fig12_runs)]
-        out["step"].append(
-            await rfsm_runs(dbs.new("r"), fresh, gather=False) / (len(fresh) * steps)
-        )
-        many = [f"c{rep}-{i}" for i in range(sizes.fig12_threads)]
-        out["one"].append(len(many) / await rfsm_runs(dbs.new("r"), many, gather=True))
-        out["procs"].append(await procs_rate(dbs, "research_fsm", many, sizes.fig12_processes))
-        if peer:
-            out["lg_step"].append(
-                await lg_runs(dbs.new("l"), fresh, gather=False) / (len(fresh) * steps)
-            )
-            out["lg_one"].append(len(many) / await lg_runs(dbs.new("l"), many, gather=True))
-            out["lg_procs"].append(await procs_rate(dbs, "langgraph", many, sizes.fig12_processes))
-    result: dict[str, Any] = {k: statistics.median(v) if v else None for k, v in out.items()}
-    turns = ["conversation"] * sizes.fig12_turns
-    for key, keep in (("disk", None), ("disk_keep", 24)):
-        db = dbs.new("d")
-        await rfsm_runs(db, turns, gather=False, keep=keep, vacuum=True)
-        result[key] = dbs.size(db)
-    result["lg_disk"] = None
-    if peer:
-        db = dbs.new("d")
-        await lg_runs(db, turns, gather=False, vacuum=True)
-        result["lg_disk"] = dbs.size(db)
-    return result
-
-
-def _times(peer_value: float | None, mine: float | None) -> float | None:
-    return None if peer_value is None or not mine else peer_value / mine
+        return importlib.util.find_spec("langgraph.checkpoint.postgres") is not None
+    except ModuleNotFoundError:
+        return False
 
 
 def run(sizes: Sizes, peer: bool) -> FigureResult:
     fig = FigureResult(12, TITLE)
-    if peer:
-        try:
-            import langgraph.checkpoint.postgres.aio  # noqa: F401
-        except ImportError:
-            peer = False
-            fig.notes.append("LangGraph's Postgres saver is not installed: research_fsm only.")
+    fig.skipped = _missing()
+    if fig.skipped is not None:
+        return fig
+    from . import postgres as bench
+
+    plan = bench.FULL if sizes.name == "full" else replace(bench.QUICK, processes=2)
+    peer = peer and _peer_available()
     try:
-        dsn, server = _server()
-    except Skipped as exc:
-        fig.notes.append(f"skipped: {exc}")
+        server = bench.throwaway_server()
+    except RuntimeError as exc:  # no server binaries (ServerUnavailable says which)
+        fig.skipped = f"no PostgreSQL server could be started: {exc}"
         return fig
     try:
-        m = asyncio.run(_measure(dsn, sizes, peer))
+        dbs = bench.Databases(server.dsn, shared=plan.shared)
+        result = asyncio.run(bench.measure(dbs, plan, peer=peer))
     finally:
-        if server is not None:
-            server.stop()
-    step_x = _times(m["lg_step"], m["step"])
-    procs_x = _times(m["procs"], m["lg_procs"])
-    disk_x = _times(m["lg_disk"], m["disk"])
-    holds, margin = at_least(step_x, GOAL_STEP)
-    fig.rows.append(Row(
-        metric=f"per durable step, {sizes.fig12_runs} runs on new threads", unit="µs",
-        research_fsm=m["step"] * 1e6, langgraph=None if m["lg_step"] is None else m["lg_step"] * 1e6,
-        goal=f"≥ {GOAL_STEP:g}x faster", holds=holds, margin=margin,
-    ))  # fmt: skip
-    holds, margin = at_least(procs_x, GOAL_PROCS)
-    fig.rows.append(Row(
-        metric=f"runs/s, {sizes.fig12_threads} threads, {sizes.fig12_processes} worker "
-        "processes, one database", unit="runs/s", research_fsm=m["procs"],
-        langgraph=m["lg_procs"], goal=f"≥ {GOAL_PROCS:g}x LangGraph", holds=holds, margin=margin,
-    ))  # fmt: skip
-    fig.rows.append(Row(
-        metric=f"runs/s, {sizes.fig12_threads} threads at once, one process", unit="runs/s",
-        research_fsm=m["one"], langgraph=m["lg_one"], goal="(reported)",
-    ))  # fmt: skip
-    holds, margin = at_most(None if disk_x is None else 1 / disk_x, 1 / GOAL_DISK)
-    fig.rows.append(Row(
-        metric=f"disk after {sizes.fig12_turns} turns of one conversation", unit="kB",
-        research_fsm=m["disk"] / 1024, langgraph=None if m["lg_disk"] is None else m["lg_disk"] / 1024,
-        goal=f"≤ 1/{GOAL_DISK:g} of LangGraph", holds=holds, margin=margin,
-    ))  # fmt: skip
-    fig.rows.append(Row(
-        metric="the same with keep=24 (the assistant's default)", unit="kB",
-        research_fsm=m["disk_keep"] / 1024, langgraph=None if m["lg_disk"] is None else m["lg_disk"] / 1024,
-        goal="(reported)",
-    ))  # fmt: skip
-    fig.detail = dict(m)
+        server.stop()
+    fig.rows = _rows(result, plan)
+    fig.detail = {"plan": plan.__dict__, **result}
     fig.detail_md = [
-        f"Happy-path graph ({STEPS['happy']} nodes) on one PostgreSQL server (fsync on), a fresh "
-        f"database per measurement, medians of {sizes.fig12_reps}; LangGraph with "
-        '`durability="sync"` on a pool of 10 connections like ours. Disk: '
-        "`pg_total_relation_size` of every table after a plain `VACUUM` every 25 turns and at "
-        "the end, for both engines.",
-        "",
-        *md_table(
-            ["per step, x faster", "runs/s with processes, x", "disk, 1/x"],
-            [[fmt(step_x), fmt(procs_x), fmt(disk_x)]],
-        ),
+        f"PostgreSQL on this machine (unix socket, `fsync=on`), a throwaway server; LangGraph "
+        f'with `durability="sync"` on a pool of 10 like ours. Medians of {plan.reps} '
+        "repetitions, engines alternating. Per durable step: runs on new threads one after "
+        f"the other, run time / 3 steps. Runs/s: {plan.threads} threads at once, over "
+        f"{plan.processes} spawned worker processes (each its own event loop and pool of 10, "
+        "released together by a barrier) and in one process. Disk: every table's "
+        "`pg_total_relation_size` after a plain `VACUUM` every 25 turns and at the end; "
+        f"with `keep=24`: {_kb(result['disk']['research_fsm keep=24'])} kB. Same as "
+        "`python -m benchmarks.postgres`.",
     ]
     return fig
+
+
+def _rows(result: dict[str, Any], plan: Any) -> list[Row]:
+    (step_r, step_l), (one_r, one_l) = result["step_us"], result["runs_per_s"]
+    procs_r, procs_l = result["runs_per_s_procs"]
+    disk = result["disk"]
+    step = Row(
+        metric=f"per durable step, {plan.runs} runs on new threads",
+        unit="µs", research_fsm=step_r, langgraph=step_l, goal="≥ 3x faster than LangGraph",
+    )  # fmt: skip
+    step.holds, step.margin = at_most(step.ratio, 1 / 3) if step.ratio else (None, "n/a")
+    procs = Row(
+        metric=f"runs/s, {plan.threads} threads at once, {plan.processes} worker processes, "
+        "one database",
+        unit="runs/s", research_fsm=procs_r, langgraph=procs_l, goal="≥ 5x LangGraph",
+    )  # fmt: skip
+    procs.holds, procs.margin = at_least(procs.ratio, 5.0) if procs.ratio else (None, "n/a")
+    one = Row(
+        metric=f"runs/s, {plan.threads} threads at once, one process",
+        unit="runs/s", research_fsm=one_r, langgraph=one_l,
+    )  # fmt: skip
+    size = Row(
+        metric=f"disk after {plan.turns} turns of one conversation (no keep)",
+        unit="kB", research_fsm=_kb(disk["research_fsm"]), langgraph=_kb(disk["LangGraph"]),
+        goal="≤ 1/20 of LangGraph",
+    )  # fmt: skip
+    size.holds, size.margin = at_most(size.ratio, 1 / 20) if size.ratio else (None, "n/a")
+    return [step, procs, one, size]
+
+
+def _kb(size: int | None) -> float | None:
+    return None if size is None else size / 1024

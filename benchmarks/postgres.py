@@ -1,4 +1,4 @@
-"""``python -m benchmarks.postgres [--dsn DSN] [--quick] [--only disk]``: ours vs LangGraph's.
+"""``python -m benchmarks.postgres [--dsn DSN] [--quick]``: the PostgreSQL store vs LangGraph.
 
 ``PostgresCheckpointStore`` against LangGraph's ``AsyncPostgresSaver``
 (``langgraph-checkpoint-postgres``, ``durability="sync"``) on the same server in
@@ -16,8 +16,9 @@ one run, the happy-path graph of ``_graphs`` (3 nodes), engines alternating:
   and with the assistant's ``keep=24``.
 
 Without ``--dsn`` it starts a throwaway server like the tests do, but with
-``fsync=on`` (needs the PostgreSQL server binaries). Each measurement gets a database of its own.
-``--only disk`` runs the disk measure alone (seconds instead of many minutes).
+``fsync=on`` (needs the PostgreSQL server binaries). Each measurement gets a database of its
+own (``--quick``: one per engine for the timed parts, fewer ``CREATE DATABASE``). Figure 12 of
+``python -m benchmarks`` runs the same measurements (``fig12_postgres``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import statistics
 import sys
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,20 +45,63 @@ from ._pgprocs import runs_per_s, setup_tables
 SCENARIO = "happy"
 
 
-class Databases:
-    """Makes a fresh database per measurement on the server ``dsn`` reaches."""
+@dataclass(frozen=True)
+class Plan:
+    """How much one measurement does."""
 
-    def __init__(self, dsn: str) -> None:
+    runs: int
+    """Runs on new threads one after the other (per durable step)."""
+    threads: int
+    """Threads run at once (runs/s)."""
+    turns: int
+    """Turns of one conversation (disk)."""
+    reps: int
+    """Repetitions of the timed parts (medians are reported)."""
+    processes: int
+    """Worker processes sharing one database (runs/s)."""
+    shared: bool = False
+    """One database per engine for the timed parts instead of one per measurement."""
+
+
+FULL = Plan(runs=200, threads=1000, turns=200, reps=3, processes=4)
+QUICK = Plan(runs=5, threads=20, turns=10, reps=1, processes=4, shared=True)
+
+
+def throwaway_server() -> Any:
+    """A started PostgreSQL server like the tests' own, but with ``fsync=on``;
+    ``RuntimeError`` saying why when there is none (no server binaries, no tests folder)."""
+    tests = Path(__file__).resolve().parent.parent / "tests"
+    if not (tests / "servers" / "postgres.py").is_file():
+        raise RuntimeError(f"no {tests / 'servers' / 'postgres.py'} to start a server with")
+    if str(tests) not in sys.path:
+        sys.path.insert(0, str(tests))
+    from servers.postgres import PostgresServer
+
+    server = PostgresServer(fsync=True)  # commits reach the disk
+    server.start()
+    return server
+
+
+class Databases:
+    """Makes a fresh database per measurement on the server ``dsn`` reaches (with
+    ``shared``, one per tag except the disk measure's ``d``)."""
+
+    def __init__(self, dsn: str, *, shared: bool = False) -> None:
         self.dsn = dsn
         self._count = 0
+        self._shared = shared
+        self._made: dict[str, str] = {}
 
     def new(self, tag: str) -> str:
+        if self._shared and tag != "d" and tag in self._made:
+            return self._made[tag]
         self._count += 1
         name = f"bench_{tag}_{self._count}"
         with psycopg.connect(self.dsn, autocommit=True) as conn:
             conn.execute(f"DROP DATABASE IF EXISTS {name}")
             conn.execute(f"CREATE DATABASE {name}")
-        return make_conninfo(self.dsn, dbname=name)
+        self._made[tag] = make_conninfo(self.dsn, dbname=name)
+        return self._made[tag]
 
     def size(self, dsn: str) -> int:
         """Bytes of every table (with indexes and TOAST) in the database, after VACUUM."""
@@ -138,62 +183,79 @@ async def procs_rate(dbs: Databases, engine: str, threads: list[str], processes:
     return await asyncio.to_thread(runs_per_s, engine, db, threads, processes)
 
 
-async def measure(
-    dbs: Databases, runs: int, threads: int, turns: int, reps: int, processes: int
-) -> dict[str, Any]:
-    step_r, step_l, rate_r, rate_l, procs_r, procs_l = [], [], [], [], [], []
-    for rep in range(reps):  # reps=0: the disk measure only
+async def measure(dbs: Databases, plan: Plan, *, peer: bool = True) -> dict[str, Any]:
+    """Every measurement, engines alternating; LangGraph's values ``None`` without ``peer``."""
+    runs, threads = plan.runs, plan.threads
+    samples: dict[str, list[float]] = {k: [] for k in ("sr", "sl", "rr", "rl", "pr", "pl")}
+    for rep in range(plan.reps):
         fresh = [f"t{rep}-{i}" for i in range(runs)]
-        step_r.append(await rfsm_runs(dbs.new("r"), fresh, gather=False) / (runs * STEPS["happy"]))
-        step_l.append(await lg_runs(dbs.new("l"), fresh, gather=False) / (runs * STEPS["happy"]))
         many = [f"c{rep}-{i}" for i in range(threads)]
-        rate_r.append(threads / await rfsm_runs(dbs.new("r"), many, gather=True))
-        rate_l.append(threads / await lg_runs(dbs.new("l"), many, gather=True))
-        procs_r.append(await procs_rate(dbs, "research_fsm", many, processes))
-        procs_l.append(await procs_rate(dbs, "langgraph", many, processes))
+        steps = runs * STEPS["happy"]
+        samples["sr"].append(await rfsm_runs(dbs.new("r"), fresh, gather=False) / steps)
+        if peer:
+            samples["sl"].append(await lg_runs(dbs.new("l"), fresh, gather=False) / steps)
+        samples["rr"].append(threads / await rfsm_runs(dbs.new("r"), many, gather=True))
+        if peer:
+            samples["rl"].append(threads / await lg_runs(dbs.new("l"), many, gather=True))
+        samples["pr"].append(await procs_rate(dbs, "research_fsm", many, plan.processes))
+        if peer:
+            samples["pl"].append(await procs_rate(dbs, "langgraph", many, plan.processes))
+    med = {k: statistics.median(v) if v else None for k, v in samples.items()}
+    return {
+        "step_us": (med["sr"] * 1e6 if med["sr"] else None, med["sl"] * 1e6 if med["sl"] else None),
+        "runs_per_s": (med["rr"], med["rl"]),
+        "runs_per_s_procs": (med["pr"], med["pl"]),
+        "disk": await disk_sizes(dbs, plan.turns, peer=peer),
+    }
+
+
+async def disk_sizes(dbs: Databases, turns: int, *, peer: bool) -> dict[str, int | None]:
+    """Bytes of every table after ``turns`` turns of one conversation, per engine."""
     one = ["conversation"] * turns
-    disk = {}
+    disk: dict[str, int | None] = {}
     for label, keep in (("research_fsm", None), ("research_fsm keep=24", 24)):
         db = dbs.new("d")
         await rfsm_runs(db, one, gather=False, keep=keep, vacuum=True)
         disk[label] = dbs.size(db)
-    db = dbs.new("d")
-    await lg_runs(db, one, gather=False, vacuum=True)
-    disk["LangGraph"] = dbs.size(db)
-    if not reps:
-        return {"disk": disk}
-    return {
-        "step_us": (statistics.median(step_r) * 1e6, statistics.median(step_l) * 1e6),
-        "runs_per_s": (statistics.median(rate_r), statistics.median(rate_l)),
-        "runs_per_s_procs": (statistics.median(procs_r), statistics.median(procs_l)),
-        "disk": disk,
-    }
+    disk["LangGraph"] = None
+    if peer:
+        db = dbs.new("d")
+        await lg_runs(db, one, gather=False, vacuum=True)
+        disk["LangGraph"] = dbs.size(db)
+    return disk
 
 
-def report(result: dict[str, Any], runs: int, threads: int, turns: int, processes: int) -> str:
+def report(result: dict[str, Any], plan: Plan) -> str:
+    """The Markdown table of ``measure``'s result (LangGraph measured too)."""
+    runs, threads, turns, processes = plan.runs, plan.threads, plan.turns, plan.processes
+    r, lg = result["step_us"]
+    rr, rl = result["runs_per_s"]
+    pr, pl = result["runs_per_s_procs"]
     disk = result["disk"]
-    rows = [
+    return "\n".join([
         "| metric | research_fsm | LangGraph AsyncPostgresSaver | ratio |",
         "| --- | --- | --- | --- |",
-    ]
-    if "step_us" in result:
-        r, lg = result["step_us"]
-        rr, rl = result["runs_per_s"]
-        pr, pl = result["runs_per_s_procs"]
-        rows += [
-            f"| per durable step, {runs} runs on new threads (µs) | {r:.0f} | {lg:.0f} "
-            f"| {lg / r:.1f}x faster |",
-            f"| runs/s, {threads} threads at once, {processes} worker processes, one database "
-            f"| {pr:.0f} | {pl:.0f} | {pr / pl:.1f}x |",
-            f"| runs/s, {threads} threads at once, one process | {rr:.0f} | {rl:.0f} "
-            f"| {rr / rl:.1f}x |",
-        ]
-    rows += [
-        f"| disk after {turns} turns of one conversation (kB) | {disk['research_fsm'] / 1024:.0f} "
-        f"(keep=24: {disk['research_fsm keep=24'] / 1024:.0f}) | {disk['LangGraph'] / 1024:.0f} "
-        f"| 1/{disk['LangGraph'] / disk['research_fsm']:.1f} |",
-    ]
-    return "\n".join(rows)
+        f"| per durable step, {runs} runs on new threads (µs) | {r:.0f} | {lg:.0f} | {lg / r:.1f}x faster |",
+        f"| runs/s, {threads} threads at once, {processes} worker processes, one database "
+        f"| {pr:.0f} | {pl:.0f} | {pr / pl:.1f}x |",
+        f"| runs/s, {threads} threads at once, one process | {rr:.0f} | {rl:.0f} | {rr / rl:.1f}x |",
+        disk_row(disk, turns),
+    ])  # fmt: skip
+
+
+def disk_row(disk: dict[str, int | None], turns: int) -> str:
+    ours, kept, theirs = disk["research_fsm"], disk["research_fsm keep=24"], disk["LangGraph"]
+    assert ours and kept and theirs
+    return (
+        f"| disk after {turns} turns of one conversation (kB) | {ours / 1024:.0f} "
+        f"(keep=24: {kept / 1024:.0f}) | {theirs / 1024:.0f} | 1/{theirs / ours:.1f} |"
+    )
+
+
+def disk_report(disk: dict[str, int | None], turns: int) -> str:
+    """The Markdown table of ``disk_sizes``'s result alone (``--only disk``)."""
+    header = "| metric | research_fsm | LangGraph AsyncPostgresSaver | ratio |\n| --- | --- | --- | --- |"
+    return header + "\n" + disk_row(disk, turns)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -203,25 +265,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--processes", type=int, default=4, help="worker processes (4)")
     parser.add_argument("--only", choices=["disk"], help="run only this measure")
     args = parser.parse_args(argv)
-    runs, threads, turns, reps = (5, 20, 10, 1) if args.quick else (200, 1000, 200, 3)
-    if args.only == "disk":
-        reps = 0
+    plan = replace(QUICK if args.quick else FULL, processes=args.processes)
     server = None
     dsn = args.dsn
     if dsn is None:
-        sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-        from servers.postgres import PostgresServer
-
-        server = PostgresServer(fsync=True)  # commits reach the disk
-        server.start()
+        server = throwaway_server()
         dsn = server.dsn
     try:
         conninfo_to_dict(dsn)
-        result = asyncio.run(measure(Databases(dsn), runs, threads, turns, reps, args.processes))
+        dbs = Databases(dsn, shared=plan.shared)
+        if args.only == "disk":
+            disk = asyncio.run(disk_sizes(dbs, plan.turns, peer=True))
+        else:
+            result = asyncio.run(measure(dbs, plan))
     finally:
         if server is not None:
             server.stop()
-    print(report(result, runs, threads, turns, args.processes))
+    if args.only == "disk":
+        print(disk_report(disk, plan.turns))
+    else:
+        print(report(result, plan))
     return 0
 
 

@@ -12,22 +12,16 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+
+import pytest
+from servers.postgres import find_bindir
 
 ROOT = Path(__file__).resolve().parent.parent
 FIGURES = [str(number) for number in range(1, 13)]
-SKIPPABLE = {"12"}  # needs a PostgreSQL server: skipped, saying why, where none can start
-
-
-def _no_postgres() -> bool:
-    from servers.postgres import find_bindir
-
-    return find_bindir() is None and not os.environ.get("RESEARCH_FSM_BENCH_DSN")
 
 
 def test_quick_benchmarks_cover_every_figure(tmp_path: Path) -> None:
-    """``--quick`` writes JSON with every figure and a numeric research_fsm value
-    in each row; LangGraph's values are numbers or null (when it is not installed)."""
+    """``--quick`` writes every figure's rows as numbers (fig. 12 skipped only without Postgres)."""
     out = tmp_path / "bench.json"
     env = {
         **os.environ,
@@ -46,10 +40,13 @@ def test_quick_benchmarks_cover_every_figure(tmp_path: Path) -> None:
 
     data = json.loads(out.read_text())
     assert sorted(data["figures"], key=int) == FIGURES
+    skipped = {n: f["skipped"] for n, f in data["figures"].items() if f["skipped"] is not None}
+    expected = {} if find_bindir() is not None else {"12": skipped.get("12")}
+    assert expected == skipped, output
+    assert all("PostgreSQL server" in reason for reason in skipped.values()), skipped
     for number, figure in data["figures"].items():
         assert figure["error"] is None, f"figure {number} failed:\n{figure['error']}"
-        if number in SKIPPABLE and _no_postgres():
-            assert any(note.startswith("skipped: ") for note in figure["notes"]), figure
+        if number in skipped:
             continue
         assert figure["rows"], f"figure {number} has no rows"
         for row in figure["rows"]:
@@ -61,19 +58,19 @@ def test_quick_benchmarks_cover_every_figure(tmp_path: Path) -> None:
                 assert peer is None, (number, row)
 
 
-def test_postgres_figure_says_why_it_is_skipped(monkeypatch: Any) -> None:
-    """Without server binaries or ``$RESEARCH_FSM_BENCH_DSN``, figure 12 has no rows and a
-    note naming what to install."""
+def test_figure_12_without_server_binaries_is_skipped_saying_why(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With no PostgreSQL server binaries, figure 12 reports itself skipped with the reason."""
     import servers.postgres
 
+    monkeypatch.syspath_prepend(str(ROOT))
+    monkeypatch.setattr(servers.postgres, "find_bindir", lambda: None)
     from benchmarks import fig12_postgres
     from benchmarks._common import QUICK
 
-    monkeypatch.delenv("RESEARCH_FSM_BENCH_DSN", raising=False)
-    monkeypatch.setattr(servers.postgres, "find_bindir", lambda: None)
     figure = fig12_postgres.run(QUICK, peer=False)
-    assert [] == figure.rows
-    assert [
-        "skipped: no PostgreSQL server binaries (Debian: apt-get install postgresql) "
-        "and no $RESEARCH_FSM_BENCH_DSN"
-    ] == figure.notes
+    assert ([], None) == (figure.rows, figure.error)
+    assert (figure.skipped or "").startswith(
+        "no PostgreSQL server could be started: no PostgreSQL server binaries"
+    )

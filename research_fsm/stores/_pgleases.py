@@ -9,6 +9,20 @@ machine (the server sees the socket close at once when a process is killed;
 a machine that vanishes is noticed by TCP keepalive). Locks are session state:
 these connections must reach Postgres directly (or through a session-mode
 pooler), never through PgBouncer in transaction mode.
+
+Round trips are shared (``_pgbatch``): the lock and unlock requests that wait
+while a connection's round trip is in flight go together in its next one, one
+statement for the unlocks and one for the locks (``unnest`` of their keys).
+Right after the lock statement, in the same round trip (a pipeline), each newly
+asked thread's ``read`` runs: its own statement, so its snapshot is taken after
+the lock is held and sees every save of the previous holder (who saved, then
+unlocked). The store hands those rows to the ``load_latest`` that follows.
+
+``release`` returns once the unlock has run on the server: a run ends only after
+its lease is free, so whoever learns of the end (another process or machine, the
+user) can take the thread at once; an unlock sent later would have them told
+``ThreadBusy`` for a thread nobody runs. Concurrent releases share that round
+trip, so it costs a busy store next to nothing.
 """
 
 from __future__ import annotations
@@ -16,20 +30,42 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, TypeVar
+import weakref
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
 
 import psycopg
 import structlog
 
 from research_fsm.engine import ThreadBusy
 
-__all__ = ["LeaseManager", "PgLease", "StoreUnavailable", "complete"]
+from ._pgbatch import Batcher, complete
+
+__all__ = ["LeaseManager", "PgLease", "Read", "Rows", "StoreUnavailable", "complete", "cursor"]
 
 _log = structlog.get_logger("research_fsm.stores.postgres")
-T = TypeVar("T")
 
 Connect = Callable[[], Awaitable[psycopg.AsyncConnection[Any]]]
+Read = tuple[bytes, dict[str, Any]]
+"""A statement and its parameters, run just after the lock is taken."""
+Rows = list[tuple[Any, ...]]
+
+_LOCK = b"SELECT k, pg_try_advisory_lock(k) FROM unnest(%s::bigint[]) AS u(k)"
+_UNLOCK = b"SELECT pg_advisory_unlock(k) FROM unnest(%s::bigint[]) AS u(k)"
+_MOST = 256  # requests per round trip
+
+_CURSORS: weakref.WeakKeyDictionary[psycopg.AsyncConnection[Any], psycopg.AsyncCursor[Any]]
+_CURSORS = weakref.WeakKeyDictionary()
+
+
+def cursor(conn: psycopg.AsyncConnection[Any]) -> psycopg.AsyncCursor[Any]:
+    """A cursor kept for ``conn`` (one object less per statement), with binary results
+    (a bytea body comes as its bytes, not hex to decode). One statement at a time."""
+    cur = _CURSORS.get(conn)
+    if cur is None or cur.closed:
+        cur = _CURSORS[conn] = conn.cursor(binary=True)
+    return cur
 
 
 class StoreUnavailable(ConnectionError):
@@ -42,59 +78,96 @@ class StoreUnavailable(ConnectionError):
         super().__init__(f"PostgreSQL store could not {action}{subject}: {detail}")
 
 
-async def complete(coro: Coroutine[Any, Any, T]) -> tuple[T, bool]:
-    """Run ``coro`` to its end even when the caller is cancelled meanwhile.
+@dataclass(slots=True)
+class _Request:
+    """Lock ``key`` (and then run ``read``), or unlock it."""
 
-    Returns its result and whether a cancellation arrived (the caller re-raises
-    it once it has undone what must not outlive it). A round trip cut off halfway
-    would leave its connection in an unknown state, and a lock taken for a caller
-    that is gone would never be given back.
-    """
-    task = asyncio.ensure_future(coro)
-    cancelled = False
-    while True:
-        try:
-            return await asyncio.shield(task), cancelled
-        except asyncio.CancelledError:
-            if task.done():
-                raise
-            cancelled = True
+    key: int
+    lock: bool
+    read: Read | None = None
+
+
+Got = tuple[bool, Rows | None]
+"""Whether the lock was taken, and the rows of its read (``None``: no read)."""
 
 
 class _Shard:
-    """One lease connection and the lock keys it holds."""
+    """One lease connection, the lock keys it holds, and its shared round trips."""
 
     def __init__(self, connect: Connect) -> None:
         self._connect = connect
         self._conn: psycopg.AsyncConnection[Any] | None = None
-        self._lock = asyncio.Lock()
         self.keys: set[int] = set()
+        self._batcher: Batcher[_Request, Got | None] = Batcher(self._trip, width=1, most=_MOST)
 
-    async def call(self, function: str, key: int) -> bool:
-        """``SELECT function(key)`` on this shard's connection (reconnecting once)."""
-        async with self._lock:
-            for attempt in (1, 2):
-                try:
-                    conn = await self._open()
-                    cur = await conn.execute(f"SELECT {function}(%s::bigint)", (key,))
-                    row = await cur.fetchone()
-                    return bool(row is not None and row[0])
-                except psycopg.OperationalError:
-                    await self.close()
-                    if attempt == 2:
-                        raise
-            raise AssertionError("unreachable")
+    def lock(self, key: int, read: Read | None) -> asyncio.Future[Got | None]:
+        return self._batcher.submit(key, _Request(key, True, read))
+
+    def unlock(self, key: int) -> asyncio.Future[Got | None]:
+        return self._batcher.submit(key, _Request(key, False))
+
+    async def _trip(self, requests: list[_Request]) -> list[Got | BaseException | None]:
+        """One round trip for ``requests`` (reconnecting once if the connection was dead)."""
+        for attempt in (1, 2):
+            try:
+                conn = await self._open()
+                return await self._send(conn, requests, unlock=attempt == 1)
+            except psycopg.OperationalError:
+                await self.close()  # its locks went with it: no unlock left to send
+                if attempt == 2:
+                    raise
+            except psycopg.Error:
+                # Which locks the statements took is unknown: drop them all with the
+                # connection (the next round trip takes the held ones again).
+                await self.close()
+                raise
+        raise AssertionError("unreachable")
+
+    async def _send(
+        self, conn: psycopg.AsyncConnection[Any], requests: list[_Request], *, unlock: bool
+    ) -> list[Got | BaseException | None]:
+        locks = [r for r in requests if r.lock]
+        unlocks = [r.key for r in requests if not r.lock] if unlock else []
+        reads: list[psycopg.AsyncCursor[Any] | None] = []
+        taken: psycopg.AsyncCursor[Any] | None = None
+        if locks and not unlocks and len(locks) == 1 and locks[0].read is None:
+            taken = await cursor(conn).execute(_LOCK, ([locks[0].key],))
+        elif unlocks and not locks:
+            await cursor(conn).execute(_UNLOCK, (unlocks,))
+        elif locks or unlocks:
+            async with conn.pipeline():  # one round trip; each statement its own snapshot
+                if unlocks:
+                    await conn.cursor(binary=True).execute(_UNLOCK, (unlocks,))
+                if locks:
+                    taken = await conn.cursor(binary=True).execute(_LOCK, ([r.key for r in locks],))
+                for r in locks:
+                    if r.read is None:
+                        reads.append(None)
+                    else:
+                        reads.append(await conn.cursor(binary=True).execute(*r.read))
+        got: dict[int, bool] = {}
+        if taken is not None:
+            got = {key: bool(ok) for key, ok in await taken.fetchall()}
+            self.keys.update(key for key, ok in got.items() if ok)
+        outcomes: list[Got | BaseException | None] = []
+        pending = iter(reads)
+        for r in requests:
+            if r.lock:
+                cur = next(pending, None)
+                outcomes.append((got[r.key], None if cur is None else await cur.fetchall()))
+            else:
+                outcomes.append(None)
+        return outcomes
 
     async def _open(self) -> psycopg.AsyncConnection[Any]:
         if self._conn is not None and not self._conn.closed:
             return self._conn
-        lost = bool(self.keys)
+        held = list(self.keys)
         self._conn = await self._connect()
-        if lost:  # the old connection took its locks with it: take them again
-            for key in list(self.keys):
-                cur = await self._conn.execute("SELECT pg_try_advisory_lock(%s::bigint)", (key,))
-                row = await cur.fetchone()
-                if not (row is not None and row[0]):
+        if held:  # the old connection took its locks with it: take them again
+            cur = await self._conn.execute(_LOCK, (held,))
+            for key, ok in await cur.fetchall():
+                if not ok:
                     self.keys.discard(key)
                     _log.warning("lease lost with its connection; another holder took it", key=key)
         return self._conn
@@ -104,6 +177,12 @@ class _Shard:
         if conn is not None:
             with contextlib.suppress(psycopg.Error):
                 await conn.close()
+
+    async def shutdown(self) -> None:
+        """Stop the round trips and close the connection (its locks end with it)."""
+        await self._batcher.close()
+        self.keys.clear()
+        await self.close()
 
 
 class PgLease:
@@ -126,12 +205,22 @@ class PgLease:
 
 
 class LeaseManager:
-    """Hands out leases on ``connections`` lease connections made by ``connect``."""
+    """Hands out leases on ``connections`` lease connections made by ``connect``.
 
-    def __init__(self, connect: Connect, namespace: str, connections: int) -> None:
+    ``on_release(thread_id)`` runs when a lease of this manager ends.
+    """
+
+    def __init__(
+        self,
+        connect: Connect,
+        namespace: str,
+        connections: int,
+        on_release: Callable[[str], object] = lambda thread_id: None,
+    ) -> None:
         self._namespace = namespace
         self._shards = [_Shard(connect) for _ in range(connections)]
         self._held: set[str] = set()
+        self._on_release = on_release
 
     def key(self, thread_id: str) -> int:
         """The advisory-lock key of ``thread_id`` in this store's namespace."""
@@ -143,20 +232,23 @@ class LeaseManager:
     def _shard(self, key: int) -> _Shard:
         return self._shards[key % len(self._shards)]
 
-    async def acquire(self, thread_id: str) -> PgLease:
-        """Lock the thread or raise ``ThreadBusy`` at once (never waits for the holder)."""
+    async def acquire(
+        self, thread_id: str, read: Read | None = None
+    ) -> tuple[PgLease, Rows | None]:
+        """Lock the thread or raise ``ThreadBusy`` at once (never waits for the holder);
+        with ``read``, also its rows, read once the lock is held."""
         if thread_id in self._held:
             raise ThreadBusy(thread_id)
         self._held.add(thread_id)
         key = self.key(thread_id)
         shard = self._shard(key)
         try:
-            got, cancelled = await complete(shard.call("pg_try_advisory_lock", key))
-            if got:
-                shard.keys.add(key)
+            outcome, cancelled = await complete(shard.lock(key, read))
+            assert outcome is not None
+            got, rows = outcome
             if cancelled:
                 if got:
-                    await complete(self._unlock(shard, key))
+                    await self._unlock(shard, key)
                 raise asyncio.CancelledError
         except psycopg.Error as exc:
             self._held.discard(thread_id)
@@ -167,29 +259,33 @@ class LeaseManager:
         if not got:
             self._held.discard(thread_id)
             raise ThreadBusy(thread_id)
-        return PgLease(self, thread_id, key)
+        return PgLease(self, thread_id, key), rows
 
     async def release(self, thread_id: str, key: int) -> None:
         """Unlock ``key``; a connection lost meanwhile already released it."""
+        cancelled = False
         try:
-            _, cancelled = await complete(self._unlock(self._shard(key), key))
+            cancelled = await self._unlock(self._shard(key), key)
         finally:
             self._held.discard(thread_id)
+            self._on_release(thread_id)
         if cancelled:
             raise asyncio.CancelledError
 
-    async def _unlock(self, shard: _Shard, key: int) -> None:
+    async def _unlock(self, shard: _Shard, key: int) -> bool:
+        """Unlock ``key`` to the end; whether the caller was cancelled meanwhile."""
         if key not in shard.keys:
-            return
+            return False
         shard.keys.discard(key)
         try:
-            await shard.call("pg_advisory_unlock", key)
-        except psycopg.Error:  # the connection is gone, and with it the lock
-            await shard.close()
+            return (await complete(shard.unlock(key)))[1]
+        except psycopg.Error:  # the round trip closed the connection: the lock went with it
+            return False
 
     async def close(self) -> None:
         """Close the lease connections (every lock they hold ends with them)."""
         for shard in self._shards:
-            shard.keys.clear()
-            await shard.close()
+            await shard.shutdown()
+        for thread_id in self._held:
+            self._on_release(thread_id)
         self._held.clear()

@@ -4,11 +4,14 @@ Needs the ``postgres`` extra (``pip install 'research-fsm[postgres]'``: psycopg 
 and psycopg-pool). One table holds every thread's checkpoints, one row each,
 keyed by ``(thread_id, seq)``; like the file store's lines, a row holds the whole
 state every ``min(keep, 128)`` checkpoints and otherwise only what its step
-changed, compressed against the rows before it (``_pgrows``). A save is one statement (one round trip, autocommit): insert after the
-expected parent, and prune what ``keep`` no longer needs. Threads save in
-parallel on a connection pool; nothing is serialised store-wide. Leases are
-session advisory locks (see ``_pgleases``), released by the server when the
-holder's connection ends.
+changed, compressed against the rows before it (``_pgrows``). A save is one statement:
+insert after the expected parent, and prune what ``keep`` no longer needs. Threads save
+in parallel on a connection pool; nothing is serialised store-wide. Saves that wait
+for a connection while all are busy share the next free one's round trip (``_pgbatch``):
+their statements go in one pipeline, one transaction, one commit, and each returns
+once that commit is done. Leases are session advisory locks (see ``_pgleases``),
+released by the server when the holder's connection ends; taking one also reads the
+thread's newest rows in the same round trip, for the ``load_latest`` that follows.
 """
 
 from __future__ import annotations
@@ -16,26 +19,24 @@ from __future__ import annotations
 import asyncio
 import secrets
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
-import psycopg
 from psycopg import AsyncConnection
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg_pool import AsyncConnectionPool
 from pydantic import BaseModel
 
 from research_fsm.engine import Checkpoint, CheckpointConflict, StoreWriteError
 from research_fsm.engine._store import validate_thread_id
 
-from ._pgleases import LeaseManager, PgLease, StoreUnavailable, complete
+from ._pgconnections import Connections, safe_dsn
+from ._pgleases import PgLease, StoreUnavailable, cursor
 from ._pgrows import Folder, encode, pack, slide, stored_id
-from ._pgschema import SchemaTooNew, Statements, migrate
+from ._pgschema import SchemaTooNew
 
 __all__ = ["PostgresCheckpointStore", "SchemaTooNew", "StoreUnavailable"]
 
-T = TypeVar("T")
 _ROWS_PER_FULL = 128  # a full row at least this often (fewer with a smaller keep)
 _CHANGES_BYTES = 1 << 20  # ... and once the changes rows since it pass this size
 _CACHED_HEADS = 4096  # threads whose newest row this store remembers (LRU)
@@ -52,7 +53,7 @@ class _Head:
     window: bytes  # the dictionary of its next row (see ``_pgrows.pack``)
 
 
-class PostgresCheckpointStore:
+class PostgresCheckpointStore(Connections):
     """Keeps checkpoints in a PostgreSQL database (9.6 or newer; tested on 15).
 
     Args:
@@ -86,147 +87,42 @@ class PostgresCheckpointStore:
         pool_size: int = 10,
         lease_connections: int = 2,
     ) -> None:
-        if (dsn is None) == (pool is None):
-            raise ValueError("give PostgresCheckpointStore either dsn= or pool=")
         if keep is not None and keep < 1:
             raise ValueError(f"keep must be None or >= 1, got {keep}")
-        if pool_size < 1 or lease_connections < 1:
-            raise ValueError("pool_size and lease_connections must be >= 1")
+        super().__init__(dsn, pool, lease_dsn, schema, pool_size, lease_connections)
         self.keep = keep
-        self.schema = schema
-        self._dsn = dsn
-        given = pool.conninfo if pool is not None else ""
-        if not isinstance(given, str):
-            given = ""
-        self._lease_dsn: str = lease_dsn or dsn or given
-        if not self._lease_dsn:
-            raise ValueError("a pool with a conninfo callable needs lease_dsn= for the leases")
-        self._given_pool = pool
-        self._pool: AsyncConnectionPool[Any] | None = pool
-        self._pool_size = pool_size
-        self._sql = Statements.for_schema(schema)
         self._rows_per_full = min(keep or _ROWS_PER_FULL, _ROWS_PER_FULL)
         self._heads: OrderedDict[str, _Head] = OrderedDict()
         self._secret = secret.encode() if isinstance(secret, str) else secret
-        self._shards = lease_connections
-        self._leases = LeaseManager(self._lease_connection, schema, lease_connections)
-        self._ready: asyncio.Task[None] | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
 
     def __repr__(self) -> str:
         return (
-            f"PostgresCheckpointStore({_safe_dsn(self._lease_dsn)!r}, schema={self.schema!r}, "
+            f"PostgresCheckpointStore({safe_dsn(self._lease_dsn)!r}, schema={self.schema!r}, "
             f"keep={self.keep!r})"
         )
-
-    # -- connections -----------------------------------------------------------
-
-    async def _lease_connection(self) -> AsyncConnection[Any]:
-        return await AsyncConnection.connect(
-            self._lease_dsn, autocommit=True, prepare_threshold=None
-        )
-
-    async def _open(self) -> AsyncConnectionPool[Any]:
-        """The pool, opened (and the tables migrated) on first use in this event loop."""
-        loop = asyncio.get_running_loop()
-        if self._loop is not loop:
-            if self._loop is not None and not self._loop.is_closed():
-                raise RuntimeError(
-                    "a PostgresCheckpointStore serves the event loop it was first used in; "
-                    "make one store per event loop (or aclose() it first)"
-                )
-            self._loop, self._ready = loop, None
-            self._pool = self._given_pool
-            # the old loop's lease connections (and their locks) cannot serve this one
-            self._leases = LeaseManager(self._lease_connection, self.schema, self._shards)
-        if self._ready is None:
-            self._ready = loop.create_task(self._start())
-        try:
-            await asyncio.shield(self._ready)
-        except BaseException:
-            if self._ready.done():
-                self._ready = None  # failed: try again on the next call
-            raise
-        assert self._pool is not None
-        return self._pool
-
-    async def _start(self) -> None:
-        if self._pool is not None:  # given: migrate on one of its connections
-            async with self._pool.connection(timeout=30) as conn:
-                await migrate(conn, self.schema)
-            return
-        # One direct connection first: a wrong DSN fails at once with libpq's reason
-        # (a pool would retry it until its timeout).
-        dsn = self._dsn or ""
-        async with await AsyncConnection.connect(
-            dsn, autocommit=True, prepare_threshold=None
-        ) as conn:
-            await migrate(conn, self.schema)
-        pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
-            dsn,
-            min_size=1,
-            max_size=self._pool_size,
-            kwargs={"autocommit": True, "prepare_threshold": None},
-            open=False,
-        )
-        await pool.open(wait=False)
-        self._pool = pool
-
-    async def _run(
-        self,
-        thread_id: str | None,
-        action: str,
-        work: Callable[[AsyncConnection[Any]], Awaitable[T]],
-    ) -> T:
-        """``work`` on a pooled connection, once more on a fresh one if the first was dead.
-
-        Runs to the end even when cancelled (the cancellation is re-raised after), so
-        no connection goes back to the pool halfway through a round trip.
-        """
-        try:
-            result, cancelled = await complete(self._attempts(work))
-        except (psycopg.Error, OSError, TimeoutError) as exc:
-            if isinstance(exc, SchemaTooNew | StoreWriteError):
-                raise
-            raise StoreUnavailable(thread_id, action, exc) from exc
-        if cancelled:
-            raise asyncio.CancelledError
-        return result
-
-    async def _attempts(self, work: Callable[[AsyncConnection[Any]], Awaitable[T]]) -> T:
-        pool = await self._open()
-        try:
-            async with pool.connection() as conn:
-                return await work(conn)
-        except psycopg.OperationalError:
-            # A connection dropped between runs (server restart, idle kill): the pool
-            # replaces it; one more try on a fresh connection.
-            await pool.check()
-            async with pool.connection() as conn:
-                return await work(conn)
-
-    async def aclose(self) -> None:
-        """Close the lease connections (ending every lease) and the pool the store made."""
-        await self._leases.close()
-        pool, self._pool = self._pool, self._given_pool
-        if pool is not None and pool is not self._given_pool:
-            await pool.close()
-        self._ready, self._loop = None, None
 
     # -- the CheckpointStore protocol ------------------------------------------
 
     async def acquire(self, thread_id: str) -> PgLease:
         await self._open()
-        return await self._leases.acquire(validate_thread_id(thread_id))
+        validate_thread_id(thread_id)
+        read = (self._queries["load_latest"], {"thread": thread_id})
+        lease, rows = await self._leases.acquire(thread_id, read)
+        if rows is not None:
+            self._peeked[thread_id] = rows  # what the engine's load_latest asks next
+        return lease
 
     async def load_latest(self, thread_id: str) -> Checkpoint | None:
         validate_thread_id(thread_id)
+        rows = self._peeked.pop(thread_id, None)
+        if rows is None:
 
-        async def read(conn: AsyncConnection[Any]) -> list[tuple[Any, ...]]:
-            cur = await conn.execute(self._sql.load_latest, {"thread": thread_id})
-            return await cur.fetchall()
+            async def read(conn: AsyncConnection[Any]) -> list[tuple[Any, ...]]:
+                query = self._queries["load_latest"]
+                cur = await cursor(conn).execute(query, {"thread": thread_id})
+                return await cur.fetchall()
 
-        rows = await self._run(thread_id, "load the thread", read)
+            rows = await self._run(thread_id, "load the thread", read)
         if not rows:
             self._heads.pop(thread_id, None)
             return None
@@ -244,6 +140,7 @@ class PostgresCheckpointStore:
     async def save(self, checkpoint: Checkpoint) -> None:
         cp = checkpoint
         thread_id = validate_thread_id(cp.thread_id)
+        self._peeked.pop(thread_id, None)
         head = self._heads.get(thread_id)
         full = (
             head is None
@@ -268,16 +165,13 @@ class PostgresCheckpointStore:
             "below": cp.seq if self.keep == 1 else None,
             "oldest_kept": cp.seq - (self.keep or 1) + 1,
         }
-
-        async def write(conn: AsyncConnection[Any]) -> tuple[Any, ...] | None:
-            cur = await conn.execute(self._sql.save, params)
-            return await cur.fetchone()
-
         try:
-            row = await self._run(thread_id, "save a checkpoint", write)
+            row, cancelled = await self._submit_save(thread_id, params)
         except StoreUnavailable as exc:
             self._heads.pop(thread_id, None)
             raise StoreWriteError(thread_id, exc) from exc
+        if cancelled:
+            raise asyncio.CancelledError
         if row is None or not (row[0] or row[1] == key):
             self._heads.pop(thread_id, None)
             raise CheckpointConflict(thread_id, cp.parent_id)
@@ -292,7 +186,7 @@ class PostgresCheckpointStore:
         validate_thread_id(thread_id)
 
         async def read(conn: AsyncConnection[Any]) -> list[tuple[Any, ...]]:
-            cur = await conn.execute(self._sql.history, {"thread": thread_id})
+            cur = await cursor(conn).execute(self._queries["history"], {"thread": thread_id})
             return await cur.fetchall()
 
         rows = await self._run(thread_id, "read the history", read)
@@ -304,11 +198,12 @@ class PostgresCheckpointStore:
             yield cp
 
     async def delete(self, thread_id: str) -> None:
-        lease = await self.acquire(thread_id)  # ThreadBusy while anyone runs it
+        await self._open()
+        lease, _ = await self._leases.acquire(validate_thread_id(thread_id))  # ThreadBusy while run
         try:
 
             async def remove(conn: AsyncConnection[Any]) -> None:
-                await conn.execute(self._sql.delete, (thread_id,))
+                await conn.execute(self._queries["delete"], (thread_id,))
 
             await self._run(thread_id, "delete the thread", remove)
             self._heads.pop(thread_id, None)
@@ -319,8 +214,8 @@ class PostgresCheckpointStore:
         if self._secret is None:
 
             async def read_or_create(conn: AsyncConnection[Any]) -> str:
-                await conn.execute(self._sql.write_secret, (secrets.token_hex(32),))
-                cur = await conn.execute(self._sql.read_secret)
+                await conn.execute(self._queries["write_secret"], (secrets.token_hex(32),))
+                cur = await conn.execute(self._queries["read_secret"])
                 row = await cur.fetchone()
                 assert row is not None
                 return str(row[0])
@@ -335,14 +230,3 @@ class PostgresCheckpointStore:
         self._heads.move_to_end(thread_id)
         if len(self._heads) > _CACHED_HEADS:
             self._heads.popitem(last=False)
-
-
-def _safe_dsn(dsn: str) -> str:
-    """``dsn`` without its password, for reprs and messages."""
-    try:
-        parts = conninfo_to_dict(dsn)
-    except psycopg.Error:
-        return "<unparsable dsn>"
-    if "password" in parts:
-        parts["password"] = "***"
-    return make_conninfo(**{k: str(v) for k, v in parts.items()})
