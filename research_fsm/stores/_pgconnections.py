@@ -180,16 +180,17 @@ class Connections:
     async def _save_trip(self, batch: list[dict[str, Any]]) -> list[Any]:
         """One round trip for ``batch`` (saves of different threads): each one's row,
         or the ``StoreUnavailable`` it raised."""
-        query = self._queries["save"]
+        plain, pruning = self._queries["save"], self._queries["save_pruning"]
 
         async def write(conn: AsyncConnection[Any]) -> list[Any]:
             if len(batch) == 1:
+                query = pruning if batch[0]["prune"] else plain
                 cur = await cursor(conn).execute(query, batch[0])
                 return [await cur.fetchone()]
             async with conn.pipeline():  # one implicit transaction: one commit for all
                 cursors = [conn.cursor(binary=True) for _ in batch]
                 for cur, params in zip(cursors, batch, strict=True):
-                    await cur.execute(query, params)
+                    await cur.execute(pruning if params["prune"] else plain, params)
             return [await cur.fetchone() for cur in cursors]
 
         try:

@@ -96,6 +96,7 @@ class Statements:
     """The store's statements, with its schema's table names filled in."""
 
     save: sql.Composed
+    save_pruning: sql.Composed
     load_latest: sql.Composed
     history: sql.Composed
     delete: sql.Composed
@@ -106,7 +107,8 @@ class Statements:
     def for_schema(cls, schema: str) -> Statements:
         names = _names(schema)
         return cls(
-            save=sql.SQL(_SAVE).format(**names),
+            save=sql.SQL(_SAVE.format(prune="")).format(**names),
+            save_pruning=sql.SQL(_SAVE.format(prune=_PRUNE)).format(**names),
             load_latest=sql.SQL(_LOAD_LATEST).format(**names),
             history=sql.SQL(_HISTORY).format(**names),
             delete=sql.SQL("DELETE FROM {checkpoints} WHERE thread_id = %s").format(**names),
@@ -131,33 +133,37 @@ def _names(schema: str) -> dict[str, sql.Composable]:
 
 
 # One statement per save: insert after the expected parent (nothing when the parent
-# is not the thread's latest), prune what ``keep`` no longer needs, and report the
-# checkpoint id now at that position (a retried save whose first try committed
-# finds its own id there). Ids are ``_pgrows.stored_id`` bytes.
+# is not the thread's latest), and report the checkpoint id now at that position (a
+# retried save whose first try committed finds its own id there). Ids are
+# ``_pgrows.stored_id`` bytes. ``{prune}`` is empty, or ``_PRUNE`` for the saves that
+# prune (full rows under ``keep``): most saves carry no DELETE to plan and run.
 _SAVE = """
 WITH ins AS (
-    INSERT INTO {checkpoints} (thread_id, seq, checkpoint_id, full_row, body)
+    INSERT INTO {{checkpoints}} (thread_id, seq, checkpoint_id, full_row, body)
     SELECT %(thread)s, %(seq)s, %(id)s, %(full)s, %(body)s
     WHERE CASE WHEN %(parent)s::bytea IS NULL
         THEN %(seq)s = 1 AND NOT EXISTS (
-            SELECT 1 FROM {checkpoints} WHERE thread_id = %(thread)s)
+            SELECT 1 FROM {{checkpoints}} WHERE thread_id = %(thread)s)
         ELSE EXISTS (
-            SELECT 1 FROM {checkpoints}
+            SELECT 1 FROM {{checkpoints}}
             WHERE thread_id = %(thread)s AND seq = %(seq)s - 1
               AND checkpoint_id = %(parent)s)
     END
     ON CONFLICT (thread_id, seq) DO NOTHING
     RETURNING seq
-), pruned AS (
+){prune}
+SELECT EXISTS (SELECT 1 FROM ins),
+       (SELECT checkpoint_id FROM {{checkpoints}} WHERE thread_id = %(thread)s AND seq = %(seq)s)
+"""
+
+# Prune what ``keep`` no longer needs, once the insert happened.
+_PRUNE = """, pruned AS (
     DELETE FROM {checkpoints}
-    WHERE %(prune)s AND thread_id = %(thread)s AND EXISTS (SELECT 1 FROM ins)
+    WHERE thread_id = %(thread)s AND EXISTS (SELECT 1 FROM ins)
       AND seq < COALESCE(%(below)s::bigint, (
           SELECT max(seq) FROM {checkpoints}
           WHERE thread_id = %(thread)s AND full_row AND seq <= %(oldest_kept)s), 0)
-)
-SELECT EXISTS (SELECT 1 FROM ins),
-       (SELECT checkpoint_id FROM {checkpoints} WHERE thread_id = %(thread)s AND seq = %(seq)s)
-"""
+)"""
 
 # The newest full row and the changes rows after it: enough to rebuild the latest.
 _LOAD_LATEST = """

@@ -5,7 +5,8 @@ and psycopg-pool). One table holds every thread's checkpoints, one row each,
 keyed by ``(thread_id, seq)``; like the file store's lines, a row holds the whole
 state every ``min(keep, 128)`` checkpoints and otherwise only what its step
 changed, compressed against the rows before it (``_pgrows``). A save is one statement:
-insert after the expected parent, and prune what ``keep`` no longer needs. Threads save
+insert after the expected parent, and (a full row under ``keep``) prune what ``keep`` no
+longer needs; the other saves send a statement without the prune. Threads save
 in parallel on a connection pool; nothing is serialised store-wide. Saves that wait
 for a connection while all are busy share the next free one's round trip (``_pgbatch``):
 their statements go in one pipeline, one transaction, one commit, and each returns

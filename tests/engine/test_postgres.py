@@ -117,6 +117,42 @@ async def test_keep_bounds_the_rows_on_the_server(pg: Make, postgres_server: Any
     )
 
 
+async def test_saves_without_keep_never_send_the_pruning_statement(
+    pg: Make, postgres_server: Any
+) -> None:
+    """With no keep every save goes without the DELETE: a broken pruning statement is never run."""
+    store = pg()
+    await store._open()
+    assert (False, True) == tuple(b"DELETE" in store._queries[k] for k in ("save", "save_pruning"))
+    store._queries["save_pruning"] = b"SELECT 1/0"
+    app = chain("a", "b", "c", store=store)
+    await app.run({}, thread_id="t")
+    await app.run({}, thread_id="t")
+    count = sql(
+        postgres_server,
+        f"SELECT count(*) FROM {pg.schema}.research_fsm_checkpoints",  # type: ignore[attr-defined]
+    )
+    assert [(8,)] == count
+
+
+async def test_saves_under_keep_one_prune_with_the_pruning_statement(
+    pg: Make, postgres_server: Any
+) -> None:
+    """With keep=1 every save is a full row that prunes: one row stays, plain save never run."""
+    store = pg(keep=1)
+    await store._open()
+    store._queries["save"] = b"SELECT 1/0"
+    app = chain("a", "b", "c", store=store)
+    await app.run({}, thread_id="t")
+    await app.run({}, thread_id="t")
+    rows = sql(
+        postgres_server,
+        f"SELECT seq FROM {pg.schema}.research_fsm_checkpoints",  # type: ignore[attr-defined]
+    )
+    assert [(8,)] == rows
+    assert [6] == [s.state.n async for s in app.history("t")]
+
+
 async def test_branch_records_load_back_in_a_fresh_store(pg: Make) -> None:
     """A new store on the same tables rebuilds a suspended fan-out; resumes finish it."""
     calls: list[str] = []
