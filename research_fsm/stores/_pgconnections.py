@@ -65,7 +65,8 @@ class Connections:
         self._shards = lease_connections
         self._leases = self._lease_manager()
         self._saves = self._save_batcher()
-        self._queries: dict[str, bytes] = {}  # the statements, rendered once
+        self._queries: dict[str, bytes] = {}  # the statements run, rendered once
+        self._rendered: dict[str, bytes] = {}  # every statement, rendered once
         self._peeked: dict[str, Rows] = {}  # rows read while taking a lease, for load_latest
         self._ready: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -123,8 +124,7 @@ class Connections:
     async def _start(self) -> None:
         if self._pool is not None:  # given: migrate on one of its connections
             async with self._pool.connection(timeout=30) as conn:
-                await migrate(conn, self.schema)
-                self._queries = _render(self._sql, conn)
+                self._use(_render(self._sql, conn), await migrate(conn, self.schema))
             return
         # One direct connection first: a wrong DSN fails at once with libpq's reason
         # (a pool would retry it until its timeout).
@@ -132,8 +132,7 @@ class Connections:
         async with await AsyncConnection.connect(
             dsn, autocommit=True, prepare_threshold=None
         ) as conn:
-            await migrate(conn, self.schema)
-            self._queries = _render(self._sql, conn)
+            self._use(_render(self._sql, conn), await migrate(conn, self.schema))
         pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
             dsn,
             min_size=1,
@@ -143,6 +142,15 @@ class Connections:
         )
         await pool.open(wait=False)
         self._pool = pool
+
+    def _use(self, queries: dict[str, bytes], functions: bool) -> None:
+        """Take the rendered statements; with the schema's ``functions``, saves and lease
+        round trips call them (``_pgschema``)."""
+        self._rendered = queries
+        self._queries = dict(queries)
+        if functions:
+            self._queries["save"] = self._queries["save_pruning"] = queries["save_call"]
+        self._leases.use(queries["load_latest"], queries["leases_call"] if functions else None)
 
     async def _run(
         self,

@@ -11,12 +11,13 @@ these connections must reach Postgres directly (or through a session-mode
 pooler), never through PgBouncer in transaction mode.
 
 Round trips are shared (``_pgbatch``): the lock and unlock requests that wait
-while a connection's round trip is in flight go together in its next one, one
-statement for the unlocks and one for the locks (``unnest`` of their keys).
-Right after the lock statement, in the same round trip (a pipeline), each newly
-asked thread's ``read`` runs: its own statement, so its snapshot is taken after
-the lock is held and sees every save of the previous holder (who saved, then
-unlocked). The store hands those rows to the ``load_latest`` that follows.
+while a connection's round trip is in flight go together in its next one: one
+call of the schema's lease function (``_pgschema``), which unlocks, then locks
+each key and reads its thread's newest rows; without the function, one statement
+for the unlocks and one for the locks (``unnest`` of their keys), then each read
+as its own statement, in one pipeline. Either way a read's snapshot is taken
+after its lock is held and sees every save of the previous holder (who saved,
+then unlocked). The store hands those rows to the ``load_latest`` that follows.
 
 ``release`` returns once the unlock has run on the server: a run ends only after
 its lease is free, so whoever learns of the end (another process or machine, the
@@ -42,13 +43,11 @@ from research_fsm.engine import ThreadBusy
 
 from ._pgbatch import Batcher, complete
 
-__all__ = ["LeaseManager", "PgLease", "Read", "Rows", "StoreUnavailable", "complete", "cursor"]
+__all__ = ["LeaseManager", "PgLease", "Rows", "StoreUnavailable", "complete", "cursor"]
 
 _log = structlog.get_logger("research_fsm.stores.postgres")
 
 Connect = Callable[[], Awaitable[psycopg.AsyncConnection[Any]]]
-Read = tuple[bytes, dict[str, Any]]
-"""A statement and its parameters, run just after the lock is taken."""
 Rows = list[tuple[Any, ...]]
 
 _LOCK = b"SELECT k, pg_try_advisory_lock(k) FROM unnest(%s::bigint[]) AS u(k)"
@@ -80,11 +79,21 @@ class StoreUnavailable(ConnectionError):
 
 @dataclass(slots=True)
 class _Request:
-    """Lock ``key`` (and then run ``read``), or unlock it."""
+    """Lock ``key`` (and then read thread ``read``'s newest rows), or unlock it."""
 
     key: int
     lock: bool
-    read: Read | None = None
+    read: str | None = None
+
+
+@dataclass(slots=True)
+class _Queries:
+    """The statements a lease round trip runs (set once the store has started)."""
+
+    load_latest: bytes = b""
+    """A thread's newest rows (parameter ``thread``), without the lease function."""
+    leases_call: bytes | None = None
+    """The schema's lease function (``_pgschema``), if it has one."""
 
 
 Got = tuple[bool, Rows | None]
@@ -94,13 +103,14 @@ Got = tuple[bool, Rows | None]
 class _Shard:
     """One lease connection, the lock keys it holds, and its shared round trips."""
 
-    def __init__(self, connect: Connect) -> None:
+    def __init__(self, connect: Connect, queries: _Queries) -> None:
         self._connect = connect
+        self._queries = queries
         self._conn: psycopg.AsyncConnection[Any] | None = None
         self.keys: set[int] = set()
         self._batcher: Batcher[_Request, Got | None] = Batcher(self._trip, width=1, most=_MOST)
 
-    def lock(self, key: int, read: Read | None) -> asyncio.Future[Got | None]:
+    def lock(self, key: int, read: str | None) -> asyncio.Future[Got | None]:
         return self._batcher.submit(key, _Request(key, True, read))
 
     def unlock(self, key: int) -> asyncio.Future[Got | None]:
@@ -128,6 +138,9 @@ class _Shard:
     ) -> list[Got | BaseException | None]:
         locks = [r for r in requests if r.lock]
         unlocks = [r.key for r in requests if not r.lock] if unlock else []
+        call = self._queries.leases_call
+        if call is not None and any(r.read is not None for r in locks):
+            return await self._call(conn, call, requests, locks, unlocks)
         reads: list[psycopg.AsyncCursor[Any] | None] = []
         taken: psycopg.AsyncCursor[Any] | None = None
         if locks and not unlocks and len(locks) == 1 and locks[0].read is None:
@@ -144,7 +157,8 @@ class _Shard:
                     if r.read is None:
                         reads.append(None)
                     else:
-                        reads.append(await conn.cursor(binary=True).execute(*r.read))
+                        read = (self._queries.load_latest, {"thread": r.read})
+                        reads.append(await conn.cursor(binary=True).execute(*read))
         got: dict[int, bool] = {}
         if taken is not None:
             got = {key: bool(ok) for key, ok in await taken.fetchall()}
@@ -158,6 +172,29 @@ class _Shard:
             else:
                 outcomes.append(None)
         return outcomes
+
+    async def _call(
+        self,
+        conn: psycopg.AsyncConnection[Any],
+        call: bytes,
+        requests: list[_Request],
+        locks: list[_Request],
+        unlocks: list[int],
+    ) -> list[Got | BaseException | None]:
+        """``_send`` as one call of the lease function."""
+        keys, threads = [r.key for r in locks], [r.read for r in locks]
+        cur = await cursor(conn).execute(call, (unlocks, keys, threads))
+        got: dict[int, bool] = {}
+        rows: dict[int, Rows] = {}
+        for key, ok, seq, full, row_id, body in await cur.fetchall():
+            got[key] = ok
+            if seq is not None:
+                rows.setdefault(key, []).append((seq, full, row_id, body))
+        self.keys.update(key for key, ok in got.items() if ok)
+        return [
+            (got[r.key], None if r.read is None else rows.get(r.key, [])) if r.lock else None
+            for r in requests
+        ]
 
     async def _open(self) -> psycopg.AsyncConnection[Any]:
         if self._conn is not None and not self._conn.closed:
@@ -218,9 +255,14 @@ class LeaseManager:
         on_release: Callable[[str], object] = lambda thread_id: None,
     ) -> None:
         self._namespace = namespace
-        self._shards = [_Shard(connect) for _ in range(connections)]
+        self._queries = _Queries()
+        self._shards = [_Shard(connect, self._queries) for _ in range(connections)]
         self._held: set[str] = set()
         self._on_release = on_release
+
+    def use(self, load_latest: bytes, leases_call: bytes | None) -> None:
+        """The statements of the reads that ride with the locks (see ``_Queries``)."""
+        self._queries.load_latest, self._queries.leases_call = load_latest, leases_call
 
     def key(self, thread_id: str) -> int:
         """The advisory-lock key of ``thread_id`` in this store's namespace."""
@@ -232,18 +274,16 @@ class LeaseManager:
     def _shard(self, key: int) -> _Shard:
         return self._shards[key % len(self._shards)]
 
-    async def acquire(
-        self, thread_id: str, read: Read | None = None
-    ) -> tuple[PgLease, Rows | None]:
+    async def acquire(self, thread_id: str, *, read: bool = False) -> tuple[PgLease, Rows | None]:
         """Lock the thread or raise ``ThreadBusy`` at once (never waits for the holder);
-        with ``read``, also its rows, read once the lock is held."""
+        with ``read``, also its newest rows, read once the lock is held."""
         if thread_id in self._held:
             raise ThreadBusy(thread_id)
         self._held.add(thread_id)
         key = self.key(thread_id)
         shard = self._shard(key)
         try:
-            outcome, cancelled = await complete(shard.lock(key, read))
+            outcome, cancelled = await complete(shard.lock(key, thread_id if read else None))
             assert outcome is not None
             got, rows = outcome
             if cancelled:

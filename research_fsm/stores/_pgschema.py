@@ -22,9 +22,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import psycopg
+import structlog
 from psycopg import AsyncConnection, sql
 
 __all__ = ["SCHEMA_VERSION", "SECRET_THREAD", "SchemaTooNew", "Statements", "migrate"]
+
+_log = structlog.get_logger("research_fsm.stores.postgres")
 
 SCHEMA_VERSION = 3
 """The newest table layout this version of the store creates and reads (2: bodies may be
@@ -97,6 +101,10 @@ class Statements:
 
     save: sql.Composed
     save_pruning: sql.Composed
+    save_call: sql.Composed
+    """``save`` and ``save_pruning`` in one call of the schema's save function."""
+    leases_call: sql.Composed
+    """The schema's lease function: unlock, lock and read in one statement (``_pgleases``)."""
     load_latest: sql.Composed
     history: sql.Composed
     delete: sql.Composed
@@ -109,6 +117,14 @@ class Statements:
         return cls(
             save=sql.SQL(_SAVE.format(prune="")).format(**names),
             save_pruning=sql.SQL(_SAVE.format(prune=_PRUNE)).format(**names),
+            save_call=sql.SQL(
+                "SELECT * FROM {save_fn}(%(thread)s::text, %(seq)s::bigint, %(id)s::bytea, "
+                "%(parent)s::bytea, %(full)s::boolean, %(body)s::bytea, %(prune)s::boolean, "
+                "%(below)s::bigint, %(oldest_kept)s::bigint)"
+            ).format(**names),
+            leases_call=sql.SQL(
+                "SELECT * FROM {leases_fn}(%s::bigint[], %s::bigint[], %s::text[])"
+            ).format(**names),
             load_latest=sql.SQL(_LOAD_LATEST).format(**names),
             history=sql.SQL(_HISTORY).format(**names),
             delete=sql.SQL("DELETE FROM {checkpoints} WHERE thread_id = %s").format(**names),
@@ -129,6 +145,8 @@ def _names(schema: str) -> dict[str, sql.Composable]:
         "checkpoints": sql.Identifier(schema, "research_fsm_checkpoints"),
         "meta": sql.Identifier(schema, "research_fsm_meta"),
         "secret": sql.Literal(SECRET_THREAD),
+        "save_fn": sql.Identifier(schema, "research_fsm_save_v1"),
+        "leases_fn": sql.Identifier(schema, "research_fsm_leases_v1"),
     }
 
 
@@ -178,31 +196,144 @@ SELECT seq, full_row, checkpoint_id, body FROM {checkpoints}
 WHERE thread_id = %(thread)s ORDER BY seq
 """
 
+# Server-side functions (PL/pgSQL, versioned by name, created with the table or on the
+# first start of a store that knows them; any store version reads the same rows). A
+# call is a statement too small to take long to plan, and the function's own
+# statements are planned once per server connection and kept, which a plain statement
+# without server-side prepared statements never is (so they stay safe behind
+# PgBouncer). Stores that may not create them run the plain statements above.
 
-async def migrate(conn: AsyncConnection[Any], schema: str) -> None:
-    """Create or upgrade the store's table in ``schema`` (one transaction)."""
+# ``_SAVE`` (and ``_PRUNE`` when ``p_prune``), one row: whether the row went in, and
+# else the id now at ``p_seq`` (a retried save whose first try committed finds its own).
+_SAVE_FUNCTION = """
+CREATE OR REPLACE FUNCTION {save_fn}(
+    p_thread text, p_seq bigint, p_id bytea, p_parent bytea, p_full boolean, p_body bytea,
+    p_prune boolean, p_below bigint, p_oldest_kept bigint
+) RETURNS TABLE (inserted boolean, at_id bytea) LANGUAGE plpgsql AS $fn$
+BEGIN
+    IF (p_parent IS NULL AND p_seq = 1 AND NOT EXISTS (
+            SELECT 1 FROM {checkpoints} c WHERE c.thread_id = p_thread))
+        OR EXISTS (  -- (no row has a NULL id)
+            SELECT 1 FROM {checkpoints} c
+            WHERE c.thread_id = p_thread AND c.seq = p_seq - 1 AND c.checkpoint_id = p_parent)
+    THEN
+        INSERT INTO {checkpoints} (thread_id, seq, checkpoint_id, full_row, body)
+        VALUES (p_thread, p_seq, p_id, p_full, p_body)
+        ON CONFLICT (thread_id, seq) DO NOTHING;
+        IF FOUND THEN
+            IF p_prune THEN
+                DELETE FROM {checkpoints} c
+                WHERE c.thread_id = p_thread AND c.seq < COALESCE(p_below, (
+                    SELECT max(o.seq) FROM {checkpoints} o
+                    WHERE o.thread_id = p_thread AND o.full_row AND o.seq <= p_oldest_kept), 0);
+            END IF;
+            RETURN QUERY SELECT true, p_id;
+            RETURN;
+        END IF;
+    END IF;
+    RETURN QUERY SELECT false, (
+        SELECT c.checkpoint_id FROM {checkpoints} c
+        WHERE c.thread_id = p_thread AND c.seq = p_seq);
+END
+$fn$
+"""
+
+# A lease round trip (``_pgleases``): unlock ``p_unlock``, then lock each of ``p_lock`` and,
+# when taken and its ``p_read`` names a thread, read that thread's rows as
+# ``_LOAD_LATEST`` does (each read its own snapshot, taken after its lock). One row per
+# row read, and one with NULL row columns for a lock with none.
+_LEASES_FUNCTION = """
+CREATE OR REPLACE FUNCTION {leases_fn}(p_unlock bigint[], p_lock bigint[], p_read text[])
+RETURNS TABLE (lock_key bigint, taken boolean, row_seq bigint, row_full boolean,
+               row_id bytea, row_body bytea) LANGUAGE plpgsql AS $fn$
+DECLARE
+    i integer;
+BEGIN
+    PERFORM pg_advisory_unlock(u) FROM unnest(p_unlock) AS u;
+    FOR i IN 1 .. COALESCE(array_length(p_lock, 1), 0) LOOP
+        lock_key := p_lock[i];
+        taken := pg_try_advisory_lock(lock_key);
+        IF taken AND p_read[i] IS NOT NULL THEN
+            RETURN QUERY
+                SELECT lock_key, taken, c.seq, c.full_row, c.checkpoint_id, c.body
+                FROM {checkpoints} c
+                WHERE c.thread_id = p_read[i] AND c.seq >= (
+                    SELECT max(o.seq) FROM {checkpoints} o
+                    WHERE o.thread_id = p_read[i] AND o.full_row)
+                ORDER BY c.seq;
+            CONTINUE WHEN FOUND;
+        END IF;
+        row_seq := NULL;
+        row_full := NULL;
+        row_id := NULL;
+        row_body := NULL;
+        RETURN NEXT;
+    END LOOP;
+END
+$fn$
+"""
+
+
+async def migrate(conn: AsyncConnection[Any], schema: str) -> bool:
+    """Create or upgrade the store's table in ``schema`` (one transaction); whether the
+    schema has the store's functions (made here when missing and allowed)."""
     names = _names(schema)
     async with conn.transaction():
         await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATE_LOCK,))
-        await conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
+        cur = await conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,))
+        if await cur.fetchone() is None:  # (a role with rights on its schema alone gets by)
+            await conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
         found = await _layout(conn, schema, names["meta"])
         if found > SCHEMA_VERSION:
             raise SchemaTooNew(schema, found)
-        if found == SCHEMA_VERSION:
-            return
-        steps = (
-            _CREATE
-            if found == 0
-            else [step for n in range(found + 1, SCHEMA_VERSION + 1) for step in _UPGRADES[n]]
+        if found < SCHEMA_VERSION:
+            await _upgrade(conn, found, names)
+        return await _functions(conn, schema, names)
+
+
+async def _upgrade(
+    conn: AsyncConnection[Any], found: int, names: dict[str, sql.Composable]
+) -> None:
+    steps = (
+        _CREATE
+        if found == 0
+        else [step for n in range(found + 1, SCHEMA_VERSION + 1) for step in _UPGRADES[n]]
+    )
+    for statement in steps:
+        await conn.execute(sql.SQL(statement).format(**names))
+    await conn.execute(
+        sql.SQL(
+            "CREATE OR REPLACE VIEW {meta} (key, value) AS "
+            "VALUES ('schema_version'::text, {version}::text)"
+        ).format(version=sql.Literal(str(SCHEMA_VERSION)), **names)
+    )
+
+
+async def _functions(
+    conn: AsyncConnection[Any], schema: str, names: dict[str, sql.Composable]
+) -> bool:
+    """Whether ``schema`` has the store's functions, creating them if missing; ``False``
+    (logged once) when this role may not (the plain statements serve instead)."""
+    cur = await conn.execute(
+        "SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+        "WHERE n.nspname = %s AND p.proname IN ('research_fsm_save_v1', 'research_fsm_leases_v1')",
+        (schema,),
+    )
+    row = await cur.fetchone()
+    if row is not None and row[0] == 2:
+        return True
+    try:
+        async with conn.transaction():  # a savepoint: a refusal leaves the rest standing
+            for statement in (_SAVE_FUNCTION, _LEASES_FUNCTION):
+                await conn.execute(sql.SQL(statement).format(**names))
+    except (psycopg.errors.InsufficientPrivilege, psycopg.errors.UndefinedObject) as exc:
+        _log.warning(
+            "cannot create the store's functions; using plain statements (slower saves)",
+            schema=schema,
+            reason=str(exc).strip().splitlines()[0],
         )
-        for statement in steps:
-            await conn.execute(sql.SQL(statement).format(**names))
-        await conn.execute(
-            sql.SQL(
-                "CREATE OR REPLACE VIEW {meta} (key, value) AS "
-                "VALUES ('schema_version'::text, {version}::text)"
-            ).format(version=sql.Literal(str(SCHEMA_VERSION)), **names)
-        )
+        return False
+    return True
 
 
 async def _layout(conn: AsyncConnection[Any], schema: str, meta: sql.Composable) -> int:

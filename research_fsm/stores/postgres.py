@@ -107,8 +107,7 @@ class PostgresCheckpointStore(Connections):
     async def acquire(self, thread_id: str) -> PgLease:
         await self._open()
         validate_thread_id(thread_id)
-        read = (self._queries["load_latest"], {"thread": thread_id})
-        lease, rows = await self._leases.acquire(thread_id, read)
+        lease, rows = await self._leases.acquire(thread_id, read=True)
         if rows is not None:
             self._peeked[thread_id] = rows  # what the engine's load_latest asks next
         return lease

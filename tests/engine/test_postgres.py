@@ -117,13 +117,22 @@ async def test_keep_bounds_the_rows_on_the_server(pg: Make, postgres_server: Any
     )
 
 
+def plain(store: PostgresCheckpointStore) -> None:
+    """Make an opened ``store`` run the plain statements, as when it may not create functions."""
+    store._use(store._rendered, functions=False)
+
+
+@pytest.mark.parametrize("functions", [True, False], ids=["functions", "plain"])
 async def test_saves_without_keep_never_send_the_pruning_statement(
-    pg: Make, postgres_server: Any
+    pg: Make, postgres_server: Any, functions: bool
 ) -> None:
     """With no keep every save goes without the DELETE: a broken pruning statement is never run."""
     store = pg()
     await store._open()
-    assert (False, True) == tuple(b"DELETE" in store._queries[k] for k in ("save", "save_pruning"))
+    if not functions:
+        plain(store)
+    expected = (False, False) if functions else (False, True)
+    assert expected == tuple(b"DELETE" in store._queries[k] for k in ("save", "save_pruning"))
     store._queries["save_pruning"] = b"SELECT 1/0"
     app = chain("a", "b", "c", store=store)
     await app.run({}, thread_id="t")
@@ -135,12 +144,15 @@ async def test_saves_without_keep_never_send_the_pruning_statement(
     assert [(8,)] == count
 
 
+@pytest.mark.parametrize("functions", [True, False], ids=["functions", "plain"])
 async def test_saves_under_keep_one_prune_with_the_pruning_statement(
-    pg: Make, postgres_server: Any
+    pg: Make, postgres_server: Any, functions: bool
 ) -> None:
     """With keep=1 every save is a full row that prunes: one row stays, plain save never run."""
     store = pg(keep=1)
     await store._open()
+    if not functions:
+        plain(store)
     store._queries["save"] = b"SELECT 1/0"
     app = chain("a", "b", "c", store=store)
     await app.run({}, thread_id="t")

@@ -1,0 +1,124 @@
+"""The PostgreSQL store's server-side functions: made with the tables, called by saves
+and lease round trips, and plain statements for a role that may not create them."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from structlog.testing import capture_logs
+
+from research_fsm.engine import StoreWriteError
+
+from .helpers import chain
+
+psycopg = pytest.importorskip("psycopg", reason="the postgres extra (psycopg) is not installed")
+
+from psycopg.conninfo import make_conninfo  # noqa: E402
+
+from research_fsm.stores.postgres import PostgresCheckpointStore  # noqa: E402
+
+FUNCTIONS = ("research_fsm_leases_v1", "research_fsm_save_v1")
+
+
+def sql(dsn: str, query: str, *params: Any) -> list[tuple[Any, ...]]:
+    """Run one statement on a connection of its own; its rows (if any)."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        cur = conn.execute(query, params)
+        return cur.fetchall() if cur.description else []
+
+
+@pytest.fixture
+async def schema(postgres_server: Any) -> AsyncIterator[str]:
+    """A fresh schema name, dropped (with whatever the test made in it) afterwards."""
+    name = f"fn_{secrets.token_hex(6)}"
+    yield name
+    sql(postgres_server.dsn, f"DROP SCHEMA IF EXISTS {name} CASCADE")
+
+
+def functions_in(dsn: str, schema: str) -> list[str]:
+    rows = sql(
+        dsn,
+        "SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+        "WHERE n.nspname = %s ORDER BY 1",
+        schema,
+    )
+    return [r[0] for r in rows]
+
+
+async def test_a_new_schema_gets_the_functions_and_saves_call_them(
+    postgres_server: Any, schema: str
+) -> None:
+    """The first store makes both functions; a save goes through the save function."""
+    store = PostgresCheckpointStore(postgres_server.dsn, schema=schema)
+    try:
+        app = chain("a", "b", store=store)
+        assert 2 == (await app.run({}, thread_id="t")).state.n
+        assert list(FUNCTIONS) == functions_in(postgres_server.dsn, schema)
+        sql(postgres_server.dsn, f"DROP FUNCTION {schema}.research_fsm_save_v1")
+        sql(
+            postgres_server.dsn,
+            f"CREATE FUNCTION {schema}.research_fsm_save_v1("
+            "text, bigint, bytea, bytea, boolean, bytea, boolean, bigint, bigint) "
+            "RETURNS TABLE (inserted boolean, at_id bytea) LANGUAGE plpgsql AS "
+            "$$ BEGIN RAISE EXCEPTION 'the save function was called'; END $$",
+        )
+        with pytest.raises(StoreWriteError, match="the save function was called"):
+            await app.run({}, thread_id="t")
+    finally:
+        await store.aclose()
+
+
+async def test_lease_reads_through_the_function_see_the_last_holders_saves(
+    postgres_server: Any, schema: str
+) -> None:
+    """Turns alternating between two stores each continue from the other's last save."""
+    one = PostgresCheckpointStore(postgres_server.dsn, schema=schema)
+    two = PostgresCheckpointStore(postgres_server.dsn, schema=schema)
+    try:
+        apps = [chain("a", "b", store=one), chain("a", "b", store=two)]
+        results = [(await apps[turn % 2].run({}, thread_id="t")).state.n for turn in range(6)]
+        assert [2, 4, 6, 8, 10, 12] == results
+        lease, rows = await one._leases.acquire("fresh", read=True)
+        assert [] == rows
+        await lease.release()
+    finally:
+        await one.aclose()
+        await two.aclose()
+
+
+async def test_a_role_that_may_not_create_functions_runs_on_plain_statements(
+    postgres_server: Any, schema: str
+) -> None:
+    """Tables made by an owner, no functions, a role with only row rights: it still works."""
+    owner = PostgresCheckpointStore(postgres_server.dsn, schema=schema)
+    await owner._open()
+    await owner.aclose()
+    for name in FUNCTIONS:
+        sql(postgres_server.dsn, f"DROP FUNCTION {schema}.{name}")
+    role = f"r_{secrets.token_hex(4)}"
+    sql(postgres_server.dsn, f"CREATE ROLE {role} LOGIN")
+    sql(postgres_server.dsn, f"GRANT USAGE ON SCHEMA {schema} TO {role}")
+    sql(
+        postgres_server.dsn,
+        f"GRANT SELECT, INSERT, DELETE ON {schema}.research_fsm_checkpoints TO {role}",
+    )
+    sql(postgres_server.dsn, f"GRANT SELECT ON {schema}.research_fsm_meta TO {role}")
+    dsn = make_conninfo(postgres_server.dsn, user=role)
+    stores = [PostgresCheckpointStore(dsn, schema=schema) for _ in range(2)]
+    try:
+        with capture_logs() as logs:
+            apps = [chain("a", "b", store=store) for store in stores]
+            results = [(await apps[turn % 2].run({}, thread_id="t")).state.n for turn in range(4)]
+        assert [2, 4, 6, 8] == results
+        assert [] == functions_in(postgres_server.dsn, schema)
+        assert b"INSERT" in stores[0]._queries["save"]
+        warned = [e for e in logs if "cannot create the store's functions" in e["event"]]
+        assert [schema, schema] == [e["schema"] for e in warned]
+    finally:
+        for store in stores:
+            await store.aclose()
+        sql(postgres_server.dsn, f"DROP OWNED BY {role}")
+        sql(postgres_server.dsn, f"DROP ROLE {role}")
