@@ -65,6 +65,11 @@ class CheckpointStore(Protocol):
 
         Raises ``CheckpointConflict`` when ``checkpoint.parent_id`` is not the
         thread's latest checkpoint; nothing is overwritten then.
+
+        A checkpoint with status ``"completed"`` or ``"suspended"`` is the last its
+        run saves: no node code runs after it, and the run's ``Lease.release``
+        follows. A store may end the lease together with that save (the release
+        then has nothing left to do).
         """
         ...
 

@@ -49,6 +49,8 @@ _log = structlog.get_logger("research_fsm.stores.postgres")
 
 Connect = Callable[[], Awaitable[psycopg.AsyncConnection[Any]]]
 Rows = list[tuple[Any, ...]]
+Statement = tuple[bytes, dict[str, Any]]
+"""A statement and its named parameters."""
 
 _LOCK = b"SELECT k, pg_try_advisory_lock(k) FROM unnest(%s::bigint[]) AS u(k)"
 _UNLOCK = b"SELECT pg_advisory_unlock(k) FROM unnest(%s::bigint[]) AS u(k)"
@@ -79,11 +81,13 @@ class StoreUnavailable(ConnectionError):
 
 @dataclass(slots=True)
 class _Request:
-    """Lock ``key`` (and then read thread ``read``'s newest rows), or unlock it."""
+    """Lock ``key`` (and then read thread ``read``'s newest rows), or unlock it (after
+    committing ``save``, a run's last save)."""
 
     key: int
     lock: bool
     read: str | None = None
+    save: Statement | None = None
 
 
 @dataclass(slots=True)
@@ -98,6 +102,8 @@ class _Queries:
 
 Got = tuple[bool, Rows | None]
 """Whether the lock was taken, and the rows of its read (``None``: no read)."""
+Outcome = Got | tuple[Any, ...] | None
+"""A lock's ``Got``, a save's row, or an unlock's ``None``."""
 
 
 class _Shard:
@@ -108,15 +114,18 @@ class _Shard:
         self._queries = queries
         self._conn: psycopg.AsyncConnection[Any] | None = None
         self.keys: set[int] = set()
-        self._batcher: Batcher[_Request, Got | None] = Batcher(self._trip, width=1, most=_MOST)
+        self._batcher: Batcher[_Request, Outcome] = Batcher(self._trip, width=1, most=_MOST)
 
-    def lock(self, key: int, read: str | None) -> asyncio.Future[Got | None]:
+    def lock(self, key: int, read: str | None) -> asyncio.Future[Outcome]:
         return self._batcher.submit(key, _Request(key, True, read))
 
-    def unlock(self, key: int) -> asyncio.Future[Got | None]:
+    def unlock(self, key: int) -> asyncio.Future[Outcome]:
         return self._batcher.submit(key, _Request(key, False))
 
-    async def _trip(self, requests: list[_Request]) -> list[Got | BaseException | None]:
+    def save_then_unlock(self, key: int, save: Statement) -> asyncio.Future[Outcome]:
+        return self._batcher.submit(key, _Request(key, False, save=save))
+
+    async def _trip(self, requests: list[_Request]) -> list[Outcome | BaseException]:
         """One round trip for ``requests`` (reconnecting once if the connection was dead)."""
         for attempt in (1, 2):
             try:
@@ -135,7 +144,43 @@ class _Shard:
 
     async def _send(
         self, conn: psycopg.AsyncConnection[Any], requests: list[_Request], *, unlock: bool
-    ) -> list[Got | BaseException | None]:
+    ) -> list[Outcome | BaseException]:
+        finals = [r for r in requests if r.save is not None]
+        if not finals:
+            return await self._send_leases(conn, requests, unlock=unlock)
+        saved = iter(await self._save_then_unlock(conn, finals))
+        others = [r for r in requests if r.save is None]
+        rest = iter(await self._send_leases(conn, others, unlock=unlock) if others else [])
+        return [next(saved) if r.save is not None else next(rest) for r in requests]
+
+    async def _save_then_unlock(
+        self, conn: psycopg.AsyncConnection[Any], finals: list[_Request]
+    ) -> list[Outcome | BaseException]:
+        """Run's last saves, then their unlocks, in one round trip: one query of several
+        statements (the simple query protocol), the saves committed by a ``COMMIT``
+        before the unlock runs. A failing save fails them all, nothing committed and
+        every lock still held (the callers save the usual way)."""
+        client = psycopg.AsyncClientCursor(conn)
+        keys = [r.key for r in finals]
+        parts = [client.mogrify(*r.save) for r in finals if r.save is not None]
+        text = ";\n".join([*parts, "COMMIT", client.mogrify(_UNLOCK, (keys,))])
+        cur = conn.cursor()  # text results: no parameters, so several statements may go
+        try:
+            await cur.execute(text.encode())
+        except psycopg.OperationalError:
+            raise
+        except psycopg.Error as exc:  # the implicit transaction rolled back
+            return [exc for _ in finals]
+        rows: list[Outcome | BaseException] = []
+        for _ in finals:
+            rows.append(await cur.fetchone())
+            cur.nextset()
+        self.keys.difference_update(keys)
+        return rows
+
+    async def _send_leases(
+        self, conn: psycopg.AsyncConnection[Any], requests: list[_Request], *, unlock: bool
+    ) -> list[Outcome | BaseException]:
         locks = [r for r in requests if r.lock]
         unlocks = [r.key for r in requests if not r.lock] if unlock else []
         call = self._queries.leases_call
@@ -163,7 +208,7 @@ class _Shard:
         if taken is not None:
             got = {key: bool(ok) for key, ok in await taken.fetchall()}
             self.keys.update(key for key, ok in got.items() if ok)
-        outcomes: list[Got | BaseException | None] = []
+        outcomes: list[Outcome | BaseException] = []
         pending = iter(reads)
         for r in requests:
             if r.lock:
@@ -180,7 +225,7 @@ class _Shard:
         requests: list[_Request],
         locks: list[_Request],
         unlocks: list[int],
-    ) -> list[Got | BaseException | None]:
+    ) -> list[Outcome | BaseException]:
         """``_send`` as one call of the lease function."""
         keys, threads = [r.key for r in locks], [r.read for r in locks]
         cur = await cursor(conn).execute(call, (unlocks, keys, threads))
@@ -258,6 +303,7 @@ class LeaseManager:
         self._queries = _Queries()
         self._shards = [_Shard(connect, self._queries) for _ in range(connections)]
         self._held: set[str] = set()
+        self._leases: dict[str, PgLease] = {}
         self._on_release = on_release
 
     def use(self, load_latest: bytes, leases_call: bytes | None) -> None:
@@ -299,7 +345,30 @@ class LeaseManager:
         if not got:
             self._held.discard(thread_id)
             raise ThreadBusy(thread_id)
-        return PgLease(self, thread_id, key), rows
+        lease = self._leases[thread_id] = PgLease(self, thread_id, key)
+        return lease, rows
+
+    async def save_and_release(
+        self, thread_id: str, save: Statement
+    ) -> tuple[tuple[Any, ...] | None, bool] | None:
+        """Run ``save``, a run's last, then (once committed) end the thread's lease, in one
+        round trip of its lease connection: the save's row and whether the caller was
+        cancelled meanwhile. ``None``, with nothing done, when this manager holds no
+        lease on the thread or the statement failed: save the usual way."""
+        lease = self._leases.get(thread_id)
+        key = None if lease is None else lease._key
+        if lease is None or key is None or key not in self._shard(key).keys:
+            return None
+        try:
+            row, cancelled = await complete(self._shard(key).save_then_unlock(key, save))
+        except psycopg.Error:
+            return None
+        lease._key = None
+        self._leases.pop(thread_id, None)
+        self._held.discard(thread_id)
+        self._on_release(thread_id)
+        assert row is None or isinstance(row, tuple)
+        return row, cancelled
 
     async def release(self, thread_id: str, key: int) -> None:
         """Unlock ``key``; a connection lost meanwhile already released it."""
@@ -307,6 +376,7 @@ class LeaseManager:
         try:
             cancelled = await self._unlock(self._shard(key), key)
         finally:
+            self._leases.pop(thread_id, None)
             self._held.discard(thread_id)
             self._on_release(thread_id)
         if cancelled:
@@ -329,3 +399,4 @@ class LeaseManager:
         for thread_id in self._held:
             self._on_release(thread_id)
         self._held.clear()
+        self._leases.clear()

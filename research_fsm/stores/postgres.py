@@ -12,7 +12,10 @@ for a connection while all are busy share the next free one's round trip (``_pgb
 their statements go in one pipeline, one transaction, one commit, and each returns
 once that commit is done. Leases are session advisory locks (see ``_pgleases``),
 released by the server when the holder's connection ends; taking one also reads the
-thread's newest rows in the same round trip, for the ``load_latest`` that follows.
+thread's newest rows in the same round trip, for the ``load_latest`` that follows, and
+a run's last save (status completed or suspended) goes on its lease's connection,
+committed and then unlocked in one round trip (the ``release`` after it has nothing
+left to send).
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ __all__ = ["PostgresCheckpointStore", "SchemaTooNew", "StoreUnavailable"]
 _ROWS_PER_FULL = 128  # a full row at least this often (fewer with a smaller keep)
 _CHANGES_BYTES = 1 << 20  # ... and once the changes rows since it pass this size
 _CACHED_HEADS = 4096  # threads whose newest row this store remembers (LRU)
+_LAST_OF_RUN = ("completed", "suspended")  # a run saves nothing after these (``CheckpointStore``)
 
 
 @dataclass(slots=True)
@@ -166,7 +170,11 @@ class PostgresCheckpointStore(Connections):
             "oldest_kept": cp.seq - (self.keep or 1) + 1,
         }
         try:
-            row, cancelled = await self._submit_save(thread_id, params)
+            done = None
+            if cp.status in _LAST_OF_RUN and self._queries:  # (a lease means opened)
+                query = self._queries["save_pruning" if params["prune"] else "save"]
+                done = await self._leases.save_and_release(thread_id, (query, params))
+            row, cancelled = done or await self._submit_save(thread_id, params)
         except StoreUnavailable as exc:
             self._heads.pop(thread_id, None)
             raise StoreWriteError(thread_id, exc) from exc
