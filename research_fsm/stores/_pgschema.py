@@ -1,9 +1,14 @@
 """The table of ``PostgresCheckpointStore``, its migrations and the statements it runs.
 
 Every statement is plain SQL with client-side parameters: nothing is prepared on
-the server, so the store works behind PgBouncer in transaction mode. Migrations
-run in one transaction under a transaction-level advisory lock (also safe behind
-PgBouncer), so stores starting together on several machines migrate once.
+the server by the client, so the store works behind PgBouncer in transaction mode.
+Saves and lease round trips call two PL/pgSQL functions the store keeps in its
+schema (``research_fsm_save_v1``, ``research_fsm_leases_v1``): the server plans
+their statements once per server connection and keeps the plans, where a plain
+statement is planned on every call. A role that may not create them runs the
+same plain statements instead. Migrations run in one transaction under a
+transaction-level advisory lock (also safe behind PgBouncer), so stores starting
+together on several machines migrate once.
 
 Since layout 3 the store keeps one table, ``research_fsm_checkpoints``, and a view
 ``research_fsm_meta`` (no storage) whose definition holds the layout version:
