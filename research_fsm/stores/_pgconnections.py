@@ -25,7 +25,8 @@ from psycopg_pool import AsyncConnectionPool
 from research_fsm.engine import StoreWriteError
 
 from ._pgbatch import Batcher, complete
-from ._pgleases import LeaseManager, Rows, StoreUnavailable, cursor
+from ._pgcommon import Rows, StoreUnavailable, cursor
+from ._pgleases import LeaseManager
 from ._pgschema import Statements, migrate
 
 __all__ = ["Connections", "safe_dsn"]

@@ -31,7 +31,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -42,41 +41,16 @@ import structlog
 from research_fsm.engine import ThreadBusy
 
 from ._pgbatch import Batcher, complete
+from ._pgcommon import Rows, Statement, StoreUnavailable, cursor
 
-__all__ = ["LeaseManager", "PgLease", "Rows", "StoreUnavailable", "complete", "cursor"]
+__all__ = ["LeaseManager", "PgLease"]
 
 _log = structlog.get_logger("research_fsm.stores.postgres")
 
 Connect = Callable[[], Awaitable[psycopg.AsyncConnection[Any]]]
-Rows = list[tuple[Any, ...]]
-Statement = tuple[bytes, dict[str, Any]]
-"""A statement and its named parameters."""
-
 _LOCK = b"SELECT k, pg_try_advisory_lock(k) FROM unnest(%s::bigint[]) AS u(k)"
 _UNLOCK = b"SELECT pg_advisory_unlock(k) FROM unnest(%s::bigint[]) AS u(k)"
 _MOST = 256  # requests per round trip
-
-_CURSORS: weakref.WeakKeyDictionary[psycopg.AsyncConnection[Any], psycopg.AsyncCursor[Any]]
-_CURSORS = weakref.WeakKeyDictionary()
-
-
-def cursor(conn: psycopg.AsyncConnection[Any]) -> psycopg.AsyncCursor[Any]:
-    """A cursor kept for ``conn`` (one object less per statement), with binary results
-    (a bytea body comes as its bytes, not hex to decode). One statement at a time."""
-    cur = _CURSORS.get(conn)
-    if cur is None or cur.closed:
-        cur = _CURSORS[conn] = conn.cursor(binary=True)
-    return cur
-
-
-class StoreUnavailable(ConnectionError):
-    """The PostgreSQL server could not be reached or refused the store's request."""
-
-    def __init__(self, thread_id: str | None, action: str, cause: BaseException) -> None:
-        self.thread_id = thread_id
-        subject = f" for thread `{thread_id}`" if thread_id else ""
-        detail = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
-        super().__init__(f"PostgreSQL store could not {action}{subject}: {detail}")
 
 
 @dataclass(slots=True)

@@ -34,8 +34,9 @@ from pydantic import BaseModel
 from research_fsm.engine import Checkpoint, CheckpointConflict, StoreWriteError
 from research_fsm.engine._store import validate_thread_id
 
+from ._pgcommon import StoreUnavailable, cursor
 from ._pgconnections import Connections, safe_dsn
-from ._pgleases import PgLease, StoreUnavailable, cursor
+from ._pgleases import PgLease
 from ._pgrows import Folder, encode, pack, slide, stored_id
 from ._pgschema import SchemaTooNew
 
