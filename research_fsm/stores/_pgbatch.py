@@ -56,6 +56,11 @@ class Batcher(Generic[R, T]):
         self._active = 0  # round-trip tasks running (counted down as they end, not after)
         self._flushers: set[asyncio.Task[None]] = set()
 
+    @property
+    def idle(self) -> bool:
+        """No round trip in flight and no request waiting."""
+        return self._active == 0 and not self._queue
+
     def submit(self, key: Hashable, request: R) -> asyncio.Future[T]:
         """Queue ``request``; the future gets its outcome after its round trip."""
         loop = asyncio.get_running_loop()

@@ -73,9 +73,13 @@ class Connections:
         self._loop: asyncio.AbstractEventLoop | None = None
 
     async def _lease_connection(self) -> AsyncConnection[Any]:
-        return await AsyncConnection.connect(
+        conn = await AsyncConnection.connect(
             self._lease_dsn, autocommit=True, prepare_threshold=None
         )
+        # A read after a lock must see every commit before it: with a role's or database's
+        # default of repeatable read its snapshot would predate the lock.
+        await conn.execute("SET default_transaction_isolation = 'read committed'")
+        return conn
 
     def _lease_manager(self) -> LeaseManager:
         return LeaseManager(self._lease_connection, self.schema, self._shards, self._forget)

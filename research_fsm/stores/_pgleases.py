@@ -42,6 +42,7 @@ from research_fsm.engine import ThreadBusy
 
 from ._pgbatch import Batcher, complete
 from ._pgcommon import Rows, Statement, StoreUnavailable, cursor
+from ._pglastsave import UNLOCK, save_then_unlock, settled
 
 __all__ = ["LeaseManager", "PgLease"]
 
@@ -49,7 +50,6 @@ _log = structlog.get_logger("research_fsm.stores.postgres")
 
 Connect = Callable[[], Awaitable[psycopg.AsyncConnection[Any]]]
 _LOCK = b"SELECT k, pg_try_advisory_lock(k) FROM unnest(%s::bigint[]) AS u(k)"
-_UNLOCK = b"SELECT pg_advisory_unlock(k) FROM unnest(%s::bigint[]) AS u(k)"
 _MOST = 256  # requests per round trip
 
 
@@ -96,6 +96,11 @@ class _Shard:
     def unlock(self, key: int) -> asyncio.Future[Outcome]:
         return self._batcher.submit(key, _Request(key, False))
 
+    @property
+    def idle(self) -> bool:
+        """No round trip in flight or waiting."""
+        return self._batcher.idle
+
     def save_then_unlock(self, key: int, save: Statement) -> asyncio.Future[Outcome]:
         return self._batcher.submit(key, _Request(key, False, save=save))
 
@@ -122,35 +127,10 @@ class _Shard:
         finals = [r for r in requests if r.save is not None]
         if not finals:
             return await self._send_leases(conn, requests, unlock=unlock)
-        saved = iter(await self._save_then_unlock(conn, finals))
+        saved = iter(await save_then_unlock(conn, [(r.key, r.save) for r in finals], self.keys))
         others = [r for r in requests if r.save is None]
         rest = iter(await self._send_leases(conn, others, unlock=unlock) if others else [])
         return [next(saved) if r.save is not None else next(rest) for r in requests]
-
-    async def _save_then_unlock(
-        self, conn: psycopg.AsyncConnection[Any], finals: list[_Request]
-    ) -> list[Outcome | BaseException]:
-        """Run's last saves, then their unlocks, in one round trip: one query of several
-        statements (the simple query protocol), the saves committed by a ``COMMIT``
-        before the unlock runs. A failing save fails them all, nothing committed and
-        every lock still held (the callers save the usual way)."""
-        client = psycopg.AsyncClientCursor(conn)
-        keys = [r.key for r in finals]
-        parts = [client.mogrify(*r.save) for r in finals if r.save is not None]
-        text = ";\n".join([*parts, "COMMIT", client.mogrify(_UNLOCK, (keys,))])
-        cur = conn.cursor()  # text results: no parameters, so several statements may go
-        try:
-            await cur.execute(text.encode())
-        except psycopg.OperationalError:
-            raise
-        except psycopg.Error as exc:  # the implicit transaction rolled back
-            return [exc for _ in finals]
-        rows: list[Outcome | BaseException] = []
-        for _ in finals:
-            rows.append(await cur.fetchone())
-            cur.nextset()
-        self.keys.difference_update(keys)
-        return rows
 
     async def _send_leases(
         self, conn: psycopg.AsyncConnection[Any], requests: list[_Request], *, unlock: bool
@@ -165,11 +145,11 @@ class _Shard:
         if locks and not unlocks and len(locks) == 1 and locks[0].read is None:
             taken = await cursor(conn).execute(_LOCK, ([locks[0].key],))
         elif unlocks and not locks:
-            await cursor(conn).execute(_UNLOCK, (unlocks,))
+            await cursor(conn).execute(UNLOCK, (unlocks,))
         elif locks or unlocks:
             async with conn.pipeline():  # one round trip; each statement its own snapshot
                 if unlocks:
-                    await conn.cursor(binary=True).execute(_UNLOCK, (unlocks,))
+                    await conn.cursor(binary=True).execute(UNLOCK, (unlocks,))
                 if locks:
                     taken = await conn.cursor(binary=True).execute(_LOCK, ([r.key for r in locks],))
                 for r in locks:
@@ -324,25 +304,29 @@ class LeaseManager:
 
     async def save_and_release(
         self, thread_id: str, save: Statement
-    ) -> tuple[tuple[Any, ...] | None, bool] | None:
+    ) -> tuple[bool, tuple[Any, ...] | None, bool]:
         """Run ``save``, a run's last, then (once committed) end the thread's lease, in one
-        round trip of its lease connection: the save's row and whether the caller was
-        cancelled meanwhile. ``None``, with nothing done, when this manager holds no
-        lease on the thread or the statement failed: save the usual way."""
+        round trip of its lease connection, if that connection has nothing else to do.
+        Whether it was done, the save's row, and whether the caller was cancelled
+        meanwhile. Not done (nothing saved or unlocked) when this manager holds no
+        lease on the thread, its connection is busy, or the statement failed: then save
+        the usual way (and re-raise a cancellation after)."""
         lease = self._leases.get(thread_id)
         key = None if lease is None else lease._key
-        if lease is None or key is None or key not in self._shard(key).keys:
-            return None
-        try:
-            row, cancelled = await complete(self._shard(key).save_then_unlock(key, save))
-        except psycopg.Error:
-            return None
+        if lease is None or key is None:
+            return False, None, False
+        shard = self._shard(key)
+        if key not in shard.keys or not shard.idle:
+            return False, None, False
+        outcome, cancelled = await complete(settled(shard.save_then_unlock(key, save)))
+        if isinstance(outcome, BaseException):
+            return False, None, cancelled
         lease._key = None
         self._leases.pop(thread_id, None)
         self._held.discard(thread_id)
         self._on_release(thread_id)
-        assert row is None or isinstance(row, tuple)
-        return row, cancelled
+        assert outcome is None or isinstance(outcome, tuple)
+        return True, outcome, cancelled
 
     async def release(self, thread_id: str, key: int) -> None:
         """Unlock ``key``; a connection lost meanwhile already released it."""

@@ -24,6 +24,7 @@ Since layout 3 the store keeps one table, ``research_fsm_checkpoints``, and a vi
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass
 from typing import Any
 
@@ -214,7 +215,7 @@ _SAVE_FUNCTION = """
 CREATE OR REPLACE FUNCTION {save_fn}(
     p_thread text, p_seq bigint, p_id bytea, p_parent bytea, p_full boolean, p_body bytea,
     p_prune boolean, p_below bigint, p_oldest_kept bigint
-) RETURNS TABLE (inserted boolean, at_id bytea) LANGUAGE plpgsql AS $fn$
+) RETURNS TABLE (inserted boolean, at_id bytea) LANGUAGE plpgsql AS {tag}
 BEGIN
     IF (p_parent IS NULL AND p_seq = 1 AND NOT EXISTS (
             SELECT 1 FROM {checkpoints} c WHERE c.thread_id = p_thread))
@@ -240,7 +241,7 @@ BEGIN
         SELECT c.checkpoint_id FROM {checkpoints} c
         WHERE c.thread_id = p_thread AND c.seq = p_seq);
 END
-$fn$
+{tag}
 """
 
 # A lease round trip (``_pgleases``): unlock ``p_unlock``, then lock each of ``p_lock`` and,
@@ -250,7 +251,7 @@ $fn$
 _LEASES_FUNCTION = """
 CREATE OR REPLACE FUNCTION {leases_fn}(p_unlock bigint[], p_lock bigint[], p_read text[])
 RETURNS TABLE (lock_key bigint, taken boolean, row_seq bigint, row_full boolean,
-               row_id bytea, row_body bytea) LANGUAGE plpgsql AS $fn$
+               row_id bytea, row_body bytea) LANGUAGE plpgsql AS {tag}
 DECLARE
     i integer;
 BEGIN
@@ -275,7 +276,7 @@ BEGIN
         RETURN NEXT;
     END LOOP;
 END
-$fn$
+{tag}
 """
 
 
@@ -327,10 +328,13 @@ async def _functions(
     row = await cur.fetchone()
     if row is not None and row[0] == 2:
         return True
+    tag = "$fn$"  # quotes the bodies: one the schema's name cannot end early
+    while tag in schema:
+        tag = f"$fn{secrets.token_hex(4)}$"
     try:
         async with conn.transaction():  # a savepoint: a refusal leaves the rest standing
             for statement in (_SAVE_FUNCTION, _LEASES_FUNCTION):
-                await conn.execute(sql.SQL(statement).format(**names))
+                await conn.execute(sql.SQL(statement).format(tag=sql.SQL(tag), **names))
     except (psycopg.errors.InsufficientPrivilege, psycopg.errors.UndefinedObject) as exc:
         _log.warning(
             "cannot create the store's functions; using plain statements (slower saves)",

@@ -171,11 +171,15 @@ class PostgresCheckpointStore(Connections):
             "oldest_kept": cp.seq - (self.keep or 1) + 1,
         }
         try:
-            done = None
+            done, row, cancelled = False, None, False
             if cp.status in _LAST_OF_RUN and self._queries:  # (a lease means opened)
                 query = self._queries["save_pruning" if params["prune"] else "save"]
-                done = await self._leases.save_and_release(thread_id, (query, params))
-            row, cancelled = done or await self._submit_save(thread_id, params)
+                done, row, cancelled = await self._leases.save_and_release(
+                    thread_id, (query, params)
+                )
+            if not done:
+                row, late = await self._submit_save(thread_id, params)
+                cancelled = cancelled or late
         except StoreUnavailable as exc:
             self._heads.pop(thread_id, None)
             raise StoreWriteError(thread_id, exc) from exc

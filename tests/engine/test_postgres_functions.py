@@ -122,3 +122,42 @@ async def test_a_role_that_may_not_create_functions_runs_on_plain_statements(
             await store.aclose()
         sql(postgres_server.dsn, f"DROP OWNED BY {role}")
         sql(postgres_server.dsn, f"DROP ROLE {role}")
+
+
+async def test_a_schema_whose_name_holds_the_body_quote_still_works(
+    postgres_server: Any,
+) -> None:
+    """A schema named with ``$fn$`` in it gets its functions (the bodies' quote changes)."""
+    name = f"we$fn${secrets.token_hex(3)}"
+    store = PostgresCheckpointStore(postgres_server.dsn, schema=name)
+    try:
+        app = chain("a", "b", store=store)
+        assert 2 == (await app.run({}, thread_id="t")).state.n
+        assert list(FUNCTIONS) == functions_in(postgres_server.dsn, name)
+    finally:
+        await store.aclose()
+        sql(postgres_server.dsn, f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+
+
+async def test_lease_reads_are_read_committed_whatever_the_database_default(
+    postgres_server: Any, schema: str
+) -> None:
+    """A database defaulting to repeatable read: lease connections still read committed."""
+    db = f"rr_{secrets.token_hex(4)}"
+    sql(postgres_server.dsn, f"CREATE DATABASE {db}")
+    sql(
+        postgres_server.dsn,
+        f"ALTER DATABASE {db} SET default_transaction_isolation = 'repeatable read'",
+    )
+    dsn = make_conninfo(postgres_server.dsn, dbname=db)
+    store = PostgresCheckpointStore(dsn, schema=schema)
+    try:
+        lease = await store.acquire("t")
+        conn = await store._leases._shard(store._leases.key("t"))._open()
+        cur = await conn.execute("SHOW transaction_isolation")
+        assert ("read committed",) == await cur.fetchone()
+        assert [("repeatable read",)] == sql(dsn, "SHOW transaction_isolation")
+        await lease.release()
+    finally:
+        await store.aclose()
+        sql(postgres_server.dsn, f"DROP DATABASE {db}")
