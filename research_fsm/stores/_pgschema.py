@@ -315,34 +315,55 @@ async def _upgrade(
     )
 
 
+_FUNCTION_NAMES = ("research_fsm_save_v1", "research_fsm_leases_v1")
+
+
 async def _functions(
     conn: AsyncConnection[Any], schema: str, names: dict[str, sql.Composable]
 ) -> bool:
-    """Whether ``schema`` has the store's functions, creating them if missing; ``False``
-    (logged once) when this role may not (the plain statements serve instead)."""
-    cur = await conn.execute(
-        "SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
-        "WHERE n.nspname = %s AND p.proname IN ('research_fsm_save_v1', 'research_fsm_leases_v1')",
-        (schema,),
-    )
-    row = await cur.fetchone()
-    if row is not None and row[0] == 2:
-        return True
+    """Whether ``schema`` has the store's functions as this version writes them and this
+    role may call them, (re)creating them when missing or different (a renamed schema,
+    a hand edit); ``False`` (logged) when it may not: the plain statements serve instead."""
     tag = "$fn$"  # quotes the bodies: one the schema's name cannot end early
     while tag in schema:
         tag = f"$fn{secrets.token_hex(4)}$"
+    statements = [
+        sql.SQL(text).format(tag=sql.SQL(tag), **names).as_string(conn)
+        for text in (_SAVE_FUNCTION, _LEASES_FUNCTION)
+    ]
+    wanted = {
+        name: (text.split(tag)[1], True)
+        for name, text in zip(_FUNCTION_NAMES, statements, strict=True)
+    }
+    if await _found_functions(conn, schema) == wanted:
+        return True
     try:
         async with conn.transaction():  # a savepoint: a refusal leaves the rest standing
-            for statement in (_SAVE_FUNCTION, _LEASES_FUNCTION):
-                await conn.execute(sql.SQL(statement).format(tag=sql.SQL(tag), **names))
+            for statement in statements:
+                await conn.execute(statement.encode())
     except (psycopg.errors.InsufficientPrivilege, psycopg.errors.UndefinedObject) as exc:
-        _log.warning(
-            "cannot create the store's functions; using plain statements (slower saves)",
-            schema=schema,
-            reason=str(exc).strip().splitlines()[0],
-        )
-        return False
-    return True
+        reason = str(exc).strip().splitlines()[0]
+    else:
+        if await _found_functions(conn, schema) == wanted:
+            return True
+        reason = "no EXECUTE privilege on them"
+    _log.warning(
+        "cannot use the store's functions; using plain statements (slower saves)",
+        schema=schema,
+        reason=reason,
+    )
+    return False
+
+
+async def _found_functions(conn: AsyncConnection[Any], schema: str) -> dict[str, tuple[str, bool]]:
+    """The store's functions in ``schema``: each one's body and whether this role may call it."""
+    cur = await conn.execute(
+        "SELECT p.proname, p.prosrc, has_function_privilege(p.oid, 'EXECUTE') "
+        "FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+        "WHERE n.nspname = %s AND p.proname = ANY(%s)",
+        (schema, list(_FUNCTION_NAMES)),
+    )
+    return {name: (body, bool(can)) for name, body, can in await cur.fetchall()}
 
 
 async def _layout(conn: AsyncConnection[Any], schema: str, meta: sql.Composable) -> int:

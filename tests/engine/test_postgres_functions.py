@@ -89,15 +89,23 @@ async def test_lease_reads_through_the_function_see_the_last_holders_saves(
         await two.aclose()
 
 
-async def test_a_role_that_may_not_create_functions_runs_on_plain_statements(
-    postgres_server: Any, schema: str
+@pytest.mark.parametrize(
+    ("functions", "expected"),
+    [("missing", "plain"), ("present", "functions"), ("not callable", "plain")],
+)
+async def test_a_role_that_may_not_create_functions(
+    postgres_server: Any, schema: str, functions: str, expected: str
 ) -> None:
-    """Tables made by an owner, no functions, a role with only row rights: it still works."""
+    """Tables made by an owner, a role with only row rights: it uses the functions the owner
+    made and it may call, else plain statements (with a warning); either way it works."""
     owner = PostgresCheckpointStore(postgres_server.dsn, schema=schema)
     await owner._open()
     await owner.aclose()
     for name in FUNCTIONS:
-        sql(postgres_server.dsn, f"DROP FUNCTION {schema}.{name}")
+        if functions == "missing":
+            sql(postgres_server.dsn, f"DROP FUNCTION {schema}.{name}")
+        elif functions == "not callable":
+            sql(postgres_server.dsn, f"REVOKE EXECUTE ON FUNCTION {schema}.{name} FROM PUBLIC")
     role = f"r_{secrets.token_hex(4)}"
     sql(postgres_server.dsn, f"CREATE ROLE {role} LOGIN")
     sql(postgres_server.dsn, f"GRANT USAGE ON SCHEMA {schema} TO {role}")
@@ -113,15 +121,44 @@ async def test_a_role_that_may_not_create_functions_runs_on_plain_statements(
             apps = [chain("a", "b", store=store) for store in stores]
             results = [(await apps[turn % 2].run({}, thread_id="t")).state.n for turn in range(4)]
         assert [2, 4, 6, 8] == results
-        assert [] == functions_in(postgres_server.dsn, schema)
-        assert b"INSERT" in stores[0]._queries["save"]
-        warned = [e for e in logs if "cannot create the store's functions" in e["event"]]
-        assert [schema, schema] == [e["schema"] for e in warned]
+        made = [] if functions == "missing" else list(FUNCTIONS)
+        assert made == functions_in(postgres_server.dsn, schema)
+        calls = b"research_fsm_save_v1" in stores[0]._queries["save"]
+        assert (expected == "functions") == calls
+        warned = [e for e in logs if "cannot use the store's functions" in e["event"]]
+        assert ([schema, schema] if expected == "plain" else []) == [e["schema"] for e in warned]
     finally:
         for store in stores:
             await store.aclose()
         sql(postgres_server.dsn, f"DROP OWNED BY {role}")
         sql(postgres_server.dsn, f"DROP ROLE {role}")
+
+
+async def test_a_renamed_schema_gets_its_functions_rewritten(postgres_server: Any) -> None:
+    """After ALTER SCHEMA ... RENAME the functions would name the old table: they are
+    made again, and saves land in the renamed schema's table."""
+    old, new = f"old_{secrets.token_hex(4)}", f"new_{secrets.token_hex(4)}"
+    first = PostgresCheckpointStore(postgres_server.dsn, schema=old)
+    try:
+        assert 2 == (await chain("a", "b", store=first).run({}, thread_id="t")).state.n
+    finally:
+        await first.aclose()
+    sql(postgres_server.dsn, f"ALTER SCHEMA {old} RENAME TO {new}")
+    sql(postgres_server.dsn, f"CREATE SCHEMA {old}")  # a decoy the stale bodies would name
+    sql(
+        postgres_server.dsn,
+        f"CREATE TABLE {old}.research_fsm_checkpoints (LIKE {new}.research_fsm_checkpoints)",
+    )
+    second = PostgresCheckpointStore(postgres_server.dsn, schema=new)
+    try:
+        assert 4 == (await chain("a", "b", store=second).run({}, thread_id="t")).state.n
+        count = "SELECT count(*) FROM {}.research_fsm_checkpoints WHERE thread_id = 't'"
+        assert [(6,)] == sql(postgres_server.dsn, count.format(new))
+        assert [(0,)] == sql(postgres_server.dsn, count.format(old))
+    finally:
+        await second.aclose()
+        for name in (old, new):
+            sql(postgres_server.dsn, f"DROP SCHEMA IF EXISTS {name} CASCADE")
 
 
 async def test_a_schema_whose_name_holds_the_body_quote_still_works(
