@@ -193,17 +193,15 @@ class Connections:
     async def _save_trip(self, batch: list[dict[str, Any]]) -> list[Any]:
         """One round trip for ``batch`` (saves of different threads): each one's row,
         or the ``StoreUnavailable`` it raised."""
-        plain, pruning = self._queries["save"], self._queries["save_pruning"]
 
         async def write(conn: AsyncConnection[Any]) -> list[Any]:
             if len(batch) == 1:
-                query = pruning if batch[0]["prune"] else plain
-                cur = await cursor(conn).execute(query, batch[0])
+                cur = await cursor(conn).execute(self._save_query(batch[0]), batch[0])
                 return [await cur.fetchone()]
             async with conn.pipeline():  # one implicit transaction: one commit for all
                 cursors = [conn.cursor(binary=True) for _ in batch]
                 for cur, params in zip(cursors, batch, strict=True):
-                    await cur.execute(pruning if params["prune"] else plain, params)
+                    await cur.execute(self._save_query(params), params)
             return [await cur.fetchone() for cur in cursors]
 
         try:
@@ -213,6 +211,10 @@ class Connections:
                 # One statement failed and took the transaction with it: each alone.
                 return [(await self._save_trip([params]))[0] for params in batch]
             return [_unavailable(params["thread"], exc) for params in batch]
+
+    def _save_query(self, params: dict[str, Any]) -> bytes:
+        """The statement that saves ``params``: the pruning one only for a save that prunes."""
+        return self._queries["save_pruning" if params["prune"] else "save"]
 
     async def _submit_save(self, thread_id: str, params: dict[str, Any]) -> tuple[Any, bool]:
         """Save ``params`` in the next round trip with room; its row, and whether the

@@ -32,23 +32,23 @@ class NotHeld(Exception):
 
 
 async def save_then_unlock(
-    conn: psycopg.AsyncConnection[Any], finals: list[tuple[int, Statement | None]], held: set[int]
+    conn: psycopg.AsyncConnection[Any], finals: list[tuple[int, Statement]], held: set[int]
 ) -> list[Any]:
     """Each ``(key, save)`` of ``finals`` saved, then ``key`` unlocked, in one round trip
     on ``conn``, which holds the locks in ``held`` (updated): each save's row, or the
     exception all of them failed with (``NotHeld`` for a lock ``conn`` no longer holds).
     Raises only when the connection died."""
-    mine = [(key, save) for key, save in finals if key in held and save is not None]
-    client = psycopg.AsyncClientCursor(conn)
+    mine = [(key, save) for key, save in finals if key in held]
     keys = [key for key, _ in mine]
-    text = ";\n".join([
-        f"SET LOCAL statement_timeout = {LAST_SAVE_MS}",  # ends with the COMMIT
-        *(client.mogrify(*save) for _, save in mine),
-        "COMMIT",
-        client.mogrify(UNLOCK, (keys,)),
-    ])  # fmt: skip
     rows: dict[int, Any] = {}
     if mine:
+        client = psycopg.AsyncClientCursor(conn)
+        text = ";\n".join([
+            f"SET LOCAL statement_timeout = {LAST_SAVE_MS}",  # ends with the COMMIT
+            *(client.mogrify(*save) for _, save in mine),
+            "COMMIT",
+            client.mogrify(UNLOCK, (keys,)),
+        ])  # fmt: skip
         cur = conn.cursor()  # text results: no parameters, so several statements may go
         try:
             await cur.execute(text.encode())

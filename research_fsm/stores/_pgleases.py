@@ -127,7 +127,8 @@ class _Shard:
         finals = [r for r in requests if r.save is not None]
         if not finals:
             return await self._send_leases(conn, requests, unlock=unlock)
-        saved = iter(await save_then_unlock(conn, [(r.key, r.save) for r in finals], self.keys))
+        last = [(r.key, r.save) for r in finals if r.save is not None]
+        saved = iter(await save_then_unlock(conn, last, self.keys))
         others = [r for r in requests if r.save is None]
         rest = iter(await self._send_leases(conn, others, unlock=unlock) if others else [])
         return [next(saved) if r.save is not None else next(rest) for r in requests]
@@ -322,9 +323,7 @@ class LeaseManager:
         if isinstance(outcome, BaseException):
             return False, None, cancelled
         lease._key = None
-        self._leases.pop(thread_id, None)
-        self._held.discard(thread_id)
-        self._on_release(thread_id)
+        self._ended(thread_id)
         assert outcome is None or isinstance(outcome, tuple)
         return True, outcome, cancelled
 
@@ -334,11 +333,15 @@ class LeaseManager:
         try:
             cancelled = await self._unlock(self._shard(key), key)
         finally:
-            self._leases.pop(thread_id, None)
-            self._held.discard(thread_id)
-            self._on_release(thread_id)
+            self._ended(thread_id)
         if cancelled:
             raise asyncio.CancelledError
+
+    def _ended(self, thread_id: str) -> None:
+        """Forget the thread's lease, which has just ended."""
+        self._leases.pop(thread_id, None)
+        self._held.discard(thread_id)
+        self._on_release(thread_id)
 
     async def _unlock(self, shard: _Shard, key: int) -> bool:
         """Unlock ``key`` to the end; whether the caller was cancelled meanwhile."""

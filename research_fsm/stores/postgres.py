@@ -173,10 +173,8 @@ class PostgresCheckpointStore(Connections):
         try:
             done, row, cancelled = False, None, False
             if cp.status in _LAST_OF_RUN and self._queries:  # (a lease means opened)
-                query = self._queries["save_pruning" if params["prune"] else "save"]
-                done, row, cancelled = await self._leases.save_and_release(
-                    thread_id, (query, params)
-                )
+                last = (self._save_query(params), params)
+                done, row, cancelled = await self._leases.save_and_release(thread_id, last)
             if not done:
                 row, late = await self._submit_save(thread_id, params)
                 cancelled = cancelled or late

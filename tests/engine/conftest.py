@@ -77,6 +77,26 @@ async def make_store(
 
 
 @pytest.fixture
+async def pg(postgres_server: Any) -> AsyncIterator[Callable[..., Any]]:
+    """PostgreSQL stores on one fresh schema (as processes sharing a database would be);
+    ``pg.schema`` names it."""
+    from research_fsm.stores.postgres import PostgresCheckpointStore
+
+    schema = f"test_{secrets.token_hex(6)}"
+    made: list[PostgresCheckpointStore] = []
+
+    def make(**kwargs: Any) -> PostgresCheckpointStore:
+        kwargs.setdefault("schema", schema)
+        made.append(PostgresCheckpointStore(postgres_server.dsn, **kwargs))
+        return made[-1]
+
+    make.schema = schema  # type: ignore[attr-defined]
+    yield make
+    for store in made:
+        await store.aclose()
+
+
+@pytest.fixture
 def file_store(tmp_path: Path) -> JsonFileCheckpointStore:
     """A JSON file store for the tests that are about files on disk."""
     return JsonFileCheckpointStore(tmp_path / "store", durability="fsync")

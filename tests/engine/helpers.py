@@ -113,3 +113,27 @@ def ask_graph(ask: Ask, store: CheckpointStore | None = None) -> CompiledGraph[C
     graph.add_edge("ask", "after")
     graph.add_edge("after", END)
     return graph.compile(store=store)
+
+
+def one_node(model: type[BaseModel], update: dict[str, Any], store: Any) -> CompiledGraph[Any]:
+    """START -> node -> END on state ``model``, the node returning ``update``."""
+    graph = StateGraph(model)
+
+    async def node(state: Any) -> dict[str, Any]:
+        return update
+
+    graph.add_node("node", node)
+    graph.add_edge(START, "node")
+    graph.add_edge("node", END)
+    return graph.compile(store=store)
+
+
+def sql(server: Any, query: str, *params: Any) -> list[tuple[Any, ...]]:
+    """Run one statement on a PostgreSQL connection of its own (``server``: the test server
+    or a DSN); its rows (if any)."""
+    import psycopg  # the postgres extra: only the tests that use it need it
+
+    dsn = server if isinstance(server, str) else server.dsn
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        cur = conn.execute(query, params)
+        return cur.fetchall() if cur.description else []

@@ -16,18 +16,15 @@ import pytest
 from pydantic import BaseModel, Field
 
 from research_fsm.engine import (
-    END,
-    START,
     CorruptCheckpoint,
     JsonFileCheckpointStore,
     StaleResumeToken,
-    StateGraph,
     StateSerializationError,
     StoreWriteError,
     UnsafeStoreDirectory,
 )
 
-from .helpers import Ask, ask_graph, chain
+from .helpers import Ask, ask_graph, chain, one_node
 
 
 def _lines(path: Path) -> list[bytes]:
@@ -246,23 +243,11 @@ class Loose(BaseModel):
     data: Any = None
 
 
-def _one_node(model: type[BaseModel], update: dict[str, Any], store: Any) -> Any:
-    graph = StateGraph(model)
-
-    async def node(state: Any) -> dict[str, Any]:
-        return update
-
-    graph.add_node("node", node)
-    graph.add_edge(START, "node")
-    graph.add_edge("node", END)
-    return graph.compile(store=store)
-
-
 async def test_serialization_alias_field_loads_back(tmp_path: Path) -> None:
     """A field with a serialization_alias is read back with the value saved."""
     store = JsonFileCheckpointStore(tmp_path / "s", durability="none")
-    await _one_node(Aliased, {"total": 5}, store).run({}, thread_id="t")
-    snap = await _one_node(Aliased, {}, JsonFileCheckpointStore(tmp_path / "s")).get_state("t")
+    await one_node(Aliased, {"total": 5}, store).run({}, thread_id="t")
+    snap = await one_node(Aliased, {}, JsonFileCheckpointStore(tmp_path / "s")).get_state("t")
     assert snap is not None
     assert 5 == snap.state.total
 
@@ -283,9 +268,9 @@ async def test_value_that_would_not_load_back_is_refused_at_save(
 ) -> None:
     """A value JSON would change (NaN, inf, datetime/set/int key in Any) is refused naming the field."""
     store = JsonFileCheckpointStore(tmp_path / "s", durability="none")
-    app = _one_node(Loose, update, store)
+    app = one_node(Loose, update, store)
     with pytest.raises(StateSerializationError) as caught:
         await app.run({}, thread_id="t")
     assert field == caught.value.path
-    snap = await _one_node(Loose, {}, JsonFileCheckpointStore(tmp_path / "s")).get_state("t")
+    snap = await one_node(Loose, {}, JsonFileCheckpointStore(tmp_path / "s")).get_state("t")
     assert snap is not None  # the thread still loads

@@ -17,18 +17,15 @@ from pydantic import AliasChoices, AliasGenerator, BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from research_fsm.engine import (
-    END,
-    START,
     CheckpointStore,
     JsonFileCheckpointStore,
     MemoryCheckpointStore,
-    StateGraph,
     StateSerializationError,
     append,
 )
 from research_fsm.engine._jsonplan import JsonPlan, json_plan
 
-from .helpers import Counter
+from .helpers import Counter, one_node
 
 
 class Renamed(BaseModel):
@@ -127,19 +124,6 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "appended": ({"log": [Renamed(total=1)]}, {"log": [Renamed(total=2), Renamed(total=3)]}),
     "with-top-level-alias": ({"top": 1, "one": Renamed(total=1)}, {"top": 2}),
 }
-
-
-def one_node(model: type[BaseModel], update: dict[str, Any], store: CheckpointStore) -> Any:
-    """START -> node -> END, the node returning ``update``."""
-    graph = StateGraph(model)
-
-    async def node(state: Any) -> dict[str, Any]:
-        return update
-
-    graph.add_node("node", node)
-    graph.add_edge(START, "node")
-    graph.add_edge("node", END)
-    return graph.compile(store=store)
 
 
 def reread(store: CheckpointStore) -> CheckpointStore:

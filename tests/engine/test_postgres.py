@@ -7,7 +7,7 @@ import os
 import secrets
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from research_fsm.engine import CorruptCheckpoint, ThreadBusy
 
-from .helpers import chain
+from .helpers import chain, sql
 from .test_parallel import Asker, specialists
 
 psycopg = pytest.importorskip("psycopg", reason="the postgres extra (psycopg) is not installed")
@@ -28,31 +28,6 @@ from research_fsm.stores.postgres import (  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 Make = Callable[..., PostgresCheckpointStore]
-
-
-@pytest.fixture
-async def pg(postgres_server: Any) -> AsyncIterator[Make]:
-    """Stores on one fresh schema (as several processes sharing a database would be)."""
-    schema = f"test_{secrets.token_hex(6)}"
-    made: list[PostgresCheckpointStore] = []
-
-    def make(**kwargs: Any) -> PostgresCheckpointStore:
-        kwargs.setdefault("schema", schema)
-        store = PostgresCheckpointStore(postgres_server.dsn, **kwargs)
-        made.append(store)
-        return store
-
-    make.schema = schema  # type: ignore[attr-defined]
-    yield make
-    for store in made:
-        await store.aclose()
-
-
-def sql(postgres_server: Any, query: str, *params: Any) -> list[tuple[Any, ...]]:
-    """Run one statement on a connection of its own; its rows (if any)."""
-    with psycopg.connect(postgres_server.dsn, autocommit=True) as conn:
-        cur = conn.execute(query, params)
-        return cur.fetchall() if cur.description else []
 
 
 class Big(BaseModel):
@@ -122,26 +97,33 @@ def plain(store: PostgresCheckpointStore) -> None:
     store._use(store._rendered, functions=False)
 
 
+async def opened_chain(pg: Make, functions: bool, **kwargs: Any) -> Any:
+    """An opened store on ``pg``'s schema (the plain statements without ``functions``) and
+    a 3-node chain on it, for the tests that break one of its statements first."""
+    store = pg(**kwargs)
+    await store._open()
+    if not functions:
+        plain(store)
+    return store, chain("a", "b", "c", store=store)
+
+
+def table(pg: Make) -> str:
+    """The checkpoints table of ``pg``'s schema."""
+    return f"{pg.schema}.research_fsm_checkpoints"  # type: ignore[attr-defined]
+
+
 @pytest.mark.parametrize("functions", [True, False], ids=["functions", "plain"])
 async def test_saves_without_keep_never_send_the_pruning_statement(
     pg: Make, postgres_server: Any, functions: bool
 ) -> None:
     """With no keep every save goes without the DELETE: a broken pruning statement is never run."""
-    store = pg()
-    await store._open()
-    if not functions:
-        plain(store)
+    store, app = await opened_chain(pg, functions)
     expected = (False, False) if functions else (False, True)
     assert expected == tuple(b"DELETE" in store._queries[k] for k in ("save", "save_pruning"))
     store._queries["save_pruning"] = b"SELECT 1/0"
-    app = chain("a", "b", "c", store=store)
     await app.run({}, thread_id="t")
     await app.run({}, thread_id="t")
-    count = sql(
-        postgres_server,
-        f"SELECT count(*) FROM {pg.schema}.research_fsm_checkpoints",  # type: ignore[attr-defined]
-    )
-    assert [(8,)] == count
+    assert [(8,)] == sql(postgres_server, f"SELECT count(*) FROM {table(pg)}")
 
 
 @pytest.mark.parametrize("functions", [True, False], ids=["functions", "plain"])
@@ -149,19 +131,11 @@ async def test_saves_under_keep_one_prune_with_the_pruning_statement(
     pg: Make, postgres_server: Any, functions: bool
 ) -> None:
     """With keep=1 every save is a full row that prunes: one row stays, plain save never run."""
-    store = pg(keep=1)
-    await store._open()
-    if not functions:
-        plain(store)
+    store, app = await opened_chain(pg, functions, keep=1)
     store._queries["save"] = b"SELECT 1/0"
-    app = chain("a", "b", "c", store=store)
     await app.run({}, thread_id="t")
     await app.run({}, thread_id="t")
-    rows = sql(
-        postgres_server,
-        f"SELECT seq FROM {pg.schema}.research_fsm_checkpoints",  # type: ignore[attr-defined]
-    )
-    assert [(8,)] == rows
+    assert [(8,)] == sql(postgres_server, f"SELECT seq FROM {table(pg)}")
     assert [6] == [s.state.n async for s in app.history("t")]
 
 

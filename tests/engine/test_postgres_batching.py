@@ -10,8 +10,8 @@ import pytest
 
 from research_fsm.engine import ThreadBusy
 
-from .helpers import chain
-from .test_postgres import Make, pg, sql  # noqa: F401  (pg: the fixture)
+from .helpers import chain, sql
+from .test_postgres import Make
 
 psycopg = pytest.importorskip("psycopg", reason="the postgres extra (psycopg) is not installed")
 
@@ -38,7 +38,7 @@ async def take(store: PostgresCheckpointStore, thread_id: str) -> Any:
 
 
 async def test_two_stores_asking_together_get_one_lease_per_thread(
-    pg: Make,  # noqa: F811
+    pg: Make,
     postgres_server: Any,
 ) -> None:
     """Forty threads asked for at once by two stores: each thread is leased by exactly one."""
@@ -53,7 +53,7 @@ async def test_two_stores_asking_together_get_one_lease_per_thread(
 
 
 async def test_leases_released_together_are_free_for_another_store_at_once(
-    pg: Make,  # noqa: F811
+    pg: Make,
     postgres_server: Any,
 ) -> None:
     """Thirty runs release in shared round trips; another store then takes every thread at once."""
@@ -79,7 +79,7 @@ async def test_leases_released_together_are_free_for_another_store_at_once(
 
 
 async def test_leases_taken_together_end_with_their_connection(
-    pg: Make,  # noqa: F811
+    pg: Make,
     postgres_server: Any,
 ) -> None:
     """Twenty leases taken in shared round trips end when the holder's connections die."""
@@ -100,7 +100,7 @@ async def test_leases_taken_together_end_with_their_connection(
 
 
 async def test_a_cancelled_acquire_leaves_no_lock_behind(
-    pg: Make,  # noqa: F811
+    pg: Make,
     postgres_server: Any,
 ) -> None:
     """An acquire cancelled while its round trip is in flight unlocks what it took."""
@@ -115,7 +115,7 @@ async def test_a_cancelled_acquire_leaves_no_lock_behind(
     await (await theirs.acquire("t")).release()
 
 
-async def test_taking_a_lease_reads_what_the_last_holder_saved(pg: Make) -> None:  # noqa: F811
+async def test_taking_a_lease_reads_what_the_last_holder_saved(pg: Make) -> None:
     """The lease's read is the last holder's save, and load_latest then needs no round trip."""
     app = chain("a", "b", store=pg())
     await app.run({}, thread_id="t")
@@ -132,7 +132,7 @@ async def test_taking_a_lease_reads_what_the_last_holder_saved(pg: Make) -> None
     await lease.release()
 
 
-async def test_the_rows_read_with_a_lease_go_when_it_ends(pg: Make) -> None:  # noqa: F811
+async def test_the_rows_read_with_a_lease_go_when_it_ends(pg: Make) -> None:
     """Rows read with a lease are dropped when it ends: a later load sees another store's save."""
     reader, writer = pg(), pg()
     app = chain("a", store=writer)
@@ -145,7 +145,7 @@ async def test_the_rows_read_with_a_lease_go_when_it_ends(pg: Make) -> None:  # 
 
 
 async def test_saves_waiting_for_a_connection_commit_together(
-    pg: Make,  # noqa: F811
+    pg: Make,
     postgres_server: Any,
 ) -> None:
     """Thirty runs on one pool connection: saves share commits, and every checkpoint is there."""
@@ -165,7 +165,7 @@ async def test_saves_waiting_for_a_connection_commit_together(
 
 
 async def test_a_save_that_fails_in_a_shared_round_trip_fails_alone(
-    pg: Make,  # noqa: F811
+    pg: Make,
     postgres_server: Any,
 ) -> None:
     """A save the server refuses in a shared round trip fails alone; the others are saved."""

@@ -12,7 +12,7 @@ from structlog.testing import capture_logs
 
 from research_fsm.engine import StoreWriteError
 
-from .helpers import chain
+from .helpers import chain, sql
 
 psycopg = pytest.importorskip("psycopg", reason="the postgres extra (psycopg) is not installed")
 
@@ -21,13 +21,6 @@ from psycopg.conninfo import make_conninfo  # noqa: E402
 from research_fsm.stores.postgres import PostgresCheckpointStore  # noqa: E402
 
 FUNCTIONS = ("research_fsm_leases_v1", "research_fsm_save_v1")
-
-
-def sql(dsn: str, query: str, *params: Any) -> list[tuple[Any, ...]]:
-    """Run one statement on a connection of its own; its rows (if any)."""
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        cur = conn.execute(query, params)
-        return cur.fetchall() if cur.description else []
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -19,21 +19,6 @@ from research_fsm.stores import _pgleases  # noqa: E402
 from research_fsm.stores.postgres import PostgresCheckpointStore  # noqa: E402
 
 Make = Callable[[], PostgresCheckpointStore]
-
-
-@pytest.fixture
-async def stores(postgres_server: Any) -> AsyncIterator[Make]:
-    """Stores on one fresh schema, closed afterwards."""
-    schema = f"last_{secrets.token_hex(6)}"
-    made: list[PostgresCheckpointStore] = []
-
-    def make() -> PostgresCheckpointStore:
-        made.append(PostgresCheckpointStore(postgres_server.dsn, schema=schema))
-        return made[-1]
-
-    yield make
-    for store in made:
-        await store.aclose()
 
 
 class Probe:
@@ -66,10 +51,10 @@ class Probe:
 
 
 async def test_a_completed_runs_lease_ends_with_its_last_save(
-    stores: Make, monkeypatch: pytest.MonkeyPatch
+    pg: Make, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """When the run reaches END the thread is free before release() is even called."""
-    mine, other, third = stores(), stores(), stores()
+    mine, other, third = pg(), pg(), pg()
     app = chain("a", "b", store=mine)
     await mine._open()
     probe = Probe(monkeypatch, other, third)
@@ -81,10 +66,10 @@ async def test_a_completed_runs_lease_ends_with_its_last_save(
 
 
 async def test_a_suspended_runs_lease_ends_with_its_last_save(
-    stores: Make, monkeypatch: pytest.MonkeyPatch
+    pg: Make, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A suspension is a run's last save too; the resume then runs once, from it."""
-    mine, other, third = stores(), stores(), stores()
+    mine, other, third = pg(), pg(), pg()
     ask = Ask()
     app = ask_graph(ask, store=mine)
     await mine._open()
@@ -98,10 +83,10 @@ async def test_a_suspended_runs_lease_ends_with_its_last_save(
 
 
 async def test_a_failing_last_save_statement_falls_back_and_still_releases(
-    stores: Make, monkeypatch: pytest.MonkeyPatch
+    pg: Make, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """If the combined statement fails, the save goes the usual way and release() unlocks."""
-    mine, other = stores(), stores()
+    mine, other = pg(), pg()
     app = chain("a", "b", store=mine)
     calls: list[int] = []
 
@@ -119,10 +104,10 @@ async def test_a_failing_last_save_statement_falls_back_and_still_releases(
 
 
 async def test_a_run_cancelled_while_its_last_save_falls_back_is_still_cancelled(
-    stores: Make, monkeypatch: pytest.MonkeyPatch
+    pg: Make, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A timeout during a slow, failing combined save raises; the save itself still lands."""
-    mine, other = stores(), stores()
+    mine, other = pg(), pg()
     app = chain("a", "b", store=mine)
 
     async def slow_refusal(conn: Any, finals: list[Any], held: set[int]) -> list[BaseException]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 import zlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -14,7 +14,7 @@ import pytest
 from research_fsm.engine import Checkpoint, CheckpointConflict, MemoryCheckpointStore
 from research_fsm.engine._tokens import sign, verify
 
-from .helpers import chain
+from .helpers import chain, sql
 from .test_store_contract import checkpoint, state_of
 
 psycopg = pytest.importorskip("psycopg", reason="the postgres extra (psycopg) is not installed")
@@ -26,30 +26,6 @@ Make = Callable[..., PostgresCheckpointStore]
 ODD_IDS = ["aaaaaaaaaaaa", "x" * 11, "übung-ü", "ABCDEF" * 4, "616161616161616161616161"]
 """Ids the engine never makes (12 and 11 bytes, not ASCII, upper-case hex) and one it
 could (whose 12 bytes are the UTF-8 of the first one)."""
-
-
-@pytest.fixture
-async def pg(postgres_server: Any) -> AsyncIterator[Make]:
-    """Stores on one fresh schema; ``pg.schema`` names it."""
-    schema = f"test_{secrets.token_hex(6)}"
-    made: list[PostgresCheckpointStore] = []
-
-    def make(**kwargs: Any) -> PostgresCheckpointStore:
-        store = PostgresCheckpointStore(postgres_server.dsn, schema=schema, **kwargs)
-        made.append(store)
-        return store
-
-    make.schema = schema  # type: ignore[attr-defined]
-    yield make
-    for store in made:
-        await store.aclose()
-
-
-def sql(server: Any, query: str, *params: Any) -> list[tuple[Any, ...]]:
-    """Run one statement on a connection of its own; its rows (if any)."""
-    with psycopg.connect(server.dsn, autocommit=True) as conn:
-        cur = conn.execute(query, params)
-        return cur.fetchall() if cur.description else []
 
 
 def relations(server: Any, schema: str) -> list[tuple[str, str]]:
