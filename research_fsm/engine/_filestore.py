@@ -11,13 +11,14 @@ already exists is many times cheaper than making a folder per thread)::
     alice.idx                        the segment list: the live segments, once there is more than one
     alice.lock                       the lease where there are no range locks (flock)
 
-A save appends one line, a step's changes (``_logformat``), with one
-``write(2)`` (and one ``fdatasync`` with ``durability="fsync"``, shared by a
-batch: ``_groupcommit``); a killed process leaves at most an unfinished last
-line, which the next lease holder (``_leases``) cuts off. Segments rotate after
-``min(keep, 128)`` checkpoints or ~1 MiB; with ``keep`` the oldest whole ones
-are deleted (``_segments``). Every system call goes through ``_fs``. The leases
-assume a local file system; a network file system needs a database store.
+A save adds one line, a step's changes (``_logformat``), with one ``write(2)``
+after the last line (and one ``fdatasync`` with ``durability="fsync"``, shared by
+a batch: ``_groupcommit``; zeros pad the file's last disk block: ``_append``); a
+killed process leaves at most an unfinished last line, which the next lease
+holder (``_leases``) cuts off. Segments rotate after ``min(keep, 128)``
+checkpoints or ~1 MiB; with ``keep`` the oldest whole ones are deleted
+(``_segments``). Every system call goes through ``_fs``. The leases assume a
+local file system; a network file system needs a database store.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from ._append import cut_back, open_at_end, write_line
 from ._batch import Batcher
 from ._errors import CheckpointConflict, CorruptCheckpoint, StoreWriteError, ThreadBusy
 from ._fs import (
@@ -37,10 +39,8 @@ from ._fs import (
     FileSystem,
     fsync_dir,
     make_private_dirs,
-    open_file,
     refuse_unsafe_dir,
     unlink,
-    write_all,
 )
 from ._groupcommit import GroupCommit
 from ._heads import Head, Heads
@@ -225,23 +225,22 @@ class JsonFileCheckpointStore:
         assert isinstance(cp.state, BaseModel)
         if line is None:
             line = encode_line(cp, cp.changes, aliases_of(type(cp.state)))
-        fs = self.fs
+        fs, sync = self.fs, self.durability == "fsync"
         try:
             if head.fd is None:
                 path = self._segments.path(file_stem(cp.thread_id), head.segments[0])
-                head.fd = open_file(fs, path, os.O_WRONLY | os.O_APPEND, cp.thread_id)
+                head.fd = open_at_end(fs, path, head, cp.thread_id)
             try:
-                write_all(fs, head.fd, line)
-                if self.durability == "fsync" and not (
+                padding = write_line(fs, head.fd, head.size, head.padding, line, sync)
+                if sync and not (
                     group and self._group.defer(cp.thread_id, head.fd, head.size, None, None)
                 ):
                     fs.fdatasync(head.fd)
             except OSError:
-                # Cut off whatever part of the line landed, so the next save does not
-                # follow a torn line; if even that fails, forget the head: the next
-                # save reads the thread back from disk (and cuts it off then).
+                # The next save must not follow a torn line; if the cut fails too,
+                # forget the head: the next save reads the thread back from disk.
                 try:
-                    fs.ftruncate(head.fd, head.size)
+                    cut_back(fs, head)
                 except OSError:
                     self._heads.forget(cp.thread_id)
                 raise
@@ -249,6 +248,7 @@ class JsonFileCheckpointStore:
             raise StoreWriteError(cp.thread_id, exc) from exc
         head.checkpoint = cp
         head.size += len(line)
+        head.padding = padding
         head.tail = line[-TAIL:]
         head.records += 1
 
@@ -264,7 +264,7 @@ class JsonFileCheckpointStore:
         try:
             fd = self._create(path)
             try:
-                write_all(self.fs, fd, line)
+                padding = write_line(self.fs, fd, 0, 0, line, self.durability == "fsync")
                 deferred = (
                     self.durability == "fsync"
                     and group
@@ -282,14 +282,14 @@ class JsonFileCheckpointStore:
         except OSError as exc:
             raise StoreWriteError(cp.thread_id, exc) from exc
         ino = self.fs.fstat(fd).st_ino
-        self._heads.remember(
-            cp.thread_id, Head(cp, segments, ino, len(line), line[-TAIL:], 1, len(line), fd)
-        )
+        self._heads.remember(cp.thread_id, Head(
+            cp, segments, ino, len(line), line[-TAIL:], 1, len(line), fd, padding
+        ))  # fmt: skip
         if not deferred:  # else once the new segment is durable (``GroupCommit.commit``)
             self._segments.prune(cp.thread_id, segments, pruned)
 
     def _create(self, path: Path) -> int:
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL | NOFOLLOW
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW
         try:
             return self.fs.open(path, flags, 0o600)
         except FileNotFoundError:
@@ -335,7 +335,7 @@ class JsonFileCheckpointStore:
                 live = segments[index:]
                 self._heads.remember(thread_id, Head(
                     scan.records[-1], live, scan.ino, scan.good_size, scan.tail,
-                    len(scan.records), scan.base,
+                    len(scan.records), scan.base, padding=scan.padding,
                 ))  # fmt: skip
                 if live != segments or index > 0 or not self._segments.list_says(stem, live):
                     self._segments.write_list(stem, live)

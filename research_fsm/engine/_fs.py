@@ -94,6 +94,10 @@ class FileSystem:
     def write(self, fd: int, data: bytes | memoryview) -> int:
         return os.write(fd, data)
 
+    def lseek(self, fd: int, position: int) -> None:
+        """Move ``fd``'s file offset to ``position`` (from the start)."""
+        os.lseek(fd, position, os.SEEK_SET)
+
     def fstat(self, fd: int) -> os.stat_result:
         return os.fstat(fd)
 

@@ -2,7 +2,8 @@
 
 A lease holder keeps its newest segment open for appending and trusts the
 checkpoint it last read or wrote as long as that segment still ends with the
-same bytes (same inode, size and last line) and no newer segment follows it.
+same bytes (same inode, size and last line, and a zero after it where the file
+is padded: ``_append``) and no newer segment follows it.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ class Head:
     records: int  # lines in the newest segment
     base: int  # bytes of its first (whole-state) line
     fd: int | None = field(default=None)  # open for appending while the lease is held
+    padding: int = field(default=0)  # zero bytes after ``size``, to the end of the file
 
 
 class Heads:
@@ -91,8 +93,10 @@ class Heads:
             return False
         try:
             st = self._fs.fstat(fd)
-            if st.st_ino != head.ino or st.st_size != head.size:
+            if st.st_ino != head.ino or st.st_size != head.size + head.padding:
                 return False
-            return self._fs.pread(fd, len(head.tail), head.size - len(head.tail)) == head.tail
+            # Nobody wrote over the padding: the byte after the last line is still a zero.
+            end = head.tail + (b"\0" if head.padding else b"")
+            return self._fs.pread(fd, len(end), head.size - len(head.tail)) == end
         finally:
             self._fs.close(fd)

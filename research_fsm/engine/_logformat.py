@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -43,6 +44,7 @@ __all__ = [
 
 SCHEMA_VERSION = 3  # 3: lines may carry parallel-branch records (others are still 2)
 TAIL = 34  # a line ends with a tab, 32 hex digits of checksum and a newline
+_ZEROS = re.compile(rb"\0+")
 _HEADER_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 _HEADER_FIELDS = (
     "thread_id", "checkpoint_id", "parent_id", "seq", "run_id", "step", "status",
@@ -177,6 +179,7 @@ class Scan:
     problem: Literal["", "torn", "damaged"] = ""
     reason: str = ""
     intact_after: int = 0  # whole, checksummed lines after a damaged one
+    padding: int = 0  # zero bytes after the last good line, to the end of the file
     ino: int = 0  # the file's inode, set by whoever read it
 
 
@@ -186,12 +189,17 @@ class Damaged(Exception):
 
 def scan_bytes(raw: bytes, thread_id: str) -> Scan:
     """A segment's checkpoints oldest first (each with its whole state), up to the
-    first unfinished (torn) or damaged line."""
+    first unfinished (torn) or damaged line. Runs of zero bytes where a line would
+    start are padding, not data (a line holds no zero byte: it is JSON)."""
     scan = Scan(thread_id)
     state: dict[str, Any] = {}
     previous: Checkpoint | None = None
     offset = 0
     while offset < len(raw):
+        if raw[offset] == 0:  # zeros a writer padded its last disk block with
+            start, offset = offset, _after_zeros(raw, offset)
+            scan.padding = offset - start if offset == len(raw) else 0
+            continue
         end = raw.find(b"\n", offset)
         if end < 0:
             scan.problem, scan.reason = "torn", "unfinished last line"
@@ -209,9 +217,14 @@ def scan_bytes(raw: bytes, thread_id: str) -> Scan:
         if len(scan.records) == 1:
             scan.base = offset
         scan.good_size, scan.tail = offset, line[-TAIL:]
-    if not raw:  # made, then its writer was killed before the first line
+    if not scan.records and not scan.problem:  # made, then its writer was killed
         scan.problem, scan.reason = "torn", "empty segment"
     return scan
+
+
+def _after_zeros(raw: bytes, offset: int) -> int:
+    match = _ZEROS.match(raw, offset)
+    return offset if match is None else match.end()
 
 
 def _intact_lines(raw: bytes) -> int:

@@ -248,7 +248,7 @@ class Segments:
         try:
             if aside is not None:
                 size = self._fs.fstat(fd).st_size
-                rest = self._fs.pread(fd, size - scan.good_size, scan.good_size)
+                rest = self._fs.pread(fd, size - scan.good_size, scan.good_size).rstrip(b"\0")
                 out = self._fs.open(aside, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW)
                 try:
                     write_all(self._fs, out, rest)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import BaseModel
@@ -137,3 +138,9 @@ def sql(server: Any, query: str, *params: Any) -> list[tuple[Any, ...]]:
     with psycopg.connect(dsn, autocommit=True) as conn:
         cur = conn.execute(query, params)
         return cur.fetchall() if cur.description else []
+
+
+def segment_data(path: Path) -> bytes:
+    """A segment's bytes without the zeros after its last line (a durable file store
+    pads the file's last disk block with zeros: ``research_fsm.engine._append``)."""
+    return path.read_bytes().rstrip(b"\0")

@@ -45,7 +45,7 @@ from research_fsm.engine import (
     append,
 )
 
-from .helpers import Ask, Counter, ask_graph, chain, recorder
+from .helpers import Ask, Counter, ask_graph, chain, recorder, segment_data
 
 REPO = Path(__file__).resolve().parents[2]
 MOVED_ASIDE = "corrupt checkpoint moved aside; using the one before it"
@@ -77,7 +77,7 @@ def snapshot(store: JsonFileCheckpointStore, thread_id: str = "t") -> dict[str, 
     """The thread's checkpoint data: its segments and moved-aside lines, with their bytes
     (lock and index files are left out: hints that may name segments no longer there)."""
     data = [p for p in store.thread_files(thread_id) if p.name.endswith((".jsonl", ".corrupt"))]
-    return {p.name: p.read_bytes() for p in data}
+    return {p.name: segment_data(p) for p in data}
 
 
 def checksum(body: bytes) -> bytes:
@@ -94,7 +94,7 @@ def compact(data: dict[str, Any]) -> bytes:
 
 
 def lines_of(path: Path) -> list[bytes]:
-    return path.read_bytes().splitlines(keepends=True)
+    return segment_data(path).splitlines(keepends=True)
 
 
 def parse_line(line: bytes) -> dict[str, Any]:
@@ -183,7 +183,8 @@ real_write = os.write
 def die(*args, **kwargs):
     os.kill(os.getpid(), signal.SIGKILL)
 def half_write(fd, data):
-    real_write(fd, bytes(data)[: len(data) // 2])
+    line = bytes(data).rstrip(b"\\0")  # without the zeros padding its disk block
+    real_write(fd, line[: len(line) // 2])
     die()
 if point in ("mid-line", "mid-new-segment"):
     os.write = half_write
@@ -207,7 +208,7 @@ async def test_process_killed_while_saving_leaves_old_or_new_checkpoint(
     store = JsonFileCheckpointStore(directory)
     newest = segment(store, segments(store)[-1])
     torn = point != "before-sync"
-    assert torn == (not newest.read_bytes().endswith(b"\n"))  # the kill hit where intended
+    assert torn == (not segment_data(newest).endswith(b"\n"))  # the kill hit where intended
     on_disk = snapshot(store)
     with capture_logs() as logs:
         latest = await store.load_latest("t")
@@ -278,7 +279,7 @@ async def test_unfinished_last_line_is_cut_off_by_the_next_lease_holder(
     """The next run silently cuts off an unfinished last line (no 'corrupt' log, nothing moved aside)."""
     compiled = chain("a", store=file_store)
     await compiled.run({}, thread_id="t")
-    whole = segment(file_store, 1).read_bytes()
+    whole = segment_data(segment(file_store, 1))
     tear(file_store, where)
     with capture_logs() as logs:
         result = await compiled.run({}, thread_id="t")
@@ -286,7 +287,7 @@ async def test_unfinished_last_line_is_cut_off_by_the_next_lease_holder(
     assert [] == corrupt_events(logs)
     assert [] == corrupt_files(file_store)
     assert [1] == segments(file_store)
-    assert whole == segment(file_store, 1).read_bytes()[: len(whole)]
+    assert whole == segment_data(segment(file_store, 1))[: len(whole)]
     assert [1, 2, 3, 4] == disk_seqs(file_store)
 
 
@@ -582,7 +583,7 @@ async def test_damaged_newest_checkpoint_falls_back_to_previous(
     await chain("a", "b", store=file_store).run({}, thread_id="t")
     path = segment(file_store, 1)
     lines = damage_line(path, 2, DAMAGE[kind])
-    damaged = path.read_bytes()[len(lines[0]) + len(lines[1]) :]
+    damaged = segment_data(path)[len(lines[0]) + len(lines[1]) :]
     compiled = chain("a", "b", store=restarted(file_store))
     on_disk = snapshot(file_store)
     snap = await compiled.get_state("t")
@@ -875,7 +876,7 @@ async def test_segment_lines_are_compact_json_with_stable_layout(
     graph.add_edge(START, "node")
     graph.add_edge("node", END)
     await graph.compile(store=file_store).run({"tags": ["a"]}, thread_id="t")
-    raw = segment(file_store, 1).read_bytes()
+    raw = segment_data(segment(file_store, 1))
     second, first = [cp async for cp in file_store.history("t")]
 
     def header(cp: Checkpoint) -> str:
@@ -925,7 +926,11 @@ async def test_each_save_is_one_write_of_a_line_that_does_not_grow(
         await compiled.run({}, thread_id="t")
     monkeypatch.undo()
     lines = lines_of(segment(file_store, 1))
-    assert lines == writes  # 24 saves, 24 writes, each one whole line, nothing rewritten
+    # 24 saves, 24 writes, each one whole line (and zeros to the end of its disk
+    # block, where it grows the file), nothing rewritten
+    assert lines == [data.rstrip(b"\0") for data in writes]
+    padded = segment(file_store, 1).stat().st_size
+    assert (0, sum(map(len, lines))) == (padded % 4096, len(segment_data(segment(file_store, 1))))
     sizes = [len(line) for line in lines]
     # seq 10, 12, ..., 24 (completed) and 11, 13, ..., 23 (input): same kind of checkpoint
     # and same number of seq digits, ever longer history

@@ -24,11 +24,11 @@ from research_fsm.engine import (
     UnsafeStoreDirectory,
 )
 
-from .helpers import Ask, ask_graph, chain, one_node
+from .helpers import Ask, ask_graph, chain, one_node, segment_data
 
 
 def _lines(path: Path) -> list[bytes]:
-    return path.read_bytes().splitlines(keepends=True)
+    return segment_data(path).splitlines(keepends=True)
 
 
 def _flip(line: bytes) -> bytes:

@@ -785,7 +785,7 @@ async def test_a_sealed_branch_record_missing_its_keys_is_corrupt_not_a_raw_erro
     app = specialists(store, calls, market=Asker("market", calls)).compile(store=store)
     await app.run({}, thread_id="t")
     segment = next((tmp_path / "s").glob("t=*.jsonl"))
-    lines = segment.read_bytes().splitlines(keepends=True)
+    lines = segment.read_bytes().rstrip(b"\0").splitlines(keepends=True)
     data = json.loads(lines[-1][: lines[-1].rindex(b"\t")])
     key = "bset" if "bset" in data else "branches"
     data[key] = {bid: {k: v for k, v in r.items() if k != "p"} for bid, r in data[key].items()}

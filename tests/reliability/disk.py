@@ -1,7 +1,8 @@
 """What a ``JsonFileCheckpointStore`` left on disk for one thread, read byte by byte.
 
 A thread's checkpoints are lines in its segment files (``...NNNNNNNNNNNN.jsonl``,
-named after the seq of their first line); every complete line ends with a newline.
+named after the seq of their first line); every complete line ends with a newline,
+and zeros may follow the last one, to the end of its disk block.
 These helpers look at the raw files, independently of the store's own reader.
 """
 
@@ -30,9 +31,15 @@ def moved_aside(store: JsonFileCheckpointStore, thread_id: str) -> list[Path]:
     return [p for p in store.thread_files(thread_id) if p.name.endswith(".corrupt")]
 
 
+def data(segment: Path) -> bytes:
+    """A segment's bytes without the zeros after its last line (a durable store pads
+    the file's last disk block with zeros: research_fsm.engine._append)."""
+    return segment.read_bytes().rstrip(b"\0")
+
+
 def contents(store: JsonFileCheckpointStore, thread_id: str) -> dict[str, bytes]:
-    """Every segment's bytes, by file name."""
-    return {p.name: p.read_bytes() for p in segments(store, thread_id)}
+    """Every segment's bytes (without its padding), by file name."""
+    return {p.name: data(p) for p in segments(store, thread_id)}
 
 
 def complete_lines(store: JsonFileCheckpointStore, thread_id: str) -> int:
@@ -47,10 +54,10 @@ def unfinished(store: JsonFileCheckpointStore, thread_id: str) -> list[str]:
 
 def newest_line(segment: Path) -> tuple[bytes, bytes]:
     """A segment's bytes split into (everything before its last line, its last line)."""
-    data = segment.read_bytes()
-    assert data.endswith(b"\n"), segment
-    start = data.rfind(b"\n", 0, -1) + 1
-    return data[:start], data[start:]
+    raw = data(segment)
+    assert raw.endswith(b"\n"), segment
+    start = raw.rfind(b"\n", 0, -1) + 1
+    return raw[:start], raw[start:]
 
 
 async def everything_on_disk(directory: Path, thread_id: str) -> list[Checkpoint]:
