@@ -81,12 +81,13 @@ def _bytes_window(values: list[list[float]], turn: int) -> float:
 
 
 def _snapshot(folder: Path) -> dict[str, tuple[int, int, str]]:
-    """Segment files: inode, size and a hash of their bytes."""
+    """Segment files: inode, size and a hash of their bytes, without the zeros that
+    pad a segment's last disk block (the next line is written over them)."""
     out = {}
     if folder.exists():
         for entry in os.scandir(folder):
             if entry.name.endswith(".jsonl"):
-                data = Path(entry.path).read_bytes()
+                data = Path(entry.path).read_bytes().rstrip(b"\0")
                 out[entry.name] = (entry.inode(), len(data), hashlib.sha256(data).hexdigest())
     return out
 
