@@ -228,10 +228,11 @@ def _after_zeros(raw: bytes, offset: int) -> int:
 
 
 def _intact_lines(raw: bytes) -> int:
-    """How many whole lines of ``raw`` carry a matching checksum."""
+    """How many whole lines of ``raw`` carry a matching checksum (zeros before a
+    line are padding, as for ``scan_bytes``)."""
     count = 0
     for line in raw.split(b"\n")[:-1]:
-        body, tab, rest = line.rpartition(b"\t")
+        body, tab, rest = line.lstrip(b"\0").rpartition(b"\t")
         count += bool(tab) and rest == checksum(body)
     return count
 

@@ -114,6 +114,25 @@ async def test_a_line_zeroed_in_the_middle_is_damage_not_padding(tmp_path: Path)
     assert b"".join(damaged) == path.read_bytes()
 
 
+@pytest.mark.parametrize("zeros", [0, 1, BLOCK - 1])
+async def test_intact_lines_after_zeros_still_forbid_rolling_back_over_damage(
+    tmp_path: Path, zeros: int
+) -> None:
+    """A damaged line followed by zeros and an intact line refuses the thread, as without the zeros: the intact line is not moved aside."""
+    store = JsonFileCheckpointStore(tmp_path / "s")
+    app = chain("a", store=store)
+    for _ in range(2):
+        await app.run({}, thread_id="t")
+    path = store.segment_path("t", 1)
+    first, second, third, fourth = lines(path)
+    at = third.index(b'"seq"') + 1
+    damaged = first + second + third[:at] + b"X" + third[at + 1 :] + bytes(zeros) + fourth
+    path.write_bytes(damaged)
+    with pytest.raises(CorruptCheckpoint, match="1 intact checkpoint"):
+        await chain("a", store=JsonFileCheckpointStore(tmp_path / "s")).run({}, thread_id="t")
+    assert damaged == path.read_bytes()
+
+
 @pytest.mark.parametrize(
     "raw, expected",
     [
