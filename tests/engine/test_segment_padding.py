@@ -27,6 +27,16 @@ def lines(path: Path) -> list[bytes]:
     return segment_data(path).splitlines(keepends=True)
 
 
+async def written(tmp_path: Path, turns: int) -> tuple[Path, list[bytes]]:
+    """``turns`` runs of a one-node graph on thread ``t`` of a durable store under
+    ``tmp_path / "s"``: its segment and the segment's lines (two per turn)."""
+    app = chain("a", store=JsonFileCheckpointStore(tmp_path / "s"))
+    for _ in range(turns):
+        await app.run({}, thread_id="t")
+    path = JsonFileCheckpointStore(tmp_path / "s").segment_path("t", 1)
+    return path, lines(path)
+
+
 async def test_a_durable_save_pads_its_block_and_later_ones_write_into_the_padding(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -84,12 +94,7 @@ async def test_a_store_without_fsync_continues_a_padded_segment_after_its_last_l
 
 async def test_lines_after_a_run_of_zeros_are_read(tmp_path: Path) -> None:
     """Lines a writer unaware of the padding appended after it are read in order, and the thread continues after them."""
-    store = JsonFileCheckpointStore(tmp_path / "s")
-    app = chain("a", store=store)
-    for _ in range(2):
-        await app.run({}, thread_id="t")
-    path = store.segment_path("t", 1)
-    before = lines(path)
+    path, before = await written(tmp_path, 2)
     head = b"".join(before[:2])
     path.write_bytes(head + bytes(-len(head) % BLOCK) + b"".join(before[2:]))
     fresh = JsonFileCheckpointStore(tmp_path / "s")
@@ -101,12 +106,7 @@ async def test_lines_after_a_run_of_zeros_are_read(tmp_path: Path) -> None:
 
 async def test_a_line_zeroed_in_the_middle_is_damage_not_padding(tmp_path: Path) -> None:
     """A whole line turned to zeros between intact lines is not skipped as padding: the line after it does not follow, so the thread is refused, naming the segment, and nothing is moved."""
-    store = JsonFileCheckpointStore(tmp_path / "s")
-    app = chain("a", store=store)
-    for _ in range(3):
-        await app.run({}, thread_id="t")
-    path = store.segment_path("t", 1)
-    before = lines(path)
+    path, before = await written(tmp_path, 3)
     damaged = [*before[:2], bytes(len(before[2])), *before[3:]]
     path.write_bytes(b"".join(damaged))
     with pytest.raises(CorruptCheckpoint, match=path.name):
@@ -119,12 +119,7 @@ async def test_intact_lines_after_zeros_still_forbid_rolling_back_over_damage(
     tmp_path: Path, zeros: int
 ) -> None:
     """A damaged line followed by zeros and an intact line refuses the thread, as without the zeros: the intact line is not moved aside."""
-    store = JsonFileCheckpointStore(tmp_path / "s")
-    app = chain("a", store=store)
-    for _ in range(2):
-        await app.run({}, thread_id="t")
-    path = store.segment_path("t", 1)
-    first, second, third, fourth = lines(path)
+    path, (first, second, third, fourth) = await written(tmp_path, 2)
     at = third.index(b'"seq"') + 1
     damaged = first + second + third[:at] + b"X" + third[at + 1 :] + bytes(zeros) + fourth
     path.write_bytes(damaged)
@@ -150,7 +145,7 @@ def test_a_segment_without_a_line_is_an_unfinished_one(
 
 
 async def test_padding_after_the_last_line_is_counted_and_kept(tmp_path: Path) -> None:
-    """The scan of a padded segment reports its padding, ends its data at the last line, and the next lease holder keeps the file as it is."""
+    """The scan of a padded segment reports its padding and ends its data at the last line, and the next lease holder continues the thread after that line."""
     store = JsonFileCheckpointStore(tmp_path / "s")
     await chain("a", store=store).run({}, thread_id="t")
     path = store.segment_path("t", 1)
