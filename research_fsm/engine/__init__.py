@@ -48,6 +48,7 @@ from ._types import (
     Suspend,
     SuspendToken,
     Suspension,
+    is_transient,
 )
 
 __all__ = [
@@ -100,6 +101,7 @@ __all__ = [
     "UnsafeStoreDirectory",
     "add",
     "append",
+    "is_transient",
     "replace",
     "validate_thread_id",
 ]

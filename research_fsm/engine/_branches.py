@@ -239,21 +239,31 @@ def merge(
 
 
 def _check_writers(schema: StateSchema, branches: list[Branch]) -> None:
+    """Two branches overwriting one field (a ``replace`` field, or any field with
+    ``Replace(...)``) is an ``InvalidUpdate`` naming the field and both branches:
+    which one wins would depend on the order they are declared in."""
     writers: dict[str, tuple[str, str]] = {}
     for branch in branches:
         for saved in branch.updates:
+            replaced = saved.get("r") or ()
             for name in saved["u"]:
                 spec = schema.fields.get(name)
-                if spec is None or spec.reducer is not replace:
+                if spec is None or (spec.reducer is not replace and name not in replaced):
                     continue
                 first = writers.setdefault(name, (branch.id, saved["n"]))
-                if first[0] != branch.id:
-                    raise InvalidUpdate(
-                        f"branches `{first[0]}` (node `{first[1]}`) and `{branch.id}` "
-                        f"(node `{saved['n']}`) both set field `{name}`, whose reducer is "
-                        "`replace`: give the field a reducer (e.g. `append`) or let one "
-                        "branch set it"
+                if first[0] == branch.id:
+                    continue
+                if spec.reducer is replace:
+                    how = (
+                        ", whose reducer is `replace`: give the field a reducer (e.g. `append`) "
+                        "or let one branch set it"
                     )
+                else:
+                    how = " with `Replace(...)`, so the branch declared last would win: let one branch replace it"
+                raise InvalidUpdate(
+                    f"branches `{first[0]}` (node `{first[1]}`) and `{branch.id}` "
+                    f"(node `{saved['n']}`) both set field `{name}`{how}"
+                )
 
 
 class _Pending:

@@ -32,12 +32,21 @@ class NodeSpec:
     """A node as the run loop sees it: normalised callables and policies."""
 
     name: str
+    """The node's name in the graph."""
     call: NodeCall
+    """``call(state, ctx)``: the node's code (a ``(state)`` node adapted)."""
     resume: ResumeCall | None
+    """``resume(state, value, ctx)`` of a node object that has one."""
     takes_ctx: bool
+    """Whether the node's code takes ``ctx`` (only such nodes may suspend)."""
     retry: RetryPolicy | None
+    """When to call the node again after it raised."""
     timeout: float | None
+    """Seconds each attempt may take."""
     on_error: str | None
+    """The node the run goes to when this one fails for good."""
+    schema: StateSchema
+    """The graph's state fields: the node gets its own copy of the state."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -178,7 +187,7 @@ class StateGraph(Generic[StateT]):
         call, resume, takes_ctx = _adapt_node(name, node)
         self.nodes[name] = NodeSpec(
             name=name, call=call, resume=resume, takes_ctx=takes_ctx,
-            retry=retry, timeout=timeout, on_error=on_error,
+            retry=retry, timeout=timeout, on_error=on_error, schema=self.schema,
         )  # fmt: skip
         return self
 

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from ._errors import InvalidUpdate as BadUpdate
+from ._fresh import model_copier
 from ._reducers import Replace, append, replace
 from ._roundtrip import serialization_renames
 
@@ -82,7 +83,7 @@ class StateSchema:
     def initial(self, data: Mapping[str, Any] | BaseModel | None) -> BaseModel:
         """Validate the first input of a thread into a full state."""
         if isinstance(data, self.model):
-            return data.model_copy()
+            return self.fresh(data)  # the caller's object stays the caller's
         if isinstance(data, BaseModel):
             data = {k: getattr(data, k) for k in data.model_fields_set}
         if isinstance(data, Mapping):
@@ -98,6 +99,34 @@ class StateSchema:
             return self.model.model_validate(data or {})
         except ValidationError as exc:
             raise BadUpdate(f"input does not fit `{self.model.__name__}`: {exc}") from None
+
+    def fresh(self, state: BaseModel) -> BaseModel:
+        """A copy of ``state`` for a node: its lists, dicts, sets and nested models
+        are new objects, so changing them in place changes nothing else (``_fresh``)."""
+        return model_copier(type(state))(state)
+
+    def changes_of(self, before: BaseModel, after: BaseModel) -> dict[str, Any]:
+        """What a node changed in ``after``, its copy of ``before`` that it returned:
+        the items added at the end of an ``append`` list, else the field's new value
+        (a ``Replace`` for fields with a reducer)."""
+        old_values, new_values = before.__dict__, after.__dict__
+        changed: dict[str, Any] = {}
+        for name, spec in self.fields.items():
+            old, new = old_values.get(name), new_values.get(name)
+            if new is old or new == old:
+                continue
+            if spec.reducer is replace:
+                changed[name] = new
+            elif (
+                spec.reducer is append
+                and isinstance(old, list)
+                and isinstance(new, list)
+                and new[: len(old)] == old
+            ):
+                changed[name] = new[len(old) :]
+            else:
+                changed[name] = Replace(new)
+        return changed
 
     def as_changes(self, update: object, origin: str) -> dict[str, Any]:
         """Turn a node's return value (dict, partial model or None) into a dict."""

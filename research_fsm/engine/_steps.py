@@ -40,18 +40,22 @@ def now() -> str:
 
 async def invoke(spec: NodeSpec, state: BaseModel, ctx: NodeContext, resuming: bool) -> Any:
     """The node's return value, after its retries and within its timeout; raises
-    ``NodeError`` around what it finally raised."""
+    ``NodeError`` around what it finally raised. The node gets its own copy of
+    ``state``; when it returns that copy, its changes to it are the update."""
     attempt = 1
     while True:
+        own = spec.schema.fresh(state)  # each attempt changes its own copy
         if resuming and spec.resume is not None:
-            coro = spec.resume(state, ctx.resume_value, ctx)
+            coro = spec.resume(own, ctx.resume_value, ctx)
         else:
-            coro = spec.call(state, ctx)
+            coro = spec.call(own, ctx)
         try:
             if spec.timeout is None:
-                return await coro
-            async with asyncio.timeout(spec.timeout) as scope:
-                return await coro
+                out = await coro
+            else:
+                async with asyncio.timeout(spec.timeout) as scope:
+                    out = await coro
+            return spec.schema.changes_of(state, own) if out is own else out
         except Exception as raised:
             exc: Exception = raised
             if spec.timeout is not None and scope.expired():

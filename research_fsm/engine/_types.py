@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar
 
@@ -19,6 +20,7 @@ __all__ = [
     "Checkpoint",
     "CheckpointStatus",
     "ErrorInfo",
+    "RetryOn",
     "RetryPolicy",
     "RunResult",
     "RunStatus",
@@ -27,6 +29,7 @@ __all__ = [
     "Suspend",
     "SuspendToken",
     "Suspension",
+    "is_transient",
 ]
 
 START = "__start__"
@@ -82,9 +85,53 @@ class Suspend:
     """State changes applied before pausing (e.g. an attempt counter)."""
 
 
+_TRANSIENT_NAMES = (
+    "ConnectionError",
+    "ConnectError",
+    "TimeoutError",
+    "TimeoutException",
+    "Timeout",
+)
+_TRANSIENT_STATUS = frozenset({408, 425, 429})
+
+
+def is_transient(exc: BaseException) -> bool:
+    """The default ``RetryPolicy.retry_on``: whether ``exc`` is plausibly transient.
+
+    Retried: an exception with ``retryable = True`` (on the class or the instance;
+    ``False`` opts out of everything below); ``ConnectionError`` and ``TimeoutError``
+    (a node's own ``NodeTimeout`` included); an HTTP client's connection or timeout
+    error, told by class name as their packages do not share a base
+    (``httpx.ConnectError``, ``anthropic.APIConnectionError``, ``requests.Timeout``...);
+    an error carrying an HTTP ``status_code`` (on itself or its ``response``) of
+    408, 425, 429 or 5xx. Not retried: programming errors (``ValueError``,
+    ``TypeError``, ``KeyError``, ...) and everything else.
+    """
+    marked = getattr(exc, "retryable", None)
+    if isinstance(marked, bool):
+        return marked
+    if isinstance(exc, (ConnectionError, TimeoutError)):
+        return True
+    if any(cls.__name__.endswith(_TRANSIENT_NAMES) for cls in type(exc).__mro__):
+        return True
+    status = getattr(exc, "status_code", None)
+    if status is None:
+        status = getattr(getattr(exc, "response", None), "status_code", None)
+    return isinstance(status, int) and (status in _TRANSIENT_STATUS or 500 <= status <= 599)
+
+
+RetryOn = type[BaseException] | tuple[type[BaseException], ...] | Callable[[BaseException], bool]
+"""What ``RetryPolicy.retry_on`` accepts: exception types, or a predicate."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RetryPolicy:
-    """How often, and how patiently, a failing node is retried."""
+    """How often, and how patiently, a failing node is retried.
+
+    By default only plausibly transient failures are retried (``is_transient``:
+    connection errors, timeouts, HTTP 408/425/429/5xx, exceptions marked
+    ``retryable = True``); a bug in a node fails at once. Pass ``retry_on`` to choose.
+    """
 
     max_attempts: int = 3
     """Total attempts, the first one included (1 means no retry)."""
@@ -92,15 +139,29 @@ class RetryPolicy:
     """Seconds to wait before the second attempt; doubles after each failure."""
     max_backoff: float = 5.0
     """Upper bound of one wait, in seconds."""
-    retry_on: tuple[type[BaseException], ...] = (Exception,)
-    """Exception types that are retried; the engine's own control errors never are
-    (a ``NodeTimeout`` is a node failure and is retried when it matches)."""
+    retry_on: RetryOn = is_transient
+    """Which failures are retried: an exception type or a tuple of them (``(Exception,)``
+    retries everything), or a predicate ``retry_on(exc) -> bool``. The engine's own
+    control errors never are (a ``NodeTimeout`` is a node failure and is retried when
+    it matches)."""
 
     def __post_init__(self) -> None:
+        if isinstance(self.max_attempts, bool) or not isinstance(self.max_attempts, int):
+            raise ValueError(
+                f"RetryPolicy.max_attempts must be an int >= 1, got {self.max_attempts!r}"
+            )
         if self.max_attempts < 1:
             raise ValueError(f"RetryPolicy.max_attempts must be >= 1, got {self.max_attempts}")
         if self.backoff < 0 or self.max_backoff < 0:
             raise ValueError("RetryPolicy.backoff and max_backoff must be >= 0")
+        retry_on = self.retry_on
+        types_ = retry_on if isinstance(retry_on, tuple) else (retry_on,)
+        is_types = all(isinstance(t, type) and issubclass(t, BaseException) for t in types_)
+        if not is_types and (isinstance(retry_on, (tuple, type)) or not callable(retry_on)):
+            raise ValueError(
+                "RetryPolicy.retry_on must be an exception type, a tuple of exception types "
+                f"or a callable (exc) -> bool, got {retry_on!r}"
+            )
 
     def should_retry(self, exc: BaseException, attempt: int) -> bool:
         """Whether a failure on attempt ``attempt`` (1-based) is retried."""
@@ -108,7 +169,10 @@ class RetryPolicy:
             return False
         if isinstance(exc, EngineError) and not isinstance(exc, NodeTimeout):
             return False
-        return isinstance(exc, self.retry_on)
+        retry_on = self.retry_on
+        if isinstance(retry_on, (type, tuple)):
+            return isinstance(exc, retry_on)
+        return bool(retry_on(exc))
 
     def delay(self, attempt: int) -> float:
         """Seconds to wait after failed attempt ``attempt`` (1-based)."""

@@ -20,6 +20,7 @@ from research_fsm.engine import (
     StateGraph,
     StepLimitExceeded,
     ThreadBusy,
+    is_transient,
 )
 
 from .helpers import Counter, recorder
@@ -131,7 +132,8 @@ async def test_exhausted_retries_raise_node_failed_and_checkpoint_failure(
 async def test_on_error_routes_with_error_info(store: CheckpointStore) -> None:
     """With on_error, a failed node routes there and ``ctx.error`` says what failed."""
     node = Flaky(failures=10, exc=KeyError("missing"))
-    compiled = flaky_graph(node, store, retry=FAST, on_error="handler")
+    every = RetryPolicy(max_attempts=3, backoff=0, retry_on=(Exception,))
+    compiled = flaky_graph(node, store, retry=every, on_error="handler")
     result = await compiled.run({}, thread_id="t")
     assert ("completed", ["a", "flaky", "handler"]) == (result.status, result.path)
     assert ["a", "handled"] == result.state.log
@@ -252,3 +254,84 @@ def test_retry_policy_rejects_bad_values(kwargs: dict[str, Any]) -> None:
     """RetryPolicy refuses max_attempts < 1 and negative backoffs."""
     with pytest.raises(ValueError):
         RetryPolicy(**kwargs)
+
+
+@pytest.mark.parametrize(
+    "exc", [ValueError("bad"), TypeError("bad"), KeyError("k"), AttributeError("a"), RuntimeError()]
+)
+async def test_default_policy_does_not_retry_programming_errors(
+    store: CheckpointStore, exc: BaseException
+) -> None:
+    """``RetryPolicy()`` fails a node at once on a bug (ValueError, TypeError, KeyError...)."""
+    node = Flaky(failures=5, exc=exc)
+    with pytest.raises(NodeFailed) as info:
+        await flaky_graph(node, store, retry=RetryPolicy(backoff=0)).run({}, thread_id="t")
+    assert (1, type(exc)) == (node.attempts, type(info.value.cause))
+
+
+class _StatusError(Exception):
+    """An HTTP client's error carrying the response status, as SDKs raise them."""
+
+    def __init__(self, status_code: int) -> None:
+        super().__init__(f"HTTP {status_code}")
+        self.status_code = status_code
+
+
+class APIConnectionError(Exception):
+    """Named as an SDK's connection error that does not subclass ``ConnectionError``."""
+
+
+class _Marked(Exception):
+    """An application error marked retryable."""
+
+    retryable = True
+
+
+@pytest.mark.parametrize(
+    ("exc", "retried"),
+    [
+        (ConnectionError("reset"), True),
+        (TimeoutError(), True),
+        (APIConnectionError("down"), True),
+        (_StatusError(429), True),
+        (_StatusError(503), True),
+        (_StatusError(400), False),
+        (_StatusError(404), False),
+        (_Marked(), True),
+        (ValueError("bad"), False),
+        (OSError("disk"), False),
+    ],
+)
+def test_is_transient_picks_transient_failures(exc: BaseException, retried: bool) -> None:
+    """The default ``retry_on`` retries connection, timeout, 408/425/429/5xx and marked errors."""
+    assert retried == is_transient(exc)
+
+
+def test_a_marked_false_error_is_not_retried_even_if_it_is_a_connection_error() -> None:
+    """``retryable = False`` on an exception opts it out of the default retries."""
+    exc = ConnectionError("refused for good")
+    exc.retryable = False  # type: ignore[attr-defined]
+    assert False is is_transient(exc)
+
+
+async def test_default_policy_retries_a_connection_error(store: CheckpointStore) -> None:
+    """``RetryPolicy()`` retries a ConnectionError until the node succeeds."""
+    node = Flaky(failures=2, exc=ConnectionError("blip"))
+    result = await flaky_graph(node, store, retry=RetryPolicy(backoff=0)).run({}, thread_id="t")
+    assert ("completed", 3) == (result.status, node.attempts)
+
+
+async def test_retry_on_takes_a_predicate(store: CheckpointStore) -> None:
+    """``retry_on`` may be a callable deciding per exception."""
+    node = Flaky(failures=2, exc=ValueError("retry me"))
+    policy = RetryPolicy(backoff=0, retry_on=lambda exc: "retry me" in str(exc))
+    result = await flaky_graph(node, store, retry=policy).run({}, thread_id="t")
+    assert ("completed", 3) == (result.status, node.attempts)
+
+
+@pytest.mark.parametrize("retry_on", [42, "ConnectionError", (ValueError, 3), int])
+def test_retry_policy_rejects_a_bad_retry_on(retry_on: Any) -> None:
+    """``retry_on`` that is neither exception types nor a callable is refused, naming the value."""
+    with pytest.raises(ValueError, match="retry_on must be an exception type") as info:
+        RetryPolicy(retry_on=retry_on)
+    assert repr(retry_on) in str(info.value)

@@ -21,6 +21,7 @@ from research_fsm.engine import (
     NodeFailed,
     NodeFinished,
     NodeStarted,
+    Replace,
     RetryPolicy,
     RoutingError,
     Send,
@@ -229,6 +230,41 @@ async def test_two_branches_replacing_one_field_is_an_error(store: CheckpointSto
     snapshot = await app.get_state("t")
     assert snapshot is not None
     assert ["done", "done", "done"] == [b.status for b in snapshot.branches]
+
+
+@pytest.mark.parametrize("field", ["log", "count"])
+async def test_two_branches_replacing_a_reducer_field_is_an_error(
+    store: CheckpointStore, field: str
+) -> None:
+    """Two branches overwriting one field with ``Replace`` (any reducer) raise InvalidUpdate naming both."""
+
+    def overwrite(value: Any) -> Any:
+        async def node(state: Work) -> dict[str, Any]:
+            return {field: Replace(value)}
+
+        return node
+
+    values = {"log": (["m"], ["p"]), "count": (1, 2)}[field]
+    graph = specialists(store, market=overwrite(values[0]), product=overwrite(values[1]))
+    with pytest.raises(InvalidUpdate) as info:
+        await graph.compile(store=store).run({}, thread_id="t")
+    message = str(info.value)
+    assert f"both set field `{field}` with `Replace(...)`" in message
+    assert [True, True] == [
+        part in message for part in ("`market[1]` (node `market`)", "`product[2]` (node `product`)")
+    ]
+
+
+async def test_one_branch_replacing_a_field_others_append_to_merges_in_order(
+    store: CheckpointStore,
+) -> None:
+    """One ``Replace`` among plain appends is no conflict: updates merge in declared order."""
+
+    async def trim(state: Work) -> dict[str, Any]:
+        return {"log": Replace(["trimmed"])}
+
+    result = await specialists(store, market=trim).compile(store=store).run({}, thread_id="t")
+    assert ["trimmed", "product"] == result.state.log
 
 
 async def test_each_branch_node_is_checkpointed(store: CheckpointStore) -> None:

@@ -67,6 +67,7 @@ EXPECTED_ALL = [
     "UnsafeStoreDirectory",
     "add",
     "append",
+    "is_transient",
     "replace",
     "validate_thread_id",
 ]

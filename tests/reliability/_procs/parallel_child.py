@@ -149,7 +149,7 @@ async def broken_market(state: Findings, ctx: NodeContext) -> dict[str, Any]:
             await asyncio.sleep(0.005)
         # they have returned (nothing awaits between their side effect and their
         # return); their checkpoints may still be under way
-        raise RuntimeError("market data feed down")
+        raise ConnectionError("market data feed down")
     return {"log": ["market"]}
 
 

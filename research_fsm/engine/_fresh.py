@@ -1,0 +1,184 @@
+"""A node's own copy of the state: what it changes in place stays its own.
+
+Every node is handed a copy of the state whose mutable parts (lists, dicts, sets,
+nested models) are new objects, so ``state.items.append(x)`` or
+``state.inner.a = 5`` inside a node never reaches the checkpoint the run holds,
+the caller's result or a memory store's history. Only what the node returns
+changes the state (``_state.StateSchema.apply``); a node that returns the very
+object it was handed returns its changes (``changes_of``).
+
+The copy is planned once per model from the field annotations: immutable values
+(strings, numbers, tuples of them, frozen models of them, enums...) are shared,
+a ``list[str]`` is one C-level ``list(...)``, a model is copied field by field by
+its own plan. Values of untyped parts (``Any``, ``object``, a bare ``list``) are
+copied by their runtime type.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import decimal
+import enum
+import pathlib
+import types
+import typing
+import uuid
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel
+
+__all__ = ["fresh_copy", "model_copier"]
+
+Copier = Callable[[Any], Any]
+"""``copier(value) -> value``: a copy whose mutable parts are new objects."""
+
+_IMMUTABLE: frozenset[type] = frozenset(
+    {
+        str,
+        int,
+        float,
+        bool,
+        bytes,
+        complex,
+        type(None),
+        datetime.datetime,
+        datetime.date,
+        datetime.time,
+        datetime.timedelta,
+        decimal.Decimal,
+        uuid.UUID,
+        pathlib.PurePath,
+        pathlib.PurePosixPath,
+        pathlib.PureWindowsPath,
+        pathlib.Path,
+        pathlib.PosixPath,
+        range,
+        type(Ellipsis),
+    }
+)
+
+_UNIONS = (typing.Union, types.UnionType)
+
+
+def _shared(value: Any) -> Any:
+    return value
+
+
+def fresh_copy(value: Any) -> Any:
+    """Copy ``value`` by its runtime type (untyped fields): new lists, dicts, sets
+    and models all the way down; immutable values shared."""
+    kind = type(value)
+    if kind in _IMMUTABLE or isinstance(value, enum.Enum):
+        return value
+    if kind is list:
+        return [fresh_copy(item) for item in value]
+    if kind is dict:
+        return {key: fresh_copy(item) for key, item in value.items()}
+    if kind is tuple:
+        items = tuple(fresh_copy(item) for item in value)
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+    if kind is set:
+        return set(value)
+    if kind is frozenset:
+        return value
+    if isinstance(value, BaseModel):
+        return model_copier(kind)(value)
+    return copy.deepcopy(value)
+
+
+def _list_of(item: Copier | None) -> Copier:
+    if item is None:
+        return list
+    return lambda value: [item(v) for v in value] if type(value) is list else fresh_copy(value)
+
+
+def _dict_of(item: Copier | None) -> Copier:
+    if item is None:
+        return dict
+    return lambda value: (
+        {k: item(v) for k, v in value.items()} if type(value) is dict else fresh_copy(value)
+    )
+
+
+_planning: set[type[BaseModel]] = set()  # models whose plan is being made (recursive models)
+
+
+def _typed_model(model: type[BaseModel]) -> Copier | None:
+    if model.model_config.get("frozen") and model not in _planning:
+        _planning.add(model)
+        try:
+            if all(_plan(info.annotation) is None for info in model.model_fields.values()):
+                return None
+        finally:
+            _planning.discard(model)
+
+    def copy_model(value: Any) -> Any:
+        if type(value) is model:
+            return model_copier(model)(value)
+        return fresh_copy(value)  # a subclass, or a value of another type
+
+    return copy_model
+
+
+def _plan(annotation: Any) -> Copier | None:
+    """The copier for values of ``annotation``; ``None``: its values are immutable."""
+    origin = typing.get_origin(annotation)
+    if origin is Annotated:
+        return _plan(typing.get_args(annotation)[0])
+    if origin is Literal:
+        return None
+    if isinstance(annotation, type) and origin is None:
+        if annotation in _IMMUTABLE or issubclass(annotation, enum.Enum):
+            return None
+        if issubclass(annotation, BaseModel):
+            return _typed_model(annotation)
+        if annotation is frozenset:
+            return None
+        return fresh_copy
+    args = typing.get_args(annotation)
+    if origin in _UNIONS:
+        return None if all(_plan(arg) is None for arg in args) else fresh_copy
+    if origin in (tuple, frozenset):
+        items = [a for a in args if a is not Ellipsis]
+        return None if all(_plan(a) is None for a in items) else fresh_copy
+    if origin is list and len(args) == 1:
+        return _list_of(_plan(args[0]))
+    if origin is dict and len(args) == 2:
+        return _dict_of(_plan(args[1]))
+    if origin is set:
+        return lambda value: set(value) if type(value) is set else fresh_copy(value)
+    return fresh_copy
+
+
+_COPIERS: dict[type[BaseModel], Callable[[BaseModel], BaseModel]] = {}
+
+
+def model_copier(model: type[BaseModel]) -> Callable[[BaseModel], BaseModel]:
+    """The copier of instances of exactly ``model`` (planned once per model)."""
+    copier = _COPIERS.get(model)
+    if copier is None:
+        copier = _COPIERS[model] = _plan_model(model)
+    return copier
+
+
+def _plan_model(model: type[BaseModel]) -> Callable[[BaseModel], BaseModel]:
+    plans = {name: _plan(info.annotation) for name, info in model.model_fields.items()}
+    copied = tuple((name, plan) for name, plan in plans.items() if plan is not None)
+
+    def copy_instance(value: BaseModel) -> BaseModel:
+        new = object.__new__(model)
+        values = value.__dict__.copy()
+        for name, plan in copied:
+            if name in values:
+                values[name] = plan(values[name])
+        object.__setattr__(new, "__dict__", values)
+        object.__setattr__(new, "__pydantic_fields_set__", set(value.__pydantic_fields_set__))
+        extra = value.__pydantic_extra__
+        object.__setattr__(new, "__pydantic_extra__", None if extra is None else fresh_copy(extra))
+        private = value.__pydantic_private__
+        object.__setattr__(new, "__pydantic_private__", None if private is None else dict(private))
+        return new
+
+    return copy_instance
