@@ -24,6 +24,7 @@ __all__ = ["StateGraph"]
 StateT = TypeVar("StateT", bound=BaseModel)
 NodeCall = Callable[[Any, Any], Awaitable[Any]]
 ResumeCall = Callable[[Any, Any, Any], Awaitable[Any]]
+NodeSpecCalls = tuple[NodeCall, ResumeCall | None, bool]
 _RESERVED = (START, END)
 
 
@@ -60,15 +61,25 @@ class RouterSpec:
     join: str | None = None
 
 
-def _positional_count(fn: Callable[..., Any]) -> int:
+def _binds(fn: Callable[..., Any], count: int) -> bool | None:
+    """Whether ``fn`` can be called with ``count`` positional arguments (``None``: its
+    signature cannot be read, as for some builtins)."""
     try:
-        params = inspect.signature(fn).parameters.values()
+        signature = inspect.signature(fn)
     except (TypeError, ValueError):
-        return 2
-    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
-        return 2
-    return sum(1 for p in params if p.kind in kinds)
+        return None
+    try:
+        signature.bind(*range(count))
+    except TypeError:
+        return False
+    return True
+
+
+def _parameters(fn: Callable[..., Any]) -> str:
+    try:
+        return str(inspect.signature(fn))
+    except (TypeError, ValueError):
+        return "(?)"
 
 
 def _is_async(fn: object) -> bool:
@@ -78,48 +89,78 @@ def _is_async(fn: object) -> bool:
     return call is not None and inspect.iscoroutinefunction(call)
 
 
-def _adapt_node(name: str, node: object) -> tuple[NodeCall, ResumeCall | None, bool]:
+def _adapt_method_node(name: str, node: object, run: Callable[..., Any]) -> NodeSpecCalls:
+    """A node object with ``async def run(self, state, ctx)`` (and maybe ``resume``)."""
+    kind = type(node).__name__
+    if not inspect.iscoroutinefunction(run) or _binds(run, 2) is False:
+        raise GraphValidationError(
+            [
+                f"node `{name}`: `{kind}.run` must be `async def run(self, state, ctx)`, "
+                f"got `run{_parameters(run)}`"
+            ]
+        )
+    resume = getattr(node, "resume", None)
+    if resume is not None and (
+        not inspect.iscoroutinefunction(resume) or _binds(resume, 3) is False
+    ):
+        raise GraphValidationError(
+            [
+                f"node `{name}`: `{kind}.resume` must be `async def resume(self, state, value, "
+                f"ctx)`, got `resume{_parameters(resume)}`"
+            ]
+        )
+    return run, resume, True
+
+
+def _adapt_node(name: str, node: object) -> NodeSpecCalls:
+    """The node's code as ``call(state, ctx)``, its ``resume``, and whether it takes ctx;
+    ``GraphValidationError`` naming the node when it cannot be called so."""
+    from ._compiled import CompiledGraph  # the compiled graph imports this module
+
+    if isinstance(node, CompiledGraph):
+        raise GraphValidationError(
+            [
+                f"node `{name}` is a compiled graph, which cannot be a node: call its `run` "
+                "from an async node and return the fields the parent needs"
+            ]
+        )
     if isinstance(node, type):
         raise GraphValidationError(
             [f"node `{name}`: pass an instance of `{node.__name__}`, not the class"]
         )
     run = getattr(node, "run", None)
     if run is not None and not inspect.isfunction(node) and callable(run):
-        if not inspect.iscoroutinefunction(run):
-            raise GraphValidationError(
-                [
-                    f"node `{name}`: `{type(node).__name__}.run` must be `async def run(self, state, ctx)`"
-                ]
-            )
-        resume = getattr(node, "resume", None)
-        if resume is not None and not inspect.iscoroutinefunction(resume):
-            raise GraphValidationError(
-                [
-                    f"node `{name}`: `{type(node).__name__}.resume` must be `async def resume(self, state, value, ctx)`"
-                ]
-            )
-        return run, resume, True
+        return _adapt_method_node(name, node, run)
     if not callable(node):
         raise GraphValidationError(
-            [f"node `{name}` must be an async function or an object with `async def run(self, state, ctx)`, "
-             f"got {type(node).__name__}"]
-        )  # fmt: skip
+            [
+                f"node `{name}` must be an async function or an object with "
+                f"`async def run(self, state, ctx)`, got {type(node).__name__}"
+            ]
+        )
+    shown = getattr(node, "__name__", type(node).__name__)
     if not _is_async(node):
         raise GraphValidationError(
-            [f"node `{name}` must be an async function (`async def`); got a plain "
-             f"callable {getattr(node, '__name__', type(node).__name__)!r}"]
-        )  # fmt: skip
-    count = _positional_count(node)
-    if count < 1:
-        raise GraphValidationError([f"node `{name}` must accept the state as its first parameter"])
-    if count == 1:
-        fn1: Callable[[Any], Awaitable[Any]] = node
+            [
+                f"node `{name}` must be an async function (`async def`); got a plain callable {shown!r}"
+            ]
+        )
+    takes_ctx = _binds(node, 2)
+    if takes_ctx is None or takes_ctx:
+        return node, None, True
+    if not _binds(node, 1):
+        raise GraphValidationError(
+            [
+                f"node `{name}`: `{shown}{_parameters(node)}` cannot be called as "
+                "`(state)` or `(state, ctx)`: give it those parameters (others need defaults)"
+            ]
+        )
+    fn1: Callable[[Any], Awaitable[Any]] = node
 
-        async def call_state_only(state: Any, ctx: Any) -> Any:
-            return await fn1(state)
+    async def call_state_only(state: Any, ctx: Any) -> Any:
+        return await fn1(state)
 
-        return call_state_only, None, False
-    return node, None, True
+    return call_state_only, None, False
 
 
 def _is_names(value: object) -> bool:
@@ -279,11 +320,32 @@ class StateGraph(Generic[StateT]):
         """
         from ._compiled import CompiledGraph
         from ._memory import MemoryCheckpointStore
+        from ._store import CheckpointStore
 
-        if not isinstance(step_limit, int) or step_limit < 1:
+        if store is not None and not isinstance(store, CheckpointStore):
+            members = (
+                "saves_changes",
+                "acquire",
+                "load_latest",
+                "save",
+                "history",
+                "delete",
+                "secret",
+            )
+            missing = [m for m in members if not hasattr(store, m)]
+            raise GraphValidationError(
+                [
+                    f"compile(store=...) must be a CheckpointStore (MemoryCheckpointStore, "
+                    f"JsonFileCheckpointStore, PostgresCheckpointStore or your own), got "
+                    f"{type(store).__name__} {store!r:.60}, which lacks {', '.join(missing)}"
+                ]
+            )
+        if isinstance(step_limit, bool) or not isinstance(step_limit, int) or step_limit < 1:
             raise GraphValidationError([f"step_limit must be an int >= 1, got {step_limit!r}"])
         if max_concurrency is not None and (
-            not isinstance(max_concurrency, int) or max_concurrency < 1
+            isinstance(max_concurrency, bool)
+            or not isinstance(max_concurrency, int)
+            or max_concurrency < 1
         ):
             raise GraphValidationError(
                 [f"max_concurrency must be None or an int >= 1, got {max_concurrency!r}"]

@@ -17,13 +17,39 @@ from typing import Any
 
 from pydantic import BaseModel
 
-__all__ = ["changed_by_json", "serialization_renames"]
+__all__ = [
+    "MAX_NESTING",
+    "changed_by_json",
+    "loose_fields",
+    "nesting_exceeds",
+    "serialization_renames",
+]
 
 _JSON_SCALARS = (str, int, bool, type(None))
+_NESTED = (list, tuple, dict, set, frozenset)
+
+MAX_NESTING = 200
+"""Containers nested deeper than this in an untyped field are refused: JSON encoders
+(pydantic's stops at about 255) and Python's own recursion cannot follow them."""
+
+
+def nesting_exceeds(value: Any, limit: int = MAX_NESTING) -> bool:
+    """Whether lists, dicts, tuples and sets in ``value`` nest deeper than ``limit``
+    (walked without recursion; models are walked by their own fields' checks)."""
+    if not isinstance(value, _NESTED):
+        return False
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((child, depth + 1) for child in children if isinstance(child, _NESTED))
+    return False
 
 
 @functools.cache
-def _loose_fields(model: type[BaseModel]) -> frozenset[str]:
+def loose_fields(model: type[BaseModel]) -> frozenset[str]:
     """The fields of ``model`` whose annotation lets any value in somewhere."""
     return frozenset(
         name for name, info in model.model_fields.items() if _is_loose(info.annotation)
@@ -50,7 +76,7 @@ def changed_by_json(state: BaseModel, fields: dict[str, Any] | None) -> tuple[st
     """The dotted path and reason of the first value in ``fields`` of ``state`` (all
     fields if ``None``; a set of indices picks items of a list) that JSON would
     bring back changed, or ``None``."""
-    loose = _loose_fields(type(state))
+    loose = loose_fields(type(state))
     for name in fields if fields is not None else type(state).model_fields:
         value = getattr(state, name)
         picked = fields.get(name) if fields is not None else True
@@ -59,13 +85,13 @@ def changed_by_json(state: BaseModel, fields: dict[str, Any] | None) -> tuple[st
         else:
             items = [(name, value)]
         for path, item in items:
-            found = _walk(item, path, name in loose)
+            found = _walk(item, path, name in loose, 1)
             if found is not None:
                 return found
     return None
 
 
-def _walk(value: Any, path: str, loose: bool) -> tuple[str, str] | None:
+def _walk(value: Any, path: str, loose: bool, depth: int) -> tuple[str, str] | None:
     if isinstance(value, float):
         if not math.isfinite(value):
             return path, f"{value!r} is not a JSON number: it would not load back"
@@ -80,17 +106,19 @@ def _walk(value: Any, path: str, loose: bool) -> tuple[str, str] | None:
             )
         nested = changed_by_json(value, None)
         return None if nested is None else (f"{path}.{nested[0]}", nested[1])
+    if depth > MAX_NESTING and isinstance(value, (*_NESTED, BaseModel)):
+        return path, f"nested more than {MAX_NESTING} levels deep: JSON cannot save it"
     if isinstance(value, dict):
         for key, item in value.items():
             if loose and not isinstance(key, str):
                 return path, f"dict key {key!r} ({type(key).__name__}) would load back as a str"
-            found = _walk(item, f"{path}.{key}", loose)
+            found = _walk(item, f"{path}.{key}", loose, depth + 1)
             if found is not None:
                 return found
         return None
     if isinstance(value, list) or (not loose and isinstance(value, (tuple, set, frozenset))):
         for index, item in enumerate(value):
-            found = _walk(item, f"{path}[{index}]", loose)
+            found = _walk(item, f"{path}[{index}]", loose, depth + 1)
             if found is not None:
                 return found
         return None

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from ._errors import GraphValidationError
 from ._errors import InvalidUpdate as BadUpdate
 from ._fresh import model_copier
 from ._reducers import Replace, append, replace
-from ._roundtrip import serialization_renames
+from ._roundtrip import MAX_NESTING, loose_fields, nesting_exceeds, serialization_renames
 
 __all__ = ["StateSchema"]
 
@@ -36,6 +38,24 @@ class _Field:
                 _VALIDATORS[key] = TypeAdapter(self.annotation).validator.validate_python
             self.validator = _VALIDATORS[key]
         return self.validator(value)
+
+
+def _check_reducer(model: type[BaseModel], name: str, reducer: Callable[..., Any]) -> None:
+    """``GraphValidationError`` when ``reducer`` cannot be called as ``reducer(old, new)``."""
+    try:
+        signature = inspect.signature(reducer)
+    except (TypeError, ValueError):
+        return  # a builtin whose signature Python cannot tell: trusted
+    try:
+        signature.bind(None, None)
+    except TypeError:
+        shown = getattr(reducer, "__name__", type(reducer).__name__)
+        raise GraphValidationError(
+            [
+                f"field `{name}` of `{model.__name__}`: its reducer `{shown}{signature}` must "
+                "take two arguments, `reducer(old, new) -> merged`"
+            ]
+        ) from None
 
 
 def _with_changes(state: BaseModel, changes: dict[str, Any]) -> BaseModel:
@@ -70,7 +90,11 @@ class StateSchema:
                 else:
                     metadata.append(item)
             annotation = Annotated[(info.annotation, *metadata)] if metadata else info.annotation
+            if reducer not in (replace, append):
+                _check_reducer(model, name, reducer)
             self.fields[name] = _Field(model, name, reducer, annotation)
+        # Fields whose values may nest without bound: their updates are checked for depth.
+        self._loose = loose_fields(model)
         # Keys accepted in a thread's first input: field names and their aliases.
         self._input_keys: set[str] | None = None
         if model.model_config.get("extra") != "allow":
@@ -95,6 +119,13 @@ class StateSchema:
                     f"input has unknown field `{unknown[0]}` for `{self.model.__name__}`; "
                     f"fields are: {', '.join(self.fields)}"
                 )
+        if isinstance(data, Mapping):
+            for key in self._loose.intersection(data):
+                if nesting_exceeds(data[key]):
+                    raise BadUpdate(
+                        f"input field `{key}` is nested more than {MAX_NESTING} levels deep "
+                        "(lists, dicts, tuples, sets): flatten it"
+                    )
         try:
             return self.model.model_validate(data or {})
         except ValidationError as exc:
@@ -166,6 +197,11 @@ class StateSchema:
                 raise BadUpdate(
                     f"{origin} updated unknown field `{name}` of `{self.model.__name__}`; "
                     f"fields are: {allowed}"
+                )
+            if name in self._loose and nesting_exceeds(value):
+                raise BadUpdate(
+                    f"{origin} set field `{name}` to a value nested more than {MAX_NESTING} "
+                    "levels deep (lists, dicts, tuples, sets): flatten it"
                 )
             try:
                 appended: int | None = None

@@ -45,11 +45,12 @@ async def invoke(spec: NodeSpec, state: BaseModel, ctx: NodeContext, resuming: b
     attempt = 1
     while True:
         own = spec.schema.fresh(state)  # each attempt changes its own copy
-        if resuming and spec.resume is not None:
-            coro = spec.resume(own, ctx.resume_value, ctx)
-        else:
-            coro = spec.call(own, ctx)
+        scope = None
         try:
+            if resuming and spec.resume is not None:
+                coro = spec.resume(own, ctx.resume_value, ctx)
+            else:
+                coro = spec.call(own, ctx)
             if spec.timeout is None:
                 out = await coro
             else:
@@ -58,7 +59,7 @@ async def invoke(spec: NodeSpec, state: BaseModel, ctx: NodeContext, resuming: b
             return spec.schema.changes_of(state, own) if out is own else out
         except Exception as raised:
             exc: Exception = raised
-            if spec.timeout is not None and scope.expired():
+            if scope is not None and spec.timeout is not None and scope.expired():
                 exc = NodeTimeout(spec.name, spec.timeout)
             policy = spec.retry
             if policy is None or not policy.should_retry(exc, attempt):
