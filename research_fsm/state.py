@@ -30,9 +30,9 @@ def _now() -> str:
 
 
 class Message(BaseModel):
-    """One turn of the conversation."""
+    """One turn of the conversation (frozen: nodes share it instead of copying it)."""
 
-    model_config = _CONFIG
+    model_config = ConfigDict(use_attribute_docstrings=True, frozen=True)
 
     role: Literal["user", "assistant"]
     """Who said it."""
