@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import threading
 from collections import Counter
 from pathlib import Path
@@ -16,6 +17,7 @@ import pytest
 from research_fsm.engine import JsonFileCheckpointStore
 
 from .helpers import chain
+from .test_filestore import run_script
 
 PAUSE = 10.0
 """Seconds a paused system call waits for the test before it goes on anyway."""
@@ -114,3 +116,62 @@ async def test_read_during_a_durable_save_changes_nothing_the_writer_holds(
     assert [] == sorted(p.name for p in (tmp_path / "s").iterdir() if "corrupt" in p.name)
     again = await app.run({}, thread_id="t")  # the thread goes on from the newest
     assert (2 * turns + 2, 3 * turns + 3) == (again.state.n, len(await history_of(store, "t")))
+
+
+# -- a segment list's temporary file left by a kill ------------------------------
+
+LIST_KILLER = """
+import asyncio, os, signal, sys
+from pydantic import BaseModel
+from research_fsm.engine import END, START, JsonFileCheckpointStore, StateGraph
+
+class S(BaseModel):
+    n: int = 0
+
+async def bump(state):
+    return {"n": state.n + 1}
+
+graph = StateGraph(S)
+graph.add_node("bump", bump)
+graph.add_edge(START, "bump")
+graph.add_edge("bump", END)
+store = JsonFileCheckpointStore(sys.argv[1], durability="fsync", keep=1)  # a segment a save
+compiled = graph.compile(store=store)
+first = asyncio.run(compiled.run({}, thread_id="t"))
+print(first.checkpoint_id, flush=True)
+real_replace = store.fs.replace
+def replace(src, dst):
+    if str(dst).endswith(".idx"):  # the list's temporary file is written: die before the rename
+        os.kill(os.getpid(), signal.SIGKILL)
+    real_replace(src, dst)
+store.fs.replace = replace
+asyncio.run(compiled.run({}, thread_id="t"))
+print("not killed", flush=True)
+"""
+
+
+def temporary_files(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir() if p.name.endswith(".tmp"))
+
+
+async def test_list_temporary_file_left_by_a_kill_is_removed_by_the_next_holder(
+    tmp_path: Path,
+) -> None:
+    """A writer killed between writing `<thread>.idx`'s temporary file and renaming it leaves
+    one file, which the thread's next lease holder removes (no folder listing needed)."""
+    directory = tmp_path / "s"
+    proc = run_script(tmp_path, LIST_KILLER, str(directory))
+    out, _ = proc.communicate(timeout=60)
+    assert -signal.SIGKILL == proc.returncode
+    first_id = out.split()[0]
+    left = temporary_files(directory)
+    assert (1, True) == (len(left), left[0].startswith("t=idx"))  # the kill hit where intended
+    store = JsonFileCheckpointStore(directory, durability="fsync", keep=1)
+    latest = await store.load_latest("t")  # a read changes nothing
+    assert latest is not None
+    assert (first_id, 3, left) == (latest.parent_id, latest.seq, temporary_files(directory))
+    calls: list[str] = []
+    result = await chain("bump", store=store, calls=calls).run({}, thread_id="t")
+    assert ("completed", ["bump"]) == (result.status, calls)
+    assert [] == temporary_files(directory)
+    assert [result.checkpoint_id] == [cp.checkpoint_id async for cp in store.history("t")]
