@@ -18,9 +18,9 @@ killed process leaves at most an unfinished last line, which the next lease
 holder (``_leases``) cuts off. Only the lease holder's own calls (taking the
 lease, saving) repair a thread or keep its newest segment open; a read
 (``load_latest``, ``history``), even through the store holding the lease, only
-reads: it skips an unfinished last line, which may be a save still in flight. Segments rotate after ``min(keep, 128)``
-checkpoints or ~1 MiB; with ``keep`` the oldest whole ones are deleted
-(``_segments``). Every system call goes through ``_fs``. The leases assume a
+reads: it skips an unfinished last line, which may be a save still in flight.
+Segments rotate after ``min(keep, 128)`` checkpoints or ~1 MiB; with ``keep``
+the oldest whole ones are deleted (``_segments``). Every system call goes through ``_fs``. The leases assume a
 local file system; a network file system needs a database store.
 """
 

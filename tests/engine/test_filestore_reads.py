@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 
 from research_fsm.engine import JsonFileCheckpointStore
+from research_fsm.engine._fs import FileSystem
 
-from .helpers import chain
+from .helpers import Ask, ask_graph, chain
 from .test_filestore import run_script
 
 PAUSE = 10.0
@@ -175,3 +176,36 @@ async def test_list_temporary_file_left_by_a_kill_is_removed_by_the_next_holder(
     assert ("completed", ["bump"]) == (result.status, calls)
     assert [] == temporary_files(directory)
     assert [result.checkpoint_id] == [cp.checkpoint_id async for cp in store.history("t")]
+
+
+async def test_line_landing_out_of_order_is_read_again_not_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reader shown a save's line half landed (its first page still zeros) reads again
+    instead of refusing the thread as damaged after a used suspension."""
+    store = JsonFileCheckpointStore(tmp_path / "s", durability="none")
+    app = ask_graph(Ask(), store=store)
+    suspended = await app.run({}, thread_id="t")
+    assert suspended.suspension is not None
+    await app.resume(suspended.suspension.token, "Ada")
+    path = store.segment_path("t", 1)
+    lines = path.read_bytes().splitlines(keepends=True)
+    assert 5 == len(lines)  # input, first, ask (suspended), ask resumed, after
+    path.write_bytes(b"".join(lines[:4]))  # the resume's first save is the newest line
+    on_disk = path.read_bytes()
+    half = len(lines[3]) // 2
+    landing = b"".join(lines[:3]) + bytes(half) + lines[3][half:]
+    reader = JsonFileCheckpointStore(tmp_path / "s", durability="none")
+    reads: list[int] = []
+
+    def read_all(fd: int) -> bytes:
+        reads.append(fd)
+        whole = FileSystem.read_all(reader.fs, fd)
+        return landing if len(reads) == 1 and whole == on_disk else whole
+
+    monkeypatch.setattr(reader.fs, "read_all", read_all)
+    snap = await ask_graph(Ask(), store=reader).get_state("t")
+    assert snap is not None
+    assert ("running", 2) == (snap.status, len(reads))
+    assert [4, 3, 2, 1] == await history_of(reader, "t")
+    assert on_disk == path.read_bytes()
