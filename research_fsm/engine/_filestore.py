@@ -15,9 +15,12 @@ A save adds one line, a step's changes (``_logformat``), with one ``write(2)``
 after the last line (and one ``fdatasync`` with ``durability="fsync"``, shared by
 a batch: ``_groupcommit``; zeros pad the file's last disk block: ``_append``); a
 killed process leaves at most an unfinished last line, which the next lease
-holder (``_leases``) cuts off. Segments rotate after ``min(keep, 128)``
-checkpoints or ~1 MiB; with ``keep`` the oldest whole ones are deleted
-(``_segments``). Every system call goes through ``_fs``. The leases assume a
+holder (``_leases``) cuts off. Only the lease holder's own calls (taking the
+lease, saving) repair a thread or keep its newest segment open; a read
+(``load_latest``, ``history``), even through the store holding the lease, only
+reads: it skips an unfinished last line, which may be a save still in flight.
+Segments rotate after ``min(keep, 128)`` checkpoints or ~1 MiB; with ``keep``
+the oldest whole ones are deleted (``_segments``). Every system call goes through ``_fs``. The leases assume a
 local file system; a network file system needs a database store.
 """
 
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Literal
@@ -45,16 +49,17 @@ from ._fs import (
 from ._groupcommit import GroupCommit
 from ._heads import Head, Heads
 from ._leases import FileLease, Locks
-from ._logformat import SCHEMA_VERSION, TAIL, aliases_of, encode_line
+from ._logformat import SCHEMA_VERSION, TAIL, Scan, aliases_of, encode_line
 from ._secretfile import load_secret
 from ._segments import Segments, file_stem, refuse_rollback
-from ._store import validate_thread_id
+from ._store import validate_keep, validate_thread_id
 from ._types import Checkpoint
 
 __all__ = ["SCHEMA_VERSION", "JsonFileCheckpointStore"]
 
 _SEGMENT_RECORDS = 128  # checkpoints per segment at most (fewer with a smaller keep)
 _SEGMENT_BYTES = 1 << 20  # ... and rotate once changes pass this size
+_RESCAN_PAUSES = (0.001, 0.01, 0.05)  # a reader's waits before it believes a damaged last line
 
 Durability = Literal["fsync", "none"]
 
@@ -90,8 +95,7 @@ class JsonFileCheckpointStore:
     ) -> None:
         if durability not in ("fsync", "none"):
             raise ValueError(f"durability must be 'fsync' or 'none', got {durability!r}")
-        if keep is not None and (not isinstance(keep, int) or keep < 1):
-            raise ValueError(f"keep must be None or an int >= 1, got {keep!r}")
+        keep = validate_keep(keep)
         self.directory = Path(directory)
         self.durability: Durability = durability
         self.keep = keep
@@ -105,8 +109,8 @@ class JsonFileCheckpointStore:
         self._heads = Heads(self.fs, self._segments, self._locks.holds)
         self._group = GroupCommit(self.fs, self.directory, self._segments.prune, self._heads.forget)
         self._worker = Batcher(commit=self._group.commit)
-        # The newest checkpoint read while taking a lease, handed to the next
-        # load_latest of that thread (nothing can change it while the lease is held).
+        # The newest checkpoint read while taking a lease, what load_latest gives until
+        # the lease holder's first save (nothing else can change it while the lease is held).
         self._peeked: dict[str, Checkpoint | None] = {}
         self._root_checked = False
 
@@ -159,7 +163,7 @@ class JsonFileCheckpointStore:
     def _lock_and_peek(self, thread_id: str) -> None:
         self._lock(thread_id)
         try:
-            self._peeked[thread_id] = self._load_latest(thread_id)
+            self._peeked[thread_id] = self._load_latest(thread_id, holder=True)
         except Exception:  # load_latest will meet (and report) the same problem
             self._peeked.pop(thread_id, None)
 
@@ -194,7 +198,7 @@ class JsonFileCheckpointStore:
         except ThreadBusy:
             raise CheckpointConflict(thread_id, cp.parent_id) from None
         try:
-            self._load_latest(thread_id)  # another store may have moved on meanwhile
+            self._load_latest(thread_id, holder=True)  # another store may have moved on
             self._save_leased(cp, group=False, line=line)  # synced before the lock goes
         finally:
             self._release(thread_id)
@@ -204,7 +208,7 @@ class JsonFileCheckpointStore:
     ) -> None:
         head = self._heads.get(cp.thread_id)
         if head is None or head.checkpoint.checkpoint_id != cp.parent_id:
-            self._load_latest(cp.thread_id)  # the thread as it is on disk
+            self._load_latest(cp.thread_id, holder=True)  # the thread as it is on disk
             head = self._heads.get(cp.thread_id)
         latest = None if head is None else head.checkpoint
         expected = (None, 1) if latest is None else (latest.checkpoint_id, latest.seq + 1)
@@ -299,20 +303,25 @@ class JsonFileCheckpointStore:
     # -- loading ---------------------------------------------------------------
 
     async def load_latest(self, thread_id: str) -> Checkpoint | None:
-        if thread_id in self._peeked:
-            return self._peeked.pop(thread_id)
-        return await self._worker.run(self._load_latest, thread_id)
+        # A read: it may come from the lease holder's run or from anyone else (a
+        # page showing the thread mid-run), so it changes nothing (``holder=False``).
+        try:
+            return self._peeked[thread_id]
+        except KeyError:
+            pass
+        return await self._worker.run(self._load_latest, thread_id, False)
 
-    def _load_latest(self, thread_id: str) -> Checkpoint | None:
+    def _load_latest(self, thread_id: str, holder: bool) -> Checkpoint | None:
+        """The newest checkpoint. As the lease ``holder`` (taking the lease, saving)
+        it repairs what a killed writer left and keeps the head; else it only reads."""
         stem = file_stem(validate_thread_id(thread_id))
         self._check_root()
-        head = self._heads.current(thread_id, stem)
+        head = self._heads.current(thread_id, stem, holder=holder)
         if head is not None:
             return head.checkpoint
-        return self._read_newest(thread_id, stem)
+        return self._read_newest(thread_id, stem, holder and self._locks.holds(thread_id))
 
-    def _read_newest(self, thread_id: str, stem: str) -> Checkpoint | None:
-        leased = self._locks.holds(thread_id)
+    def _read_newest(self, thread_id: str, stem: str, leased: bool) -> Checkpoint | None:
         segments, scans, known = self._segments.chain(thread_id, stem)
         damaged: list[str] = []
         for index, first in enumerate(segments):
@@ -323,6 +332,8 @@ class JsonFileCheckpointStore:
                     scan = self._segments.scan(stem, first, thread_id)
                 except FileNotFoundError:  # pruned by a writer elsewhere
                     continue
+            if scan.problem == "damaged" and not leased:
+                scan = self._settled(stem, first, thread_id, scan)
             if scan.problem == "damaged" or (damaged and scan.records):
                 refuse_rollback(path, scan, scan.records[-1] if scan.records else None)
             if leased:
@@ -342,6 +353,19 @@ class JsonFileCheckpointStore:
             return scan.records[-1]
         self._nothing_readable(thread_id, stem, damaged, known, leased)
         return None
+
+    def _settled(self, stem: str, first: int, thread_id: str, scan: Scan) -> Scan:
+        """As a reader: a last line that looks damaged may be a save in flight (its
+        bytes land a page at a time): read the segment again before believing it."""
+        for pause in _RESCAN_PAUSES:
+            if scan.problem != "damaged" or scan.intact_after:
+                break
+            time.sleep(pause)  # in a worker thread, never on the event loop
+            try:
+                scan = self._segments.scan(stem, first, thread_id)
+            except FileNotFoundError:  # moved aside by the lease holder meanwhile
+                break
+        return scan
 
     def _nothing_readable(
         self, thread_id: str, stem: str, damaged: list[str], known: bool, leased: bool

@@ -48,12 +48,13 @@ class Heads:
     def get(self, thread_id: str) -> Head | None:
         return self._heads.get(thread_id)
 
-    def current(self, thread_id: str, stem: str) -> Head | None:
-        """The thread's head if the files on disk still end where it does."""
+    def current(self, thread_id: str, stem: str, *, holder: bool = True) -> Head | None:
+        """The thread's head if the files on disk still end where it does. A reader
+        (``holder=False``) only looks: the head may be the lease holder's, in use."""
         head = self._heads.get(thread_id)
         if head is None or not self._unchanged(stem, head):
             return None
-        if self._held(thread_id):  # most recently used
+        if holder and self._held(thread_id):  # most recently used
             self._heads[thread_id] = self._heads.pop(thread_id)
         return head
 

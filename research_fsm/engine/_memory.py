@@ -6,6 +6,7 @@ import secrets
 from collections.abc import AsyncIterator
 
 from ._errors import CheckpointConflict, ThreadBusy
+from ._store import validate_keep
 from ._types import Checkpoint
 
 __all__ = ["MemoryCheckpointStore"]
@@ -38,9 +39,7 @@ class MemoryCheckpointStore:
     """Keeps the whole state of every checkpoint: needs no ``Checkpoint.changes``."""
 
     def __init__(self, *, keep: int | None = None, secret: bytes | str | None = None) -> None:
-        if keep is not None and keep < 1:
-            raise ValueError(f"keep must be None or >= 1, got {keep}")
-        self._keep = keep
+        self._keep = validate_keep(keep)
         self._threads: dict[str, list[Checkpoint]] = {}
         self._held: set[str] = set()
         if isinstance(secret, str):

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import secrets
 from pathlib import Path
 from typing import Literal
 
@@ -118,8 +117,11 @@ class Segments:
         path = self.list_path(stem)
         if segments == [1] and not force and not self._fs.lexists(path):
             return True  # the default: a thread's first segment starts at checkpoint 1
-        tmp = self._directory / f"{stem}=idx.{secrets.token_hex(8)}.tmp"
+        # One name per thread (only its lease holder writes its list): one left by a
+        # writer killed before the rename goes here, the next time the list is written.
+        tmp = self._directory / f"{stem}=idx.tmp"
         try:
+            unlink(self._fs, tmp)
             fd = self._fs.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW, 0o600)
             try:
                 write_all(self._fs, fd, index_bytes(segments))

@@ -8,7 +8,7 @@ from typing import Protocol, runtime_checkable
 
 from ._types import Checkpoint
 
-__all__ = ["CheckpointStore", "Lease", "validate_thread_id"]
+__all__ = ["CheckpointStore", "Lease", "validate_keep", "validate_thread_id"]
 
 _THREAD_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
 
@@ -28,6 +28,14 @@ def validate_thread_id(thread_id: object) -> str:
             "not starting with a dot"
         )
     return thread_id
+
+
+def validate_keep(keep: object) -> int | None:
+    """Return a store's ``keep`` if valid (``None``, or an int >= 1; a bool is
+    not a count), else raise ``ValueError`` naming it and the allowed values."""
+    if keep is None or (isinstance(keep, int) and not isinstance(keep, bool) and keep >= 1):
+        return keep
+    raise ValueError(f"keep must be None (keep all) or an int >= 1, got {keep!r}")
 
 
 @runtime_checkable

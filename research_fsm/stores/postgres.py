@@ -32,7 +32,7 @@ from psycopg_pool import AsyncConnectionPool
 from pydantic import BaseModel
 
 from research_fsm.engine import Checkpoint, CheckpointConflict, StoreWriteError
-from research_fsm.engine._store import validate_thread_id
+from research_fsm.engine._store import validate_keep, validate_thread_id
 
 from ._pgcommon import StoreUnavailable, cursor
 from ._pgconnections import Connections, safe_dsn
@@ -93,8 +93,7 @@ class PostgresCheckpointStore(Connections):
         pool_size: int = 10,
         lease_connections: int = 2,
     ) -> None:
-        if keep is not None and keep < 1:
-            raise ValueError(f"keep must be None or >= 1, got {keep}")
+        keep = validate_keep(keep)
         super().__init__(dsn, pool, lease_dsn, schema, pool_size, lease_connections)
         self.keep = keep
         self._rows_per_full = min(keep or _ROWS_PER_FULL, _ROWS_PER_FULL)

@@ -180,11 +180,12 @@ async def test_keep_prunes_to_newest_n(make_store: Callable[..., CheckpointStore
     assert "completed" == (await compiled.run({}, thread_id="t")).status
 
 
-@pytest.mark.parametrize("keep", [0, -1])
-def test_keep_must_be_positive(make_store: Callable[..., CheckpointStore], keep: int) -> None:
-    """keep below 1 is refused."""
-    with pytest.raises(ValueError, match="keep"):
+@pytest.mark.parametrize("keep", [0, -1, True, False, 2.0, "3"])
+def test_keep_must_be_a_positive_int(make_store: Callable[..., CheckpointStore], keep: Any) -> None:
+    """keep below 1, a bool (not taken as 1) or another type is refused, naming keep and what it may be."""
+    with pytest.raises(ValueError) as caught:
         make_store(keep=keep)
+    assert f"keep must be None (keep all) or an int >= 1, got {keep!r}" == str(caught.value)
 
 
 async def test_checkpoint_ids_are_unique_and_unguessable(store: CheckpointStore) -> None:
