@@ -16,7 +16,7 @@ from ._context import NodeContext
 from ._errors import NodeTimeout, RoutingError
 from ._store import CheckpointStore
 from ._topology import NO_ITEM, Fork
-from ._types import END, Checkpoint, CheckpointStatus, Send
+from ._types import END, Checkpoint, CheckpointStatus, Send, Suspend
 
 if TYPE_CHECKING:
     from ._compiled import CompiledGraph
@@ -41,7 +41,8 @@ def now() -> str:
 async def invoke(spec: NodeSpec, state: BaseModel, ctx: NodeContext, resuming: bool) -> Any:
     """The node's return value, after its retries and within its timeout; raises
     ``NodeError`` around what it finally raised. The node gets its own copy of
-    ``state``; when it returns that copy, its changes to it are the update."""
+    ``state``; when it returns that copy (or suspends with it as the update), its
+    changes to it are the update."""
     attempt = 1
     while True:
         own = spec.schema.fresh(state)  # each attempt changes its own copy
@@ -56,7 +57,11 @@ async def invoke(spec: NodeSpec, state: BaseModel, ctx: NodeContext, resuming: b
             else:
                 async with asyncio.timeout(spec.timeout) as scope:
                     out = await coro
-            return spec.schema.changes_of(state, own) if out is own else out
+            if out is own:
+                return spec.schema.changes_of(state, own)
+            if type(out) is Suspend and out.update is own:
+                return Suspend(out.payload, update=spec.schema.changes_of(state, own))
+            return out
         except Exception as raised:
             exc: Exception = raised
             if scope is not None and spec.timeout is not None and scope.expired():

@@ -268,3 +268,29 @@ def test_a_copy_shares_nothing_mutable_and_everything_immutable() -> None:
         table={"k": [1]},
     )
     assert (copy.frozen is state.frozen, copy.tree.label is state.tree.label) == (True, True)
+
+
+async def test_suspending_with_the_changed_state_object_saves_its_changes(
+    store: CheckpointStore,
+) -> None:
+    """``Suspend(payload, update=state)`` after changing the state in place applies those changes once."""
+
+    class Ask:
+        async def run(self, state: Doc, ctx: NodeContext) -> Suspend:
+            state.items.append("asked")
+            state.inner.a = 7
+            return Suspend({"q": "?"}, update=state)
+
+        async def resume(self, state: Doc, value: Any, ctx: NodeContext) -> None:
+            return None
+
+    graph = StateGraph(Doc)
+    graph.add_node("ask", Ask())
+    graph.add_edge(START, "ask")
+    graph.add_edge("ask", END)
+    app = graph.compile(store=store)
+    suspended = await app.run({"items": ["a"]}, thread_id="t")
+    snapshot = await app.get_state("t")
+    assert snapshot is not None
+    expected = (["a", "asked"], 7)
+    assert [expected, expected] == [(s.items, s.inner.a) for s in (suspended.state, snapshot.state)]
