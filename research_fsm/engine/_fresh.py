@@ -11,12 +11,16 @@ The copy is planned once per model from the field annotations: immutable values
 (strings, numbers, tuples of them, frozen models of them, enums...) are shared,
 a ``list[str]`` is one C-level ``list(...)``, a model is copied field by field by
 its own plan. Values of untyped parts (``Any``, ``object``, a bare ``list``) are
-copied by their runtime type.
+copied by their runtime type. Objects that are not plain data (clients, locks,
+queues, events, sockets, arrays...) are shared, as the caller gave them: copying
+them would break them or split what a node does with them from the caller's.
 """
 
 from __future__ import annotations
 
+import collections
 import copy
+import dataclasses
 import datetime
 import decimal
 import enum
@@ -61,6 +65,9 @@ _IMMUTABLE: frozenset[type] = frozenset(
 
 _UNIONS = (typing.Union, types.UnionType)
 
+_DATA = (list, dict, set, bytearray, collections.deque)
+"""Mutable plain-data containers (subclasses included: ``OrderedDict``, ``defaultdict``...)."""
+
 
 def _shared(value: Any) -> Any:
     return value
@@ -85,7 +92,28 @@ def fresh_copy(value: Any) -> Any:
         return value
     if isinstance(value, BaseModel):
         return model_copier(kind)(value)
-    return copy.deepcopy(value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _copy_dataclass(value)
+    if isinstance(value, _DATA):
+        try:
+            return copy.deepcopy(value)
+        except Exception:  # it holds something that cannot be copied (a lock, a client)
+            return copy.copy(value)
+    return value  # not plain data: shared (a client, a lock, a queue is the caller's own)
+
+
+def _copy_dataclass(value: Any) -> Any:
+    """A dataclass instance with each field copied by ``fresh_copy`` (frozen ones too)."""
+    try:
+        new = copy.copy(value)
+    except Exception:  # a class that refuses copying: shared as given
+        return value
+    for item in dataclasses.fields(value):
+        old = getattr(value, item.name, None)
+        copied = fresh_copy(old)
+        if copied is not old:
+            object.__setattr__(new, item.name, copied)
+    return new
 
 
 def _list_of(item: Copier | None) -> Copier:

@@ -144,7 +144,7 @@ class StateSchema:
         changed: dict[str, Any] = {}
         for name, spec in self.fields.items():
             old, new = old_values.get(name), new_values.get(name)
-            if new is old or new == old:
+            if new is old or (type(new) is type(old) and new == old):  # True == 1: a change
                 continue
             if spec.reducer is replace:
                 changed[name] = new
@@ -157,6 +157,13 @@ class StateSchema:
                 changed[name] = new[len(old) :]
             else:
                 changed[name] = Replace(new)
+        extra, before_extra = after.__pydantic_extra__, before.__pydantic_extra__
+        if extra and extra != before_extra:  # fields not declared: ``apply`` refuses them
+            changed.update(
+                (key, value)
+                for key, value in extra.items()
+                if before_extra is None or key not in before_extra or before_extra[key] != value
+            )
         return changed
 
     def as_changes(self, update: object, origin: str) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from pydantic import BaseModel
 from ._branches import NodeError
 from ._context import NodeContext
 from ._errors import NodeTimeout, RoutingError
+from ._fresh import fresh_copy
 from ._store import CheckpointStore
 from ._topology import NO_ITEM, Fork
 from ._types import END, Checkpoint, CheckpointStatus, Send, Suspend
@@ -43,9 +44,11 @@ async def invoke(spec: NodeSpec, state: BaseModel, ctx: NodeContext, resuming: b
     ``NodeError`` around what it finally raised. The node gets its own copy of
     ``state``; when it returns that copy (or suspends with it as the update), its
     changes to it are the update."""
-    attempt = 1
+    attempt, item = 1, ctx.item
     while True:
         own = spec.schema.fresh(state)  # each attempt changes its own copy
+        if item is not None:
+            ctx.item = fresh_copy(item)  # and its own copy of its Send item
         scope = None
         try:
             if resuming and spec.resume is not None:
@@ -67,7 +70,11 @@ async def invoke(spec: NodeSpec, state: BaseModel, ctx: NodeContext, resuming: b
             if scope is not None and spec.timeout is not None and scope.expired():
                 exc = NodeTimeout(spec.name, spec.timeout)
             policy = spec.retry
-            if policy is None or not policy.should_retry(exc, attempt):
+            try:
+                again = policy is not None and policy.should_retry(exc, attempt)
+            except Exception as broken:  # the policy's own retry_on raised: the node fails with it
+                raise NodeError(broken) from broken
+            if policy is None or not again:
                 raise NodeError(exc) from raised
             ctx.log.warning("node failed; retrying", attempt=attempt, error=repr(exc))
             if ctx._span is not None:
