@@ -241,35 +241,25 @@ def merge(
 def _check_writers(schema: StateSchema, branches: list[Branch]) -> None:
     """Two branches overwriting one field (a ``replace`` field, or any field with
     ``Replace(...)``) is an ``InvalidUpdate`` naming the field and both branches:
-    which one wins would depend on the order they are declared in. So is a branch
-    overwriting a field that a branch declared before it changed: that branch's
-    change would be dropped without a word."""
-    writers: dict[str, tuple[str, str, bool]] = {}  # field: first branch, its node, replaced
+    which one wins would depend on the order they are declared in."""
+    writers: dict[str, tuple[str, str]] = {}
     for branch in branches:
         for saved in branch.updates:
             replaced = saved.get("r") or ()
             for name in saved["u"]:
                 spec = schema.fields.get(name)
-                if spec is None:
+                if spec is None or (spec.reducer is not replace and name not in replaced):
                     continue
-                overwrites = spec.reducer is replace or name in replaced
-                first = writers.setdefault(name, (branch.id, saved["n"], overwrites))
-                if first[0] == branch.id or not overwrites:
+                first = writers.setdefault(name, (branch.id, saved["n"]))
+                if first[0] == branch.id:
                     continue
                 if spec.reducer is replace:
                     how = (
                         ", whose reducer is `replace`: give the field a reducer (e.g. `append`) "
                         "or let one branch set it"
                     )
-                elif first[2]:
-                    how = " with `Replace(...)`, so the branch declared last would win: let one branch replace it"
                 else:
-                    how = (
-                        f", and `{branch.id}` replaces it (`Replace(...)`, or a node that returned its "
-                        f"state after changing the field other than at the end), which would drop "
-                        f"`{first[0]}`'s change: let one branch change it, or declare the replacing "
-                        "branch first"
-                    )
+                    how = " with `Replace(...)`, so the branch declared last would win: let one branch replace it"
                 raise InvalidUpdate(
                     f"branches `{first[0]}` (node `{first[1]}`) and `{branch.id}` "
                     f"(node `{saved['n']}`) both set field `{name}`{how}"
