@@ -239,31 +239,49 @@ def merge(
 
 
 def _check_writers(schema: StateSchema, branches: list[Branch]) -> None:
-    """Two branches overwriting one field (a ``replace`` field, or any field with
-    ``Replace(...)``) is an ``InvalidUpdate`` naming the field and both branches:
-    which one wins would depend on the order they are declared in."""
-    writers: dict[str, tuple[str, str]] = {}
+    """A field two branches write is an ``InvalidUpdate`` naming the field and both
+    branches when either overwrites it (a ``replace`` field, or ``Replace(...)``, which
+    is also what an in-place change other than appending becomes): the merge would
+    keep what the branch declared last wrote and silently drop the other's write."""
+    first: dict[str, tuple[str, str]] = {}  # field -> (branch, node) that wrote it first
+    other: dict[str, tuple[str, str]] = {}  # field -> a writer in another branch
+    replacer: dict[str, tuple[str, str]] = {}  # field -> the first that overwrote it
     for branch in branches:
         for saved in branch.updates:
             replaced = saved.get("r") or ()
             for name in saved["u"]:
                 spec = schema.fields.get(name)
-                if spec is None or (spec.reducer is not replace and name not in replaced):
+                if spec is None:
                     continue
-                first = writers.setdefault(name, (branch.id, saved["n"]))
-                if first[0] == branch.id:
-                    continue
-                if spec.reducer is replace:
-                    how = (
-                        ", whose reducer is `replace`: give the field a reducer (e.g. `append`) "
-                        "or let one branch set it"
-                    )
-                else:
-                    how = " with `Replace(...)`, so the branch declared last would win: let one branch replace it"
-                raise InvalidUpdate(
-                    f"branches `{first[0]}` (node `{first[1]}`) and `{branch.id}` "
-                    f"(node `{saved['n']}`) both set field `{name}`{how}"
-                )
+                writer = (branch.id, saved["n"])
+                if first.setdefault(name, writer)[0] != branch.id:
+                    other.setdefault(name, writer)
+                if spec.reducer is replace or name in replaced:
+                    replacer.setdefault(name, writer)
+    for name, overwriting in replacer.items():
+        if name not in other:
+            continue
+        partner = other[name] if overwriting[0] == first[name][0] else first[name]
+        one, two = sorted((overwriting, partner), key=lambda w: _position(branches, w[0]))
+        if schema.fields[name].reducer is replace:
+            how = (
+                ", whose reducer is `replace`: give the field a reducer (e.g. `append`) "
+                "or let one branch set it"
+            )
+        else:
+            how = (
+                f", and `{overwriting[0]}` replaces it (`Replace(...)`, or an in-place change "
+                "that is not an append): the other branch's write would be lost; let one "
+                "branch write it"
+            )
+        raise InvalidUpdate(
+            f"branches `{one[0]}` (node `{one[1]}`) and `{two[0]}` (node `{two[1]}`) both "
+            f"set field `{name}`{how}"
+        )
+
+
+def _position(branches: list[Branch], branch_id: str) -> int:
+    return next(i for i, branch in enumerate(branches) if branch.id == branch_id)
 
 
 class _Pending:

@@ -142,9 +142,13 @@ def _typed_model(model: type[BaseModel]) -> Copier | None:
         finally:
             _planning.discard(model)
 
+    resolved: list[Callable[[BaseModel], BaseModel]] = []  # planned at first use (recursion)
+
     def copy_model(value: Any) -> Any:
         if type(value) is model:
-            return model_copier(model)(value)
+            if not resolved:
+                resolved.append(model_copier(model))
+            return resolved[0](value)
         return fresh_copy(value)  # a subclass, or a value of another type
 
     return copy_model
@@ -182,6 +186,12 @@ def _plan(annotation: Any) -> Copier | None:
 
 _COPIERS: dict[type[BaseModel], Callable[[BaseModel], BaseModel]] = {}
 
+# A model instance's slots, set directly (what ``object.__setattr__`` would reach, faster).
+_new = object.__new__
+_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
+
 
 def model_copier(model: type[BaseModel]) -> Callable[[BaseModel], BaseModel]:
     """The copier of instances of exactly ``model`` (planned once per model)."""
@@ -196,17 +206,17 @@ def _plan_model(model: type[BaseModel]) -> Callable[[BaseModel], BaseModel]:
     copied = tuple((name, plan) for name, plan in plans.items() if plan is not None)
 
     def copy_instance(value: BaseModel) -> BaseModel:
-        new = object.__new__(model)
-        values = value.__dict__.copy()
+        new = _new(model)
+        values = new.__dict__
+        values.update(value.__dict__)
         for name, plan in copied:
             if name in values:
                 values[name] = plan(values[name])
-        object.__setattr__(new, "__dict__", values)
-        object.__setattr__(new, "__pydantic_fields_set__", set(value.__pydantic_fields_set__))
+        _set_fields_set(new, set(value.__pydantic_fields_set__))
         extra = value.__pydantic_extra__
-        object.__setattr__(new, "__pydantic_extra__", None if extra is None else fresh_copy(extra))
+        _set_extra(new, None if extra is None else fresh_copy(extra))
         private = value.__pydantic_private__
-        object.__setattr__(new, "__pydantic_private__", None if private is None else dict(private))
+        _set_private(new, None if private is None else dict(private))
         return new
 
     return copy_instance

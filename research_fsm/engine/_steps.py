@@ -86,12 +86,13 @@ async def invoke(spec: NodeSpec, state: BaseModel, ctx: NodeContext, resuming: b
 
 
 async def route(graph: CompiledGraph[Any], source: str, state: BaseModel) -> str | Fork:
-    """Where the run goes after ``source``: its edge, or what its router picks."""
+    """Where the run goes after ``source``: its edge, or what its router picks (given
+    its own copy of the state)."""
     target = graph._edges.get(source)
     if target is not None:
         return target
     router = graph._routers[source]
-    key = router.fn(state)
+    key = router.fn(graph._schema.fresh(state))  # a router's in-place changes are its own
     if router.is_async:
         key = await key
     if isinstance(key, (list, tuple)):

@@ -244,27 +244,49 @@ async def test_two_branches_replacing_a_reducer_field_is_an_error(
 
         return node
 
-    values = {"log": (["m"], ["p"]), "count": (1, 2)}[field]
-    graph = specialists(store, market=overwrite(values[0]), product=overwrite(values[1]))
+    values = {"log": (["a"], ["b"]), "count": (1, 2)}[field]
+    graph = StateGraph(Work)
+    graph.add_node("a", overwrite(values[0]))
+    graph.add_node("b", overwrite(values[1]))
+    graph.add_edge(START, ["a", "b"])
+    graph.add_edge(["a", "b"], END)
     with pytest.raises(InvalidUpdate) as info:
         await graph.compile(store=store).run({}, thread_id="t")
-    message = str(info.value)
-    assert f"both set field `{field}` with `Replace(...)`" in message
-    assert [True, True] == [
-        part in message for part in ("`market[1]` (node `market`)", "`product[2]` (node `product`)")
-    ]
+    expected = (
+        f"branches `a[0]` (node `a`) and `b[1]` (node `b`) both set field `{field}`, and `a[0]` "
+        "replaces it (`Replace(...)`, or an in-place change that is not an append): the other "
+        "branch's write would be lost; let one branch write it"
+    )
+    assert expected == str(info.value)
 
 
-async def test_one_branch_replacing_a_field_others_append_to_merges_in_order(
+async def test_one_branch_replacing_a_field_another_appends_to_is_an_error(
     store: CheckpointStore,
 ) -> None:
-    """One ``Replace`` among plain appends is no conflict: updates merge in declared order."""
+    """A ``Replace`` in one branch and an append in another is an InvalidUpdate: the append would be lost."""
 
     async def trim(state: Work) -> dict[str, Any]:
         return {"log": Replace(["trimmed"])}
 
+    with pytest.raises(InvalidUpdate) as info:
+        await specialists(store, market=trim).compile(store=store).run({}, thread_id="t")
+    message = str(info.value)
+    assert (
+        "branches `financial[0]` (node `financial`) and `market[1]` (node `market`) both set "
+        "field `log`, and `market[1]` replaces it"
+    ) in message
+
+
+async def test_a_branch_may_replace_a_field_no_other_branch_writes(
+    store: CheckpointStore,
+) -> None:
+    """A ``Replace`` of a field only its own branch writes merges like any update."""
+
+    async def trim(state: Work) -> dict[str, Any]:
+        return {"items": Replace(["only-market"])}
+
     result = await specialists(store, market=trim).compile(store=store).run({}, thread_id="t")
-    assert ["trimmed", "product"] == result.state.log
+    assert ["only-market"] == result.state.items
 
 
 async def test_each_branch_node_is_checkpointed(store: CheckpointStore) -> None:

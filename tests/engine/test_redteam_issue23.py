@@ -213,11 +213,6 @@ async def test_returned_state_with_value_of_other_type_but_equal_is_a_change() -
     assert (bool, True) == (type(result.state.x), result.state.x)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="by design (test_parallel: a later Replace drops earlier branches' appends), but an "
-    "in-place edit that changes_of turns into a Replace drops them silently: left to the lead",
-)
 async def test_branch_replacing_what_an_earlier_branch_appended_is_invalid_update() -> None:
     """A branch whose in-place edit overwrites a list an earlier branch appended to: InvalidUpdate, not a loss."""
 
@@ -254,7 +249,6 @@ async def test_untouched_opaque_value_is_no_conflict_between_branches() -> None:
     assert (["a", "b"], True) == (result.state.items, result.state.obj is thing)
 
 
-@pytest.mark.xfail(strict=True, reason="routers get the run's state, not a copy: left to the lead")
 async def test_router_changing_state_in_place_changes_nothing(tmp_path: Path) -> None:
     """A router appending to the state in place must not make the result and the store disagree."""
 
