@@ -20,6 +20,7 @@ __all__ = [
     "GraphValidationError",
     "InvalidResumeToken",
     "InvalidUpdate",
+    "LeaseLost",
     "NodeFailed",
     "NodeTimeout",
     "RoutingError",
@@ -110,6 +111,20 @@ class ThreadBusy(EngineError, RuntimeError):
         self.thread_id = thread_id
         super().__init__(
             f"thread `{thread_id}` is busy: another run holds it; try again when it ends"
+        )
+
+
+class LeaseLost(EngineError, RuntimeError):
+    """A run's store can no longer prove the run holds the thread's lease (the
+    connection holding it ended, so another run may take the thread): the run stopped
+    before running more node code, and the save that found the lease gone wrote nothing."""
+
+    def __init__(self, thread_id: str) -> None:
+        self.thread_id = thread_id
+        super().__init__(
+            f"thread `{thread_id}`: the run stopped because its lease on the thread was lost "
+            "(the store's connection holding it ended); continue the thread with "
+            f"run(None, thread_id={thread_id!r}), or resume(token, value) if it is suspended"
         )
 
 

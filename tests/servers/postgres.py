@@ -82,6 +82,10 @@ class PostgresServer:
         )  # fmt: skip
         if init.returncode != 0:
             raise ServerUnavailable(f"initdb failed: {init.stderr.decode(errors='replace')[-500:]}")
+        self._launch(timeout)
+
+    def _launch(self, timeout: float) -> None:
+        """Start ``postgres`` on the cluster (made by ``start``) and wait until it is ready."""
         settings = {
             "listen_addresses": "",
             "unix_socket_directories": str(self.socket_dir),
@@ -93,7 +97,7 @@ class PostgresServer:
             "shared_buffers": "32MB",
         }
         options = [item for key, value in settings.items() for item in ("-c", f"{key}={value}")]
-        log = open(self.root / "server.log", "wb")  # noqa: SIM115 - kept for the server's life
+        log = open(self.root / "server.log", "ab")  # noqa: SIM115 - kept for the server's life
         self._proc = subprocess.Popen(
             [*self._as, str(self.bindir / "postgres"), "-D", str(self.data), *options],
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
@@ -117,6 +121,13 @@ class PostgresServer:
 
     def stop(self) -> None:
         """Stop the server (fast shutdown) and delete its directory."""
+        self.halt()
+        with contextlib.suppress(OSError):
+            shutil.rmtree(self.root)
+
+    def halt(self) -> None:
+        """Stop the server (fast shutdown: every connection ends) and keep its cluster,
+        for ``restart`` on the same socket and port."""
         proc, self._proc = self._proc, None
         if proc is not None and proc.poll() is None:
             # SIGINT to the postmaster itself (runuser does not pass it on): fast shutdown
@@ -131,5 +142,8 @@ class PostgresServer:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-        with contextlib.suppress(OSError):
-            shutil.rmtree(self.root)
+
+    def restart(self, timeout: float = 60.0) -> None:
+        """Start the server ``halt`` stopped again, on the same socket and port."""
+        assert self._proc is None, "the server is running"
+        self._launch(timeout)
