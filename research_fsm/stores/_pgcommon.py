@@ -8,6 +8,8 @@ from typing import Any
 
 import psycopg
 
+from research_fsm.engine import EngineError
+
 __all__ = ["Rows", "Statement", "StoreUnavailable", "cursor"]
 
 Rows = list[tuple[Any, ...]]
@@ -28,7 +30,7 @@ def cursor(conn: psycopg.AsyncConnection[Any]) -> psycopg.AsyncCursor[Any]:
     return cur
 
 
-class StoreUnavailable(ConnectionError):
+class StoreUnavailable(EngineError, ConnectionError):
     """The PostgreSQL server could not be reached or refused the store's request."""
 
     def __init__(self, thread_id: str | None, action: str, cause: BaseException) -> None:

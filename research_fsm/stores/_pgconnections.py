@@ -117,11 +117,14 @@ class Connections:
             self._peeked.clear()
         if self._ready is None:
             self._ready = loop.create_task(self._start())
+        ready = self._ready  # (a caller that fails first may set ``_ready`` to None)
         try:
-            await asyncio.shield(self._ready)
-        except BaseException:
-            if self._ready.done():
+            await asyncio.shield(ready)
+        except BaseException as exc:
+            if ready.done() and self._ready is ready:
                 self._ready = None  # failed: try again on the next call
+            if isinstance(exc, psycopg.Error | OSError | TimeoutError):
+                raise StoreUnavailable(None, "connect to the database", exc) from exc
             raise
         assert self._pool is not None
         return self._pool
@@ -173,7 +176,8 @@ class Connections:
         except (psycopg.Error, OSError, TimeoutError) as exc:
             if isinstance(exc, StoreWriteError):
                 raise
-            raise StoreUnavailable(thread_id, action, exc) from exc
+            cause = _cause(exc)
+            raise StoreUnavailable(thread_id, action, cause) from cause
         if cancelled:
             raise asyncio.CancelledError
         return result
@@ -219,11 +223,16 @@ class Connections:
     async def _submit_save(self, thread_id: str, params: dict[str, Any]) -> tuple[Any, bool]:
         """Save ``params`` in the next round trip with room; its row, and whether the
         caller was cancelled meanwhile (the save went on to its end)."""
+        await self._open_for(thread_id, "save a checkpoint")
+        return await complete(self._saves.submit(thread_id, params))
+
+    async def _open_for(self, thread_id: str, action: str) -> None:
+        """``_open``, its ``StoreUnavailable`` naming ``thread_id`` and ``action``."""
         try:
             await self._open()
-        except (psycopg.Error, OSError, TimeoutError) as exc:
-            raise _unavailable(thread_id, exc) from exc
-        return await complete(self._saves.submit(thread_id, params))
+        except StoreUnavailable as exc:
+            cause = _cause(exc)
+            raise StoreUnavailable(thread_id, action, cause) from cause
 
     async def aclose(self) -> None:
         """Close the lease connections (ending every lease) and the pool the store made."""
@@ -236,9 +245,17 @@ class Connections:
 
 
 def _unavailable(thread_id: str, cause: BaseException) -> StoreUnavailable:
+    cause = _cause(cause)
     failure = StoreUnavailable(thread_id, "save a checkpoint", cause)
     failure.__cause__ = cause
     return failure
+
+
+def _cause(exc: BaseException) -> BaseException:
+    """What failed: the driver's error under a ``StoreUnavailable`` (of ``_open``)."""
+    if isinstance(exc, StoreUnavailable) and exc.__cause__ is not None:
+        return exc.__cause__
+    return exc
 
 
 def _render(statements: Statements, conn: AsyncConnection[Any]) -> dict[str, bytes]:

@@ -109,8 +109,8 @@ class PostgresCheckpointStore(Connections):
     # -- the CheckpointStore protocol ------------------------------------------
 
     async def acquire(self, thread_id: str) -> PgLease:
-        await self._open()
         validate_thread_id(thread_id)
+        await self._open_for(thread_id, "take the lease")
         lease, rows = await self._leases.acquire(thread_id, read=True)
         if rows is not None:
             self._peeked[thread_id] = rows  # what the engine's load_latest asks next
@@ -208,8 +208,8 @@ class PostgresCheckpointStore(Connections):
             yield cp
 
     async def delete(self, thread_id: str) -> None:
-        await self._open()
-        lease, _ = await self._leases.acquire(validate_thread_id(thread_id))  # ThreadBusy while run
+        await self._open_for(validate_thread_id(thread_id), "delete the thread")
+        lease, _ = await self._leases.acquire(thread_id)  # ThreadBusy while run
         try:
 
             async def remove(conn: AsyncConnection[Any]) -> None:
