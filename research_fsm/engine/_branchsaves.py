@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from ._branches import Frame, record, walk
+from ._errors import LeaseLost
 from ._steps import save
 
 if TYPE_CHECKING:
@@ -41,6 +42,7 @@ class BranchSaves:
         self._version = 0  # records published ...
         self._saved = 0  # ... and saved
         self._saving: asyncio.Future[None] | None = None
+        self._lost: LeaseLost | None = None  # a save found the lease gone: no branch goes on
         self._root: Frame | None = None
         self._last_node: str | None = None
 
@@ -67,6 +69,8 @@ class BranchSaves:
         save in this task (the run's own, which no sibling cancels)."""
         wanted = self._version
         while self._saved < wanted:
+            if self._lost is not None:
+                raise self._lost
             if inline and self._saving is None:
                 await self._save_published()
             else:
@@ -95,8 +99,14 @@ class BranchSaves:
     async def _flush(self) -> None:
         try:
             await self._save_published()
+        except LeaseLost as exc:  # raised by the branches' next commit; stop them now
+            self._lost = exc
+            self._stop_branches()
         finally:
             self._saving = None
+
+    def _stop_branches(self) -> None:
+        """Cancel the branch tasks still running (``ParallelRun``)."""
 
     async def _save_published(self) -> None:
         root = self._root

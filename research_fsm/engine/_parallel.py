@@ -68,6 +68,7 @@ class ParallelRun(BranchSaves):
         self._limiter = None if limit is None else Limiter(limit)
         self._started = 0  # node executions begun in this call, in every branch
         self._fresh: set[int] = set()  # ids of update entries validated in this process
+        self._tasks: set[asyncio.Task[None]] = set()  # the branch tasks running
 
     # -- entry points ----------------------------------------------------------
 
@@ -184,6 +185,7 @@ class ParallelRun(BranchSaves):
         loop = asyncio.get_running_loop()
         tasks = [loop.create_task(self._branch(frame, b)) for b in runnable]
         self._running += len(tasks)
+        self._tasks.update(tasks)
         try:
             if tasks:
                 await first_failure_or_all(tasks)
@@ -193,6 +195,9 @@ class ParallelRun(BranchSaves):
             if not all(task.done() for task in tasks):
                 await asyncio.wait(tasks)
             await self._settle()
+            self._tasks.difference_update(tasks)
+        if self._lost is not None:
+            raise self._lost
         errors = [e for t in tasks if not t.cancelled() and (e := t.exception()) is not None]
         for error in errors:  # the first in declared order decides
             if not isinstance(error, BranchFailure):
@@ -204,6 +209,10 @@ class ParallelRun(BranchSaves):
             raise failure
         # Done branches that no save took yet are saved by the join's merge.
         return all(b.status == "done" for b in frame.branches)
+
+    def _stop_branches(self) -> None:
+        for task in self._tasks:
+            task.cancel()
 
     def _mark_failed(self, failure: BranchFailure) -> None:
         branch = failure.branch
