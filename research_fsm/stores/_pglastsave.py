@@ -1,12 +1,19 @@
-"""A run's last save and the end of its lease in one round trip (``PostgresCheckpointStore``).
+"""Saves on the connection holding their thread's lease (``PostgresCheckpointStore``).
+
+A leased thread's saves go on the connection holding the run's advisory lock
+(``_pgleases``), as one query of several statements (the simple query protocol):
+``SET LOCAL`` of a time limit, the saves, ``COMMIT``, so the saves of threads held
+there share one round trip and one commit. A save waiting on a lock for longer than
+``LOCK_WAIT_MS`` (a row another transaction is writing) gives up, nothing committed,
+and is sent again after the lease requests that waited meanwhile: a save may not
+hold the lease connection, and every lease request behind it, for long.
 
 A checkpoint with status completed or suspended is the last its run saves (see
-``CheckpointStore.save``). It goes on the connection holding the run's advisory lock
-as one query of several statements (the simple query protocol): the saves, ``COMMIT``,
-then the unlocks, so a lease ends only once its last save is committed, and in the
-save's round trip (the ``release`` after has nothing left to send). Runs ending
-together share that query and its commit. If any statement fails, nothing is committed
-or unlocked and every caller saves the usual way.
+``CheckpointStore.save``). Its query also unlocks, after the ``COMMIT``, so a lease
+ends only once its last save is committed, and in the save's round trip (the
+``release`` after has nothing left to send). Runs ending together share that query
+and its commit. If any statement fails or takes longer than ``LAST_SAVE_MS``,
+nothing is committed or unlocked and every caller saves the usual way.
 """
 
 from __future__ import annotations
@@ -15,20 +22,85 @@ import asyncio
 from typing import Any
 
 import psycopg
+from psycopg.errors import LockNotAvailable
 
 from ._pgcommon import Statement
 
-__all__ = ["LAST_SAVE_MS", "UNLOCK", "NotHeld", "save_then_unlock", "settled"]
+__all__ = [
+    "LAST_SAVE_MS",
+    "LOCK_WAIT_MS",
+    "UNLOCK",
+    "Blocked",
+    "NotHeld",
+    "save_held",
+    "save_then_unlock",
+    "settled",
+]
 
 LAST_SAVE_MS = 100
 """A last save slower than this is cancelled and goes the usual way: it may not hold the
 lease connection, and every lease round trip waiting for it, for longer."""
 
+LOCK_WAIT_MS = LAST_SAVE_MS
+"""A save waiting on a lock for longer than this gives up and is sent again later."""
+
 UNLOCK = b"SELECT pg_advisory_unlock(k) FROM unnest(%s::bigint[]) AS u(k)"
 
 
 class NotHeld(Exception):
-    """The lock of a last save was lost with its connection: save the usual way."""
+    """The lock of a save was lost with its connection: it was not sent."""
+
+
+class Blocked(Exception):
+    """A save waited ``LOCK_WAIT_MS`` on a lock and gave up (nothing committed): send it
+    again, after the lease requests waiting meanwhile."""
+
+
+async def save_held(
+    conn: psycopg.AsyncConnection[Any], saves: list[tuple[int, Statement]], held: set[int]
+) -> list[Any]:
+    """Each ``(key, save)`` of ``saves`` run on ``conn``, which holds the locks in ``held``,
+    in one round trip and one commit: each save's row, ``NotHeld`` for a lock ``conn``
+    no longer holds (not sent), ``Blocked``, or the error the save failed with (saves
+    that fail together are run again one at a time). Raises only when the connection died."""
+    mine = [(key, save) for key, save in saves if key in held]
+    rows: dict[int, Any] = {}
+    if mine:
+        try:
+            found = await _together(conn, f"lock_timeout = {LOCK_WAIT_MS}", mine)
+            rows = dict(zip([key for key, _ in mine], found, strict=True))
+        except psycopg.Error as exc:
+            if conn.broken or conn.closed:
+                raise  # the connection died: its locks went with it
+            if len(mine) > 1:  # one failed and took the others with it: each alone
+                for one in mine:
+                    rows[one[0]] = (await save_held(conn, [one], held))[0]
+            else:
+                rows[mine[0][0]] = Blocked() if isinstance(exc, LockNotAvailable) else exc
+    return [rows.get(key, NotHeld()) for key, _ in saves]
+
+
+async def _together(
+    conn: psycopg.AsyncConnection[Any], limit: str, saves: list[tuple[int, Statement]],
+    after: tuple[bytes, Any] | None = None,
+) -> list[Any]:  # fmt: skip
+    """Run ``saves`` in one query on ``conn``: ``SET LOCAL limit``, the saves, ``COMMIT``,
+    and the statement ``after`` (if any); each save's row."""
+    client = psycopg.AsyncClientCursor(conn)
+    text = ";\n".join([
+        f"SET LOCAL {limit}",  # ends with the COMMIT
+        *(client.mogrify(*save) for _, save in saves),
+        "COMMIT",
+        *([client.mogrify(*after)] if after is not None else []),
+    ])  # fmt: skip
+    cur = conn.cursor()  # text results: no parameters, so several statements may go
+    await cur.execute(text.encode())
+    cur.nextset()  # past the SET
+    rows = []
+    for _ in saves:
+        rows.append(await cur.fetchone())
+        cur.nextset()
+    return rows
 
 
 async def save_then_unlock(
@@ -42,26 +114,16 @@ async def save_then_unlock(
     keys = [key for key, _ in mine]
     rows: dict[int, Any] = {}
     if mine:
-        client = psycopg.AsyncClientCursor(conn)
-        text = ";\n".join([
-            f"SET LOCAL statement_timeout = {LAST_SAVE_MS}",  # ends with the COMMIT
-            *(client.mogrify(*save) for _, save in mine),
-            "COMMIT",
-            client.mogrify(UNLOCK, (keys,)),
-        ])  # fmt: skip
-        cur = conn.cursor()  # text results: no parameters, so several statements may go
+        limit = f"statement_timeout = {LAST_SAVE_MS}"
         try:
-            await cur.execute(text.encode())
+            found = await _together(conn, limit, mine, (UNLOCK, (keys,)))
         except psycopg.Error as exc:
             if conn.broken or conn.closed:
                 raise  # the connection died: the lease round trip reconnects
             # A statement failed or was cancelled (the connection is idle again):
             # nothing committed before it and no lock released.
             return [exc for _ in finals]
-        cur.nextset()  # past the SET
-        for key, _ in mine:
-            rows[key] = await cur.fetchone()
-            cur.nextset()
+        rows = dict(zip(keys, found, strict=True))
         held.difference_update(keys)
     return [rows[key] if key in rows else NotHeld() for key, _ in finals]
 
@@ -70,5 +132,5 @@ async def settled(future: asyncio.Future[Any]) -> Any:
     """``future``'s outcome, its exception returned rather than raised."""
     try:
         return await future
-    except (psycopg.Error, NotHeld) as exc:
+    except (psycopg.Error, NotHeld, Blocked) as exc:
         return exc

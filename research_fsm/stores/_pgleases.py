@@ -10,14 +10,27 @@ a machine that vanishes is noticed by TCP keepalive). Locks are session state:
 these connections must reach Postgres directly (or through a session-mode
 pooler), never through PgBouncer in transaction mode.
 
-Round trips are shared (``_pgbatch``): the lock and unlock requests that wait
-while a connection's round trip is in flight go together in its next one: one
-call of the schema's lease function (``_pgschema``), which unlocks, then locks
-each key and reads its thread's newest rows; without the function, one statement
-for the unlocks and one for the locks (``unnest`` of their keys), then each read
-as its own statement, in one pipeline. Either way a read's snapshot is taken
-after its lock is held and sees every save of the previous holder (who saved,
-then unlocked). The store hands those rows to the ``load_latest`` that follows.
+A leased thread's saves go on the connection holding its lock (fencing): a
+statement that runs there runs in the session holding the lock, so the lock
+is held until it commits (a session that ends aborts its transaction before the
+server drops its locks), and whoever takes the thread next reads that commit.
+When the connection ends (backend terminated, server restarted), every lock it
+held is lost with it and never taken again on the next connection: the saves
+of those leases raise ``LeaseLost`` and write nothing (without a round trip once
+the connection is known dead), so a run that lost its lease stops before more
+node code, and no step is saved by two runs.
+
+Round trips are shared (``_pgbatch``): the requests that wait while a connection's
+round trip is in flight go together in its next one. Saves go first, as one
+statement or one pipeline (one implicit transaction, one commit; a batch whose
+statement fails is tried again one save at a time). Then the lock and unlock
+requests: one call of the schema's lease function (``_pgschema``), which unlocks,
+then locks each key and reads its thread's newest rows; without the function,
+one statement for the unlocks and one for the locks (``unnest`` of their keys),
+then each read as its own statement, in one pipeline. Either way a read's
+snapshot is taken after its lock is held and sees every save of the previous
+holder (who saved, then unlocked). The store hands those rows to the
+``load_latest`` that follows.
 
 ``release`` returns once the unlock has run on the server: a run ends only after
 its lease is free, so whoever learns of the end (another process or machine, the
@@ -36,17 +49,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import psycopg
-import structlog
 
-from research_fsm.engine import ThreadBusy
+from research_fsm.engine import LeaseLost, ThreadBusy
 
 from ._pgbatch import Batcher, complete
 from ._pgcommon import Rows, Statement, StoreUnavailable, cursor
-from ._pglastsave import UNLOCK, save_then_unlock, settled
+from ._pglastsave import UNLOCK, Blocked, NotHeld, save_held, save_then_unlock, settled
 
 __all__ = ["LeaseManager", "PgLease"]
-
-_log = structlog.get_logger("research_fsm.stores.postgres")
 
 Connect = Callable[[], Awaitable[psycopg.AsyncConnection[Any]]]
 _LOCK = b"SELECT k, pg_try_advisory_lock(k) FROM unnest(%s::bigint[]) AS u(k)"
@@ -56,12 +66,13 @@ _MOST = 256  # requests per round trip
 @dataclass(slots=True)
 class _Request:
     """Lock ``key`` (and then read thread ``read``'s newest rows), or unlock it (after
-    committing ``save``, a run's last save)."""
+    committing ``save``, a run's last save), or (``plain``) run ``save`` while holding it."""
 
     key: int
     lock: bool
     read: str | None = None
     save: Statement | None = None
+    plain: bool = False
 
 
 @dataclass(slots=True)
@@ -77,7 +88,8 @@ class _Queries:
 Got = tuple[bool, Rows | None]
 """Whether the lock was taken, and the rows of its read (``None``: no read)."""
 Outcome = Got | tuple[Any, ...] | None
-"""A lock's ``Got``, a save's row, or an unlock's ``None``."""
+"""A lock's ``Got``, a save's row, or an unlock's ``None`` (a save's ``NotHeld``: its
+lock was lost with the connection; a plain save that failed: the driver's error)."""
 
 
 class _Shard:
@@ -88,6 +100,7 @@ class _Shard:
         self._queries = queries
         self._conn: psycopg.AsyncConnection[Any] | None = None
         self.keys: set[int] = set()
+        """The locks ``_conn`` holds (emptied when it ends: they end with it)."""
         self._batcher: Batcher[_Request, Outcome] = Batcher(self._trip, width=1, most=_MOST)
 
     def lock(self, key: int, read: str | None) -> asyncio.Future[Outcome]:
@@ -95,6 +108,10 @@ class _Shard:
 
     def unlock(self, key: int) -> asyncio.Future[Outcome]:
         return self._batcher.submit(key, _Request(key, False))
+
+    def save(self, key: int, save: Statement) -> asyncio.Future[Outcome]:
+        """Run ``save`` on the connection holding ``key``: its row, or ``NotHeld``."""
+        return self._batcher.submit(key, _Request(key, False, save=save, plain=True))
 
     @property
     def idle(self) -> bool:
@@ -105,6 +122,36 @@ class _Shard:
         return self._batcher.submit(key, _Request(key, False, save=save))
 
     async def _trip(self, requests: list[_Request]) -> list[Outcome | BaseException]:
+        """One round trip for the lease requests of ``requests``, then one for its saves."""
+        saves = [r for r in requests if r.plain]
+        if not saves:
+            return await self._lease_trip(requests)
+        rest = [r for r in requests if not r.plain]
+        outcomes: dict[int, Outcome | BaseException] = {}
+        if rest:
+            try:
+                outcomes.update(zip(map(id, rest), await self._lease_trip(rest), strict=True))
+            except psycopg.Error as exc:
+                outcomes.update((id(r), exc) for r in rest)
+        outcomes.update(zip(map(id, saves), await self._saves(saves), strict=True))
+        return [outcomes[id(r)] for r in requests]
+
+    async def _saves(self, saves: list[_Request]) -> list[Outcome | BaseException]:
+        """Each save's outcome (``save_held``), run on the connection holding its lock:
+        never on another (it holds no lock), so ``NotHeld`` once that one ended."""
+        conn = self._conn
+        if conn is None or conn.closed:
+            await self.close()
+            return [NotHeld() for _ in saves]
+        statements = [(r.key, r.save) for r in saves if r.save is not None]
+        assert len(statements) == len(saves)
+        try:
+            return await save_held(conn, statements, self.keys)
+        except psycopg.Error:  # the connection died, and its locks with it
+            await self.close()
+            return [NotHeld() for _ in saves]
+
+    async def _lease_trip(self, requests: list[_Request]) -> list[Outcome | BaseException]:
         """One round trip for ``requests`` (reconnecting once if the connection was dead)."""
         for attempt in (1, 2):
             try:
@@ -116,7 +163,7 @@ class _Shard:
                     raise
             except psycopg.Error:
                 # Which locks the statements took is unknown: drop them all with the
-                # connection (the next round trip takes the held ones again).
+                # connection (the saves of the leases it held raise ``LeaseLost``).
                 await self.close()
                 raise
         raise AssertionError("unreachable")
@@ -199,18 +246,14 @@ class _Shard:
     async def _open(self) -> psycopg.AsyncConnection[Any]:
         if self._conn is not None and not self._conn.closed:
             return self._conn
-        held = list(self.keys)
+        await self.close()  # the old connection's locks ended with it: never taken again
         self._conn = await self._connect()
-        if held:  # the old connection took its locks with it: take them again
-            cur = await self._conn.execute(_LOCK, (held,))
-            for key, ok in await cur.fetchall():
-                if not ok:
-                    self.keys.discard(key)
-                    _log.warning("lease lost with its connection; another holder took it", key=key)
         return self._conn
 
     async def close(self) -> None:
+        """Close the connection; every lock it held is lost (``keys`` emptied)."""
         conn, self._conn = self._conn, None
+        self.keys.clear()
         if conn is not None:
             with contextlib.suppress(psycopg.Error):
                 await conn.close()
@@ -218,7 +261,6 @@ class _Shard:
     async def shutdown(self) -> None:
         """Stop the round trips and close the connection (its locks end with it)."""
         await self._batcher.close()
-        self.keys.clear()
         await self.close()
 
 
@@ -302,6 +344,34 @@ class LeaseManager:
             raise ThreadBusy(thread_id)
         lease = self._leases[thread_id] = PgLease(self, thread_id, key)
         return lease, rows
+
+    def holds(self, thread_id: str) -> bool:
+        """Whether a lease of this manager is on the thread (held, or lost with its
+        connection and not released yet): its saves then go through ``save``."""
+        return thread_id in self._leases
+
+    async def save(self, thread_id: str, save: Statement) -> tuple[Any, bool]:
+        """Run ``save`` on the connection holding the thread's lease (see ``holds``): its
+        row, and whether the caller was cancelled meanwhile (the save went on to its end).
+
+        Raises ``LeaseLost`` when the lock is gone, sending nothing once its connection
+        is known to have ended; ``StoreUnavailable`` when the statement failed.
+        """
+        lease = self._leases.get(thread_id)
+        key = None if lease is None else lease._key
+        shard = None if key is None else self._shard(key)
+        if key is None or shard is None or key not in shard.keys:
+            raise LeaseLost(thread_id)
+        outcome, cancelled = await complete(settled(shard.save(key, save)))
+        while isinstance(outcome, Blocked) and not cancelled:  # after the requests behind
+            outcome, cancelled = await complete(settled(shard.save(key, save)))
+        if cancelled and isinstance(outcome, BaseException):
+            raise asyncio.CancelledError
+        if isinstance(outcome, NotHeld):
+            raise LeaseLost(thread_id)
+        if isinstance(outcome, BaseException):
+            raise StoreUnavailable(thread_id, "save a checkpoint", outcome) from outcome
+        return outcome, cancelled
 
     async def save_and_release(
         self, thread_id: str, save: Statement

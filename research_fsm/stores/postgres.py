@@ -31,7 +31,7 @@ from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 from pydantic import BaseModel
 
-from research_fsm.engine import Checkpoint, CheckpointConflict, StoreWriteError
+from research_fsm.engine import Checkpoint, CheckpointConflict, LeaseLost, StoreWriteError
 from research_fsm.engine._store import validate_keep, validate_thread_id
 
 from ._pgcommon import StoreUnavailable, cursor
@@ -171,15 +171,23 @@ class PostgresCheckpointStore(Connections):
         }
         try:
             done, row, cancelled = False, None, False
-            if cp.status in _LAST_OF_RUN and self._queries:  # (a lease means opened)
-                last = (self._save_query(params), params)
-                done, row, cancelled = await self._leases.save_and_release(thread_id, last)
-            if not done:
-                row, late = await self._submit_save(thread_id, params)
-                cancelled = cancelled or late
+            if not self._leases.holds(thread_id):  # no lease here: nothing to fence
+                row, cancelled = await self._submit_save(thread_id, params)
+            else:  # on the lease's connection (``_pgleases``): LeaseLost once it ended
+                statement = (self._save_query(params), params)
+                if cp.status in _LAST_OF_RUN:
+                    done, row, cancelled = await self._leases.save_and_release(
+                        thread_id, statement
+                    )
+                if not done:
+                    row, late = await self._leases.save(thread_id, statement)
+                    cancelled = cancelled or late
         except StoreUnavailable as exc:
             self._heads.pop(thread_id, None)
             raise StoreWriteError(thread_id, exc) from exc
+        except LeaseLost:
+            self._heads.pop(thread_id, None)
+            raise
         if cancelled:
             raise asyncio.CancelledError
         if row is None or not (row[0] or row[1] == key):
