@@ -10,7 +10,7 @@ import psycopg
 
 from research_fsm.engine import EngineError
 
-__all__ = ["Rows", "Statement", "StoreUnavailable", "cursor"]
+__all__ = ["Rows", "Statement", "StoreUnavailable", "client_cursor", "cursor"]
 
 Rows = list[tuple[Any, ...]]
 Statement = tuple[bytes, dict[str, Any]]
@@ -27,6 +27,21 @@ def cursor(conn: psycopg.AsyncConnection[Any]) -> psycopg.AsyncCursor[Any]:
     cur = _CURSORS.get(conn)
     if cur is None or cur.closed:
         cur = _CURSORS[conn] = conn.cursor(binary=True)
+    return cur
+
+
+_CLIENT_CURSORS: weakref.WeakKeyDictionary[
+    psycopg.AsyncConnection[Any], psycopg.AsyncClientCursor[Any]
+] = weakref.WeakKeyDictionary()
+
+
+def client_cursor(conn: psycopg.AsyncConnection[Any]) -> psycopg.AsyncClientCursor[Any]:
+    """A client-side-binding cursor kept for ``conn``: it quotes parameters itself
+    (``mogrify``) and sends a query without them as it is, with the simple query protocol,
+    so one query may hold several statements (text results). One query at a time."""
+    cur = _CLIENT_CURSORS.get(conn)
+    if cur is None or cur.closed:
+        cur = _CLIENT_CURSORS[conn] = psycopg.AsyncClientCursor(conn)
     return cur
 
 

@@ -24,7 +24,7 @@ from typing import Any
 import psycopg
 from psycopg.errors import LockNotAvailable
 
-from ._pgcommon import Statement
+from ._pgcommon import Statement, client_cursor
 
 __all__ = [
     "LAST_SAVE_MS",
@@ -81,20 +81,21 @@ async def save_held(
 
 
 async def _together(
-    conn: psycopg.AsyncConnection[Any], limit: str, saves: list[tuple[int, Statement]],
+    conn: psycopg.AsyncConnection[Any],
+    limit: str,
+    saves: list[tuple[int, Statement]],
     after: tuple[bytes, Any] | None = None,
-) -> list[Any]:  # fmt: skip
+) -> list[Any]:
     """Run ``saves`` in one query on ``conn``: ``SET LOCAL limit``, the saves, ``COMMIT``,
     and the statement ``after`` (if any); each save's row."""
-    client = psycopg.AsyncClientCursor(conn)
-    text = ";\n".join([
-        f"SET LOCAL {limit}",  # ends with the COMMIT
-        *(client.mogrify(*save) for _, save in saves),
-        "COMMIT",
-        *([client.mogrify(*after)] if after is not None else []),
-    ])  # fmt: skip
-    cur = conn.cursor()  # text results: no parameters, so several statements may go
-    await cur.execute(text.encode())
+    cur = client_cursor(conn)
+    statements = [f"SET LOCAL {limit}"]  # ends with the COMMIT
+    statements += [cur.mogrify(*save) for _, save in saves]
+    statements.append("COMMIT")
+    if after is not None:
+        statements.append(cur.mogrify(*after))
+    text = ";\n".join(statements)
+    await cur.execute(text.encode())  # no parameters: as it is, several statements
     cur.nextset()  # past the SET
     rows = []
     for _ in saves:

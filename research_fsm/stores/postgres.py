@@ -176,9 +176,7 @@ class PostgresCheckpointStore(Connections):
             else:  # on the lease's connection (``_pgleases``): LeaseLost once it ended
                 statement = (self._save_query(params), params)
                 if cp.status in _LAST_OF_RUN:
-                    done, row, cancelled = await self._leases.save_and_release(
-                        thread_id, statement
-                    )
+                    done, row, cancelled = await self._leases.save_and_release(thread_id, statement)
                 if not done:
                     row, late = await self._leases.save(thread_id, statement)
                     cancelled = cancelled or late

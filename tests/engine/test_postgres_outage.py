@@ -16,7 +16,7 @@ from .helpers import Counter, chain
 
 pytest.importorskip("psycopg", reason="the postgres extra (psycopg) is not installed")
 
-from research_fsm.stores.postgres import PostgresCheckpointStore, StoreUnavailable  # noqa: E402
+from research_fsm.stores.postgres import PostgresCheckpointStore, StoreUnavailable
 
 CALLERS = 4
 """Concurrent callers of each kind."""
@@ -39,10 +39,17 @@ def own_server() -> Iterator[PostgresServer]:
 def first_checkpoint(thread_id: str) -> Checkpoint:
     """The first checkpoint of a new thread, as the engine would save it."""
     return Checkpoint(
-        thread_id=thread_id, checkpoint_id=secrets.token_hex(12), parent_id=None, seq=1,
-        run_id="r", step=0, status="running", next="a", state=Counter(),
+        thread_id=thread_id,
+        checkpoint_id=secrets.token_hex(12),
+        parent_id=None,
+        seq=1,
+        run_id="r",
+        step=0,
+        status="running",
+        next="a",
+        state=Counter(),
         created_at="2024-01-01T00:00:00.000+00:00",
-    )  # fmt: skip
+    )
 
 
 def test_store_unavailable_is_an_engine_error_and_a_connection_error() -> None:
