@@ -3,7 +3,8 @@
 ``Connections`` is the store's base: the pool (made from ``dsn`` or given), opened
 and the tables migrated on first use in an event loop; the lease connections
 (``_pgleases``); the statements rendered to bytes once; ``_run`` for one round
-trip on a pooled connection; and the save round trips, shared by the saves that
+trip on a pooled connection; and the save round trips of threads without a lease
+here (a leased thread's go on its lease connection), shared by the saves that
 wait for a connection (``_pgbatch``): their statements go in one pipeline, which
 is one implicit transaction, so they commit together and each ``save`` returns
 once that commit is done. A batch whose statement fails is tried again one save

@@ -21,16 +21,15 @@ the connection is known dead), so a run that lost its lease stops before more
 node code, and no step is saved by two runs.
 
 Round trips are shared (``_pgbatch``): the requests that wait while a connection's
-round trip is in flight go together in its next one. Saves go first, as one
-statement or one pipeline (one implicit transaction, one commit; a batch whose
-statement fails is tried again one save at a time). Then the lock and unlock
-requests: one call of the schema's lease function (``_pgschema``), which unlocks,
+round trip is in flight go together in its next one. The lock and unlock requests
+first: one call of the schema's lease function (``_pgschema``), which unlocks,
 then locks each key and reads its thread's newest rows; without the function,
 one statement for the unlocks and one for the locks (``unnest`` of their keys),
 then each read as its own statement, in one pipeline. Either way a read's
 snapshot is taken after its lock is held and sees every save of the previous
 holder (who saved, then unlocked). The store hands those rows to the
-``load_latest`` that follows.
+``load_latest`` that follows. Then the saves, in one query and one commit
+(``_pglastsave.save_held``; a save waiting on a row lock gives way after a while).
 
 ``release`` returns once the unlock has run on the server: a run ends only after
 its lease is free, so whoever learns of the end (another process or machine, the
@@ -88,8 +87,8 @@ class _Queries:
 Got = tuple[bool, Rows | None]
 """Whether the lock was taken, and the rows of its read (``None``: no read)."""
 Outcome = Got | tuple[Any, ...] | None
-"""A lock's ``Got``, a save's row, or an unlock's ``None`` (a save's ``NotHeld``: its
-lock was lost with the connection; a plain save that failed: the driver's error)."""
+"""A lock's ``Got``, a save's row, or an unlock's ``None``; a plain save may also end in
+``NotHeld`` (its lock was lost with the connection), ``Blocked`` or the driver's error."""
 
 
 class _Shard:
@@ -110,7 +109,7 @@ class _Shard:
         return self._batcher.submit(key, _Request(key, False))
 
     def save(self, key: int, save: Statement) -> asyncio.Future[Outcome]:
-        """Run ``save`` on the connection holding ``key``: its row, or ``NotHeld``."""
+        """Run ``save`` on the connection holding ``key`` (see ``Outcome``)."""
         return self._batcher.submit(key, _Request(key, False, save=save, plain=True))
 
     @property

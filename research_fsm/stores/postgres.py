@@ -6,16 +6,17 @@ keyed by ``(thread_id, seq)``; like the file store's lines, a row holds the whol
 state every ``min(keep, 128)`` checkpoints and otherwise only what its step
 changed, compressed against the rows before it (``_pgrows``). A save is one statement:
 insert after the expected parent, and (a full row under ``keep``) prune what ``keep`` no
-longer needs; the other saves send a statement without the prune. Threads save
-in parallel on a connection pool; nothing is serialised store-wide. Saves that wait
-for a connection while all are busy share the next free one's round trip (``_pgbatch``):
-their statements go in one pipeline, one transaction, one commit, and each returns
-once that commit is done. Leases are session advisory locks (see ``_pgleases``),
-released by the server when the holder's connection ends; taking one also reads the
-thread's newest rows in the same round trip, for the ``load_latest`` that follows, and
-a run's last save (status completed or suspended) goes on its lease's connection,
-committed and then unlocked in one round trip (the ``release`` after it has nothing
-left to send).
+longer needs; the other saves send a statement without the prune. Leases are
+session advisory locks (see ``_pgleases``), released by the server when the holder's
+connection ends; taking one also reads the thread's newest rows in the same round
+trip, for the ``load_latest`` that follows. A run's saves go on the connection
+holding its lease (fencing: once that connection ended they raise ``LeaseLost`` and
+write nothing), and a run's last save (status completed or suspended) is committed
+and then unlocked in one round trip (the ``release`` after it has nothing left to
+send). Saves that wait while a connection's round trip is in flight share its next
+one (``_pgbatch``): one transaction, one commit, and each returns once that commit
+is done. Reads, and the saves of threads without a lease here, go on a connection
+pool; nothing is serialised store-wide.
 """
 
 from __future__ import annotations
