@@ -1,7 +1,16 @@
 """Saves on the connection holding their thread's lease (``PostgresCheckpointStore``).
 
 A leased thread's saves go on the connection holding the run's advisory lock
-(``_pgleases``), as one query of several statements (the simple query protocol):
+(``_pgleases``), fencing the run: a statement that runs there runs in the session
+holding the lock, so the lock is held until it commits (a session that ends aborts
+its transaction before the server drops its locks), and whoever takes the thread
+next reads that commit. When the connection ends (backend terminated, server
+restarted), its locks are lost with it and never taken again on the next
+connection: the saves of those leases raise ``LeaseLost`` and write nothing
+(without a round trip once the connection is known dead), so a run that lost its
+lease stops before more node code, and no step is saved by two runs.
+
+The saves go as one query of several statements (the simple query protocol):
 ``SET LOCAL`` of a time limit, the saves, ``COMMIT``, so the saves of threads held
 there share one round trip and one commit. A save waiting on a lock for longer than
 ``LOCK_WAIT_MS`` (a row another transaction is writing) gives up, nothing committed,
@@ -19,18 +28,25 @@ nothing is committed or unlocked and every caller saves the usual way.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg.errors import LockNotAvailable
 
-from ._pgcommon import Statement, client_cursor
+from research_fsm.engine import LeaseLost
+
+from ._pgbatch import complete
+from ._pgcommon import Statement, StoreUnavailable, client_cursor
+
+if TYPE_CHECKING:
+    from ._pgleases import PgLease, _Shard
 
 __all__ = [
     "LAST_SAVE_MS",
     "LOCK_WAIT_MS",
     "UNLOCK",
     "Blocked",
+    "LeaseSaves",
     "NotHeld",
     "save_held",
     "save_then_unlock",
@@ -135,3 +151,67 @@ async def settled(future: asyncio.Future[Any]) -> Any:
         return await future
     except (psycopg.Error, NotHeld, Blocked) as exc:
         return exc
+
+
+class LeaseSaves:
+    """The saves of a ``LeaseManager``'s leases, on the connections holding them (its base)."""
+
+    _leases: dict[str, PgLease]
+
+    def _shard(self, key: int) -> _Shard:
+        raise NotImplementedError
+
+    def _ended(self, thread_id: str) -> None:
+        raise NotImplementedError
+
+    def holds(self, thread_id: str) -> bool:
+        """Whether a lease of this manager is on the thread (held, or lost with its
+        connection and not released yet): its saves then go through ``save``."""
+        return thread_id in self._leases
+
+    async def save(self, thread_id: str, save: Statement) -> tuple[Any, bool]:
+        """Run ``save`` on the connection holding the thread's lease (see ``holds``): its
+        row, and whether the caller was cancelled meanwhile (the save went on to its end).
+
+        Raises ``LeaseLost`` when the lock is gone, sending nothing once its connection
+        is known to have ended; ``StoreUnavailable`` when the statement failed.
+        """
+        lease = self._leases.get(thread_id)
+        key = None if lease is None else lease._key
+        shard = None if key is None else self._shard(key)
+        if key is None or shard is None or key not in shard.keys:
+            raise LeaseLost(thread_id)
+        outcome, cancelled = await complete(settled(shard.save(key, save)))
+        while isinstance(outcome, Blocked) and not cancelled:  # after the requests behind
+            outcome, cancelled = await complete(settled(shard.save(key, save)))
+        if cancelled and isinstance(outcome, BaseException):
+            raise asyncio.CancelledError
+        if isinstance(outcome, NotHeld):
+            raise LeaseLost(thread_id)
+        if isinstance(outcome, BaseException):
+            raise StoreUnavailable(thread_id, "save a checkpoint", outcome) from outcome
+        return outcome, cancelled
+
+    async def save_and_release(
+        self, thread_id: str, save: Statement
+    ) -> tuple[bool, tuple[Any, ...] | None, bool]:
+        """Run ``save``, a run's last, then (once committed) end the thread's lease, in one
+        round trip of its lease connection, if that connection has nothing else to do.
+        Whether it was done, the save's row, and whether the caller was cancelled
+        meanwhile. Not done (nothing saved or unlocked) when this manager holds no
+        lease on the thread, its connection is busy, or the statement failed: then save
+        the usual way (and re-raise a cancellation after)."""
+        lease = self._leases.get(thread_id)
+        key = None if lease is None else lease._key
+        if lease is None or key is None:
+            return False, None, False
+        shard = self._shard(key)
+        if key not in shard.keys or not shard.idle:
+            return False, None, False
+        outcome, cancelled = await complete(settled(shard.save_then_unlock(key, save)))
+        if isinstance(outcome, BaseException):
+            return False, None, cancelled
+        lease._key = None
+        self._ended(thread_id)
+        assert outcome is None or isinstance(outcome, tuple)
+        return True, outcome, cancelled

@@ -10,15 +10,9 @@ a machine that vanishes is noticed by TCP keepalive). Locks are session state:
 these connections must reach Postgres directly (or through a session-mode
 pooler), never through PgBouncer in transaction mode.
 
-A leased thread's saves go on the connection holding its lock (fencing): a
-statement that runs there runs in the session holding the lock, so the lock
-is held until it commits (a session that ends aborts its transaction before the
-server drops its locks), and whoever takes the thread next reads that commit.
-When the connection ends (backend terminated, server restarted), every lock it
-held is lost with it and never taken again on the next connection: the saves
-of those leases raise ``LeaseLost`` and write nothing (without a round trip once
-the connection is known dead), so a run that lost its lease stops before more
-node code, and no step is saved by two runs.
+A leased thread's saves go on the connection holding its lock (fencing, see
+``_pglastsave``): when that connection ends, every lock it held is lost with it
+and never taken again, and the saves of those leases raise ``LeaseLost``.
 
 Round trips are shared (``_pgbatch``): the requests that wait while a connection's
 round trip is in flight go together in its next one. The lock and unlock requests
@@ -49,11 +43,11 @@ from typing import Any
 
 import psycopg
 
-from research_fsm.engine import LeaseLost, ThreadBusy
+from research_fsm.engine import ThreadBusy
 
 from ._pgbatch import Batcher, complete
 from ._pgcommon import Rows, Statement, StoreUnavailable, cursor
-from ._pglastsave import UNLOCK, Blocked, NotHeld, save_held, save_then_unlock, settled
+from ._pglastsave import UNLOCK, LeaseSaves, NotHeld, save_held, save_then_unlock
 
 __all__ = ["LeaseManager", "PgLease"]
 
@@ -282,7 +276,7 @@ class PgLease:
         return f"PgLease(thread_id={self._thread_id!r}, held={self._key is not None})"
 
 
-class LeaseManager:
+class LeaseManager(LeaseSaves):
     """Hands out leases on ``connections`` lease connections made by ``connect``.
 
     ``on_release(thread_id)`` runs when a lease of this manager ends.
@@ -343,58 +337,6 @@ class LeaseManager:
             raise ThreadBusy(thread_id)
         lease = self._leases[thread_id] = PgLease(self, thread_id, key)
         return lease, rows
-
-    def holds(self, thread_id: str) -> bool:
-        """Whether a lease of this manager is on the thread (held, or lost with its
-        connection and not released yet): its saves then go through ``save``."""
-        return thread_id in self._leases
-
-    async def save(self, thread_id: str, save: Statement) -> tuple[Any, bool]:
-        """Run ``save`` on the connection holding the thread's lease (see ``holds``): its
-        row, and whether the caller was cancelled meanwhile (the save went on to its end).
-
-        Raises ``LeaseLost`` when the lock is gone, sending nothing once its connection
-        is known to have ended; ``StoreUnavailable`` when the statement failed.
-        """
-        lease = self._leases.get(thread_id)
-        key = None if lease is None else lease._key
-        shard = None if key is None else self._shard(key)
-        if key is None or shard is None or key not in shard.keys:
-            raise LeaseLost(thread_id)
-        outcome, cancelled = await complete(settled(shard.save(key, save)))
-        while isinstance(outcome, Blocked) and not cancelled:  # after the requests behind
-            outcome, cancelled = await complete(settled(shard.save(key, save)))
-        if cancelled and isinstance(outcome, BaseException):
-            raise asyncio.CancelledError
-        if isinstance(outcome, NotHeld):
-            raise LeaseLost(thread_id)
-        if isinstance(outcome, BaseException):
-            raise StoreUnavailable(thread_id, "save a checkpoint", outcome) from outcome
-        return outcome, cancelled
-
-    async def save_and_release(
-        self, thread_id: str, save: Statement
-    ) -> tuple[bool, tuple[Any, ...] | None, bool]:
-        """Run ``save``, a run's last, then (once committed) end the thread's lease, in one
-        round trip of its lease connection, if that connection has nothing else to do.
-        Whether it was done, the save's row, and whether the caller was cancelled
-        meanwhile. Not done (nothing saved or unlocked) when this manager holds no
-        lease on the thread, its connection is busy, or the statement failed: then save
-        the usual way (and re-raise a cancellation after)."""
-        lease = self._leases.get(thread_id)
-        key = None if lease is None else lease._key
-        if lease is None or key is None:
-            return False, None, False
-        shard = self._shard(key)
-        if key not in shard.keys or not shard.idle:
-            return False, None, False
-        outcome, cancelled = await complete(settled(shard.save_then_unlock(key, save)))
-        if isinstance(outcome, BaseException):
-            return False, None, cancelled
-        lease._key = None
-        self._ended(thread_id)
-        assert outcome is None or isinstance(outcome, tuple)
-        return True, outcome, cancelled
 
     async def release(self, thread_id: str, key: int) -> None:
         """Unlock ``key``; a connection lost meanwhile already released it."""
