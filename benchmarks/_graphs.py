@@ -27,13 +27,6 @@ from typing import Annotated, Any, TypedDict
 
 from pydantic import BaseModel, Field
 
-from research_fsm.constants import (
-    CONFIDENCE_THRESHOLD,
-    MAX_RESEARCH_ATTEMPTS,
-    MESSAGE_THRESHOLD,
-    MESSAGES_TO_KEEP,
-    SUMMARY_MAX_CHARS,
-)
 from research_fsm.engine import (
     END,
     START,
@@ -43,6 +36,13 @@ from research_fsm.engine import (
     StateGraph,
     Suspend,
     append,
+)
+from research_fsm.qa.constants import (
+    CONFIDENCE_THRESHOLD,
+    MAX_RESEARCH_ATTEMPTS,
+    MESSAGE_THRESHOLD,
+    MESSAGES_TO_KEEP,
+    SUMMARY_MAX_CHARS,
 )
 
 SCENARIOS = ("happy", "retry", "clarify")

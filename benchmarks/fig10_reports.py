@@ -27,6 +27,9 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from research_fsm.llm import LLM
+from research_fsm.sources import DataSource
+
 from ._common import FigureResult, Row, Sizes, at_most, fmt, md_table, median, temp_dir
 from .fig7_startup import _wall, cli_command
 
@@ -53,7 +56,7 @@ def _tokens(text: str) -> int:
     return len(text) // 4 + 1
 
 
-class ReportLLM:
+class ReportLLM(LLM):
     """The ``LLM`` protocol: a fixed delay per call, facts citing the first URL given."""
 
     model = "simulated"
@@ -102,7 +105,7 @@ class ReportLLM:
         return TextReply(text=text, usage=usage)
 
 
-class ReportSource:
+class ReportSource(DataSource):
     """A web-like ``DataSource``: one page per intent, a fixed delay per intent."""
 
     name = "Simulated Search"
@@ -135,9 +138,9 @@ class ReportSource:
 
 async def _measure(root: Path, reports: int) -> dict[str, Any]:
     from research_fsm import ResearchAssistant
-    from research_fsm.assistant import DEFAULT_KEEP
     from research_fsm.engine import JsonFileCheckpointStore
-    from research_fsm.reports._api import Report, ReportProgress
+    from research_fsm.qa import DEFAULT_KEEP
+    from research_fsm.reports import Report, ReportProgress
 
     llm, source = ReportLLM(), ReportSource()
     store = JsonFileCheckpointStore(root / "threads", keep=DEFAULT_KEEP)

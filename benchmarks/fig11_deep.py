@@ -37,6 +37,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from research_fsm.llm import LLM
+
 from ._common import FigureResult, Row, Sizes, at_most, fmt, md_table, median, temp_dir
 from .fig7_startup import _wall, cli_command
 
@@ -98,7 +100,7 @@ def _terms(text: str) -> set[str]:
     return set(terms(text))
 
 
-class DeepLLM:
+class DeepLLM(LLM):
     """The ``LLM`` protocol: a fixed delay per call (per source for the analyses) and
     honest, schema-valid answers read from the prompt: the first sentence of a source as
     its fact, quotes copied from the ``<source>`` blocks.
@@ -269,9 +271,9 @@ async def _session(assistant: Any, llm: DeepLLM) -> dict[str, Any]:
 
 async def _measure(root: Path, sessions: int, failing: int) -> dict[str, Any]:
     from research_fsm import ResearchAssistant
-    from research_fsm.assistant import DEFAULT_KEEP
     from research_fsm.deep import StaticSearch
     from research_fsm.engine import JsonFileCheckpointStore
+    from research_fsm.qa import DEFAULT_KEEP
 
     llm = DeepLLM()
     search = StaticSearch(corpus(), mode="web", latency=SEARCH_DELAY)

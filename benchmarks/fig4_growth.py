@@ -46,7 +46,7 @@ from ._common import (
 from ._graphs import build_langgraph, build_rfsm, lg_config, lg_input, question_input
 
 TITLE = "Growth: one thread, many turns"
-DEFAULT_KEEP = 24  # research_fsm.assistant.DEFAULT_KEEP (not imported: keeps this light)
+DEFAULT_KEEP = 24  # research_fsm.qa.DEFAULT_KEEP (not imported: keeps this light)
 FILLER = (
     "Could you tell me more about the latest quarterly results, the product line-up, "
     "the leadership team and how the company compares with its closest competitors? "

@@ -26,6 +26,9 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from research_fsm.llm import LLM
+from research_fsm.sources import DataSource
+
 from ._common import FigureResult, Row, Sizes, at_most, fmt, md_table, median, temp_dir
 
 TITLE = "The assistant end to end, simulated LLM (200 ms) and search (100 ms)"
@@ -45,7 +48,7 @@ def _tokens(text: str) -> int:
     return len(text) // 4 + 1
 
 
-class SimulatedLLM:
+class SimulatedLLM(LLM):
     """The ``LLM`` protocol with a fixed delay per call and canned, schema-valid answers."""
 
     model = "simulated"
@@ -117,7 +120,7 @@ class SimulatedLLM:
         return TextReply(text=ANSWER_TEXT, usage=usage)
 
 
-class SimulatedSource:
+class SimulatedSource(DataSource):
     """A ``DataSource`` that knows Apple and waits ``delay`` per search."""
 
     name = "Simulated Search"
@@ -173,8 +176,8 @@ PATHS: dict[str, dict[str, Any]] = {
 
 async def _measure_path(path: str, root: Path, questions: int) -> dict[str, Any]:
     from research_fsm import ResearchAssistant
-    from research_fsm.assistant import DEFAULT_KEEP
     from research_fsm.engine import JsonFileCheckpointStore
+    from research_fsm.qa import DEFAULT_KEEP
 
     llm = SimulatedLLM()
     source = SimulatedSource(PATHS[path]["confidence"])

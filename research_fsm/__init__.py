@@ -3,8 +3,13 @@ assistant built on it.
 
 The engine's names (``StateGraph``, ``Suspend``, ``JsonFileCheckpointStore``...)
 are importable from here and from ``research_fsm.engine``; the assistant's
-(``ResearchAssistant``, ``Reply``...) load on first use, so ``import
-research_fsm`` stays fast.
+(``ResearchAssistant``, ``Reply``... from ``research_fsm.qa``; ``ResearchError``,
+the root of its errors) load on first use, so ``import research_fsm`` stays fast.
+
+The packages, bottom up: ``engine`` and ``stores``; ``llm``, ``sources`` and
+``documents``; ``common`` (what the apps share); the apps ``reports``, ``deep`` (deep
+research) and ``qa`` (conversations, and the ``ResearchAssistant`` that composes the
+other two); ``cli`` and ``web`` on top. ``errors`` holds the apps' root error.
 """
 
 from __future__ import annotations
@@ -17,24 +22,26 @@ from .engine import __all__ as _engine_all
 
 if TYPE_CHECKING:
     from ._logging import configure_logging as configure_logging
-    from .assistant import Answer as Answer
-    from .assistant import InvalidQuestion as InvalidQuestion
-    from .assistant import Progress as Progress
-    from .assistant import Reply as Reply
-    from .assistant import ResearchAssistant as ResearchAssistant
-    from .assistant import Token as Token
-    from .state import ResearchState as ResearchState
+    from .errors import ResearchError as ResearchError
+    from .qa import Answer as Answer
+    from .qa import InvalidQuestion as InvalidQuestion
+    from .qa import Progress as Progress
+    from .qa import Reply as Reply
+    from .qa import ResearchAssistant as ResearchAssistant
+    from .qa import ResearchState as ResearchState
+    from .qa import Token as Token
 
 __version__ = "0.1.0"
 
 _LAZY = {
-    "Answer": "assistant",
-    "InvalidQuestion": "assistant",
-    "Progress": "assistant",
-    "Reply": "assistant",
-    "ResearchAssistant": "assistant",
-    "ResearchState": "state",
-    "Token": "assistant",
+    "Answer": "qa",
+    "InvalidQuestion": "qa",
+    "Progress": "qa",
+    "Reply": "qa",
+    "ResearchAssistant": "qa",
+    "ResearchError": "errors",
+    "ResearchState": "qa",
+    "Token": "qa",
     "configure_logging": "_logging",
 }
 

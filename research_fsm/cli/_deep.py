@@ -8,10 +8,9 @@ import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
-from .agents._rules import for_terminal
-from .assistant import ResearchAssistant
-from .deep import DeepProgress, DeepText, ResearchReport, list_sessions
-from .deep._assistant import sessions_home
+from ..common.text import for_terminal
+from ..deep import DeepProgress, DeepText, ResearchReport, list_sessions, sessions_home
+from ..qa import ResearchAssistant
 
 __all__ = ["add_deep_parsers", "run_deep", "run_sessions"]
 

@@ -1,27 +1,29 @@
-"""``research-fsm``: ask, answer, chat, graph, history, report, deep, serve."""
+"""``research-fsm``: ask, answer, chat, graph, history; the parser and ``main``."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import io
 import json
 import re
 import secrets
 import sys
 from typing import TextIO
 
-from ._cli_deep import add_deep_parsers, run_deep, run_sessions
-from ._cli_reports import add_parsers, answer_report, run_report, run_reports
-from ._cli_serve import add_serve_parser, run_serve
-from ._logging import configure_logging
-from .agents._rules import for_terminal
-from .assistant import Answer, InvalidQuestion, Progress, Reply, ResearchAssistant, Token
-from .constants import MAX_QUESTION_CHARS
-from .deep import InvalidResearchRequest
-from .engine import EngineError, validate_thread_id
-from .reports._api import CompanyNotFound, InvalidReportRequest
-from .sources import DataSourceError, create_data_source
-from .stores import MissingExtra
+from .._logging import configure_logging
+from ..common.text import for_terminal
+from ..deep import InvalidResearchRequest
+from ..engine import EngineError, validate_thread_id
+from ..errors import ResearchError
+from ..qa import Answer, Progress, Reply, ResearchAssistant, Token
+from ..qa.constants import MAX_QUESTION_CHARS
+from ..reports import InvalidReportRequest
+from ..sources import create_data_source
+from ..stores import MissingExtra
+from ._deep import add_deep_parsers, run_deep, run_sessions
+from ._reports import add_parsers, answer_report, run_report, run_reports
+from ._serve import add_serve_parser, run_serve
 
 __all__ = ["main"]
 
@@ -42,7 +44,7 @@ class CliError(Exception):
 
 
 def _parser() -> argparse.ArgumentParser:
-    from . import __version__
+    from .. import __version__
 
     parser = argparse.ArgumentParser(
         prog="research-fsm",
@@ -295,9 +297,8 @@ def _tolerant_stdio() -> None:
     strips them) and characters it cannot show are replaced, instead of ending a chat
     or losing an answer with a codec error."""
     for stream, errors in ((sys.stdin, "surrogateescape"), (sys.stdout, "replace")):
-        reconfigure = getattr(stream, "reconfigure", None)
-        if reconfigure is not None:
-            reconfigure(errors=errors)
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors=errors)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -312,11 +313,11 @@ def main(argv: list[str] | None = None) -> int:
     except CliError as exc:
         print(f"research-fsm: {exc}", file=sys.stderr)
         return exc.code
-    except (InvalidReportRequest, CompanyNotFound, InvalidResearchRequest) as exc:
+    except ResearchError as exc:
         print(f"research-fsm: {exc}", file=sys.stderr)
         usage = isinstance(exc, (InvalidReportRequest, InvalidResearchRequest))
         return EXIT_USAGE if usage else EXIT_ERROR
-    except (EngineError, InvalidQuestion, DataSourceError, ValueError, OSError) as exc:
+    except (EngineError, ValueError, OSError) as exc:  # ValueError: e.g. a bad LOG_LEVEL
         print(f"research-fsm: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
@@ -325,7 +326,3 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a bug: still one line, never a traceback
         print(f"research-fsm: unexpected error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return EXIT_ERROR
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -10,11 +10,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from .agents._rules import for_terminal
-from .assistant import ResearchAssistant
-from .reports import list_reports
-from .reports._api import Report, ReportProgress
-from .reports._assistant import reports_home
+from ..common.text import for_terminal
+from ..qa import ResearchAssistant
+from ..reports import Report, ReportProgress, list_reports, reports_home
 
 __all__ = ["add_parsers", "run_report", "run_reports"]
 

@@ -1,25 +1,15 @@
 """Company names as people type them: lower-case tickers, typos, possessives, brands,
-katakana and kanji; and questions that are not about companies at all."""
+katakana and kanji; and the question asked back when several companies fit."""
 
 from __future__ import annotations
 
 import re
 from typing import Final
 
-from ..sources import CompanyIndex
-from ..sources._text import COMMON_WORDS, tokenize
-from ..sources._words import PLACES
+from ..sources import COMMON_WORDS, PLACES, CompanyIndex, tokenize
+from .text import is_japanese
 
-__all__ = [
-    "JA_NAMES",
-    "PLACES",
-    "find_companies",
-    "is_japanese",
-    "is_small_talk",
-    "is_thanks",
-    "looks_off_topic",
-    "typed_companies",
-]
+__all__ = ["JA_NAMES", "ask_choices", "find_companies", "typed_companies"]
 
 JA_NAMES: Final[dict[str, str]] = {
     # the best-known foreign companies
@@ -131,32 +121,7 @@ def _stands_alone(text: str, start: int, end: int) -> bool:
     return not (after and _KATAKANA_RE.match(after[0]) and not after.startswith(_JA_SUFFIXES))
 
 
-_JAPANESE_RE: Final = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uff66-\uff9f]")
-
-_SMALL_TALK_RE: Final = re.compile(
-    r"^\s*(thanks?( you)?( so much| a lot)?|thx|ty|cheers|great|cool|nice|ok(ay)?|"
-    r"hi|hello|hey|good (morning|afternoon|evening)|bye|goodbye|see you|"
-    r"ありがとう(ございます)?|こんにちは|どうも)[\s.!?。！]*$",
-    re.I,
-)
-_COMPANY_WORDS_RE: Final = re.compile(
-    r"\b(compan(y|ies)|corp(oration)?|business(es)?|firms?|brands?|startups?|enterprises?|"
-    r"stocks?|shares?|tickers?|ceo|revenue|earnings|competitors?|industry|industries|"
-    r"makers?|manufacturers?|listed|market cap|inc|ltd|plc)\b|会社|企業|株",
-    re.I,
-)
-_GENERAL_KNOWLEDGE_RE: Final = re.compile(
-    r"\b(weather|forecast for (today|tomorrow)|capital (city )?of|population of|recipes?|jokes?|"
-    r"poems?|translate|meaning of (life|the word)|what time is it|how old is|who won|"
-    r"football|soccer|movies?|songs?|homework)\b|天気|首都|レシピ",
-    re.I,
-)
 _NOT_NAME_WORDS: Final = frozenset({"i", "you", "tell", "whats", "please", "about", "me"})
-
-
-def is_japanese(text: str) -> bool:
-    """Whether the text is written in Japanese (has kana or kanji)."""
-    return bool(_JAPANESE_RE.search(text))
 
 
 def _japanese_companies(index: CompanyIndex, text: str) -> list[str]:
@@ -207,26 +172,9 @@ def find_companies(index: CompanyIndex, text: str) -> list[str]:
     return names
 
 
-_THANKS_RE: Final = re.compile(r"^\s*(thanks?|thx|ty|cheers|ありがとう|どうも)", re.I)
-
-
-def is_thanks(text: str) -> bool:
-    """Thanks ("thanks", "thank you", "ありがとう")."""
-    return is_small_talk(text) and bool(_THANKS_RE.match(text))
-
-
-def is_small_talk(text: str) -> bool:
-    """Thanks, greetings and goodbyes."""
-    return bool(_SMALL_TALK_RE.match(text))
-
-
-def looks_off_topic(text: str, place: bool) -> bool:
-    """A message not about companies, with no company and no company-like word in it:
-    small talk, a general-knowledge question ("What's the capital of France?", "What's
-    the weather like?"), or one whose only name is a ``place``. A message with an
-    unknown word that could be a company is not off-topic (it gets asked back)."""
-    if is_small_talk(text):
-        return True
-    if _COMPANY_WORDS_RE.search(text):
-        return False
-    return place or bool(_GENERAL_KNOWLEDGE_RE.search(text))
+def ask_choices(choices: list[str], lang: str) -> str:
+    """The question asked back when a description fits several companies."""
+    if lang == "ja":
+        return f"どの会社ですか: {'、'.join(choices)}？会社名で答えてください。"
+    listed = ", ".join(choices[:-1]) + f" or {choices[-1]}" if len(choices) > 1 else choices[0]
+    return f"Which company do you mean: {listed}? Reply with its name."

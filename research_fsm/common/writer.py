@@ -1,8 +1,8 @@
 """The report writer: a ``Document`` (title, sections of paragraphs, bullet lists and
 tables) rendered as Markdown and as PDF, in English or Japanese.
 
-It knows nothing about companies, so other workflows (deep research) can reuse it:
-build a ``Document`` and call ``to_markdown`` / ``to_pdf``. PDFs use reportlab with its
+It knows nothing about companies: reports and deep research both build a ``Document``
+and call ``to_markdown`` / ``to_pdf``. PDFs use reportlab with its
 built-in CID fonts (Helvetica for English, HeiseiKakuGo-W5 / HeiseiMin-W3 for Japanese),
 so no font file is needed and the text stays selectable.
 """
@@ -15,7 +15,17 @@ from html import escape
 from io import BytesIO
 from typing import Final, Literal
 
-__all__ = ["Block", "DocSection", "Document", "to_markdown", "to_pdf"]
+__all__ = [
+    "Block",
+    "DocSection",
+    "Document",
+    "bullets",
+    "md_escape",
+    "paragraph",
+    "table",
+    "to_markdown",
+    "to_pdf",
+]
 
 BlockKind = Literal["p", "ul", "table"]
 _MD_SPECIAL: Final = re.compile(r"([\\`*_<>#|])")

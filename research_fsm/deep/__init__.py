@@ -5,27 +5,33 @@ enhances the query, searches (and retries broader), filters for relevance, analy
 the top sources in parallel (one engine branch each), drafts a summary whose every
 sentence cites ``[S#]``, verifies each claim against the passage it cites (searching
 again for the gaps when too few hold) and writes a Markdown/PDF report in English or
-Japanese. Every stage's output is kept in ``$RESEARCH_FSM_HOME/sessions/<id>/``.
+Japanese. Every stage's output is kept in ``$RESEARCH_FSM_HOME/sessions/<id>/``
+(``sessions_home()``). ``DeepRunner`` runs the sessions (the assistant delegates to it).
 """
 
 from ._api import (
     DOCS_ENV,
+    DeepEvent,
     DeepProgress,
     DeepRunner,
     DeepText,
     InvalidResearchRequest,
     NoResearchSource,
     ResearchReport,
+    default_web_search,
 )
 from ._graph import STAGES, build_deep_graph
 from ._grounding import grounding_problems
-from ._model import DeepState
+from ._model import DEFAULT_THRESHOLD, DEFAULT_TOP_K, DeepState, Language
 from ._search import DocumentSearch, Found, StaticSearch, TopicSearch, WebSearch
-from ._session import SessionEntry, list_sessions
+from ._session import SessionEntry, list_sessions, sessions_home
 
 __all__ = [
+    "DEFAULT_THRESHOLD",
+    "DEFAULT_TOP_K",
     "DOCS_ENV",
     "STAGES",
+    "DeepEvent",
     "DeepProgress",
     "DeepRunner",
     "DeepState",
@@ -33,6 +39,7 @@ __all__ = [
     "DocumentSearch",
     "Found",
     "InvalidResearchRequest",
+    "Language",
     "NoResearchSource",
     "ResearchReport",
     "SessionEntry",
@@ -40,6 +47,8 @@ __all__ = [
     "TopicSearch",
     "WebSearch",
     "build_deep_graph",
+    "default_web_search",
     "grounding_problems",
     "list_sessions",
+    "sessions_home",
 ]

@@ -18,17 +18,20 @@ from ..engine import (
     Emitted,
     NodeFinished,
     NodeStarted,
+    validate_thread_id,
 )
+from ..errors import ResearchError
 from ..llm import LLM, Usage
-from ..sources import DataSourceError
+from ..sources import DataSourceError, TavilyWebSearch
 from ._graph import build_deep_graph
 from ._model import DEFAULT_THRESHOLD, DEFAULT_TOP_K, DeepState, Language
 from ._report import session_meta, supported_claims
-from ._search import DocumentSearch, TopicSearch
+from ._search import DocumentSearch, TopicSearch, WebSearch
 from ._session import new_session_id, session_folder, write_stage
 
 __all__ = [
     "DOCS_ENV",
+    "DeepEvent",
     "DeepProgress",
     "DeepRunner",
     "DeepText",
@@ -36,6 +39,7 @@ __all__ = [
     "NoResearchSource",
     "ResearchReport",
     "check_request",
+    "default_web_search",
     "to_research_report",
 ]
 
@@ -43,7 +47,7 @@ MAX_TOPIC_CHARS: Final = 500
 """Longest topic accepted."""
 
 
-class InvalidResearchRequest(ValueError):
+class InvalidResearchRequest(ResearchError, ValueError):
     """A bad topic, language, format, documents folder or session id."""
 
 
@@ -121,6 +125,16 @@ class ResearchReport:
     def llm_calls(self) -> dict[str, int]:
         """LLM calls per stage."""
         return {stage: u.calls for stage, u in self.usage.items()}
+
+
+DeepEvent = DeepProgress | DeepText | ResearchReport
+"""What a deep-research stream yields."""
+
+
+def default_web_search() -> TopicSearch | None:
+    """Tavily when ``TAVILY_API_KEY`` is set, else ``None``."""
+    client = TavilyWebSearch()
+    return WebSearch(client) if client.is_available() else None
 
 
 def check_request(
@@ -201,7 +215,9 @@ def to_research_report(state: DeepState, session_id: str) -> ResearchReport:
 
 
 class DeepRunner:
-    """Compiles the deep-research graph once; runs sessions as threads of ``store``.
+    """Compiles the deep-research graph once; runs sessions as threads of ``store``
+    (what ``ResearchAssistant.deep_research``, ``stream_deep_research`` and
+    ``continue_deep_research`` do).
 
     Args:
         llm: Claude (or any ``LLM``), or ``None`` for the rules.
@@ -290,3 +306,63 @@ class DeepRunner:
                     yield DeepText(str(event.data))
                 elif isinstance(event, Completed):
                     yield to_research_report(event.result.state, event.result.thread_id)
+
+    async def research(
+        self,
+        topic: str,
+        *,
+        language: Language = "en",
+        docs: str | os.PathLike[str] | None = None,
+        formats: tuple[str, ...] = ("md",),
+        top_k: int = DEFAULT_TOP_K,
+        threshold: float = DEFAULT_THRESHOLD,
+    ) -> ResearchReport:
+        """Research ``topic`` and save a cited, verified report: the last event of ``stream``."""
+        stream = self.stream(
+            topic, language=language, docs=docs, formats=formats, top_k=top_k, threshold=threshold
+        )
+        async for event in stream:
+            if isinstance(event, ResearchReport):
+                return event
+        raise AssertionError("a deep-research run ends with a ResearchReport")  # pragma: no cover
+
+    async def stream(
+        self,
+        topic: str,
+        *,
+        language: Language = "en",
+        docs: str | os.PathLike[str] | None = None,
+        formats: tuple[str, ...] = ("md",),
+        top_k: int = DEFAULT_TOP_K,
+        threshold: float = DEFAULT_THRESHOLD,
+        session_id: str | None = None,
+    ) -> AsyncIterator[DeepEvent]:
+        """``DeepProgress`` per stage as it starts and finishes (the analyses at once),
+        ``DeepText`` as the draft is written, then the ``ResearchReport``."""
+        value, sid = await self.start(
+            topic,
+            language=language,
+            docs=docs,
+            formats=formats,
+            top_k=top_k,
+            threshold=threshold,
+            session_id=session_id,
+        )
+        async for event in self.events(value, sid):
+            yield event
+
+    async def continue_run(self, session_id: str) -> AsyncIterator[DeepEvent]:
+        """Continue a session interrupted by a crash: finished stages and analyses are
+        not run again. A finished session yields its report again."""
+        try:
+            validate_thread_id(session_id)
+        except ValueError as exc:
+            raise InvalidResearchRequest(f"invalid session id: {exc}") from None
+        snapshot = await self.app.get_state(session_id)
+        if snapshot is None:
+            raise InvalidResearchRequest(f"there is no deep-research session `{session_id}`")
+        if snapshot.status == "completed":
+            yield to_research_report(snapshot.state, session_id)
+            return
+        async for event in self.events(None, session_id):
+            yield event

@@ -6,9 +6,9 @@ from typing import Annotated, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..common.files import utc_now
 from ..engine import add, append
 from ..llm import Usage
-from ..reports._model import utc_now
 
 __all__ = [
     "DEFAULT_THRESHOLD",

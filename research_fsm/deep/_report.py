@@ -11,9 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-from ..engine import NodeContext
-from ..reports._model import utc_now
-from ..reports._writer import (
+from ..common.files import utc_now
+from ..common.writer import (
     DocSection,
     Document,
     bullets,
@@ -23,6 +22,7 @@ from ..reports._writer import (
     to_markdown,
     to_pdf,
 )
+from ..engine import NodeContext
 from ._labels import label
 from ._model import Claim, DeepState, Verification
 from ._session import write_stage

@@ -24,7 +24,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..reports._store import ReportStoreError, write_file
+from .._home import default_home
+from ..common.files import ReportStoreError, write_file
 
 __all__ = [
     "SessionEntry",
@@ -32,9 +33,15 @@ __all__ = [
     "new_session_id",
     "read_session",
     "session_folder",
+    "sessions_home",
     "write_json",
     "write_stage",
 ]
+
+
+def sessions_home() -> Path:
+    """``$RESEARCH_FSM_HOME/sessions`` (the same home as the conversations)."""
+    return default_home() / "sessions"
 
 
 def new_session_id(now: datetime | None = None) -> str:

@@ -13,7 +13,7 @@ import unicodedata
 from collections.abc import Iterable, Iterator
 from typing import Final
 
-from ..documents._terms import CJK as _CJK
+from ..documents import CJK as _CJK
 
 __all__ = [
     "SUPPORT_THRESHOLD",

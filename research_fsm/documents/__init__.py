@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ._index import DocumentIndex, default_cache_dir
 from ._read import KINDS, SkippedFile
+from ._terms import CJK
 from ._types import (
     DamagedIndex,
     DocumentsError,
@@ -22,6 +23,7 @@ from ._types import (
 )
 
 __all__ = [
+    "CJK",
     "DOCS_ENV",
     "KINDS",
     "DamagedIndex",

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import ResearchError
+
 __all__ = [
     "DamagedIndex",
     "DocumentsError",
@@ -14,7 +16,7 @@ __all__ = [
 ]
 
 
-class DocumentsError(ValueError):
+class DocumentsError(ResearchError, ValueError):
     """A documents folder that cannot be used."""
 
 

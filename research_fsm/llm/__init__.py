@@ -1,15 +1,24 @@
-"""The LLM seam: the protocol the agents use, its replies, and a scripted test double."""
+"""The LLM seam: the protocol the agents use, its replies, token budgets, Claude
+(``AnthropicLLM``) and a scripted test double."""
 
+from ._anthropic import DEFAULT_MODEL, PRICES, AnthropicLLM, Price
 from ._base import LLM, LLMError, LLMErrorKind, StructuredReply, TextReply, Usage
 from ._scripted import ScriptedCall, ScriptedLLM
+from ._tokens import Budgeted, fit_to_budget
 
 __all__ = [
+    "DEFAULT_MODEL",
     "LLM",
+    "PRICES",
+    "AnthropicLLM",
+    "Budgeted",
     "LLMError",
     "LLMErrorKind",
+    "Price",
     "ScriptedCall",
     "ScriptedLLM",
     "StructuredReply",
     "TextReply",
     "Usage",
+    "fit_to_budget",
 ]

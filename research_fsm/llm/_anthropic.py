@@ -21,7 +21,7 @@ import structlog
 from pydantic import BaseModel, ValidationError
 
 from .._tracing import llm_span, record_usage
-from ._base import LLMError, LLMErrorKind, StructuredReply, TextReply, Usage
+from ._base import LLM, LLMError, LLMErrorKind, StructuredReply, TextReply, Usage
 
 if TYPE_CHECKING:
     import anthropic
@@ -68,7 +68,7 @@ _STATUS_OF_ERROR_TYPE: Mapping[str, int] = {
 """The HTTP status an ``event: error`` in a streamed (HTTP 200) answer stands for."""
 
 
-class AnthropicLLM:
+class AnthropicLLM(LLM):
     """Claude through the official async SDK.
 
     Args:

@@ -8,6 +8,8 @@ from typing import Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
+from ..errors import ResearchError
+
 __all__ = ["LLM", "LLMError", "LLMErrorKind", "StructuredReply", "TextReply", "Usage"]
 
 M = TypeVar("M", bound=BaseModel)
@@ -59,7 +61,7 @@ class TextReply:
     """What producing it cost."""
 
 
-class LLMError(Exception):
+class LLMError(ResearchError):
     """An LLM call failed for good (after the client's own retries)."""
 
     def __init__(self, message: str, *, kind: LLMErrorKind = "other") -> None:
@@ -72,7 +74,11 @@ class LLMError(Exception):
 
 @runtime_checkable
 class LLM(Protocol):
-    """What the agents need from a language model."""
+    """What the agents need from a language model.
+
+    ``structured`` and ``generate`` are required; ``aclose`` is optional: subclass
+    ``LLM`` to inherit its default (nothing to release).
+    """
 
     model: str
     """The model's name, for logs and pricing."""
@@ -93,3 +99,7 @@ class LLM(Protocol):
     ) -> TextReply:
         """Write text, calling ``on_token`` with each piece as it arrives."""
         ...
+
+    async def aclose(self) -> None:
+        """Release the client's connections. Default: nothing to release."""
+        return None

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from ._base import LLMError, StructuredReply, TextReply, Usage
+from ._base import LLM, LLMError, StructuredReply, TextReply, Usage
 
 __all__ = ["ScriptedCall", "ScriptedLLM"]
 
@@ -30,7 +30,7 @@ class ScriptedCall:
     """The user prompt."""
 
 
-class ScriptedLLM:
+class ScriptedLLM(LLM):
     """Answers each agent's calls from a script, in order.
 
     ``script`` maps an agent name to its replies: a model instance or dict (for

@@ -1,20 +1,34 @@
-"""``ResearchAssistant``: the library API of the company research assistant."""
+"""``ResearchAssistant``: the library API of the company research assistant.
+
+It holds conversations (the graph of ``research_fsm.qa.graph``) and composes a
+``ReportRunner`` (``research_fsm.reports``) and a ``DeepRunner`` (``research_fsm.deep``),
+built on first use over the same LLM, source and store, for reports and deep research.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import secrets
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from pathlib import Path
+from typing import Any, Literal, Protocol, runtime_checkable
 
-from ._home import default_home
-from .agents._rules import clean_text
-from .constants import MAX_QUESTION_CHARS
-from .deep._api import DeepRunner
-from .deep._assistant import DeepResearchMixin
-from .deep._search import TopicSearch
-from .engine import (
+from .._home import default_home
+from ..common.text import clean_text
+from ..deep import (
+    DEFAULT_THRESHOLD,
+    DEFAULT_TOP_K,
+    DeepEvent,
+    DeepRunner,
+    Language,
+    ResearchReport,
+    TopicSearch,
+    default_web_search,
+    sessions_home,
+)
+from ..engine import (
     CheckpointStore,
     CompiledGraph,
     Completed,
@@ -28,21 +42,19 @@ from .engine import (
     SuspendToken,
     ThreadSuspended,
 )
-from .engine._tokens import parse_token
-from .graph import build_research_graph
-from .llm import LLM, Usage
-from .reports._assistant import ReportsMixin
-from .sources import (
+from ..errors import ResearchError
+from ..llm import LLM, AnthropicLLM, Usage
+from ..reports import Report, ReportProgress, ReportRunner, reports_home
+from ..sources import (
     CompanyIndex,
     DataSource,
     DirectorySource,
     SourceRef,
     create_data_source,
 )
+from .constants import MAX_QUESTION_CHARS
+from .graph import build_research_graph
 from .state import Message, ResearchState, new_question_input
-
-if TYPE_CHECKING:
-    from .reports._api import ReportRunner
 
 __all__ = [
     "DEFAULT_KEEP",
@@ -70,15 +82,22 @@ _PROGRESS = {
 }
 
 
-class InvalidQuestion(ValueError):
+class InvalidQuestion(ResearchError, ValueError):
     """A question that cannot be asked: not text, or too long."""
+
+
+@runtime_checkable
+class _Closable(Protocol):
+    """A store with connections to release (the PostgreSQL store; the file store has none)."""
+
+    async def aclose(self) -> None: ...
 
 
 def default_store() -> CheckpointStore:
     """The assistant's store when none is given: the PostgreSQL database named by
     ``RESEARCH_FSM_STORE`` (``postgresql://...``; needs the ``postgres`` extra), else
     JSON files under ``default_home()/threads``; both keep ``DEFAULT_KEEP`` checkpoints."""
-    from .stores import store_from_env
+    from ..stores import store_from_env
 
     store = store_from_env(keep=DEFAULT_KEEP)
     if store is not None:
@@ -209,8 +228,9 @@ class AssistantStream:
         await self.aclose()
 
 
-class ResearchAssistant(ReportsMixin, DeepResearchMixin):
-    """Answers questions about companies; one ``thread_id`` per conversation.
+class ResearchAssistant:
+    """Answers questions about companies; one ``thread_id`` per conversation. Also
+    writes company reports (``report``) and researches any topic (``deep_research``).
 
     Args:
         llm: the language model; ``None`` uses the rule-based agents (offline).
@@ -230,6 +250,7 @@ class ResearchAssistant(ReportsMixin, DeepResearchMixin):
     ) -> None:
         self.llm = llm
         self.web_search = web_search
+        """The web search deep research uses (default: Tavily when its key is set)."""
         self.source = source if source is not None else create_data_source("directory")
         self._owns_store = store is None
         self.store = store if store is not None else default_store()
@@ -246,11 +267,7 @@ class ResearchAssistant(ReportsMixin, DeepResearchMixin):
         (model ``RESEARCH_FSM_MODEL``), the data source from ``source`` or
         ``RESEARCH_DATA_SOURCE``, the store from ``RESEARCH_FSM_STORE`` or under
         ``RESEARCH_FSM_HOME`` (see ``default_store``)."""
-        llm: LLM | None = None
-        if os.environ.get("ANTHROPIC_API_KEY"):
-            from .llm._anthropic import AnthropicLLM
-
-            llm = AnthropicLLM()
+        llm = AnthropicLLM() if os.environ.get("ANTHROPIC_API_KEY") else None
         return cls(llm=llm, source=create_data_source(source), store=store)
 
     async def graph(self) -> CompiledGraph[ResearchState]:
@@ -309,14 +326,12 @@ class ResearchAssistant(ReportsMixin, DeepResearchMixin):
 
     async def aclose(self) -> None:
         """Release the LLM client's connections and those of the store it made (if any)."""
-        close = getattr(self.llm, "aclose", None)
-        if close is not None:
-            await close()
+        if self.llm is not None:
+            await self.llm.aclose()
         if self._deep is not None:
             await self._deep.aclose()
-        close_store = getattr(self.store, "aclose", None) if self._owns_store else None
-        if close_store is not None:
-            await close_store()
+        if self._owns_store and isinstance(self.store, _Closable):
+            await self.store.aclose()
 
     async def history(self, thread_id: str) -> list[Message]:
         """The conversation's messages (older ones may be folded into its summary)."""
@@ -337,6 +352,122 @@ class ResearchAssistant(ReportsMixin, DeepResearchMixin):
             correlation_id=snapshot.state.correlation_id, usage={},
         )  # fmt: skip
 
+    # -- reports (research_fsm.reports) ---------------------------------------------
+
+    async def report_runner(self) -> ReportRunner:
+        """The compiled report workflow (built on first use, sharing source, LLM and store)."""
+        if self._reports is None:
+            self._reports = ReportRunner(
+                source=self.source,
+                index=await self._index(),
+                llm=self.llm,
+                store=self.store,
+                root=reports_home(),
+                describe=self.source.describe,
+                check_answer=self._check,
+            )
+        return self._reports
+
+    async def report(
+        self,
+        company: str,
+        *,
+        language: Literal["en", "ja"] = "en",
+        formats: tuple[str, ...] = ("md",),
+        out: Path | None = None,
+    ) -> Report:
+        """Research ``company`` and save a report (see ``research_fsm.reports``)."""
+        runner = await self.report_runner()
+        return await runner.report(company, language=language, formats=formats, out=out)
+
+    async def stream_report(
+        self,
+        company: str,
+        *,
+        language: Literal["en", "ja"] = "en",
+        formats: tuple[str, ...] = ("md",),
+        out: Path | None = None,
+        thread_id: str | None = None,
+    ) -> AsyncIterator[ReportProgress | Report]:
+        """``ReportProgress`` per agent as it starts and finishes (the three specialists
+        at once), then the ``Report``. ``thread_id`` names the run (default: a new one)."""
+        runner = await self.report_runner()
+        events = runner.stream(
+            company, language=language, formats=formats, out=out, thread_id=thread_id
+        )
+        async for event in events:
+            yield event
+
+    async def continue_report(
+        self, thread_id: str, *, answer: str | None = None
+    ) -> AsyncIterator[ReportProgress | Report]:
+        """Continue a report run: answer its question back, or, after a crash, run
+        what had not finished (finished specialists are not run again)."""
+        runner = await self.report_runner()
+        async for event in runner.continue_run(thread_id, answer=answer):
+            yield event
+
+    # -- deep research (research_fsm.deep) ------------------------------------------
+
+    def deep_runner(self) -> DeepRunner:
+        """The compiled deep-research workflow (built on first use)."""
+        if self._deep is None:
+            self._deep = DeepRunner(
+                llm=self.llm,
+                store=self.store,
+                root=sessions_home(),
+                web=self.web_search if self.web_search is not None else default_web_search(),
+                index_dir=default_home() / "indexes",
+            )
+        return self._deep
+
+    async def deep_research(
+        self,
+        topic: str,
+        *,
+        language: Language = "en",
+        docs: str | os.PathLike[str] | None = None,
+        formats: tuple[str, ...] = ("md",),
+        top_k: int = DEFAULT_TOP_K,
+        threshold: float = DEFAULT_THRESHOLD,
+    ) -> ResearchReport:
+        """Research ``topic`` over ``docs`` (a folder; default ``$RESEARCH_DOCS``) or the
+        web (with a Tavily key) and save a cited, verified report in the session folder."""
+        return await self.deep_runner().research(
+            topic, language=language, docs=docs, formats=formats, top_k=top_k, threshold=threshold
+        )
+
+    async def stream_deep_research(
+        self,
+        topic: str,
+        *,
+        language: Language = "en",
+        docs: str | os.PathLike[str] | None = None,
+        formats: tuple[str, ...] = ("md",),
+        top_k: int = DEFAULT_TOP_K,
+        threshold: float = DEFAULT_THRESHOLD,
+        session_id: str | None = None,
+    ) -> AsyncIterator[DeepEvent]:
+        """``DeepProgress`` per stage as it starts and finishes (the analyses at once),
+        ``DeepText`` as the draft is written, then the ``ResearchReport``."""
+        events = self.deep_runner().stream(
+            topic,
+            language=language,
+            docs=docs,
+            formats=formats,
+            top_k=top_k,
+            threshold=threshold,
+            session_id=session_id,
+        )
+        async for event in events:
+            yield event
+
+    async def continue_deep_research(self, session_id: str) -> AsyncIterator[DeepEvent]:
+        """Continue a session interrupted by a crash: finished stages and analyses are
+        not run again. A finished session yields its report again."""
+        async for event in self.deep_runner().continue_run(session_id):
+            yield event
+
     # -- helpers ---------------------------------------------------------------
 
     async def _open(
@@ -346,7 +477,8 @@ class ResearchAssistant(ReportsMixin, DeepResearchMixin):
         question = self._check(text)
         if token is not None:
             resumed = app.stream_resume(token, question)  # parses the token: raises if forged
-            snapshot = await app.get_state(parse_token(token).thread_id)
+            parsed = token if isinstance(token, SuspendToken) else SuspendToken.parse(token)
+            snapshot = await app.get_state(parsed.thread_id)
             return resumed, snapshot.state if snapshot else None
         assert thread_id is not None
         snapshot = await app.get_state(thread_id)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from ..engine import END, START, StateGraph
+from ..llm import LLM
+from ..sources import CompanyIndex, DataSource
 from .agents import (
     ClarityAgent,
     ErrorRecoveryAgent,
@@ -11,9 +14,6 @@ from .agents import (
     ValidatorAgent,
 )
 from .constants import CONFIDENCE_THRESHOLD, MAX_RESEARCH_ATTEMPTS, NODE_TIMEOUT_SECONDS
-from .engine import END, START, StateGraph
-from .llm import LLM
-from .sources import CompanyIndex, DataSource
 from .state import ResearchState
 
 __all__ = ["build_research_graph", "clarity_router", "research_router", "validation_router"]
@@ -63,7 +63,7 @@ def build_research_graph(
     # Every agent but interrupt (which only suspends) and error recovery itself
     # hands an unexpected failure to error recovery, and none may hang.
     for name, agent in (
-        ("clarity", ClarityAgent(index, llm, getattr(source, "describe", None))),
+        ("clarity", ClarityAgent(index, llm, source.describe)),
         ("research", ResearchAgent(source)),
         ("validator", ValidatorAgent(llm)),
         ("synthesis", SynthesisAgent(llm)),

@@ -7,9 +7,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .engine import Replace, add, append
-from .llm import Usage
-from .sources import ResearchFindings
+from ..engine import Replace, add, append
+from ..llm import Usage
+from ..sources import ResearchFindings
 
 __all__ = [
     "ClarityStatus",

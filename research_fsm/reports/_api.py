@@ -4,7 +4,7 @@ assistant delegates ``report`` / ``stream_report`` to."""
 from __future__ import annotations
 
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -19,6 +19,7 @@ from ..engine import (
     Suspended,
     SuspendToken,
 )
+from ..errors import ResearchError
 from ..llm import LLM, Usage
 from ..sources import CompanyIndex, DataSource
 from ._compose import sources_json
@@ -34,7 +35,7 @@ PATH_CHARACTERS = ("/", "\\")
 """Characters a company name never has: a name with them is a path, not a company."""
 
 
-class CompanyNotFound(LookupError):
+class CompanyNotFound(ResearchError, LookupError):
     """No company matches the name; nothing was saved."""
 
     def __init__(self, name: str, message: str) -> None:
@@ -43,7 +44,7 @@ class CompanyNotFound(LookupError):
         """The name as given."""
 
 
-class InvalidReportRequest(ValueError):
+class InvalidReportRequest(ResearchError, ValueError):
     """A bad name, language or format."""
 
 
@@ -136,7 +137,19 @@ def to_report(result: RunResult[ReportState]) -> Report:
 
 
 class ReportRunner:
-    """Compiles the report graph once and runs reports as threads of ``store``."""
+    """Compiles the report graph once and runs reports as threads of ``store``
+    (what ``ResearchAssistant.report``, ``stream_report`` and ``continue_report`` do).
+
+    Args:
+        source: where the researcher and the specialists search.
+        index: the company names the researcher resolves.
+        llm: the language model, or ``None`` for the rules.
+        store: where report runs are checkpointed.
+        root: the reports folder (``$RESEARCH_FSM_HOME/reports``).
+        describe: matches a description to companies (``DataSource.describe``), or ``None``.
+        check_answer: checks and cleans the answer to a question asked back (the
+            assistant's question check, which raises ``InvalidQuestion``).
+    """
 
     def __init__(
         self,
@@ -147,6 +160,7 @@ class ReportRunner:
         store: CheckpointStore,
         root: Path,
         describe: Describe | None,
+        check_answer: Callable[[object], str],
     ) -> None:
         graph = build_report_graph(
             source=source, index=index, llm=llm, root=root, describe=describe
@@ -154,6 +168,51 @@ class ReportRunner:
         self.app: CompiledGraph[ReportState] = graph.compile(store=store, step_limit=40)
         self.source_name = source.name
         self.model = llm.model if llm is not None else None
+        self.check_answer = check_answer
+
+    async def report(
+        self,
+        company: str,
+        *,
+        language: Language = "en",
+        formats: tuple[str, ...] = ("md",),
+        out: Path | None = None,
+    ) -> Report:
+        """Research ``company`` and save a report: the last event of ``stream``."""
+        async for event in self.stream(company, language=language, formats=formats, out=out):
+            if isinstance(event, Report):
+                return event
+        raise AssertionError("a report run ends with a Report")  # pragma: no cover
+
+    async def stream(
+        self,
+        company: str,
+        *,
+        language: Language = "en",
+        formats: tuple[str, ...] = ("md",),
+        out: Path | None = None,
+        thread_id: str | None = None,
+    ) -> AsyncIterator[ReportProgress | Report]:
+        """``ReportProgress`` per agent as it starts and finishes, then the ``Report``;
+        ``thread_id`` names the run (default: a new one)."""
+        value, thread = self.start(company, language, formats, out)
+        async for event in self.events(value, thread_id or thread, None):
+            yield event
+
+    async def continue_run(
+        self, thread_id: str, *, answer: str | None = None
+    ) -> AsyncIterator[ReportProgress | Report]:
+        """Continue a report run: answer its question back, or, after a crash, run
+        what had not finished (finished specialists are not run again)."""
+        snapshot = await self.app.get_state(thread_id)
+        if snapshot is None:
+            raise InvalidReportRequest(f"there is no report `{thread_id}`")
+        token = snapshot.suspension.token if snapshot.suspension is not None else None
+        if token is not None and answer is None:
+            raise InvalidReportRequest(f"report `{thread_id}` waits for an answer: which company?")
+        payload = {"answer": self.check_answer(answer)} if answer is not None else None
+        async for event in self.events(payload, thread_id, token):
+            yield event
 
     def start(
         self, name: object, language: Language, formats: tuple[str, ...], out: Path | None

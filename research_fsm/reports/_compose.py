@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..common.writer import DocSection, Document, bullets, md_escape, paragraph, table
 from ..llm import Usage
 from ._labels import fact_label, missing_label, text
 from ._model import SECTIONS, Fact, ReportState, Section, Source
-from ._writer import DocSection, Document, bullets, md_escape, paragraph, table
 
 __all__ = ["compose", "numbered_sources", "sources_json"]
 

@@ -6,22 +6,24 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
-from ..constants import NODE_TIMEOUT_SECONDS
+from ..common.files import utc_now, write_file
+from ..common.writer import to_markdown, to_pdf
 from ..engine import END, START, NodeContext, StateGraph
 from ..llm import LLM
 from ..sources import CompanyIndex, DataSource
-from ..sources._base import reads_feedback
 from ._compose import compose, sources_json
-from ._model import SECTIONS, ReportState, Section, utc_now
+from ._model import SECTIONS, ReportState, Section
 from ._quality import MAX_ITERATIONS, QUALITY_TARGET, QualityCheck, Synthesizer, all_facts
 from ._research import Describe, Researcher
 from ._specialists import Specialist
-from ._store import new_report_dir, write_file
-from ._writer import to_markdown, to_pdf
+from ._store import new_report_dir
 
-__all__ = ["build_report_graph", "quality_router", "research_router"]
+__all__ = ["NODE_TIMEOUT_SECONDS", "build_report_graph", "quality_router", "research_router"]
+
+NODE_TIMEOUT_SECONDS: Final = 120.0
+"""No report agent step may take longer than this."""
 
 
 def research_router(state: ReportState) -> str | list[str]:
@@ -120,7 +122,7 @@ def build_report_graph(
     graph.add_edge("recover", "synthesizer")
     graph.add_edge("synthesizer", "quality")
     graph.add_router(
-        "quality", quality_router(reads_feedback(source)), {"save": "save", "iterate": "researcher"}
+        "quality", quality_router(source.reads_feedback), {"save": "save", "iterate": "researcher"}
     )
     graph.add_edge("save", END)
     return graph

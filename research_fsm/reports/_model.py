@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..common.files import utc_now
 from ..engine import add, append
 from ..llm import Usage
 
@@ -19,7 +19,6 @@ __all__ = [
     "Section",
     "Source",
     "SpecialistName",
-    "utc_now",
 ]
 
 Language = Literal["en", "ja"]
@@ -28,11 +27,6 @@ SECTIONS: tuple[SpecialistName, ...] = ("financial", "market", "product")
 """The specialists, in the order the report shows their sections."""
 
 _CONFIG = ConfigDict(use_attribute_docstrings=True, extra="forbid")
-
-
-def utc_now() -> str:
-    """The current UTC time, ISO-8601 to the second."""
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 class Source(BaseModel):

@@ -7,11 +7,12 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ..agents._clarity import ask_choices
-from ..agents._names import find_companies, is_japanese, typed_companies
+from ..common.files import utc_now
+from ..common.names import ask_choices, find_companies, typed_companies
+from ..common.text import is_japanese
 from ..engine import NodeContext, Suspend
 from ..sources import CompanyIndex, DataSource, ResearchFindings, SearchContext
-from ._model import ReportState, Source, utc_now
+from ._model import ReportState, Source
 
 __all__ = ["Researcher", "not_found_sentence", "resolve_company", "sources_of"]
 
@@ -128,8 +129,7 @@ class Researcher:
         return update
 
     async def _peers(self, company: str) -> dict[str, object] | None:
-        peers = getattr(self.source, "peers", None)
-        ranking = await peers(company) if peers is not None else None
+        ranking = await self.source.peers(company)
         if ranking is None:
             return None
         return {

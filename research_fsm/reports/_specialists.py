@@ -15,9 +15,20 @@ from pydantic import BaseModel, Field
 
 from ..engine import NodeContext
 from ..llm import LLM, LLMError, Usage
-from ..sources import DataSource, DataSourceError, ResearchFindings, SearchContext
-from ..sources._format import format_money, parse_money, split_people_names, split_products
-from ..sources._profiles import CompanyProfile, clean_founded, clean_text, split_people
+from ..sources import (
+    CompanyProfile,
+    DataSource,
+    DataSourceError,
+    ResearchFindings,
+    SearchContext,
+    clean_founded,
+    clean_value,
+    format_money,
+    parse_money,
+    split_people,
+    split_people_names,
+    split_products,
+)
 from ._model import Fact, ReportState, Section, Source, SpecialistName
 from ._research import sources_of
 
@@ -62,7 +73,7 @@ class Extraction(BaseModel):
 
 
 def _money(text: str | None) -> str | None:
-    return format_money(clean_text(text)) if text else None
+    return format_money(clean_value(text)) if text else None
 
 
 def _ratio(key: str, part: str, whole: str, facts: dict[str, Fact]) -> Fact | None:
@@ -93,7 +104,7 @@ def _financial(profile: CompanyProfile, urls: list[str]) -> list[Fact]:
         "revenue": _money(data.revenue), "operating_income": _money(data.operating_income),
         "net_income": _money(data.net_income), "total_assets": _money(data.total_assets),
         "total_equity": _money(data.total_equity),
-        "employees": data.employees and clean_text(data.employees),
+        "employees": data.employees and clean_value(data.employees),
     }  # fmt: skip
     facts = {key: Fact(key=key, value=value, urls=urls) for key, value in raw.items() if value}
     computed: list[Fact | None] = []
@@ -142,7 +153,7 @@ def _product(profile: CompanyProfile, urls: list[str]) -> list[Fact]:
         "products": data.products and ", ".join(split_products(data.products)),
         "key_people": data.key_people and split_people(data.key_people),
         "founders": data.founder and ", ".join(split_people_names(data.founder)),
-        "headquarters": data.headquarters and clean_text(data.headquarters),
+        "headquarters": data.headquarters and clean_value(data.headquarters),
         "founded": data.founded and clean_founded(data.founded),
     }
     return [Fact(key=key, value=value, urls=urls) for key, value in raw.items() if value]

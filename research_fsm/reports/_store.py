@@ -5,28 +5,24 @@ from __future__ import annotations
 import json
 import os
 import re
-import secrets
 import unicodedata
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
 
-__all__ = [
-    "ReportEntry",
-    "ReportStoreError",
-    "list_reports",
-    "new_report_dir",
-    "slug",
-    "write_file",
-]
+from .._home import default_home
+from ..common.files import ReportStoreError
+
+__all__ = ["ReportEntry", "list_reports", "new_report_dir", "reports_home", "slug"]
 
 MAX_SLUG: Final = 48
 _NOT_SLUG: Final = re.compile(r"[^a-z0-9]+")
 
 
-class ReportStoreError(OSError):
-    """A report folder could not be created or written (names the path)."""
+def reports_home() -> Path:
+    """``$RESEARCH_FSM_HOME/reports`` (the same home as the conversations)."""
+    return default_home() / "reports"
 
 
 def slug(name: str) -> str:
@@ -54,25 +50,6 @@ def new_report_dir(root: Path, company: str, now: datetime | None = None) -> Pat
     except OSError as exc:
         raise ReportStoreError(f"cannot create a report folder in {root}: {exc}") from exc
     raise ReportStoreError(f"too many reports of {company!r} this second in {root}")
-
-
-def write_file(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path``, owner-only and all or nothing (blocking): into a new
-    temporary file beside it (``O_EXCL``, never through a link), then renamed over
-    ``path``, so a crash leaves the old file or the new one, and a link planted at
-    ``path`` is replaced, never written through."""
-    temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-    try:
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-            os.replace(temporary, path)
-        except BaseException:
-            temporary.unlink(missing_ok=True)
-            raise
-    except OSError as exc:
-        raise ReportStoreError(f"cannot write {path}: {exc}") from exc
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import partial
-from typing import Any, Final, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ..errors import ResearchError
+
+if TYPE_CHECKING:
+    from ._peers import PeerRanking
 
 INTENTS: Final[tuple[str, ...]] = (
     "overview",
@@ -174,7 +179,7 @@ class CompanyRef(BaseModel):
     """Ticker symbols, primary listing first, e.g. ``["AAPL", "APC.F"]``."""
 
 
-class DataSourceError(Exception):
+class DataSourceError(ResearchError):
     """A data source failed to answer (network, quota, bad response...)."""
 
     def __init__(self, message: str, *, source: str, retryable: bool) -> None:
@@ -195,10 +200,19 @@ class DataSourceError(Exception):
 
 @runtime_checkable
 class DataSource(Protocol):
-    """A pluggable source of company research data."""
+    """A pluggable source of company research data.
+
+    ``search``, ``is_available`` and ``companies`` are required; ``reads_feedback``,
+    ``describe`` and ``peers`` are optional: subclass ``DataSource`` to inherit their
+    defaults (feedback read, no description matches, no peer ranking).
+    """
 
     name: str
     """Human-readable name, reported as ``SearchResult.source_name``."""
+    reads_feedback: bool = True
+    """Whether a retry with validator feedback can change what ``search`` returns. A
+    source that answers by name from fixed data (the directory) sets it to ``False``:
+    asking it again returns the same findings, so no round is spent on it."""
 
     async def search(self, company: str, context: SearchContext) -> SearchResult:
         """Research ``company``; raise ``DataSourceError`` when the source fails."""
@@ -212,12 +226,13 @@ class DataSource(Protocol):
         """Companies this source knows by name (may be empty, e.g. web search)."""
         ...
 
+    async def describe(self, text: str) -> list[str]:
+        """Companies whose products or industries match a description ("the one that
+        makes iphones"), best first: one name when one company clearly matches, else a
+        few candidates. Default: none (the source cannot match descriptions)."""
+        return []
 
-def reads_feedback(source: object) -> bool:
-    """Whether a retry with validator feedback can change what ``source`` returns.
-
-    A source declares ``reads_feedback = False`` when it answers from fixed data by
-    name alone (the directory): asking it again returns the same findings. Sources
-    that do not say are assumed to read it.
-    """
-    return bool(getattr(source, "reads_feedback", True))
+    async def peers(self, company: str) -> PeerRanking | None:
+        """``company`` among the source's companies of its industry, ranked by revenue.
+        Default: ``None`` (the source cannot rank peers)."""
+        return None

@@ -17,6 +17,7 @@ from .._tracing import search_span
 from ._base import (
     CompanyRef,
     DataScope,
+    DataSource,
     DataSourceError,
     ResearchFindings,
     SearchContext,
@@ -27,7 +28,7 @@ from ._describe import DescriptionIndex
 from ._format import fiscal_year, format_money, split_people_names, split_products
 from ._index import CompanyIndex
 from ._peers import PeerIndex, PeerRanking
-from ._profiles import CompanyProfile, clean_founded, clean_text, load_profiles, split_people
+from ._profiles import CompanyProfile, clean_founded, clean_value, load_profiles, split_people
 
 _log = structlog.get_logger(__name__)
 
@@ -158,7 +159,7 @@ def _lines(*pairs: tuple[str, str | None]) -> str | None:
 
 
 def _money(value: str | None) -> str | None:
-    return value and format_money(clean_text(value))
+    return value and format_money(clean_value(value))
 
 
 def _overview(profile: CompanyProfile) -> str | None:
@@ -170,15 +171,15 @@ def _overview(profile: CompanyProfile) -> str | None:
         run_together = all(w.isalpha() for w in words) and any(w.islower() for w in words)
         parts = split_products(label) if run_together else [label]
         for item in parts:
-            unique.setdefault(" ".join(item.lower().split()), clean_text(item))
+            unique.setdefault(" ".join(item.lower().split()), clean_value(item))
     industries = "; ".join(list(unique.values())[:MAX_INDUSTRIES]) or None
     return _lines(
         ("Industries", industries),
         ("Country", profile.country),
-        ("Headquarters", data.headquarters and clean_text(data.headquarters)),
+        ("Headquarters", data.headquarters and clean_value(data.headquarters)),
         ("Founded", data.founded and clean_founded(data.founded)),
-        ("Employees", data.employees and clean_text(data.employees)),
-        ("Company type", data.company_type and clean_text(data.company_type)),
+        ("Employees", data.employees and clean_value(data.employees)),
+        ("Company type", data.company_type and clean_value(data.company_type)),
         ("Website", profile.website_url),
     )
 
@@ -220,8 +221,8 @@ def _facts(profile: CompanyProfile, key_people: str | None) -> dict[str, str]:
     facts = {
         "revenue": _money(data.revenue),
         "net_income": _money(data.net_income),
-        "employees": data.employees and clean_text(data.employees),
-        "headquarters": data.headquarters and clean_text(data.headquarters),
+        "employees": data.employees and clean_value(data.employees),
+        "headquarters": data.headquarters and clean_value(data.headquarters),
         "founded": data.founded and clean_founded(data.founded),
         "ceo": _ceo(key_people),
         "indices": _indices(profile),
@@ -264,7 +265,7 @@ def profile_findings(profile: CompanyProfile, peers: PeerRanking | None = None) 
     )
 
 
-class DirectorySource:
+class DirectorySource(DataSource):
     """Offline data source over ~1,800 index constituents (no network, no news).
 
     Profiles come from the Wikipedia-derived data bundled with ``pytickersymbols``;

@@ -9,6 +9,7 @@ from typing import Final
 
 from ._base import (
     CompanyRef,
+    DataSource,
     DataSourceError,
     ResearchFindings,
     SearchContext,
@@ -144,7 +145,7 @@ def mock_confidence(findings: ResearchFindings) -> int:
     return score + (1 if findings.company else 0)
 
 
-class MockDataSource:
+class MockDataSource(DataSource):
     """Fast, deterministic data source for development and tests (no network).
 
     Knows Apple, Tesla, Microsoft, Amazon and Alphabet (Google) by canonical name,

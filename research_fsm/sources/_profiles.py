@@ -36,7 +36,7 @@ _PERSON_BREAK_RE: Final = re.compile(r"\)\s+(?=[A-Z])")
 _DOMAIN_RE: Final = re.compile(r"(?:https?://)?(?:[a-z0-9-]+\.)+[a-z]{2,}(?:/\S*)?", re.IGNORECASE)
 
 
-def clean_text(value: str) -> str:
+def clean_value(value: str) -> str:
     """Tidy a scraped infobox value without changing its facts: stray spaces
     around punctuation, repeated whitespace and wiki residue ("See §", "[1]") go."""
     text = strip_wiki_residue(value)
@@ -46,15 +46,15 @@ def clean_text(value: str) -> str:
 
 
 def clean_founded(value: str) -> str:
-    """``clean_text`` for a founding date, also dropping the stale "N years ago"
+    """``clean_value`` for a founding date, also dropping the stale "N years ago"
     and the ISO date Wikipedia repeats after it."""
     text = _YEARS_AGO_RE.sub("", value)
-    return clean_text(_ISO_DATE_RE.sub("", text))
+    return clean_value(_ISO_DATE_RE.sub("", text))
 
 
 def split_people(value: str) -> str:
     """Separate the "Name (role)" entries of a key-people value with semicolons."""
-    return _PERSON_BREAK_RE.sub("); ", clean_text(value))
+    return _PERSON_BREAK_RE.sub("); ", clean_value(value))
 
 
 class Listing(BaseModel):

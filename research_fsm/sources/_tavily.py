@@ -19,6 +19,7 @@ import structlog
 
 from ._base import (
     CompanyRef,
+    DataSource,
     SearchContext,
     SearchResult,
 )
@@ -173,7 +174,7 @@ def build_query(company: str, context: SearchContext) -> str:
 # -- the source ------------------------------------------------------------------------------
 
 
-class TavilySource:
+class TavilySource(DataSource):
     """Web search with Tavily: the company, the question's intent and the validator's
     feedback make the query; results become findings with their URLs as sources.
 

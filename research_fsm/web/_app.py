@@ -17,9 +17,9 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from ..assistant import ResearchAssistant
-from ..deep._assistant import sessions_home
-from ..reports._assistant import reports_home
+from ..deep import sessions_home
+from ..qa import ResearchAssistant
+from ..reports import reports_home
 from ._events import (
     REPORT_FILES,
     ask_events,

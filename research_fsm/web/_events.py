@@ -8,11 +8,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Final
 
-from ..assistant import Answer, InvalidQuestion, Progress, Reply, Token
-from ..constants import CONFIDENCE_HIGH_THRESHOLD, CONFIDENCE_MEDIUM_THRESHOLD
 from ..deep import DeepProgress, DeepText, InvalidResearchRequest, ResearchReport
 from ..engine import EngineError, InvalidResumeToken, StaleResumeToken, ThreadBusy
-from ..reports._api import CompanyNotFound, InvalidReportRequest, Report, ReportProgress
+from ..qa import Answer, InvalidQuestion, Progress, Reply, Token
+from ..qa.constants import CONFIDENCE_HIGH_THRESHOLD, CONFIDENCE_MEDIUM_THRESHOLD
+from ..reports import CompanyNotFound, InvalidReportRequest, Report, ReportProgress
 from ..sources import DataSourceError
 from ._request import BadRequest, TooLarge
 from ._sse import sse

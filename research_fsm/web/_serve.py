@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
-from ..assistant import ResearchAssistant
+from ..qa import ResearchAssistant
 from ._app import create_app
 from ._guard import LOOPBACK_HOSTS, is_loopback
 

@@ -7,7 +7,7 @@ import contextlib
 import json
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from starlette.responses import StreamingResponse
 
@@ -16,6 +16,13 @@ __all__ = ["Pump", "event_stream", "sse"]
 T = TypeVar("T")
 _LOG = logging.getLogger("research_fsm.web")
 _END = object()
+
+
+@runtime_checkable
+class _Closable(Protocol):
+    """Events that can be closed early: an async generator, an ``AssistantStream``."""
+
+    async def aclose(self) -> None: ...
 
 
 def sse(event: str, data: dict[str, Any]) -> bytes:
@@ -40,10 +47,9 @@ class Pump(Generic[T]):
         except Exception as exc:  # handed to the reader, which reports it
             await self._queue.put(exc)
         finally:
-            close = getattr(events, "aclose", None)
-            if close is not None:
+            if isinstance(events, _Closable):
                 with contextlib.suppress(Exception):
-                    await close()
+                    await events.aclose()
 
     async def next(self) -> T | None:
         """The next event; ``None`` at the end; the run's exception re-raised."""

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from research_fsm.assistant import ResearchAssistant
 from research_fsm.engine import JsonFileCheckpointStore, NodeFailed
+from research_fsm.qa import ResearchAssistant
 
 from .llm import claude
 

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from research_fsm.assistant import ResearchAssistant
 from research_fsm.deep import DeepProgress, DeepText, ResearchReport, StaticSearch
 from research_fsm.engine import JsonFileCheckpointStore, MemoryCheckpointStore, NodeFailed
+from research_fsm.qa import ResearchAssistant
 
 from .conftest import CORPUS, TOPIC
 from .llm import analyse, blocks, claude

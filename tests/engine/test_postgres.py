@@ -277,7 +277,7 @@ def run_python(code: str, **env: str) -> subprocess.CompletedProcess[str]:
 def test_the_engine_and_the_assistant_import_no_database_driver() -> None:
     """Importing research_fsm.engine, the assistant and research_fsm.stores loads no driver."""
     done = run_python(
-        "import sys, research_fsm.engine, research_fsm.assistant, research_fsm.stores\n"
+        "import sys, research_fsm.engine, research_fsm.qa, research_fsm.stores\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in "
         "('psycopg', 'psycopg_pool', 'asyncpg')))"
     )

@@ -154,8 +154,8 @@ def test_engine_import_loads_nothing_of_the_assistant() -> None:
     loaded = json.loads(out)
     assert "research_fsm.engine" in loaded
     forbidden = (
-        "research_fsm.agents", "research_fsm.sources", "research_fsm.llm",
-        "research_fsm.assistant", "research_fsm.state", "anthropic", "tavily", "tiktoken",
+        "research_fsm.qa.agents", "research_fsm.sources", "research_fsm.llm",
+        "research_fsm.qa.assistant", "research_fsm.qa.state", "anthropic", "tavily", "tiktoken",
     )  # fmt: skip
     assert [] == [m for m in loaded if m.startswith(forbidden)]
 

@@ -39,7 +39,7 @@ from research_fsm.engine import (
     MemoryCheckpointStore,
     StaleResumeToken,
 )
-from research_fsm.state import ResearchState
+from research_fsm.qa import ResearchState
 
 from . import disk
 

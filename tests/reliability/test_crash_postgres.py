@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 from research_fsm.engine import ThreadBusy
-from research_fsm.state import ResearchState
+from research_fsm.qa import ResearchState
 
 from .test_crash_consistency import PROCS, REPO, advance, describe, read_records, reference_run
 

@@ -25,12 +25,12 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 
-from research_fsm.assistant import ResearchAssistant
 from research_fsm.engine import (
     CorruptCheckpoint,
     JsonFileCheckpointStore,
     StoreWriteError,
 )
+from research_fsm.qa import ResearchAssistant
 from research_fsm.sources import MockDataSource
 
 from . import disk

@@ -21,7 +21,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from research_fsm.assistant import ResearchAssistant
 from research_fsm.engine import (
     END,
     START,
@@ -35,6 +34,7 @@ from research_fsm.engine import (
     SuspendToken,
     append,
 )
+from research_fsm.qa import ResearchAssistant
 from research_fsm.sources import MockDataSource
 
 

@@ -30,9 +30,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from research_fsm.agents._rules import clean_text
-from research_fsm.assistant import InvalidQuestion, Reply, ResearchAssistant
-from research_fsm.constants import MAX_QUESTION_CHARS
+from research_fsm.common.text import clean_text
 from research_fsm.engine import (
     END,
     START,
@@ -48,6 +46,8 @@ from research_fsm.engine import (
     append,
 )
 from research_fsm.engine import NodeContext as Ctx
+from research_fsm.qa import InvalidQuestion, Reply, ResearchAssistant
+from research_fsm.qa.constants import MAX_QUESTION_CHARS
 from research_fsm.sources import MockDataSource
 
 THREAD_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")

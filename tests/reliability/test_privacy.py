@@ -18,7 +18,6 @@ from typing import Annotated, Any
 import pytest
 from pydantic import BaseModel
 
-from research_fsm.assistant import ResearchAssistant
 from research_fsm.engine import (
     END,
     START,
@@ -28,6 +27,7 @@ from research_fsm.engine import (
     Suspend,
     append,
 )
+from research_fsm.qa import ResearchAssistant
 from research_fsm.sources import MockDataSource
 
 from . import disk

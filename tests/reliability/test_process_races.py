@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from research_fsm.engine import JsonFileCheckpointStore, _fs
-from research_fsm.state import ResearchState
+from research_fsm.qa import ResearchState
 
 from . import disk
 

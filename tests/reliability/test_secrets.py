@@ -22,10 +22,10 @@ from servers._http import Reply
 from structlog.testing import capture_logs
 
 from research_fsm import configure_logging
-from research_fsm.agents import ClarityVerdict
-from research_fsm.assistant import ResearchAssistant
 from research_fsm.engine import JsonFileCheckpointStore
-from research_fsm.llm._anthropic import AnthropicLLM
+from research_fsm.llm import AnthropicLLM
+from research_fsm.qa import ResearchAssistant
+from research_fsm.qa.agents import ClarityVerdict
 from research_fsm.sources import SearchContext
 from research_fsm.sources._tavily import TavilySource
 

@@ -19,8 +19,7 @@ from pypdf import PdfReader
 from research_fsm import ResearchAssistant
 from research_fsm.engine import MemoryCheckpointStore
 from research_fsm.llm import LLMError, ScriptedLLM
-from research_fsm.reports._api import CompanyNotFound, InvalidReportRequest, Report
-from research_fsm.reports._store import slug
+from research_fsm.reports import CompanyNotFound, InvalidReportRequest, Report, slug
 from research_fsm.sources import DirectorySource, MockDataSource
 
 SECTIONS_EN = ["Summary", "Financial", "Market", "Products", "Methodology", "Sources",

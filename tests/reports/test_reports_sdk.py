@@ -15,7 +15,7 @@ from servers import tavily as tv
 
 from research_fsm import ResearchAssistant
 from research_fsm.engine import MemoryCheckpointStore
-from research_fsm.llm._anthropic import AnthropicLLM
+from research_fsm.llm import AnthropicLLM
 from research_fsm.sources._tavily import TavilySource
 
 PAGES = {

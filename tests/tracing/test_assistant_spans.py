@@ -23,9 +23,8 @@ from servers import tavily as tv
 
 from research_fsm import JsonFileCheckpointStore, ResearchAssistant, configure_logging
 from research_fsm.engine import END, START, StateGraph
-from research_fsm.llm import LLMError
-from research_fsm.llm._anthropic import AnthropicLLM
-from research_fsm.sources._base import SearchContext
+from research_fsm.llm import AnthropicLLM, LLMError
+from research_fsm.sources import SearchContext
 from research_fsm.sources._tavily import TavilySource
 
 from .helpers import by_name, children

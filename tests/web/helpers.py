@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from research_fsm import ResearchAssistant
-from research_fsm.assistant import Token
+from research_fsm.qa import Token
 from research_fsm.sources import MockDataSource, SearchContext, SearchResult, SourceRef
 
 HOSTILE_NEWS = "<img src=x onerror=alert(1)> Breaking: <script>alert(2)</script> shares soar"

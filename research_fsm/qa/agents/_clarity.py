@@ -8,6 +8,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from ...common.names import ask_choices, find_companies, typed_companies
+from ...common.text import clean_text, is_japanese
+from ...engine import NodeContext, Replace
+from ...llm import LLM, LLMError, fit_to_budget
+from ...sources import INTENTS, PLACES, CompanyIndex
 from ..constants import (
     CLARITY_TOKEN_BUDGET,
     MAX_CLARIFICATION_ATTEMPTS,
@@ -15,22 +20,9 @@ from ..constants import (
     MESSAGES_TO_KEEP,
     SUMMARY_MAX_CHARS,
 )
-from ..engine import NodeContext, Replace
-from ..llm import LLM, LLMError
-from ..llm._tokens import fit_to_budget
-from ..sources import INTENTS, CompanyIndex
 from ..state import Message, ResearchState
 from ._common import as_data, log_step, usage_update, warn_fallback
-from ._names import (
-    PLACES,
-    find_companies,
-    is_japanese,
-    is_small_talk,
-    looks_off_topic,
-    typed_companies,
-)
 from ._rules import (
-    clean_text,
     detect_intent,
     is_cancel,
     is_comparison,
@@ -38,6 +30,7 @@ from ._rules import (
     name_candidate,
     refers_back,
 )
+from ._small_talk import is_small_talk, looks_off_topic
 
 __all__ = ["ClarityAgent", "ClarityVerdict"]
 
@@ -54,14 +47,6 @@ _DESCRIPTION_CUE = re.compile(
     r"makers? of|the [\w-]+( [\w-]+)? (company|one|maker|firm|giant|chain))\b",
     re.I,
 )
-
-
-def ask_choices(choices: list[str], lang: str) -> str:
-    """The question asked back when a description fits several companies."""
-    if lang == "ja":
-        return f"どの会社ですか: {'、'.join(choices)}？会社名で答えてください。"
-    listed = ", ".join(choices[:-1]) + f" or {choices[-1]}" if len(choices) > 1 else choices[0]
-    return f"Which company do you mean: {listed}? Reply with its name."
 
 
 CLARITY_SYSTEM = """You are a query analysis agent for a company research assistant.

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..engine import NodeContext
-from ..llm import LLMError, Usage
+from ...engine import NodeContext
+from ...llm import LLMError, Usage
 from ..state import ResearchState
 
 __all__ = ["as_data", "emit_text", "log_step", "usage_update", "warn_fallback"]

@@ -8,9 +8,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from ..sources import ResearchFindings
-from ..sources._base import FACT_KEYS
-from ..sources._format import parse_money
+from ...sources import FACT_KEYS, ResearchFindings, parse_money
 
 __all__ = ["MARGIN_LABEL", "comparison_table", "difference_sentences", "net_margin"]
 

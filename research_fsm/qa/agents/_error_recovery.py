@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..engine import NodeContext
+from ...engine import NodeContext
 from ..state import ErrorContext, Message, ResearchState
 from ._common import emit_text, log_step
 from ._synthesis import _section, sources_block

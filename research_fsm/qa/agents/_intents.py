@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from ..sources import ResearchFindings
+from ...sources import ResearchFindings
 
 __all__ = [
     "INTENT_FIELDS",

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...common.text import clean_text
+from ...engine import NodeContext, Suspend
 from ..constants import MAX_ANSWER_CHARS
-from ..engine import NodeContext, Suspend
 from ..state import Message, ResearchState
 from ._common import log_step
-from ._rules import clean_text
 
 __all__ = ["InterruptAgent"]
 

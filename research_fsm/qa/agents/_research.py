@@ -5,9 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from ..engine import NodeContext
-from ..sources import DataSource, DataSourceError, SearchContext, SearchResult
-from ..sources._base import reads_feedback
+from ...engine import NodeContext
+from ...sources import DataSource, DataSourceError, SearchContext, SearchResult
 from ..state import ResearchState
 from ._common import log_step
 from ._intents import coverage_score
@@ -34,7 +33,7 @@ class ResearchAgent:
         update: dict[str, Any] = {
             "current_agent": "research",
             "research_attempts": attempts,
-            "research_repeatable": reads_feedback(self.source),
+            "research_repeatable": self.source.reads_feedback,
         }
         company = state.detected_company
         if not company:

@@ -1,18 +1,16 @@
-"""Deterministic language rules: follow-ups, cancellation, sanitising (intents: ``_intents``)."""
+"""Deterministic language rules: follow-ups, cancellation, unknown names (intents:
+``_intents``; sanitising: ``research_fsm.common.text``)."""
 
 from __future__ import annotations
 
 import re
-import unicodedata
 
-from ..sources._text import COMMON_WORDS, LEGAL_SUFFIXES
+from ...sources import COMMON_WORDS, LEGAL_SUFFIXES
 from ._intents import INTENT_FIELDS, detect_intent
 
 __all__ = [
     "INTENT_FIELDS",
-    "clean_text",
     "detect_intent",
-    "for_terminal",
     "is_cancel",
     "is_comparison",
     "is_follow_up",
@@ -20,14 +18,6 @@ __all__ = [
     "refers_back",
 ]
 
-_ANSI = re.compile(
-    r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])"
-    r"|\x9b[0-?]*[ -/]*[@-~]"  # the one-byte (C1) CSI
-)
-
-_BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
-"""Bidirectional marks, embeddings, overrides and isolates: they reorder what a
-terminal shows (category Cf, so not caught as control characters)."""
 _FOLLOW_UP = re.compile(
     r"^\s*(what about|tell me more|how about|and\b|also\b|furthermore|more on|"
     r"their\b|its\b|it's\b|the company'?s?\b|they\b|them\b|those\b|that company|"
@@ -43,34 +33,6 @@ _CANCEL = re.compile(
     r"^\s*(never\s*mind|nvm|cancel|stop|quit|exit|forget (it|about it)|no thanks|nothing)\b[\s.!]*",
     re.I,
 )
-
-
-def clean_text(text: str) -> str:
-    """Strip ANSI escapes and control characters; fold runs of whitespace."""
-    text = _ANSI.sub("", text)
-    out = []
-    for ch in text:
-        if ch in "\t\n\r":
-            out.append(" ")
-        elif unicodedata.category(ch) in ("Cc", "Cs", "Co", "Cn") or ch in _BIDI:
-            continue
-        else:
-            out.append(ch)
-    return " ".join("".join(out).split())
-
-
-def for_terminal(text: str) -> str:
-    """``text`` safe to print: no escape sequences or control characters; newlines kept."""
-    return "\n".join(clean_line(line) for line in _ANSI.sub("", text).split("\n"))
-
-
-def clean_line(text: str) -> str:
-    """Like ``clean_text`` but keeps the inner spacing of one line."""
-    return "".join(
-        " " if ch == "\t" else ch
-        for ch in text
-        if ch == "\t" or not (unicodedata.category(ch) in ("Cc", "Cs", "Co", "Cn") or ch in _BIDI)
-    )
 
 
 def is_follow_up(text: str) -> bool:

@@ -5,18 +5,18 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ...engine import NodeContext
+from ...llm import LLM, LLMError
+from ...sources import ResearchFindings
 from ..constants import (
     CONFIDENCE_HIGH_THRESHOLD,
     CONFIDENCE_MEDIUM_THRESHOLD,
 )
-from ..engine import NodeContext
-from ..llm import LLM, LLMError
-from ..sources import ResearchFindings
 from ..state import Message, ResearchState
 from ._common import as_data, emit_text, log_step, usage_update, warn_fallback
 from ._compare import comparison_table, difference_sentences
 from ._intents import INTENT_FIELDS, missing_sentence
-from ._names import is_small_talk, is_thanks
+from ._small_talk import is_small_talk, is_thanks
 
 __all__ = [
     "CANCEL_MESSAGE",

@@ -6,11 +6,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from ...engine import NodeContext
+from ...llm import LLM, LLMError, fit_to_budget
+from ...sources import ResearchFindings
 from ..constants import VALIDATOR_TOKEN_BUDGET
-from ..engine import NodeContext
-from ..llm import LLM, LLMError
-from ..llm._tokens import fit_to_budget
-from ..sources import ResearchFindings
 from ..state import ResearchState
 from ._common import as_data, log_step, usage_update, warn_fallback
 from ._intents import INTENT_TOPICS, covered_topics

@@ -25,7 +25,6 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel
 
-from research_fsm.assistant import ResearchAssistant
 from research_fsm.engine import (
     END,
     START,
@@ -37,6 +36,7 @@ from research_fsm.engine import (
     Suspend,
     append,
 )
+from research_fsm.qa import ResearchAssistant
 from research_fsm.sources import MockDataSource
 
 ENGINE_TURNS = 6

@@ -35,7 +35,6 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel
 
-from research_fsm.assistant import ResearchAssistant
 from research_fsm.engine import (
     END,
     START,
@@ -50,6 +49,7 @@ from research_fsm.engine import (
     _fs,
     append,
 )
+from research_fsm.qa import ResearchAssistant
 from research_fsm.sources import MockDataSource
 
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from research_fsm.assistant import Answer, ResearchAssistant, Token
 from research_fsm.engine import MemoryCheckpointStore
 from research_fsm.llm import LLMError, ScriptedLLM
+from research_fsm.qa import Answer, ResearchAssistant, Token
 from research_fsm.sources import MockDataSource
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from research_fsm.assistant import Answer, InvalidQuestion, Progress, ResearchAssistant, Token
-from research_fsm.constants import MAX_QUESTION_CHARS, MESSAGE_THRESHOLD, SUMMARY_MAX_CHARS
+from research_fsm.qa import Answer, InvalidQuestion, Progress, ResearchAssistant, Token
+from research_fsm.qa.constants import MAX_QUESTION_CHARS, MESSAGE_THRESHOLD, SUMMARY_MAX_CHARS
 
 
 async def test_query_fields_reset_between_questions(assistant: ResearchAssistant) -> None:

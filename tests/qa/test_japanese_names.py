@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from research_fsm.agents._names import JA_NAMES, find_companies
+from research_fsm.common.names import JA_NAMES, find_companies
 from research_fsm.sources import CompanyIndex, DirectorySource
 from research_fsm.sources._profiles import load_profiles
 

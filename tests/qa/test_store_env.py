@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from research_fsm.assistant import DEFAULT_KEEP, ResearchAssistant
 from research_fsm.engine import JsonFileCheckpointStore
+from research_fsm.qa import DEFAULT_KEEP, ResearchAssistant
 from research_fsm.sources import MockDataSource
 from research_fsm.stores import InvalidStoreSetting
 
