@@ -2,7 +2,7 @@
 
 A private module (``_name.py`` or a ``_name/`` package) belongs to the package that
 holds it and may be imported by that package's modules and subpackages only:
-``research_fsm.reports._writer`` by ``research_fsm.reports.*``, never by
+``research_fsm.reports._graph`` by ``research_fsm.reports.*``, never by
 ``research_fsm.deep``; anything else goes through a package's ``__init__`` or a
 public module (``research_fsm.common.writer``).
 """

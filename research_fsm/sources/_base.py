@@ -36,7 +36,7 @@ TOPICS: Final[tuple[str, ...]] = (
     "strategy",
     "competitors",
 )
-"""What findings can cover; an intent asks for some of these (see ``agents._intents``)."""
+"""What findings can cover; an intent asks for some of these (see the intents of ``research_fsm.qa``)."""
 
 DEFAULT_INTENT: Final[str] = "overview"
 """The intent used when none (or an unknown one) is given."""
