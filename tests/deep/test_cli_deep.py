@@ -101,10 +101,14 @@ async def test_resume_a_crashed_session_in_a_new_process(
     assert (home / "sessions" / session / "report.md").exists()
 
 
-def test_the_readme_excerpt_is_what_the_command_writes(tmp_path: Path, notes: Path) -> None:
-    """Every line of the README's deep-research excerpt occurs in the report it came from."""
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    excerpt = readme.split("An excerpt of `research-fsm deep", 1)[1].split("```markdown\n", 1)[1]
+def test_the_docs_excerpt_is_what_the_command_writes(tmp_path: Path, notes: Path) -> None:
+    """Every line of the deep-research page's excerpt occurs in the report it came from."""
+    page = Path(__file__).resolve().parents[2] / "docs" / "deep-research.md"
+    excerpt = (
+        page.read_text(encoding="utf-8")
+        .split("An excerpt of `research-fsm deep", 1)[1]
+        .split("```markdown\n", 1)[1]
+    )
     lines = [ln for ln in excerpt.split("```", 1)[0].splitlines() if ln and not ln.startswith("|")]
     result = cli(tmp_path / "home", "deep", TOPIC, "--docs", str(notes), "--json")
     assert 0 == result.returncode, result.stderr
