@@ -60,6 +60,12 @@ class Sizes:
     """Sequential runs of the fan-out with simulated I/O per timed batch, figure 9."""
     fig9_durable_runs: int
     """Sequential runs of the ``Send`` map per timed batch with a durable store, figure 9."""
+    fig13_threads: tuple[int, ...]
+    """Threads in the store when runs and loads are timed, figure 13."""
+    fig13_created: int
+    """Conversations created one after another from an empty store, figure 13."""
+    fig13_probes: int
+    """Runs on new threads (and cold loads) per timed batch, figure 13."""
 
 
 FULL = Sizes(
@@ -80,6 +86,9 @@ FULL = Sizes(
     fig9_items=100,
     fig9_io_runs=20,
     fig9_durable_runs=4,
+    fig13_threads=(0, 1_000, 20_000),
+    fig13_created=10_000,
+    fig13_probes=40,
 )
 QUICK = Sizes(
     name="quick",
@@ -99,6 +108,9 @@ QUICK = Sizes(
     fig9_items=20,
     fig9_io_runs=3,
     fig9_durable_runs=1,
+    fig13_threads=(0, 20, 200),
+    fig13_created=100,
+    fig13_probes=5,
 )
 
 

@@ -9,6 +9,7 @@ already exists is many times cheaper than making a folder per thread)::
     alice=000000000025.jsonl         the next segment, from checkpoint 25
     alice=000000000025.jsonl.corrupt   damaged lines moved aside
     alice.idx                        the segment list: the live segments, once there is more than one
+    alice=pruned                     empty: the thread's segment 1 was pruned
     alice.lock                       the lease where there are no range locks (flock)
 
 A save adds one line, a step's changes (``_logformat``), with one ``write(2)``
@@ -20,8 +21,11 @@ lease, saving) repair a thread or keep its newest segment open; a read
 (``load_latest``, ``history``), even through the store holding the lease, only
 reads: it skips an unfinished last line, which may be a save still in flight.
 Segments rotate after ``min(keep, 128)`` checkpoints or ~1 MiB; with ``keep``
-the oldest whole ones are deleted (``_segments``). Every system call goes through ``_fs``. The leases assume a
-local file system; a network file system needs a database store.
+the oldest whole ones are deleted (``_segments``). Finding a thread's segments
+reads its list and probes file names, never lists the folder (but to repair):
+no run costs more as the folder fills. Every system call goes through ``_fs``.
+The leases assume a local file system; a network file system needs a database
+store.
 """
 
 from __future__ import annotations

@@ -4,9 +4,18 @@ A thread's checkpoints live in segments, ``<thread>=<first seq>.jsonl``, each
 starting at the checkpoint after the last one of its predecessor. The segment
 list names the live ones, newest first, once there is more than segment 1. A
 reader follows the list, then any newer segment the list missed (a segment is
-made just before the list names it); when the list is missing or names only
-segments gone, the folder's listing stands in for it, so a thread with any
-readable segment on disk never looks new.
+made just before the list names it: a probe for the segment after the last
+checkpoint finds it). Without a list, a thread is segment 1 and the segments
+probes find after it, or new if segment 1 is not there: finding a thread's
+segments never lists the folder, whose size is the number of threads.
+
+The folder is listed only to repair: when the list is unreadable, names only
+segments gone (a kill while deleting), or is missing once segment 1 was pruned
+(``<thread>=pruned``, made before segment 1 is deleted, says so), and when a
+walk from segment 1 without a list meets a damaged segment (the damage may hide
+a newer one; an unfinished last line cannot: a writer cuts it before it writes
+on); so a thread with any readable segment on disk never looks new. Deleting a
+thread (``files``) lists it too.
 """
 
 from __future__ import annotations
@@ -23,9 +32,10 @@ from ._fs import NOFOLLOW, FileSystem, fsync_dir, open_file, unlink, write_all
 from ._logformat import Scan, index_bytes, index_seqs, scan_bytes
 from ._types import Checkpoint
 
-__all__ = ["MOVED_ASIDE", "Segments", "file_stem", "segment_seq"]
+__all__ = ["MOVED_ASIDE", "PRUNED", "Segments", "file_stem", "segment_seq"]
 
 MOVED_ASIDE = "corrupt checkpoint moved aside; using the one before it"
+PRUNED = "=pruned"  # ``<thread>=pruned``: the thread's segment 1 was (or is being) deleted
 _log = structlog.get_logger("research_fsm.engine.store")
 
 
@@ -61,6 +71,11 @@ class Segments:
         """``<thread>.idx``: the live segments, once there is more than the first."""
         return self._directory / f"{stem}.idx"
 
+    def pruned_path(self, stem: str) -> Path:
+        """``<thread>=pruned``: an empty file made before segment 1 is deleted; with
+        the list missing, it says the folder must be listed to find the thread."""
+        return self._directory / f"{stem}{PRUNED}"
+
     def scan(self, stem: str, first_seq: int, thread_id: str) -> Scan:
         """Read one segment."""
         fd = open_file(self._fs, self.path(stem, first_seq), os.O_RDONLY, thread_id)
@@ -91,9 +106,12 @@ class Segments:
 
         def order(path: Path) -> tuple[int, int, str]:
             seq = segment_seq(stem, path.name)
+            if path.name.endswith(PRUNED):  # after the segments: while they remain, it counts
+                return (2, 0, path.name)
             return (0, 0, path.name) if seq is None else (1, seq, path.name)
 
-        files = [p for p in self.files(stem) if p.name.endswith((".jsonl", ".corrupt", ".tmp"))]
+        ends = (".jsonl", ".corrupt", ".tmp", PRUNED)
+        files = [p for p in self.files(stem) if p.name.endswith(ends)]
         for path in sorted(files, key=order):
             unlink(self._fs, path)
         unlink(self._fs, self.list_path(stem))  # last: until then the thread is known
@@ -148,7 +166,8 @@ class Segments:
         return segments == [1] if data is None else data == index_bytes(segments)
 
     def in_folder(self, stem: str) -> list[int]:
-        """First seqs of the thread's segment files in the folder, newest first."""
+        """First seqs of the thread's segment files in the folder, newest first
+        (lists the whole folder: only to repair, see the module's docstring)."""
         try:
             names = self._fs.listdir(self._directory)
         except FileNotFoundError:
@@ -158,40 +177,57 @@ class Segments:
 
     # -- finding the newest --------------------------------------------------------
 
-    def live(self, stem: str) -> tuple[list[int], bool]:
-        """First seqs of the thread's segments, newest first: ``<thread>.idx``'s
-        list, or (if that is missing or unreadable) the folder's; and whether the
-        thread has had checkpoints (its ``.idx`` exists, even empty)."""
-        data = self.read_list(stem) or b""
-        listed = index_seqs(data)
-        if listed:
-            return listed, True
-        # Even for a thread that looks new: its list may be gone, segment 1 pruned.
+    def live(self, stem: str) -> tuple[list[int], bool, bool]:
+        """First seqs of the thread's segments, newest first, as far as its list
+        says: ``<thread>.idx``'s list; without one, segment 1 if it is there (or
+        none: a new thread); the folder's if the list is unreadable, or missing
+        once segment 1 was pruned. Also whether the thread has had checkpoints
+        (its ``.idx`` exists, even empty), and whether the list is only segment 1
+        found without a list (``chain`` walks on from it)."""
+        data = self.read_list(stem)
+        if data is None:  # no list: just segment 1, or a new thread (never a listing)
+            if self._fs.lexists(self.path(stem, 1)):
+                return [1], True, True
+            if not self._fs.lexists(self.pruned_path(stem)):
+                return [], False, False
+        else:
+            listed = index_seqs(data)
+            if listed:
+                return listed, True, False
+        # Repair: the list is unreadable (or empty), or gone once segment 1 was pruned.
         seqs = self.in_folder(stem)
-        return seqs, bool(data) or bool(seqs)
+        return seqs, bool(data) or bool(seqs), False
 
     def known(self, stem: str) -> bool:
-        """Whether the thread has had checkpoints (may list the folder)."""
+        """Whether the thread has had checkpoints (lists the folder only to repair)."""
         return self.live(stem)[1]
 
     def chain(self, thread_id: str, stem: str) -> tuple[list[int], dict[int, Scan], bool]:
         """The live segments, newest first, with any newer ones the list missed,
         the scans made while finding them, and whether the thread has had checkpoints."""
-        segments, known = self.live(stem)
+        segments, known, unlisted = self.live(stem)
         scans: dict[int, Scan] = {}
         folder_read = False
         while segments:
-            try:
-                scan = self.scan(stem, segments[0], thread_id)
-            except FileNotFoundError:  # moved aside or deleted since the list was written
-                if not folder_read:  # a list left stale by a kill: the folder knows better
-                    folder_read = True
-                    segments = self.in_folder(stem)
-                    known = known or bool(segments)
-                else:
-                    segments.pop(0)
+            scan = scans.get(segments[0])
+            if scan is None:
+                try:
+                    scan = self.scan(stem, segments[0], thread_id)
+                except FileNotFoundError:  # moved aside or deleted since the list was written
+                    if not folder_read:  # a list left stale by a kill: the folder knows better
+                        folder_read = True
+                        segments = self.in_folder(stem)
+                        known = known or bool(segments)
+                    else:
+                        segments.pop(0)
+                    continue
+                scans[segments[0]] = scan
+            if unlisted and scan.problem == "damaged" and not folder_read:
+                # Walking on from segment 1 without a list: a damaged segment may end
+                # before the first seq of a newer one. The folder knows.
+                folder_read = True
+                segments = self.in_folder(stem)
                 continue
-            scans[segments[0]] = scan
             if not scan.records:
                 break
             following = scan.records[-1].seq + 1
@@ -212,6 +248,8 @@ class Segments:
         listed = not pruned or self.list_names(stem, pruned)
         if not listed and not self.write_list(stem, [*segments, *pruned]):
             return  # keep everything until the list can be written
+        if 1 in pruned and not self._mark_pruned(stem):
+            return  # ... and until segment 1's absence can be told from a new thread's
         for first in pruned:
             try:
                 unlink(self._fs, self.path(stem, first))
@@ -222,6 +260,22 @@ class Segments:
                 )  # fmt: skip
                 segments.append(first)
         self.write_list(stem, segments)
+
+    def _mark_pruned(self, stem: str) -> bool:
+        """Make ``<thread>=pruned`` (anything already there counts); whether it is there."""
+        path = self.pruned_path(stem)
+        if self._fs.lexists(path):
+            return True
+        try:
+            self._fs.close(self._fs.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW))
+        except FileExistsError:
+            return True
+        except OSError as exc:
+            _log.warning(
+                "could not mark segment 1 as pruned; keeping it", file=path.name, error=str(exc)
+            )
+            return False
+        return True
 
     def repair(self, path: Path, scan: Scan, damaged: list[str]) -> None:
         """As lease holder: cut an unfinished last line, move damaged lines aside."""
