@@ -11,7 +11,10 @@ alike), of ``fig13_probes`` each:
 * a run on a new thread, on the store the app keeps open (as a server does);
 * a cold load of an existing thread (``get_state``; LangGraph's
   ``aget_state``) through a store object (a connection) opened for the batch,
-  before the clock starts, each thread loaded once: nothing of it cached.
+  before the clock starts, each thread loaded once: nothing of it cached in
+  the process. Batch ``i`` loads the threads run batch ``i`` made, as recent
+  in every store: only the number of other threads differs, not how long ago
+  the system last touched the loaded thread's files (or pages).
 
 Pairings: ``JsonFileCheckpointStore`` with ``durability="none"`` and
 ``"fsync"`` against LangGraph's ``AsyncSqliteSaver`` at its defaults (WAL,
@@ -151,14 +154,6 @@ async def _loads(engine: _Engine, threads: list[str]) -> float:
     return elapsed / len(threads)
 
 
-def _targets(engine: _Engine, count: int, batch: int, batches: int) -> list[str]:
-    """Batch ``batch``'s ``count`` threads to load: spread over every thread in the
-    store, none loaded in two batches."""
-    pool = engine.threads
-    spread = pool[:: max(1, len(pool) // (count * batches))][: count * batches]
-    return spread[batch::batches]
-
-
 async def _measure(sizes: Sizes, variants: list[str], root: Path) -> dict[str, Any]:
     counts = sorted(sizes.fig13_threads)
     engines = {(n, v): _Engine(v, root / f"{v}-{n}") for n in counts for v in variants}
@@ -195,7 +190,7 @@ async def _measure(sizes: Sizes, variants: list[str], root: Path) -> dict[str, A
         for rep in range(reps):
             for n in counts[rep % len(counts) :] + counts[: rep % len(counts)]:
                 for v in alternate(rep, *loads[n]):
-                    threads = _targets(engines[n, v], probes, rep, reps)
+                    threads = [f"n{rep}-{j}" for j in range(probes)]
                     loads[n][v].append(await _loads(engines[n, v], threads))
     finally:
         for engine in engines.values():
