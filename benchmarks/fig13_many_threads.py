@@ -50,6 +50,7 @@ from ._common import (
     md_table,
     median,
     temp_dir,
+    timed,
 )
 from ._graphs import build_langgraph, build_rfsm, check_final, lg_config, lg_input, question_input
 
@@ -135,23 +136,21 @@ async def _fill(engine: _Engine, upto: int) -> float:
 
 async def _runs(engine: _Engine, tag: str, count: int) -> float:
     """Seconds per run of ``count`` runs on new threads."""
-    t0 = time.perf_counter()
-    for j in range(count):
-        final = await engine.run_new(f"{tag}-{j}")
-    elapsed = time.perf_counter() - t0
+    with timed() as sample:
+        for j in range(count):
+            final = await engine.run_new(f"{tag}-{j}")
     check_final(engine.variant, "happy", final)
-    return elapsed / count
+    return sample.wall / count
 
 
 async def _loads(engine: _Engine, threads: list[str]) -> float:
     """Seconds per cold load of ``threads``, each once, through a store opened for them."""
     async with engine.cold() as load:
-        t0 = time.perf_counter()
-        for thread_id in threads:
-            state = await load(thread_id)
-        elapsed = time.perf_counter() - t0
+        with timed() as sample:
+            for thread_id in threads:
+                state = await load(thread_id)
     check_final(engine.variant, "happy", state)
-    return elapsed / len(threads)
+    return sample.wall / len(threads)
 
 
 async def _measure(sizes: Sizes, variants: list[str], root: Path) -> dict[str, Any]:
