@@ -26,9 +26,8 @@ def tavily_server() -> Iterator[FakeTavily]:
         yield server
 
 
-@pytest.fixture(scope="session")
-def postgres_server() -> Iterator[PostgresServer]:
-    """A real PostgreSQL server for the whole session (unix socket in a temp dir), or a skip."""
+def _running_postgres() -> Iterator[PostgresServer]:
+    """Start a PostgreSQL server (unix socket in a temp dir) and stop it after; or skip."""
     try:
         server = PostgresServer()
         server.start()
@@ -38,6 +37,18 @@ def postgres_server() -> Iterator[PostgresServer]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """A real PostgreSQL server for the whole session, or a skip."""
+    yield from _running_postgres()
+
+
+@pytest.fixture
+def own_server() -> Iterator[PostgresServer]:
+    """A PostgreSQL server of this test's own, which it may stop and start again."""
+    yield from _running_postgres()
 
 
 @pytest.fixture(params=["range", "flock"])

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
 from pydantic import BaseModel
-from servers.postgres import PostgresServer, ServerUnavailable
+from servers.postgres import PostgresServer
 
 from research_fsm.engine import (
     END,
@@ -230,20 +230,6 @@ async def test_a_branch_save_finding_the_lease_lost_stops_the_other_branches(
         assert (LeaseLost, ["x", "y"], ["y"]) == (type(run.exception()), sorted(ran), y_cancelled)
     finally:
         run.cancel()
-
-
-@pytest.fixture
-def own_server() -> Iterator[PostgresServer]:
-    """A PostgreSQL server of this test's own, which it may stop and start again."""
-    try:
-        server = PostgresServer()
-        server.start()
-    except ServerUnavailable as exc:
-        pytest.skip(f"no PostgreSQL server could be started: {exc}")
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 async def test_a_server_restart_mid_node_stops_the_run_with_lease_lost(

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from servers.postgres import PostgresServer, ServerUnavailable
+from servers.postgres import PostgresServer
 
 from research_fsm.engine import Checkpoint, EngineError, StoreWriteError
 
@@ -20,20 +19,6 @@ from research_fsm.stores.postgres import PostgresCheckpointStore, StoreUnavailab
 
 CALLERS = 4
 """Concurrent callers of each kind."""
-
-
-@pytest.fixture
-def own_server() -> Iterator[PostgresServer]:
-    """A PostgreSQL server of this test's own, which it may stop and start again."""
-    try:
-        server = PostgresServer()
-        server.start()
-    except ServerUnavailable as exc:
-        pytest.skip(f"no PostgreSQL server could be started: {exc}")
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def first_checkpoint(thread_id: str) -> Checkpoint:

@@ -27,12 +27,12 @@ import random
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from servers.postgres import PostgresServer, ServerUnavailable
+from servers.postgres import PostgresServer
 
 from research_fsm.engine import CheckpointStore
 
@@ -52,20 +52,6 @@ ROUNDS = {"terminate": 8, "restart": 3}
 """Threads (each ended by its own interruptions), per way of ending the lease."""
 ENDED = {"completed", "ThreadBusy", "StaleResumeToken", "LeaseLost", "ThreadSuspended"}
 """How a worker's call may end (plus ``StoreUnavailable`` while the server restarts)."""
-
-
-@pytest.fixture
-def own_server() -> Iterator[PostgresServer]:
-    """A PostgreSQL server of this test's own, which it may stop and start again."""
-    try:
-        server = PostgresServer()
-        server.start()
-    except ServerUnavailable as exc:
-        pytest.skip(f"no PostgreSQL server could be started: {exc}")
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 class Worker:
