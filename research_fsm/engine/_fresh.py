@@ -69,10 +69,6 @@ _DATA = (list, dict, set, bytearray, collections.deque)
 """Mutable plain-data containers (subclasses included: ``OrderedDict``, ``defaultdict``...)."""
 
 
-def _shared(value: Any) -> Any:
-    return value
-
-
 def fresh_copy(value: Any) -> Any:
     """Copy ``value`` by its runtime type (untyped fields): new lists, dicts, sets
     and models all the way down; immutable values shared."""

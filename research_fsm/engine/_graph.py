@@ -11,13 +11,13 @@ from pydantic import BaseModel
 
 from ._errors import GraphValidationError
 from ._state import StateSchema
+from ._store import CheckpointStore
 from ._topology import Topology
 from ._types import END, START, RetryPolicy
 from ._validate import validate
 
 if TYPE_CHECKING:
     from ._compiled import CompiledGraph
-    from ._store import CheckpointStore
 
 __all__ = ["StateGraph"]
 
@@ -320,7 +320,6 @@ class StateGraph(Generic[StateT]):
         """
         from ._compiled import CompiledGraph
         from ._memory import MemoryCheckpointStore
-        from ._store import CheckpointStore
 
         if store is not None and not isinstance(store, CheckpointStore):
             members = (

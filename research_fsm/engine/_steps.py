@@ -70,11 +70,13 @@ async def invoke(spec: NodeSpec, state: BaseModel, ctx: NodeContext, resuming: b
             if scope is not None and spec.timeout is not None and scope.expired():
                 exc = NodeTimeout(spec.name, spec.timeout)
             policy = spec.retry
+            if policy is None:
+                raise NodeError(exc) from raised
             try:
-                again = policy is not None and policy.should_retry(exc, attempt)
+                again = policy.should_retry(exc, attempt)
             except Exception as broken:  # the policy's own retry_on raised: the node fails with it
                 raise NodeError(broken) from broken
-            if policy is None or not again:
+            if not again:
                 raise NodeError(exc) from raised
             ctx.log.warning("node failed; retrying", attempt=attempt, error=repr(exc))
             if ctx._span is not None:

@@ -96,20 +96,30 @@ class Files:
         )
 
 
-def spawn(command: dict[str, Any], errors: Path) -> subprocess.Popen[str]:
+def spawn(
+    command: dict[str, Any], errors: Path, script: str = "parallel_child.py"
+) -> subprocess.Popen[str]:
+    """Start the child ``script`` of ``_procs`` on ``command`` (stderr into ``errors``)."""
     with errors.open("w") as stderr:
         return subprocess.Popen(
-            [sys.executable, str(PROCS / "parallel_child.py"),
-             json.dumps({**command, "range_locks": _fs.RANGE_LOCKS})],
-            stdout=subprocess.PIPE, stderr=stderr, text=True,
+            [
+                sys.executable,
+                str(PROCS / script),
+                json.dumps({**command, "range_locks": _fs.RANGE_LOCKS}),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
             env={**os.environ, "PYTHONPATH": str(REPO)},
-        )  # fmt: skip
+        )
 
 
-def outcome(proc: subprocess.Popen[str], errors: Path) -> dict[str, Any]:
+def outcome(
+    proc: subprocess.Popen[str], errors: Path, deadline: float = DEADLINE
+) -> dict[str, Any]:
     """The child's one JSON line, once it exited on its own."""
     try:
-        out, _ = proc.communicate(timeout=DEADLINE)
+        out, _ = proc.communicate(timeout=deadline)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(timeout=10)

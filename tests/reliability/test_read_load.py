@@ -7,11 +7,8 @@ acknowledged save lost, no node run twice, no ``StoreWriteError`` or ``Checkpoin
 from __future__ import annotations
 
 import asyncio
-import json
-import os
 import random
 import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -19,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from research_fsm.engine import Checkpoint, JsonFileCheckpointStore, RunResult, ThreadBusy, _fs
+from research_fsm.engine import Checkpoint, JsonFileCheckpointStore, RunResult, ThreadBusy
 from research_fsm.engine._fs import FileSystem
 
-from .test_parallel_processes import PROCS, REPO, load_proc
+from .test_parallel_processes import load_proc, outcome, spawn
 
 child = load_proc("reader_child")
 
@@ -102,28 +99,9 @@ async def reader(
 
 
 def spawn_reader(directory: Path, stop: Path, errors: Path) -> subprocess.Popen[str]:
-    command = {
-        "store": str(directory), "threads": THREADS, "stop": str(stop),
-        "seconds": DEADLINE / 2, "range_locks": _fs.RANGE_LOCKS,
-    }  # fmt: skip
-    with errors.open("w") as stderr:
-        return subprocess.Popen(
-            [sys.executable, str(PROCS / "reader_child.py"), json.dumps(command)],
-            stdout=subprocess.PIPE, stderr=stderr, text=True,
-            env={**os.environ, "PYTHONPATH": str(REPO)},
-        )  # fmt: skip
-
-
-def outcome(proc: subprocess.Popen[str], errors: Path) -> dict[str, Any]:
-    try:
-        out, _ = proc.communicate(timeout=DEADLINE)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=10)
-        raise AssertionError(f"reader hung: {errors.read_text()}") from None
-    assert 0 == proc.returncode, errors.read_text()
-    result: dict[str, Any] = json.loads(out)
-    return result
+    """A reader process over ``directory`` until ``stop`` exists."""
+    command = {"store": str(directory), "threads": THREADS, "stop": str(stop)}
+    return spawn({**command, "seconds": DEADLINE / 2}, errors, script="reader_child.py")
 
 
 @pytest.mark.slow
@@ -173,7 +151,7 @@ async def test_reads_during_durable_runs_lose_nothing(tmp_path: Path, keep: int 
             reads = sum(await asyncio.gather(*readers))
     finally:
         stop.touch()
-        children = [outcome(proc, err) for proc, err in procs]
+        children = [outcome(proc, err, DEADLINE) for proc, err in procs]
 
     assert [] == errors[:5]
     assert [] == [e for c in children for e in c["errors"] + c["backwards"]][:5]
