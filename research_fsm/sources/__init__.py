@@ -15,7 +15,6 @@ from ._base import (
     FACT_KEYS,
     FINDING_FIELDS,
     INTENTS,
-    CompanyRef,
     DataSource,
     DataSourceError,
     ResearchFindings,
@@ -30,6 +29,7 @@ from ._index import CompanyIndex, CompanyMatch
 from ._mock import MOCK_FIELDS, MockDataSource
 from ._peers import PeerRanking
 from ._profiles import CompanyProfile, clean_founded, clean_value, split_people
+from ._ref import CompanyRef
 from ._text import COMMON_WORDS, LEGAL_SUFFIXES, tokenize
 from ._websearch import TavilyWebSearch, WebResult, WebSearch
 from ._words import PLACES

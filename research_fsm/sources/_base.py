@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
+from typing import Any, Final, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..errors import ResearchError
-
-if TYPE_CHECKING:
-    from ._peers import PeerRanking
+from ._peers import PeerRanking
+from ._ref import CompanyRef
 
 INTENTS: Final[tuple[str, ...]] = (
     "overview",
@@ -164,19 +163,6 @@ class SearchResult(BaseModel):
     """``DataSource.name`` of the source that answered."""
     note: str | None = None
     """Remark for logs and the validator, e.g. ``"company not found in directory"``."""
-
-
-class CompanyRef(BaseModel):
-    """A company a source knows by name, for name resolution."""
-
-    model_config = _MODEL_CONFIG
-
-    name: str
-    """Canonical name, e.g. ``"Apple Inc."``."""
-    aliases: list[str] = Field(default_factory=list)
-    """Other names, e.g. ``["Apple"]`` or ``["Google"]``."""
-    tickers: list[str] = Field(default_factory=list)
-    """Ticker symbols, primary listing first, e.g. ``["AAPL", "APC.F"]``."""
 
 
 class DataSourceError(ResearchError):

@@ -15,7 +15,6 @@ import structlog
 
 from .._tracing import search_span
 from ._base import (
-    CompanyRef,
     DataScope,
     DataSource,
     DataSourceError,
@@ -29,6 +28,7 @@ from ._format import fiscal_year, format_money, split_people_names, split_produc
 from ._index import CompanyIndex
 from ._peers import PeerIndex, PeerRanking
 from ._profiles import CompanyProfile, clean_founded, clean_value, load_profiles, split_people
+from ._ref import CompanyRef
 
 _log = structlog.get_logger(__name__)
 

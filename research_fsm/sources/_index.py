@@ -10,7 +10,8 @@ from typing import Final
 
 from pydantic import BaseModel, ConfigDict
 
-from ._base import CompanyRef, DataSource
+from ._base import DataSource
+from ._ref import CompanyRef
 from ._text import (
     COMMON_WORDS,
     ORDINARY_WORDS,

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from typing import Final
 
 from ._base import (
-    CompanyRef,
     DataSource,
     DataSourceError,
     ResearchFindings,
@@ -17,6 +16,7 @@ from ._base import (
     SourceRef,
 )
 from ._index import CompanyIndex
+from ._ref import CompanyRef
 
 MOCK_FIELDS: Final[tuple[str, ...]] = ("recent_news", "stock_info", "key_developments")
 """The finding fields the mock data fills."""

@@ -14,8 +14,8 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ._base import CompanyRef
 from ._format import strip_wiki_residue
+from ._ref import CompanyRef
 from ._text import short_name
 
 BRAND_ALIASES: Final[dict[str, tuple[str, ...]]] = {

@@ -18,11 +18,11 @@ from typing import Any, Final
 import structlog
 
 from ._base import (
-    CompanyRef,
     DataSource,
     SearchContext,
     SearchResult,
 )
+from ._ref import CompanyRef
 from ._tavily_findings import (
     MAX_SOURCE_CHARS,
     classify,

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from research_fsm.sources import CompanyIndex, CompanyRef, MockDataSource
@@ -151,20 +149,6 @@ async def test_from_sources_builds_from_companies() -> None:
     """from_sources indexes the companies the sources report."""
     index = await CompanyIndex.from_sources([MockDataSource()])
     assert ["Tesla, Inc."] == names(index, "and Tesla?")
-
-
-def test_lookup_is_fast(index: CompanyIndex) -> None:
-    """A 30-word question over ~1,800 companies takes well under a millisecond."""
-    text = (
-        "Hi, I was wondering if you could tell me what is going on lately with "
-        "Microsoft and also how Nvidia and $aapl compare on revenue this year, thanks a lot"
-    )
-    runs = 200
-    start = time.perf_counter()
-    for _ in range(runs):
-        index.find_in_text(text)
-    per_call = (time.perf_counter() - start) / runs
-    assert (True, 30) == (per_call < 0.001, len(text.split()))
 
 
 @pytest.mark.parametrize(
