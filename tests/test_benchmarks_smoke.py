@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FIGURES = [str(number) for number in range(1, 14)]
 
 
+@pytest.mark.slow
 def test_quick_benchmarks_cover_every_figure(tmp_path: Path) -> None:
     """``--quick`` writes every figure's rows as numbers (fig. 12 skipped only without Postgres)."""
     out = tmp_path / "bench.json"

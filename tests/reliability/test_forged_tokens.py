@@ -140,6 +140,7 @@ async def test_every_truncation_is_refused(tmp_path: Path) -> None:
     await assert_untouched(app, calls, token)
 
 
+@pytest.mark.slow
 def test_random_edits_are_refused(tmp_path: Path) -> None:
     """Hypothesis: any insertion, deletion or replacement of arbitrary unicode in str(token) gets InvalidResumeToken, through the engine and the assistant."""
     with asyncio.Runner() as runner:

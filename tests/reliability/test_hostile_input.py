@@ -377,6 +377,7 @@ def assert_clean_exit(result: subprocess.CompletedProcess[bytes]) -> None:
     assert (True, False) == (result.returncode in (0, 1, 2, 3), b"Traceback" in output), output
 
 
+@pytest.mark.slow
 @CLI_SETTINGS
 @given(question=cli_bytes, thread=cli_bytes)
 @example(question=b"\xff\xfe Tell me about \x1b[2J Apple \xe2\x80\xae", thread=b"t-1")
@@ -392,6 +393,7 @@ async def test_cli_ask_and_answer(sandbox: Path, question: bytes, thread: bytes)
         assert_clean_exit(cli(sandbox, *args))
 
 
+@pytest.mark.slow
 @CLI_SETTINGS
 @given(lines=st.lists(cli_bytes, max_size=4))
 async def test_cli_chat(sandbox: Path, lines: list[bytes]) -> None:

@@ -220,6 +220,7 @@ def cli(
     )  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["console", "json"])
 def test_cli_never_prints_a_key(
     anthropic_server: FakeAnthropic, tavily_server: FakeTavily, tmp_path: Path, fmt: str

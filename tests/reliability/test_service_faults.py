@@ -375,7 +375,13 @@ async def test_concurrent_questions_under_a_storm(rig: Rig) -> None:
         replies = await asyncio.gather(
             *(rig.assistant.ask(QUESTION, thread_id=f"c{i}") for i in range(5))
         )
+    elapsed = time.monotonic() - started
+    # The last timed-out searches may reach the hanging server a moment after the client
+    # gave up on them: wait for the count to settle before checking it.
+    settle = time.monotonic() + 5
+    while rig.tavily.count() < 5 * ATTEMPTS and time.monotonic() < settle:
+        await asyncio.sleep(0.05)
     actual = ({r.status for r in replies}, {opening(r) for r in replies},
               rig.claude.count(), rig.tavily.count())  # fmt: skip
     assert ({"answered"}, {"not found"}, 5 * ATTEMPTS, 5 * ATTEMPTS) == actual
-    assert time.monotonic() - started < BOUND
+    assert elapsed < BOUND

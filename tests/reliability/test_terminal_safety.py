@@ -210,6 +210,7 @@ def cli(
     )  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("log_format", ["console", "json"])
 def test_cli_output_has_no_escapes(
     tavily_server: FakeTavily, tmp_path: Path, log_format: str
@@ -260,6 +261,7 @@ def hostile_claude(body: dict[str, Any]) -> Any:
     return api.tool_use("respond", verdict)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("log_format", ["console", "json"])
 def test_cli_output_has_no_escapes_from_claude(
     anthropic_server: FakeAnthropic, tavily_server: FakeTavily, tmp_path: Path, log_format: str

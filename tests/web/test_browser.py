@@ -1,6 +1,6 @@
 """The page in a real browser: Debian's Chromium driven by Playwright, against uvicorn.
 
-Skipped, saying why, when /usr/bin/chromium or the playwright package is missing
+Marked ``slow`` (``pytest -m slow`` runs them; ``.ci/run`` does). Skipped, saying why, when /usr/bin/chromium or the playwright package is missing
 (``.ci/run`` installs both). A screenshot of every step is saved under
 ``$RESEARCH_FSM_ARTIFACTS/web`` (default ``test-artifacts/web``).
 """
@@ -20,6 +20,8 @@ from research_fsm.web import create_app
 
 from .helpers import HOSTILE_NEWS, HOSTILE_TITLE, HostileSource, SlowTokens
 from .live import CHROMIUM, CHROMIUM_ARGS, LiveServer, artifacts_dir
+
+pytestmark = pytest.mark.slow
 
 if not CHROMIUM.exists():
     pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)", allow_module_level=True)
