@@ -279,9 +279,14 @@ def faster_row(metric: str, unit: str, mine: float | None, peer: float | None) -
     if holds is not None:
         margin = margin.replace("margin", "faster") if holds else margin.replace("over", "slower")
     return Row(
-        metric=metric, unit=unit, research_fsm=mine, langgraph=peer,
-        goal="faster than LangGraph", holds=holds, margin=margin,
-    )  # fmt: skip
+        metric=metric,
+        unit=unit,
+        research_fsm=mine,
+        langgraph=peer,
+        goal="faster than LangGraph",
+        holds=holds,
+        margin=margin,
+    )
 
 
 def at_least(value: float | None, limit: float) -> tuple[bool | None, str]:

@@ -103,12 +103,15 @@ async def _measure(root: Path, files: int) -> dict[str, float]:
     if reused != files or read_again != 1:
         raise AssertionError(f"reuse broken: reused {reused}/{files}, re-read {read_again}")
     return {
-        "files": float(files), "corpus_mb": round(size / 1_048_576, 1),
-        "passages": float(passages), "cold_index_s": cold,
+        "files": float(files),
+        "corpus_mb": round(size / 1_048_576, 1),
+        "passages": float(passages),
+        "cold_index_s": cold,
         "query_all_ms": statistics.median(timings["all"]) * 1e3,
         "query_any_ms": statistics.median(timings["any"]) * 1e3,
-        "warm_reopen_s": warm, "one_file_changed_s": changed,
-    }  # fmt: skip
+        "warm_reopen_s": warm,
+        "one_file_changed_s": changed,
+    }
 
 
 def measure(quick: bool) -> dict[str, float]:

@@ -73,21 +73,33 @@ def corpus() -> list[Any]:
     """Four pages holding every term of ``TOPIC`` (the first search finds them all) and
     one that does not."""
     return [
-        _page("Spring Boot 2 to 3 migration guide", "guide",
-              "Spring Boot 3.0 requires Java 17 as a minimum version. Upgrade to the latest "
-              "2.7.x release before you start the migration."),
-        _page("Jakarta EE in the Spring Boot 2 to 3 migration", "jakarta",
-              "Spring Boot 3.0 has upgraded to Jakarta EE 10 APIs. Replace javax imports with "
-              "jakarta imports in every module."),
-        _page("Security changes in the Spring Boot 2 to 3 migration", "security",
-              "WebSecurityConfigurerAdapter was removed in Spring Security 6. Declare a "
-              "SecurityFilterChain bean to configure security instead."),
-        _page("Properties in the Spring Boot 2 to 3 migration", "properties",
-              "Renamed configuration properties are reported by the "
-              "spring-boot-properties-migrator module. Remove the module once the migration "
-              "is done."),
+        _page(
+            "Spring Boot 2 to 3 migration guide",
+            "guide",
+            "Spring Boot 3.0 requires Java 17 as a minimum version. Upgrade to the latest "
+            "2.7.x release before you start the migration.",
+        ),
+        _page(
+            "Jakarta EE in the Spring Boot 2 to 3 migration",
+            "jakarta",
+            "Spring Boot 3.0 has upgraded to Jakarta EE 10 APIs. Replace javax imports with "
+            "jakarta imports in every module.",
+        ),
+        _page(
+            "Security changes in the Spring Boot 2 to 3 migration",
+            "security",
+            "WebSecurityConfigurerAdapter was removed in Spring Security 6. Declare a "
+            "SecurityFilterChain bean to configure security instead.",
+        ),
+        _page(
+            "Properties in the Spring Boot 2 to 3 migration",
+            "properties",
+            "Renamed configuration properties are reported by the "
+            "spring-boot-properties-migrator module. Remove the module once the migration "
+            "is done.",
+        ),
         _page("Cooking pasta", "pasta", "Boil water and add salt. Pasta cooks in ten minutes."),
-    ]  # fmt: skip
+    ]
 
 
 def _tokens(text: str) -> int:
@@ -129,27 +141,36 @@ class DeepLLM(LLM):
             gaps = [line[2:] for line in lines if line.startswith("- ")]
             answer = {"query": gaps[0] if gaps else lines[0].removeprefix("Topic: ")}
         elif schema is claude.RatedSources:
-            answer = {"results": [
-                {"id": sid, "score": round(0.95 - 0.05 * int(sid[1:]), 2), "reason": "on topic"}
-                if "spring" in f"{head} {text}".lower() else
-                {"id": sid, "score": 0.1, "reason": "off topic"}
-                for sid, head, text in found
-            ]}  # fmt: skip
+            answer = {
+                "results": [
+                    {"id": sid, "score": round(0.95 - 0.05 * int(sid[1:]), 2), "reason": "on topic"}
+                    if "spring" in f"{head} {text}".lower()
+                    else {"id": sid, "score": 0.1, "reason": "off topic"}
+                    for sid, head, text in found
+                ]
+            }
         elif schema is claude.SourceFacts:
             ((sid, text),) = blocks.items()
             delay = ANALYSIS_DELAYS.get(sid, LLM_DELAY)
             first = sentences(text)[0].text
             answer = {"facts": [{"kind": "finding", "statement": first, "quote": first}]}
         elif schema is claude.ProposedQuotes:
-            answer = {"quotes": [self._quote(cid, claim, cites, blocks)
-                                 for cid, claim, cites in _CLAIM.findall(prompt)]}  # fmt: skip
+            answer = {
+                "quotes": [
+                    self._quote(cid, claim, cites, blocks)
+                    for cid, claim, cites in _CLAIM.findall(prompt)
+                ]
+            }
         else:
             raise AssertionError(f"unexpected schema {schema.__name__} from agent {agent}")
         await asyncio.sleep(delay)
         self.calls[agent] += 1
         value = schema.model_validate(answer)
-        usage = Usage(input_tokens=_tokens(system + prompt),
-                      output_tokens=_tokens(value.model_dump_json()), calls=1)  # fmt: skip
+        usage = Usage(
+            input_tokens=_tokens(system + prompt),
+            output_tokens=_tokens(value.model_dump_json()),
+            calls=1,
+        )
         return StructuredReply(value=value, usage=usage)
 
     @staticmethod
@@ -169,9 +190,13 @@ class DeepLLM(LLM):
         return {"claim": cid, "source": best[2], "quote": best[1]}
 
     async def generate(
-        self, *, agent: str, system: str, prompt: str,
+        self,
+        *,
+        agent: str,
+        system: str,
+        prompt: str,
         on_token: Callable[[str], None] | None = None,
-    ) -> Any:  # fmt: skip
+    ) -> Any:
         from research_fsm.llm import TextReply, Usage
 
         facts = _FACT.findall(prompt)
@@ -204,10 +229,13 @@ def _home(path: Path) -> Iterator[None]:
 
 
 CRITICAL_S = (
-    LLM_DELAY + SEARCH_DELAY + LLM_DELAY  # query parser, search, relevance filter
+    LLM_DELAY  # query parser
+    + SEARCH_DELAY  # search
+    + LLM_DELAY  # relevance filter
     + max(ANALYSIS_DELAYS[s] for s in ("S1", "S2", "S3"))  # the slowest analysis
-    + LLM_DELAY + LLM_DELAY  # synthesis, verification
-)  # fmt: skip
+    + LLM_DELAY  # synthesis
+    + LLM_DELAY  # verification
+)
 
 
 def _union(spans: list[tuple[float, float, str]]) -> float:
@@ -356,12 +384,13 @@ def _calls_table(passing: dict[str, Any], gap: dict[str, Any]) -> list[str]:
         a, b = passing["calls"].get(stage, 0), gap["calls"].get(stage, 0)
         rows.append([stage, a, b])
     rows.append(["**per report**", passing["total_calls"], gap["total_calls"]])
-    rows.append(["per report without verification", without(passing["calls"]),
-                 without(gap["calls"])])  # fmt: skip
-    rows.append(["verification rounds", passing["verification"]["rounds"],
-                 gap["verification"]["rounds"]])  # fmt: skip
-    return md_table(["stage", "verified at once (1 round)", "first draft fails (gap round)"],
-                    rows)  # fmt: skip
+    rows.append(
+        ["per report without verification", without(passing["calls"]), without(gap["calls"])]
+    )
+    rows.append(
+        ["verification rounds", passing["verification"]["rounds"], gap["verification"]["rounds"]]
+    )
+    return md_table(["stage", "verified at once (1 round)", "first draft fails (gap round)"], rows)
 
 
 def run(sizes: Sizes, peer: bool) -> FigureResult:
@@ -387,31 +416,56 @@ def run(sizes: Sizes, peer: bool) -> FigureResult:
     gap_calls = gap[0]["total_calls"]
 
     holds, margin = at_most(phase / slowest, GOAL_PARALLEL)
-    fig.rows.append(Row(
-        metric=f"deep-analysis phase (3 sources in parallel) / slowest analysis "
-        f"({slowest * 1e3:.0f} ms)",
-        unit="x", research_fsm=phase / slowest, goal=f"≤ {GOAL_PARALLEL}x", holds=holds,
-        margin=margin,
-    ))  # fmt: skip
+    fig.rows.append(
+        Row(
+            metric=f"deep-analysis phase (3 sources in parallel) / slowest analysis "
+            f"({slowest * 1e3:.0f} ms)",
+            unit="x",
+            research_fsm=phase / slowest,
+            goal=f"≤ {GOAL_PARALLEL}x",
+            holds=holds,
+            margin=margin,
+        )
+    )
     holds, margin = at_most(overhead, GOAL_OVERHEAD * 100)
-    fig.rows.append(Row(
-        metric=f"session: engine + nodes + files on top of the critical path "
-        f"({CRITICAL_S * 1e3:.0f} ms)",
-        unit="%", research_fsm=overhead, goal="≤ 5%", holds=holds, margin=margin,
-    ))  # fmt: skip
+    fig.rows.append(
+        Row(
+            metric=f"session: engine + nodes + files on top of the critical path "
+            f"({CRITICAL_S * 1e3:.0f} ms)",
+            unit="%",
+            research_fsm=overhead,
+            goal="≤ 5%",
+            holds=holds,
+            margin=margin,
+        )
+    )
     holds, margin = at_most(calls_without, SEED_CALLS)
-    fig.rows.append(Row(
-        metric="LLM calls per report without verification", unit="calls",
-        research_fsm=calls_without, goal="≤ seed's 6-7", holds=holds, margin=margin,
-    ))  # fmt: skip
-    fig.rows.append(Row(
-        metric="LLM calls verification adds (1 round, draft verified at once)", unit="calls",
-        research_fsm=calls.get("verification", 0), goal="(reported)",
-    ))  # fmt: skip
-    fig.rows.append(Row(
-        metric="LLM calls per report when the first draft fails verification (gap round)",
-        unit="calls", research_fsm=gap_calls, goal="(reported)",
-    ))  # fmt: skip
+    fig.rows.append(
+        Row(
+            metric="LLM calls per report without verification",
+            unit="calls",
+            research_fsm=calls_without,
+            goal="≤ seed's 6-7",
+            holds=holds,
+            margin=margin,
+        )
+    )
+    fig.rows.append(
+        Row(
+            metric="LLM calls verification adds (1 round, draft verified at once)",
+            unit="calls",
+            research_fsm=calls.get("verification", 0),
+            goal="(reported)",
+        )
+    )
+    fig.rows.append(
+        Row(
+            metric="LLM calls per report when the first draft fails verification (gap round)",
+            unit="calls",
+            research_fsm=gap_calls,
+            goal="(reported)",
+        )
+    )
 
     docs, docs_missing = _documents(quick)
     doc_rows: list[list[str]] = []
@@ -420,8 +474,14 @@ def run(sizes: Sizes, peer: bool) -> FigureResult:
     else:
         for key, value in docs.items():
             unit, factor = _unit(key)
-            fig.rows.append(Row(metric=f"local documents: {key}", unit=unit,
-                                research_fsm=value * factor, goal="(reported)"))  # fmt: skip
+            fig.rows.append(
+                Row(
+                    metric=f"local documents: {key}",
+                    unit=unit,
+                    research_fsm=value * factor,
+                    goal="(reported)",
+                )
+            )
             doc_rows.append([key, fmt(value * factor, unit)])
     cli_files = 5 if quick else 20
     cold_cli, cli_missing = _cold_cli(sizes.fig7_runs, cli_files)
@@ -433,12 +493,20 @@ def run(sizes: Sizes, peer: bool) -> FigureResult:
         doc_rows.append([cli_label, fmt(cold_cli, "s")])
 
     fig.detail = {
-        "simulated": sim, "critical_s": CRITICAL_S, "latency_s": latency, "phase_s": phase,
-        "slowest_analysis_s": slowest, "slowest_analysis_measured_s": slowest_measured,
-        "gap_latency_s": gap_latency, "llm_delay_s": LLM_DELAY, "search_delay_s": SEARCH_DELAY,
-        "analysis_delays_s": ANALYSIS_DELAYS, "documents": docs, "cold_cli_s": cold_cli,
+        "simulated": sim,
+        "critical_s": CRITICAL_S,
+        "latency_s": latency,
+        "phase_s": phase,
+        "slowest_analysis_s": slowest,
+        "slowest_analysis_measured_s": slowest_measured,
+        "gap_latency_s": gap_latency,
+        "llm_delay_s": LLM_DELAY,
+        "search_delay_s": SEARCH_DELAY,
+        "analysis_delays_s": ANALYSIS_DELAYS,
+        "documents": docs,
+        "cold_cli_s": cold_cli,
         "missing": [m for m in (docs_missing, cli_missing) if m],
-    }  # fmt: skip
+    }
     fig.detail_md = [
         f"{len(passing)} simulated session(s) verified at once and {len(gap)} whose first draft "
         f"holds one made-up claim, medians. Critical path {CRITICAL_S * 1e3:.0f} ms = query LLM "

@@ -77,24 +77,34 @@ def _rows(result: dict[str, Any], plan: Any) -> list[Row]:
     disk = result["disk"]
     step = Row(
         metric=f"per durable step, {plan.runs} runs on new threads",
-        unit="µs", research_fsm=step_r, langgraph=step_l, goal="≥ 3x faster than LangGraph",
-    )  # fmt: skip
+        unit="µs",
+        research_fsm=step_r,
+        langgraph=step_l,
+        goal="≥ 3x faster than LangGraph",
+    )
     step.holds, step.margin = at_most(step.ratio, 1 / 3) if step.ratio else (None, "n/a")
     procs = Row(
         metric=f"runs/s, {plan.threads} threads at once, {plan.processes} worker processes, "
         "one database",
-        unit="runs/s", research_fsm=procs_r, langgraph=procs_l, goal="≥ 5x LangGraph",
-    )  # fmt: skip
+        unit="runs/s",
+        research_fsm=procs_r,
+        langgraph=procs_l,
+        goal="≥ 5x LangGraph",
+    )
     procs.holds, procs.margin = at_least(procs.ratio, 5.0) if procs.ratio else (None, "n/a")
     one = Row(
         metric=f"runs/s, {plan.threads} threads at once, one process",
-        unit="runs/s", research_fsm=one_r, langgraph=one_l,
-    )  # fmt: skip
+        unit="runs/s",
+        research_fsm=one_r,
+        langgraph=one_l,
+    )
     size = Row(
         metric=f"disk after {plan.turns} turns of one conversation (no keep)",
-        unit="kB", research_fsm=_kb(disk["research_fsm"]), langgraph=_kb(disk["LangGraph"]),
+        unit="kB",
+        research_fsm=_kb(disk["research_fsm"]),
+        langgraph=_kb(disk["LangGraph"]),
         goal="≤ 1/20 of LangGraph",
-    )  # fmt: skip
+    )
     size.holds, size.margin = at_most(size.ratio, 1 / 20) if size.ratio else (None, "n/a")
     return [step, procs, one, size]
 

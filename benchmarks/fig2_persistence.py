@@ -208,9 +208,12 @@ async def durable_save_vs_raw(directory: Path, count: int) -> dict[str, float]:
     try:
         for i in range(count):
             cp = dataclasses.replace(
-                template, thread_id="t", checkpoint_id=secrets.token_hex(12),
-                parent_id=parent.checkpoint_id, seq=parent.seq + 1,
-            )  # fmt: skip
+                template,
+                thread_id="t",
+                checkpoint_id=secrets.token_hex(12),
+                parent_id=parent.checkpoint_id,
+                seq=parent.seq + 1,
+            )
             for turn in (i % 2, 1 - i % 2):  # alternate which goes first
                 t0 = time.perf_counter()
                 if turn:

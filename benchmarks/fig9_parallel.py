@@ -176,7 +176,9 @@ def build_rfsm_map(items: list[str], store: Any = None) -> CompiledGraph[ParStat
     g.add_node("analyse", _analyse)
     g.add_node("synth", _synthesizer)
     g.add_edge(START, "plan")
-    g.add_router("plan", lambda s: [Send("analyse", item) for item in items], ["analyse"], join="synth")  # fmt: skip
+    g.add_router(
+        "plan", lambda s: [Send("analyse", item) for item in items], ["analyse"], join="synth"
+    )
     g.add_edge("analyse", "synth")
     g.add_edge("synth", END)
     # step_limit counts every node execution in every branch (default 50).
@@ -466,11 +468,15 @@ def run(sizes: Sizes, peer: bool) -> FigureResult:
         holds, margin = both(at_most(ours, GOAL_US), at_least(speedup, GOAL_FACTOR))
         fig.rows.append(
             Row(
-                metric=graph_labels[graph], unit="µs", research_fsm=ours, langgraph=theirs,
+                metric=graph_labels[graph],
+                unit="µs",
+                research_fsm=ours,
+                langgraph=theirs,
                 goal=f"≤ {GOAL_US:.0f} µs and ≥ {GOAL_FACTOR:.0f}x faster",
-                holds=holds, margin=margin,
+                holds=holds,
+                margin=margin,
             )
-        )  # fmt: skip
+        )
 
     io_stat = {v: median(io[v]) for v in io_variants}
     holds, margin = at_most(io_stat["rfsm"], GOAL_IO)

@@ -105,10 +105,9 @@ class Uring:
         ]
         for n, (op, link, target, offset, addr, length, op_flags) in enumerate(entries):
             slot = (tail + n) & self._mask
-            struct.pack_into(
-                "BBHiQQIIQHHiQQ", self._sqes, slot * 64,
-                op, link, 0, target, offset, addr, length, op_flags, self._next + n, 0, 0, 0, 0, 0,
-            )  # fmt: skip
+            user_data = self._next + n
+            sqe = (op, link, 0, target, offset, addr, length, op_flags, user_data, 0, 0, 0, 0, 0)
+            struct.pack_into("BBHiQQIIQHHiQQ", self._sqes, slot * 64, *sqe)
             struct.pack_into("I", self._ring, self._sq_off[6] + slot * 4, slot)
         struct.pack_into("I", self._ring, self._sq_off[1], (tail + 2) & 0xFFFFFFFF)
         future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
@@ -171,9 +170,12 @@ async def measure(directory: Path, count: int) -> dict[str, float]:
     async def save() -> None:
         nonlocal parent
         cp = dataclasses.replace(
-            template, thread_id="t", checkpoint_id=secrets.token_hex(12),
-            parent_id=parent.checkpoint_id, seq=parent.seq + 1,
-        )  # fmt: skip
+            template,
+            thread_id="t",
+            checkpoint_id=secrets.token_hex(12),
+            parent_id=parent.checkpoint_id,
+            seq=parent.seq + 1,
+        )
         await store.save(cp)
         parent = cp
 

@@ -227,20 +227,23 @@ async def disk_sizes(dbs: Databases, turns: int, *, peer: bool) -> dict[str, int
 
 def report(result: dict[str, Any], plan: Plan) -> str:
     """The Markdown table of ``measure``'s result (LangGraph measured too)."""
-    runs, threads, turns, processes = plan.runs, plan.threads, plan.turns, plan.processes
     r, lg = result["step_us"]
     rr, rl = result["runs_per_s"]
     pr, pl = result["runs_per_s_procs"]
     disk = result["disk"]
-    return "\n".join([
-        "| metric | research_fsm | LangGraph AsyncPostgresSaver | ratio |",
-        "| --- | --- | --- | --- |",
-        f"| per durable step, {runs} runs on new threads (µs) | {r:.0f} | {lg:.0f} | {lg / r:.1f}x faster |",
-        f"| runs/s, {threads} threads at once, {processes} worker processes, one database "
-        f"| {pr:.0f} | {pl:.0f} | {pr / pl:.1f}x |",
-        f"| runs/s, {threads} threads at once, one process | {rr:.0f} | {rl:.0f} | {rr / rl:.1f}x |",
-        disk_row(disk, turns),
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            "| metric | research_fsm | LangGraph AsyncPostgresSaver | ratio |",
+            "| --- | --- | --- | --- |",
+            f"| per durable step, {plan.runs} runs on new threads (µs) "
+            f"| {r:.0f} | {lg:.0f} | {lg / r:.1f}x faster |",
+            f"| runs/s, {plan.threads} threads at once, {plan.processes} worker processes, "
+            f"one database | {pr:.0f} | {pl:.0f} | {pr / pl:.1f}x |",
+            f"| runs/s, {plan.threads} threads at once, one process "
+            f"| {rr:.0f} | {rl:.0f} | {rr / rl:.1f}x |",
+            disk_row(disk, plan.turns),
+        ]
+    )
 
 
 def disk_row(disk: dict[str, int | None], turns: int) -> str:

@@ -135,8 +135,8 @@ def profile_concurrency(path: str, runs: int, top: int, durability: str) -> None
     with tempfile.TemporaryDirectory() as tmp:
         raw = Path(tmp) / "spy.txt"
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        subprocess.run([spy, "record", "-o", str(raw), "-f", "raw", "-r", "250", "--",
-                        sys.executable, "-c", code], check=True, env=env)  # fmt: skip
+        record = [spy, "record", "-o", str(raw), "-f", "raw", "-r", "250", "--"]
+        subprocess.run([*record, sys.executable, "-c", code], check=True, env=env)
         own: collections.Counter[str] = collections.Counter()
         inclusive: collections.Counter[str] = collections.Counter()
         total = 0
@@ -161,8 +161,11 @@ def profile_concurrency(path: str, runs: int, top: int, durability: str) -> None
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.profile", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.profile",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("what", choices=["engine", "file", "concurrency"])
     parser.add_argument("--path", choices=["happy", "retry"], default="happy")
     parser.add_argument("--runs", type=int, default=None)

@@ -26,10 +26,15 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from research_fsm import ResearchAssistant, configure_logging
 
 SHOWN = (
-    "research_fsm.status", "research_fsm.step", "research_fsm.outcome", "research_fsm.branch",
-    "research_fsm.data_source", "research_fsm.search.results", "gen_ai.usage.input_tokens",
+    "research_fsm.status",
+    "research_fsm.step",
+    "research_fsm.outcome",
+    "research_fsm.branch",
+    "research_fsm.data_source",
+    "research_fsm.search.results",
+    "gen_ai.usage.input_tokens",
     "gen_ai.usage.output_tokens",
-)  # fmt: skip
+)
 """The attributes printed next to a span's name."""
 
 
@@ -43,8 +48,9 @@ def print_tree(spans: Sequence[ReadableSpan]) -> None:
 
     def show(span: ReadableSpan, depth: int) -> None:
         attributes = span.attributes or {}
-        shown = " ".join(f"{key.split('.')[-1]}={attributes[key]}" for key in SHOWN
-                         if key in attributes)  # fmt: skip
+        shown = " ".join(
+            f"{key.split('.')[-1]}={attributes[key]}" for key in SHOWN if key in attributes
+        )
         took = ((span.end_time or 0) - (span.start_time or 0)) / 1e6
         link = " (links to the suspended run)" if span.links else ""
         print(f"{'  ' * depth}{span.name}  {took:.1f} ms  {shown}{link}".rstrip())

@@ -28,10 +28,18 @@ from research_fsm.engine import InvalidResumeToken, StaleResumeToken, ThreadBusy
 from research_fsm.sources import MockDataSource
 
 ERRORS: dict[type[Exception], int] = {  # the first match wins
-    InvalidResumeToken: 400, ThreadBusy: 409, StaleResumeToken: 409, ValueError: 422,
-}  # fmt: skip
-COMPANIES = {"Apple": "Apple Inc.", "Tesla": "Tesla, Inc.", "Microsoft": "Microsoft Corporation",
-             "Amazon": "Amazon.com, Inc.", "Google": "Alphabet Inc. (Google)"}  # fmt: skip
+    InvalidResumeToken: 400,
+    ThreadBusy: 409,
+    StaleResumeToken: 409,
+    ValueError: 422,
+}
+COMPANIES = {
+    "Apple": "Apple Inc.",
+    "Tesla": "Tesla, Inc.",
+    "Microsoft": "Microsoft Corporation",
+    "Amazon": "Amazon.com, Inc.",
+    "Google": "Alphabet Inc. (Google)",
+}
 
 
 async def fields(request: Request, *names: str) -> list[str]:
@@ -84,18 +92,25 @@ async def conversation(client: httpx.AsyncClient, n: int, name: str, vague: bool
     )
 
 
+async def status(client: httpx.AsyncClient, path: str, **body: str) -> int:
+    return (await post(client, path, **body)).status_code
+
+
 async def errors(client: httpx.AsyncClient) -> dict[str, object]:
     """The HTTP status of requests that go wrong."""
     tesla = {"thread_id": "busy", "question": "Tell me about Tesla"}
     twice = await asyncio.gather(post(client, "/ask", **tesla), post(client, "/ask", **tesla))
-    token = (await post(client, "/ask", thread_id="vague", question="Tell me about the company")).json()["token"]  # fmt: skip
+    vague = await post(client, "/ask", thread_id="vague", question="Tell me about the company")
+    token = vague.json()["token"]
     return {
         "same thread twice at once": sorted(r.status_code for r in twice),
-        "edited token": (await post(client, "/clarify", token=token + "x", answer="Apple")).status_code,
-        "token used twice": [(await post(client, "/clarify", token=token, answer="Apple")).status_code for _ in "12"],
-        "bad thread id": (await post(client, "/ask", thread_id="../x", question="Apple")).status_code,
-        "missing field": (await post(client, "/ask", thread_id="x")).status_code,
-    }  # fmt: skip
+        "edited token": await status(client, "/clarify", token=token + "x", answer="Apple"),
+        "token used twice": [
+            await status(client, "/clarify", token=token, answer="Apple") for _ in "12"
+        ],
+        "bad thread id": await status(client, "/ask", thread_id="../x", question="Apple"),
+        "missing field": await status(client, "/ask", thread_id="x"),
+    }
 
 
 async def main() -> None:
@@ -107,7 +122,8 @@ async def main() -> None:
             users = [(n, list(COMPANIES)[n % 5], n >= 50) for n in range(55)]
             started = time.perf_counter()
             results = await asyncio.gather(*(conversation(client, *user) for user in users))
-            print(f"served 50 conversations + 5 clarifications concurrently in {time.perf_counter() - started:.2f} s")  # fmt: skip
+            took = time.perf_counter() - started
+            print(f"served 50 conversations + 5 clarifications concurrently in {took:.2f} s")
             print(f"(each waited 0.2 s on its data source: {55 * 0.2:.0f} s if served one by one)")
             print(f"answered: {sum(results)}/55; each answer named its own company: {all(results)}")
             print("errors come back as JSON with a 4xx status:")

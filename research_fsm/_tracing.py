@@ -52,9 +52,12 @@ def llm_span(
         "research_fsm.agent": agent,
     }
     with _tracer.start_as_current_span(
-        f"{operation} {model}", kind=SpanKind.CLIENT, attributes=attributes,
-        record_exception=False, set_status_on_exception=False,
-    ) as span:  # fmt: skip
+        f"{operation} {model}",
+        kind=SpanKind.CLIENT,
+        attributes=attributes,
+        record_exception=False,
+        set_status_on_exception=False,
+    ) as span:
         if prompt is not None and span.is_recording() and trace_content():
             span.set_attribute("gen_ai.prompt", prompt[:_CONTENT_LIMIT])
         with _errors_recorded(span):
@@ -62,9 +65,14 @@ def llm_span(
 
 
 def record_usage(
-    span: Span, input_tokens: int, output_tokens: int, cost_usd: float, *,
-    model: str | None = None, answer: str | None = None,
-) -> None:  # fmt: skip
+    span: Span,
+    input_tokens: int,
+    output_tokens: int,
+    cost_usd: float,
+    *,
+    model: str | None = None,
+    answer: str | None = None,
+) -> None:
     """Token usage and cost of an LLM call on its span."""
     if not span.is_recording():
         return
@@ -86,9 +94,12 @@ def search_span(source: str, query: str, operation: str = "search") -> Iterator[
         "research_fsm.search.query_length": len(query),
     }
     with _tracer.start_as_current_span(
-        f"research_fsm.{operation} {source}", kind=SpanKind.CLIENT, attributes=attributes,
-        record_exception=False, set_status_on_exception=False,
-    ) as span:  # fmt: skip
+        f"research_fsm.{operation} {source}",
+        kind=SpanKind.CLIENT,
+        attributes=attributes,
+        record_exception=False,
+        set_status_on_exception=False,
+    ) as span:
         if span.is_recording() and trace_content():
             span.set_attribute("research_fsm.search.query", query[:_CONTENT_LIMIT])
         with _errors_recorded(span):

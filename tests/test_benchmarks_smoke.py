@@ -33,8 +33,12 @@ def test_quick_benchmarks_cover_every_figure(tmp_path: Path) -> None:
         env.pop(key, None)
     result = subprocess.run(
         [sys.executable, "-m", "benchmarks", "--quick", "--out", str(out)],
-        capture_output=True, text=True, timeout=300, cwd=ROOT, env=env,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        env=env,
+    )
     output = f"--- stdout\n{result.stdout[-5000:]}\n--- stderr\n{result.stderr[-5000:]}"
     assert result.returncode == 0, output
     assert "| fig | metric | research_fsm | LangGraph |" in result.stdout, output

@@ -16,15 +16,35 @@ EXAMPLES = ROOT / "examples"
 
 MARKERS: dict[str, list[str]] = {
     "quickstart": ["company:    Apple Inc.", "path:       clarity -> research"],
-    "clarification": ["status:    needs_clarification", "company:   Apple Inc.", "interrupt -> clarity"],
+    "clarification": [
+        "status:    needs_clarification",
+        "company:   Apple Inc.",
+        "interrupt -> clarity",
+    ],
     "multi_turn": ["[2] user: What about their stock?", "about: Tesla, Inc. and Apple Inc."],
-    "streaming": ["synthesis  Writing the answer...", "MSFT trading at $378", "company: Microsoft Corporation"],
+    "streaming": [
+        "synthesis  Writing the answer...",
+        "MSFT trading at $378",
+        "company: Microsoft Corporation",
+    ],
     "custom_graph": ["flowchart TD", 'review -->|"again"| write', "'approved': True"],
-    "deep_research": ["status: completed", "done: deep_analysis (deep_analysis[2])", "verified: ", "files: report.md, report.pdf"],
-    "tracing": ["research_fsm.run", "status=completed (links to the suspended run)", "research_fsm.search Company Directory"],
+    "deep_research": [
+        "status: completed",
+        "done: deep_analysis (deep_analysis[2])",
+        "verified: ",
+        "files: report.md, report.pdf",
+    ],
+    "tracing": [
+        "research_fsm.run",
+        "status=completed (links to the suspended run)",
+        "research_fsm.search Company Directory",
+    ],
     "web_two_servers": ["two servers on one database"],
-    "web_app": ["answered: 55/55; each answer named its own company: True", "edited token               -> 400"],
-}  # fmt: skip
+    "web_app": [
+        "answered: 55/55; each answer named its own company: True",
+        "edited token               -> 400",
+    ],
+}
 """For each example: strings its output must contain."""
 
 
@@ -45,8 +65,12 @@ def test_example_runs(name: str, tmp_path: Path) -> None:
         env.pop(key, None)
     result = subprocess.run(
         [sys.executable, str(EXAMPLES / f"{name}.py")],
-        capture_output=True, text=True, timeout=60, cwd=tmp_path, env=env,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env=env,
+    )
     output = f"--- stdout\n{result.stdout}\n--- stderr\n{result.stderr}"
     assert result.returncode == 0, output
     for marker in MARKERS[name]:
@@ -72,8 +96,12 @@ def test_web_two_servers_moves_a_conversation_between_processes(
     }
     result = subprocess.run(
         [sys.executable, str(EXAMPLES / "web_two_servers.py")],
-        capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env=env,
+    )
     output = f"--- stdout\n{result.stdout}\n--- stderr\n{result.stderr}"
     assert result.returncode == 0, output
     assert "all checks passed: True" in result.stdout, output

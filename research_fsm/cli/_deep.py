@@ -29,8 +29,9 @@ def add_deep_parsers(sub: Any) -> None:
     deep.add_argument("--docs", metavar="DIR", help="a folder of .md, .txt, .html and .pdf files")
     deep.add_argument("--lang", choices=("en", "ja"), default="en")
     deep.add_argument("--pdf", action="store_true", help="also write report.pdf")
-    deep.add_argument("--top", type=int, default=3, metavar="N",
-                      help="sources analysed in depth (default 3)")  # fmt: skip
+    deep.add_argument(
+        "--top", type=int, default=3, metavar="N", help="sources analysed in depth (default 3)"
+    )
     deep.add_argument("--json", action="store_true", help="print the result as JSON")
     deep.add_argument("--resume", metavar="ID", help="continue an interrupted session")
     sub.add_parser("sessions", help="list deep-research sessions")
@@ -39,16 +40,27 @@ def add_deep_parsers(sub: Any) -> None:
 def _as_json(report: ResearchReport) -> str:
     return json.dumps(
         {
-            "status": report.status, "session_id": report.session_id, "topic": report.topic,
-            "language": report.language, "mode": report.mode, "summary": report.summary,
-            "key_points": report.key_points, "steps": report.steps, "caveats": report.caveats,
-            "sources": report.sources, "verification": report.verification,
+            "status": report.status,
+            "session_id": report.session_id,
+            "topic": report.topic,
+            "language": report.language,
+            "mode": report.mode,
+            "summary": report.summary,
+            "key_points": report.key_points,
+            "steps": report.steps,
+            "caveats": report.caveats,
+            "sources": report.sources,
+            "verification": report.verification,
             "folder": str(report.folder) if report.folder else None,
-            "paths": [str(p) for p in report.paths], "llm_calls": report.llm_calls,
-            "cost_usd": report.cost_usd, "timings": report.timings, "notes": report.notes,
+            "paths": [str(p) for p in report.paths],
+            "llm_calls": report.llm_calls,
+            "cost_usd": report.cost_usd,
+            "timings": report.timings,
+            "notes": report.notes,
         },
-        ensure_ascii=False, indent=2,
-    )  # fmt: skip
+        ensure_ascii=False,
+        indent=2,
+    )
 
 
 async def _follow(
@@ -68,10 +80,15 @@ async def _follow(
 def _summary_line(report: ResearchReport) -> str:
     v = report.verification
     calls = sum(report.llm_calls.values())
-    checked = (f"{v['supported']}/{v['claims']} claims verified ({v['ratio']:.0%})"
-               if v else "nothing verified")  # fmt: skip
-    return (f"{checked}, {len(report.sources)} sources cited, LLM {calls} calls "
-            f"~${report.cost_usd:.4f}; session {report.session_id}")  # fmt: skip
+    checked = (
+        f"{v['supported']}/{v['claims']} claims verified ({v['ratio']:.0%})"
+        if v
+        else "nothing verified"
+    )
+    return (
+        f"{checked}, {len(report.sources)} sources cited, LLM {calls} calls "
+        f"~${report.cost_usd:.4f}; session {report.session_id}"
+    )
 
 
 async def run_deep(args: argparse.Namespace, assistant: ResearchAssistant) -> int:

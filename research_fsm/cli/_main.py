@@ -284,8 +284,11 @@ async def _command(args: argparse.Namespace) -> int:
         return await run_reports()
     if args.command == "deep":
         if args.resume is None and args.topic is None:
-            raise CliError('say what to research, e.g. research-fsm deep "Spring Boot 2 to 3 '
-                           'migration" --docs ./notes', EXIT_USAGE)  # fmt: skip
+            raise CliError(
+                'say what to research, e.g. research-fsm deep "Spring Boot 2 to 3 '
+                'migration" --docs ./notes',
+                EXIT_USAGE,
+            )
         return await run_deep(args, _assistant())
     if args.command == "sessions":
         return await run_sessions()

@@ -40,17 +40,23 @@ def add_parsers(sub: Any, source_help: str) -> None:
 def _as_json(report: Report) -> str:
     return json.dumps(
         {
-            "status": report.status, "thread_id": report.thread_id, "company": report.company,
+            "status": report.status,
+            "thread_id": report.thread_id,
+            "company": report.company,
             "folder": str(report.folder) if report.folder else None,
             "paths": [str(p) for p in report.paths],
             "quality": report.quality.model_dump() if report.quality else None,
-            "iterations": report.iterations, "sources": report.sources,
+            "iterations": report.iterations,
+            "sources": report.sources,
             "usage": {k: v.model_dump() for k, v in report.usage.items()},
-            "cost_usd": report.cost_usd, "timings": report.timings,
-            "question": report.question, "choices": report.choices,
+            "cost_usd": report.cost_usd,
+            "timings": report.timings,
+            "question": report.question,
+            "choices": report.choices,
         },
-        ensure_ascii=False, indent=2,
-    )  # fmt: skip
+        ensure_ascii=False,
+        indent=2,
+    )
 
 
 async def _follow(events: AsyncIterator[ReportProgress | Report], quiet: bool) -> Report:

@@ -23,8 +23,9 @@ def add_serve_parser(sub: Any) -> None:
     )
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="port (default 8000)")
-    serve.add_argument("--docs", metavar="DIR",
-                       help="documents folder of deep research (default: $RESEARCH_DOCS)")  # fmt: skip
+    serve.add_argument(
+        "--docs", metavar="DIR", help="documents folder of deep research (default: $RESEARCH_DOCS)"
+    )
     serve.add_argument("--source", help="data source: mock, directory, tavily or auto")
 
 
@@ -32,8 +33,10 @@ def run_serve(args: argparse.Namespace) -> int:
     """Serve until interrupted; 2 when the ``web`` extra is missing or the port is bad."""
     missing = [m for m in ("starlette", "uvicorn") if importlib.util.find_spec(m) is None]
     if missing:
-        print("research-fsm: the web page needs the web extra: pip install 'research-fsm[web]'",
-              file=sys.stderr)  # fmt: skip
+        print(
+            "research-fsm: the web page needs the web extra: pip install 'research-fsm[web]'",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     if not 0 < args.port < 65536:
         print(f"research-fsm: --port must be from 1 to 65535, got {args.port}", file=sys.stderr)

@@ -131,8 +131,9 @@ def to_pdf(doc: Document) -> bytes:
     wrap = "CJK" if doc.language == "ja" else "LTR"
     base = ParagraphStyle("body", fontName=body_font, fontSize=10, leading=14, wordWrap=wrap)
     h1 = ParagraphStyle("h1", parent=base, fontName=bold_font, fontSize=17, leading=22)
-    h2 = ParagraphStyle("h2", parent=base, fontName=bold_font, fontSize=13, leading=18,
-                        spaceBefore=8, spaceAfter=4)  # fmt: skip
+    h2 = ParagraphStyle(
+        "h2", parent=base, fontName=bold_font, fontSize=13, leading=18, spaceBefore=8, spaceAfter=4
+    )
     story: list[object] = [Paragraph(_inline(doc.title), h1), Spacer(1, 4 * mm)]
     for section in doc.sections:
         story.append(Paragraph(_inline(section.title), h2))
@@ -149,7 +150,13 @@ def to_pdf(doc: Document) -> bytes:
                 story.append(grid)
             story.append(Spacer(1, 2 * mm))
     out = BytesIO()
-    pdf = SimpleDocTemplate(out, pagesize=A4, title=doc.title, lang=doc.language,
-                            leftMargin=18 * mm, rightMargin=18 * mm)  # fmt: skip
+    pdf = SimpleDocTemplate(
+        out,
+        pagesize=A4,
+        title=doc.title,
+        lang=doc.language,
+        leftMargin=18 * mm,
+        rightMargin=18 * mm,
+    )
     pdf.build(story)
     return out.getvalue()

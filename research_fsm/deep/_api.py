@@ -142,8 +142,9 @@ def check_request(
 ) -> str:
     """The cleaned topic; ``InvalidResearchRequest`` naming what is wrong."""
     if not isinstance(topic, str) or not topic.strip():
-        raise InvalidResearchRequest("the topic is empty; say what to research, "
-                                     "e.g. 'Spring Boot 2 to 3 migration'")  # fmt: skip
+        raise InvalidResearchRequest(
+            "the topic is empty; say what to research, e.g. 'Spring Boot 2 to 3 migration'"
+        )
     if len(topic) > MAX_TOPIC_CHARS:
         raise InvalidResearchRequest(
             f"the topic is {len(topic):,} characters long; the limit is {MAX_TOPIC_CHARS}"
@@ -188,30 +189,53 @@ def to_research_report(state: DeepState, session_id: str) -> ResearchReport:
     claims = supported_claims(state)
 
     def lines(section: str) -> list[str]:
-        return [f"{c.text} " + "".join(f"[{s}]" for s in c.sources) for c in claims
-                if c.section == section]  # fmt: skip
+        return [
+            f"{c.text} " + "".join(f"[{s}]" for s in c.sources)
+            for c in claims
+            if c.section == section
+        ]
 
     final = state.verifications[-1] if state.verifications else None
-    verification = {} if final is None else {
-        "claims": final.total, "supported": final.supported,
-        "unsupported": final.total - final.supported, "ratio": final.ratio,
-        "threshold": final.threshold, "passed": final.passed, "rounds": len(state.verifications),
-    }  # fmt: skip
+    verification = (
+        {}
+        if final is None
+        else {
+            "claims": final.total,
+            "supported": final.supported,
+            "unsupported": final.total - final.supported,
+            "ratio": final.ratio,
+            "threshold": final.threshold,
+            "passed": final.passed,
+            "rounds": len(state.verifications),
+        }
+    )
     cited = dict.fromkeys(sid for c in claims for sid in c.sources)
     sources = [
         {"id": s.id, "kind": s.kind, "title": s.title, "locator": s.locator, "position": s.position}
-        for sid in cited if (s := state.source(sid)) is not None
-    ]  # fmt: skip
+        for sid in cited
+        if (s := state.source(sid)) is not None
+    ]
     paths = [Path(p) for p in state.files]
     markdown = paths[0].read_text(encoding="utf-8") if paths else ""
     return ResearchReport(
         status="completed" if state.outcome == "ok" else "no_sources",
-        session_id=session_id, topic=state.topic, language=state.language, mode=state.mode,
-        summary=" ".join(lines("summary")), key_points=lines("key_points"), steps=lines("steps"),
-        caveats=lines("caveats"), sources=sources, verification=verification,
-        markdown=markdown, paths=paths, folder=Path(state.session_dir) if state.session_dir else None,
-        usage=dict(state.usage), timings={k: round(v, 4) for k, v in state.timings.items()}, notes=list(state.notes),
-    )  # fmt: skip
+        session_id=session_id,
+        topic=state.topic,
+        language=state.language,
+        mode=state.mode,
+        summary=" ".join(lines("summary")),
+        key_points=lines("key_points"),
+        steps=lines("steps"),
+        caveats=lines("caveats"),
+        sources=sources,
+        verification=verification,
+        markdown=markdown,
+        paths=paths,
+        folder=Path(state.session_dir) if state.session_dir else None,
+        usage=dict(state.usage),
+        timings={k: round(v, 4) for k, v in state.timings.items()},
+        notes=list(state.notes),
+    )
 
 
 class DeepRunner:
@@ -228,9 +252,14 @@ class DeepRunner:
     """
 
     def __init__(
-        self, *, llm: LLM | None, store: CheckpointStore, root: Path, web: TopicSearch | None,
+        self,
+        *,
+        llm: LLM | None,
+        store: CheckpointStore,
+        root: Path,
+        web: TopicSearch | None,
         index_dir: Path,
-    ) -> None:  # fmt: skip
+    ) -> None:
         graph = build_deep_graph(resolve=self._resolve, llm=llm)
         self.app: CompiledGraph[DeepState] = graph.compile(store=store, step_limit=60)
         self.llm = llm
@@ -259,16 +288,23 @@ class DeepRunner:
             return await self.documents(state.docs)
         if self.web is None:
             raise DataSourceError(
-                "no Tavily key: set TAVILY_API_KEY to search the web", source="Tavily",
+                "no Tavily key: set TAVILY_API_KEY to search the web",
+                source="Tavily",
                 retryable=False,
-            )  # fmt: skip
+            )
         return self.web
 
     async def start(
-        self, topic: object, *, language: Language, docs: str | os.PathLike[str] | None,
-        formats: tuple[str, ...], top_k: int = DEFAULT_TOP_K,
-        threshold: float = DEFAULT_THRESHOLD, session_id: str | None = None,
-    ) -> tuple[dict[str, Any], str]:  # fmt: skip
+        self,
+        topic: object,
+        *,
+        language: Language,
+        docs: str | os.PathLike[str] | None,
+        formats: tuple[str, ...],
+        top_k: int = DEFAULT_TOP_K,
+        threshold: float = DEFAULT_THRESHOLD,
+        session_id: str | None = None,
+    ) -> tuple[dict[str, Any], str]:
         """Check the request, pick the sources, create the session folder: the run's
         input and the session id."""
         clean = check_request(topic, language, formats, top_k, threshold)
@@ -284,10 +320,16 @@ class DeepRunner:
         sid = session_id or new_session_id()
         path = await asyncio.to_thread(session_folder, self.root, sid)
         value: dict[str, Any] = {
-            "topic": clean, "language": language, "formats": list(formats), "mode": mode,
-            "docs": str(folder) if folder else None, "session_dir": str(path), "top_k": top_k,
-            "threshold": float(threshold), "model": self.llm.model if self.llm else None,
-        }  # fmt: skip
+            "topic": clean,
+            "language": language,
+            "formats": list(formats),
+            "mode": mode,
+            "docs": str(folder) if folder else None,
+            "session_dir": str(path),
+            "top_k": top_k,
+            "threshold": float(threshold),
+            "model": self.llm.model if self.llm else None,
+        }
         meta = session_meta(DeepState(**value), sid)
         await write_stage(str(path), {"session.json": meta})
         return value, sid

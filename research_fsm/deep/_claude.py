@@ -171,27 +171,39 @@ def synthesis_prompt(state: DeepState, facts: Sequence[tuple[str, str, str]]) ->
     """The facts (kind, statement, S#) and the format to write in."""
     lines = [f"- ({kind}) {statement} [{sid}]" for kind, statement, sid in facts]
     return (
-        f"Topic: {state.topic}\nWrite in {_language(state)}. Facts:\n" + "\n".join(lines)
+        f"Topic: {state.topic}\nWrite in {_language(state)}. Facts:\n"
+        + "\n".join(lines)
         + "\n\nAnswer in exactly this Markdown format:\n## Summary\n(2-4 sentences, each "
         "ending with [S#])\n## Key points\n- point [S#]\n## Steps\n1. step [S#]\n## Caveats\n"
         "- caveat [S#]\nLeave a section empty when no fact belongs in it."
-    )  # fmt: skip
+    )
 
 
 def verify_prompt(state: DeepState, claims: list[Claim]) -> str:
     """The claims with the text of the sources they cite."""
     cited = dict.fromkeys(sid for claim in claims for sid in claim.sources)
-    blocks = [_source_block(s, MAX_SOURCE_PROMPT_CHARS // 2)
-              for sid in cited if (s := state.source(sid)) is not None]  # fmt: skip
-    lines = [f"{claim.id}: {claim.text} (cites {', '.join(claim.sources) or 'nothing'})"
-             for claim in claims]  # fmt: skip
+    blocks = [
+        _source_block(s, MAX_SOURCE_PROMPT_CHARS // 2)
+        for sid in cited
+        if (s := state.source(sid)) is not None
+    ]
+    lines = [
+        f"{claim.id}: {claim.text} (cites {', '.join(claim.sources) or 'nothing'})"
+        for claim in claims
+    ]
     return "Claims:\n" + "\n".join(lines) + "\n\nSources:\n" + "\n".join(blocks)
 
 
 _HEADINGS: Final[dict[str, SectionName]] = {
-    "summary": "summary", "概要": "summary", "key points": "key_points", "要点": "key_points",
-    "steps": "steps", "手順": "steps", "caveats": "caveats", "注意点": "caveats",
-}  # fmt: skip
+    "summary": "summary",
+    "概要": "summary",
+    "key points": "key_points",
+    "要点": "key_points",
+    "steps": "steps",
+    "手順": "steps",
+    "caveats": "caveats",
+    "注意点": "caveats",
+}
 _CITE: Final = re.compile(r"\[(S\d+)\]")
 _SPLIT: Final = re.compile(r"(?<=[.!?])(?:\s*\[S\d+\])*(?:\s+|$)|(?<=[。！？])(?:\s*\[S\d+\])*\s*")
 _ITEM: Final = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")

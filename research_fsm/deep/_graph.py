@@ -37,9 +37,14 @@ __all__ = [
 ]
 
 STAGES: Final = (
-    "query_parser", "search", "relevance_filter", "deep_analysis", "synthesis", "verification",
+    "query_parser",
+    "search",
+    "relevance_filter",
+    "deep_analysis",
+    "synthesis",
+    "verification",
     "report",
-)  # fmt: skip
+)
 """The graph's nodes, in pipeline order."""
 STAGE_TIMEOUT: Final = 300.0
 """Seconds any one stage may take (the analyses have their own, shorter limit)."""
@@ -96,9 +101,10 @@ def build_deep_graph(*, resolve: Resolve, llm: LLM | None) -> StateGraph[DeepSta
     graph.add_edge(START, "query_parser")
     graph.add_edge("query_parser", "search")
     graph.add_router(
-        "search", after_search,
+        "search",
+        after_search,
         {"filter": "relevance_filter", "retry": "query_parser", "report": "report"},
-    )  # fmt: skip
+    )
     graph.add_router("relevance_filter", after_filter, ["deep_analysis"], join="synthesis")
     graph.add_edge("deep_analysis", "synthesis")
     graph.add_router("synthesis", after_synthesis, {"verify": "verification", "report": "report"})

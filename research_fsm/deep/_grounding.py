@@ -40,8 +40,11 @@ def _count(markdown: str, name: str) -> str | None:
 
 
 def _report_problems(markdown: str, sources: dict[str, dict[str, Any]]) -> list[str]:
-    problems = [f"report cites [{sid}], which was not retrieved"
-                for sid in dict.fromkeys(_CITE.findall(markdown)) if sid not in sources]  # fmt: skip
+    problems = [
+        f"report cites [{sid}], which was not retrieved"
+        for sid in dict.fromkeys(_CITE.findall(markdown))
+        if sid not in sources
+    ]
     plain = _ESCAPE.sub(r"\1", markdown)
     urls = {s["locator"] for s in sources.values() if s["kind"] == "web"}
     for url in dict.fromkeys(_URL.findall(plain)):
@@ -77,9 +80,11 @@ def _verification_problems(
             if evidence not in sources.get(sid, {}).get("text", ""):
                 problems.append(f"{check['claim']}'s evidence does not occur verbatim in {sid}")
     wanted = {
-        "v_checked": verification["claims"], "v_supported": verification["supported"],
-        "v_unsupported": verification["unsupported"], "v_rounds": verification["rounds"],
-    }  # fmt: skip
+        "v_checked": verification["claims"],
+        "v_supported": verification["supported"],
+        "v_unsupported": verification["unsupported"],
+        "v_rounds": verification["rounds"],
+    }
     for key, value in wanted.items():
         shown = _count(markdown, label(lang, key))
         if shown != str(value):

@@ -78,22 +78,25 @@ class QueryParser:
         if self.llm is not None:
             try:
                 reply = await self.llm.structured(
-                    agent="query_parser", system=claude.QUERY_SYSTEM,
+                    agent="query_parser",
+                    system=claude.QUERY_SYSTEM,
                     prompt=claude.query_prompt(state, broadened=broadened),
                     schema=claude.EnhancedQuery,
-                )  # fmt: skip
-                query, method, usage = (
-                    " ".join(reply.value.query.split()) or query,
-                    "llm",
-                    reply.usage,
                 )
+                query = " ".join(reply.value.query.split()) or query
+                method = "llm"
+                usage = reply.usage
             except LLMError as exc:
                 notes.append(f"query_parser: Claude failed ({exc.message}); used the rules")
         purpose: Literal["topic", "gaps"] = "gaps" if state.round > 0 and state.gaps else "topic"
         record = QueryRecord(
-            query=query, round=state.round, attempt=attempt, broadened=broadened,
-            purpose=purpose, method=method,
-        )  # fmt: skip
+            query=query,
+            round=state.round,
+            attempt=attempt,
+            broadened=broadened,
+            purpose=purpose,
+            method=method,
+        )
         all_queries = [q.model_dump() for q in [*state.queries, record]]
         await write_stage(state.session_dir, {"queries.json": all_queries})
         update = {"queries": [record], "terms": state.terms or terms(state.topic), "notes": notes}
@@ -120,8 +123,13 @@ class Search:
             notes.append(f"search failed for {record.query!r}: {exc.message}")
         new, candidates = self._number(state, found, record.query)
         attempts = state.attempts + 1
-        update: dict[str, Any] = {"sources": new, "candidates": candidates, "attempts": attempts,
-                                  "notes": notes, "searched_with": search.name}  # fmt: skip
+        update: dict[str, Any] = {
+            "sources": new,
+            "candidates": candidates,
+            "attempts": attempts,
+            "notes": notes,
+            "searched_with": search.name,
+        }
         out_of_tries = attempts >= MAX_SEARCH_ATTEMPTS
         if not candidates and out_of_tries and not state.sources and state.round == 0:
             update["outcome"] = "no_sources"
@@ -141,10 +149,19 @@ class Search:
                 continue
             sid = f"S{len(state.sources) + len(new) + 1}"
             known[key] = sid
-            new.append(Source(
-                id=sid, kind=item.kind, title=item.title, locator=item.locator,
-                position=item.position, text=item.text, score=item.score, rank=rank, query=query,
-            ))  # fmt: skip
+            new.append(
+                Source(
+                    id=sid,
+                    kind=item.kind,
+                    title=item.title,
+                    locator=item.locator,
+                    position=item.position,
+                    text=item.text,
+                    score=item.score,
+                    rank=rank,
+                    query=query,
+                )
+            )
             candidates.append(sid)
         return new, list(dict.fromkeys(candidates))
 
@@ -164,9 +181,11 @@ class RelevanceFilter:
         if self.llm is not None and fresh:
             try:
                 reply = await self.llm.structured(
-                    agent="relevance_filter", system=claude.RELEVANCE_SYSTEM,
-                    prompt=claude.relevance_prompt(state, fresh), schema=claude.RatedSources,
-                )  # fmt: skip
+                    agent="relevance_filter",
+                    system=claude.RELEVANCE_SYSTEM,
+                    prompt=claude.relevance_prompt(state, fresh),
+                    schema=claude.RatedSources,
+                )
                 verdicts, usage = _rated(verdicts, reply.value), reply.usage
             except LLMError as exc:
                 notes.append(f"relevance_filter: Claude failed ({exc.message}); used the rules")
@@ -184,20 +203,30 @@ def _rated(offline: list[Relevance], rated: claude.RatedSources) -> list[Relevan
     for verdict in offline:
         item = scores.get(verdict.source)
         if item is None:
-            verdicts.append(verdict.model_copy(update={"relevant": False, "score": 0.0,
-                                                       "reason": "not rated by Claude"}))  # fmt: skip
+            verdicts.append(
+                verdict.model_copy(
+                    update={"relevant": False, "score": 0.0, "reason": "not rated by Claude"}
+                )
+            )
             continue
         keep = item.score >= rules.RELEVANCE_CUTOFF
-        verdicts.append(Relevance(source=verdict.source, score=round(item.score, 3),
-                                  relevant=keep, reason=item.reason[:200]))  # fmt: skip
+        verdicts.append(
+            Relevance(
+                source=verdict.source,
+                score=round(item.score, 3),
+                relevant=keep,
+                reason=item.reason[:200],
+            )
+        )
     return verdicts
 
 
 def next_sources(state: DeepState) -> list[str]:
     """The relevant sources not analysed yet, best first, at most ``top_k``."""
     done = {a.source for a in state.analyses}
-    relevant = sorted((v for v in state.relevance if v.relevant and v.source not in done),
-                      key=lambda v: -v.score)  # fmt: skip
+    relevant = sorted(
+        (v for v in state.relevance if v.relevant and v.source not in done), key=lambda v: -v.score
+    )
     return [v.source for v in relevant[: state.top_k]]
 
 
@@ -231,9 +260,11 @@ class Analyse:
             return rules.analyse(source, state.terms), None
         try:
             reply = await self.llm.structured(
-                agent="deep_analysis", system=claude.ANALYSIS_SYSTEM,
-                prompt=claude.analysis_prompt(state, source), schema=claude.SourceFacts,
-            )  # fmt: skip
+                agent="deep_analysis",
+                system=claude.ANALYSIS_SYSTEM,
+                prompt=claude.analysis_prompt(state, source),
+                schema=claude.SourceFacts,
+            )
         except LLMError as exc:
             _log.warning("deep analysis: Claude failed, used the rules", error=exc.message)
             return rules.analyse(source, state.terms), None
@@ -251,8 +282,12 @@ class Analyse:
 
 def draft_markdown(draft: Draft, language: str) -> str:
     """The draft as Markdown with ``[S#]`` markers (``draft.md`` and the streamed text)."""
-    titles: dict[SectionName, str] = {"summary": "Summary", "key_points": "Key points",
-                                      "steps": "Steps", "caveats": "Caveats"}  # fmt: skip
+    titles: dict[SectionName, str] = {
+        "summary": "Summary",
+        "key_points": "Key points",
+        "steps": "Steps",
+        "caveats": "Caveats",
+    }
     if language == "ja":
         titles = {"summary": "概要", "key_points": "要点", "steps": "手順", "caveats": "注意点"}
     parts = []
@@ -290,10 +325,11 @@ class Synthesis:
             facts = [(f.kind, f.statement, a.source) for a in state.analyses for f in a.facts]
             try:
                 reply = await self.llm.generate(
-                    agent="synthesis", system=claude.SYNTHESIS_SYSTEM,
+                    agent="synthesis",
+                    system=claude.SYNTHESIS_SYSTEM,
                     prompt=claude.synthesis_prompt(state, facts),
                     on_token=lambda piece: ctx.emit("token", piece),
-                )  # fmt: skip
+                )
                 draft, usage = claude.parse_draft(reply.text), reply.usage
             except LLMError as exc:
                 notes.append(f"synthesis: Claude failed ({exc.message}); used the rules")
@@ -325,9 +361,11 @@ class Verify:
         if self.llm is not None and claims:
             try:
                 reply = await self.llm.structured(
-                    agent="verification", system=claude.VERIFY_SYSTEM,
-                    prompt=claude.verify_prompt(state, claims), schema=claude.ProposedQuotes,
-                )  # fmt: skip
+                    agent="verification",
+                    system=claude.VERIFY_SYSTEM,
+                    prompt=claude.verify_prompt(state, claims),
+                    schema=claude.ProposedQuotes,
+                )
                 checks, usage = _quoted(state, claims, reply.value), reply.usage
             except LLMError as exc:
                 notes.append(f"verification: Claude failed ({exc.message}); checked lexically")
@@ -357,11 +395,19 @@ def _quoted(
             reason = f"the proposed quote does not occur in {item.source}"
         else:
             reason = f"quote found verbatim in {item.source}"
-        checks.append(ClaimCheck(
-            claim=claim.id, text=claim.text, sources=claim.sources, supported=exact is not None,
-            evidence=exact, source=item.source if exact is not None and item else None,
-            score=1.0 if exact is not None else 0.0, method="quote", reason=reason,
-        ))  # fmt: skip
+        checks.append(
+            ClaimCheck(
+                claim=claim.id,
+                text=claim.text,
+                sources=claim.sources,
+                supported=exact is not None,
+                evidence=exact,
+                source=item.source if exact is not None and item else None,
+                score=1.0 if exact is not None else 0.0,
+                method="quote",
+                reason=reason,
+            )
+        )
     return checks
 
 
@@ -369,12 +415,21 @@ def verification_json(rounds: list[Verification]) -> dict[str, Any]:
     """``verification.json``: the final round's counts and every round's checks."""
     last = rounds[-1]
     return {
-        "rounds": len(rounds), "threshold": last.threshold, "claims": last.total,
-        "supported": last.supported, "unsupported": last.total - last.supported,
-        "ratio": last.ratio, "passed": last.passed,
+        "rounds": len(rounds),
+        "threshold": last.threshold,
+        "claims": last.total,
+        "supported": last.supported,
+        "unsupported": last.total - last.supported,
+        "ratio": last.ratio,
+        "passed": last.passed,
         "history": [
-            {"round": r.round, "claims": r.total, "supported": r.supported, "ratio": r.ratio,
-             "checks": [c.model_dump() for c in r.checks]}
+            {
+                "round": r.round,
+                "claims": r.total,
+                "supported": r.supported,
+                "ratio": r.ratio,
+                "checks": [c.model_dump() for c in r.checks],
+            }
             for r in rounds
         ],
-    }  # fmt: skip
+    }

@@ -35,8 +35,9 @@ _SECTIONS: Final = ("summary", "key_points", "steps", "caveats")
 
 def scrub(text: str, allowed: set[str]) -> str:
     """``text`` with every URL not in ``allowed`` replaced by ``(link removed)``."""
-    return _URL.sub(lambda m: m.group() if m.group().rstrip(".,;:") in allowed
-                    else "(link removed)", text)  # fmt: skip
+    return _URL.sub(
+        lambda m: m.group() if m.group().rstrip(".,;:") in allowed else "(link removed)", text
+    )
 
 
 def _final(state: DeepState) -> Verification | None:
@@ -81,14 +82,16 @@ def _methodology(state: DeepState, lang: str, allowed: set[str]) -> DocSection:
     items = [
         label(lang, "m_source").format(backend=state.searched_with),
         label(lang, "m_counts").format(
-            retrieved=len(state.sources), relevant=relevant,
-            analysed=len(state.analyses) - len(failed), failed=len(failed),
+            retrieved=len(state.sources),
+            relevant=relevant,
+            analysed=len(state.analyses) - len(failed),
+            failed=len(failed),
         ),
         label(lang, "m_method").format(
             who=f"Claude ({state.model})" if state.model else label(lang, "rules")
         ),
         label(lang, "m_verify").format(threshold=f"{state.threshold:.0%}"),
-    ]  # fmt: skip
+    ]
     if not state.model:
         items.append(label(lang, "m_verbatim"))
     items += [
@@ -98,8 +101,10 @@ def _methodology(state: DeepState, lang: str, allowed: set[str]) -> DocSection:
         for i, q in enumerate(state.queries, 1)
     ]
     items += [md_escape(scrub(note, allowed)) for note in state.notes]
-    items += [label(lang, "m_failed").format(sid=a.source, error=md_escape(scrub(a.error or "", allowed)))
-              for a in failed]  # fmt: skip
+    items += [
+        label(lang, "m_failed").format(sid=a.source, error=md_escape(scrub(a.error or "", allowed)))
+        for a in failed
+    ]
     return DocSection(label(lang, "methodology"), [bullets(items)])
 
 
@@ -125,12 +130,18 @@ def _verification(state: DeepState, lang: str, allowed: set[str]) -> DocSection:
         (label(lang, "v_rounds"), str(len(state.verifications))),
     ]
     blocks = [table(rows)]
-    evidence = [f"{c.claim} [{c.source}]: “{md_escape(c.evidence or '')}”"
-                for c in final.checks if c.supported]  # fmt: skip
+    evidence = [
+        f"{c.claim} [{c.source}]: “{md_escape(c.evidence or '')}”"
+        for c in final.checks
+        if c.supported
+    ]
     if evidence:
         blocks += [paragraph(f"**{label(lang, 'v_evidence')}**"), bullets(evidence)]
-    flagged = [f"{c.claim}: {md_escape(scrub(c.text, allowed))} — {md_escape(c.reason)}"
-               for c in final.checks if not c.supported]  # fmt: skip
+    flagged = [
+        f"{c.claim}: {md_escape(scrub(c.text, allowed))} — {md_escape(c.reason)}"
+        for c in final.checks
+        if not c.supported
+    ]
     if flagged:
         blocks += [paragraph(f"**{label(lang, 'v_flagged')}**"), bullets(flagged)]
     return DocSection(label(lang, "verification"), blocks)
@@ -188,8 +199,15 @@ class ReportWriter:
 def session_meta(state: DeepState, session_id: str) -> dict[str, Any]:
     """``session.json``'s fields (status ``running`` until the report is written)."""
     return {
-        "id": session_id, "topic": state.topic, "language": state.language, "mode": state.mode,
-        "docs": state.docs, "formats": state.formats, "top_k": state.top_k,
-        "threshold": state.threshold, "model": state.model, "created_at": state.started_at,
+        "id": session_id,
+        "topic": state.topic,
+        "language": state.language,
+        "mode": state.mode,
+        "docs": state.docs,
+        "formats": state.formats,
+        "top_k": state.top_k,
+        "threshold": state.threshold,
+        "model": state.model,
+        "created_at": state.started_at,
         "status": "running",
-    }  # fmt: skip
+    }

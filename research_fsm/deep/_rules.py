@@ -153,9 +153,11 @@ def draft(state: DeepState) -> Draft:
     if not lead:
         lead = (pools["step"] + pools["caveat"])[:2]
     sections: list[tuple[SectionName, list[tuple[str, str]]]] = [
-        ("summary", lead), ("key_points", findings[3:9]), ("steps", pools["step"][:8]),
+        ("summary", lead),
+        ("key_points", findings[3:9]),
+        ("steps", pools["step"][:8]),
         ("caveats", pools["caveat"][:5]),
-    ]  # fmt: skip
+    ]
     placed = [(section, text, sid) for section, pairs in sections for text, sid in pairs]
     claims = [
         Claim(id=f"C{i}", section=section, text=text, sources=[sid])
@@ -188,9 +190,17 @@ def check_claims(state: DeepState, claims: list[Claim]) -> list[ClaimCheck]:
         else:
             reason = f"only {score:.0%} of its terms are in the cited source"
         supported = evidence is not None and score >= SUPPORT_THRESHOLD
-        checked.append(ClaimCheck(
-            claim=claim.id, text=claim.text, sources=claim.sources, supported=supported,
-            evidence=evidence if supported else None, source=sid if supported else None,
-            score=score, method="lexical", reason=reason,
-        ))  # fmt: skip
+        checked.append(
+            ClaimCheck(
+                claim=claim.id,
+                text=claim.text,
+                sources=claim.sources,
+                supported=supported,
+                evidence=evidence if supported else None,
+                source=sid if supported else None,
+                score=score,
+                method="lexical",
+                reason=reason,
+            )
+        )
     return checked

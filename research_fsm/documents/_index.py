@@ -79,8 +79,9 @@ def _open_db(path: Path, folder: Path) -> sqlite3.Connection:
         tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
         if not tables:
             db.executescript(_TABLES)
-            db.executemany("INSERT INTO meta VALUES (?, ?)",
-                           [("schema", SCHEMA), ("folder", str(folder))])  # fmt: skip
+            db.executemany(
+                "INSERT INTO meta VALUES (?, ?)", [("schema", SCHEMA), ("folder", str(folder))]
+            )
             return db
         row = db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
         if row is not None and row[0] == SCHEMA:
@@ -106,8 +107,10 @@ class _Builder:
         self.skipped: list[SkippedFile] = []
 
     def refresh(self, files: list[Found]) -> int:
-        known = {row[0]: row[1:] for row in self.db.execute(
-            "SELECT path, id, size, mtime_ns, sha256 FROM files")}  # fmt: skip
+        known = {
+            row[0]: row[1:]
+            for row in self.db.execute("SELECT path, id, size, mtime_ns, sha256 FROM files")
+        }
         checked = self.db.execute("SELECT value FROM meta WHERE key='checked_ns'").fetchone()
         # a file modified within the timestamp granularity of the last check may have
         # changed again with the same size and mtime: such files are hashed again
@@ -140,8 +143,10 @@ class _Builder:
             return
         digest = hashlib.sha256(data).hexdigest()
         if old is not None and old[3] == digest:
-            self.db.execute("UPDATE files SET size=?, mtime_ns=? WHERE id=?",
-                            (found.size, found.mtime_ns, old[0]))  # fmt: skip
+            self.db.execute(
+                "UPDATE files SET size=?, mtime_ns=? WHERE id=?",
+                (found.size, found.mtime_ns, old[0]),
+            )
             self.reused += 1
             return
         self._index(found, digest, old)
@@ -157,25 +162,41 @@ class _Builder:
         self.bytes_read += found.size
         cursor = self.db.execute(
             "INSERT INTO files(path, size, mtime_ns, sha256, kind, title, text) VALUES (?,?,?,?,?,?,?)",
-            (found.path, found.size, found.mtime_ns, digest, extracted.kind, extracted.title,
-             extracted.text),
-        )  # fmt: skip
+            (
+                found.path,
+                found.size,
+                found.mtime_ns,
+                digest,
+                extracted.kind,
+                extracted.title,
+                extracted.text,
+            ),
+        )
         file_id = cursor.lastrowid
         title = cjk_bigrams(extracted.title)
         for span in split(extracted.text, extracted.pages):
             row = self.db.execute(
                 "INSERT INTO passages(file_id, start, end, line_start, line_end, page, heading)"
                 " VALUES (?,?,?,?,?,?,?)",
-                (file_id, span.start, span.end, span.line_start, span.line_end, span.page,
-                 span.heading),
-            )  # fmt: skip
+                (
+                    file_id,
+                    span.start,
+                    span.end,
+                    span.line_start,
+                    span.line_end,
+                    span.page,
+                    span.heading,
+                ),
+            )
             body = cjk_bigrams(extracted.text[span.start : span.end])
-            self.db.execute("INSERT INTO fts(rowid, body, title) VALUES (?,?,?)",
-                            (row.lastrowid, body, title))  # fmt: skip
+            self.db.execute(
+                "INSERT INTO fts(rowid, body, title) VALUES (?,?,?)", (row.lastrowid, body, title)
+            )
 
     def _drop(self, file_id: int) -> None:
-        self.db.execute("DELETE FROM fts WHERE rowid IN (SELECT id FROM passages WHERE file_id=?)",
-                        (file_id,))  # fmt: skip
+        self.db.execute(
+            "DELETE FROM fts WHERE rowid IN (SELECT id FROM passages WHERE file_id=?)", (file_id,)
+        )
         self.db.execute("DELETE FROM passages WHERE file_id=?", (file_id,))
         self.db.execute("DELETE FROM files WHERE id=?", (file_id,))
 
@@ -212,10 +233,14 @@ def _build(
     counts = db.execute("SELECT (SELECT count(*) FROM files), (SELECT count(*) FROM passages)")
     total_files, total_passages = counts.fetchone()
     stats = IndexStats(
-        files=total_files, passages=total_passages, read=builder.read, reused=builder.reused,
-        removed=removed, seconds=round(time.perf_counter() - started, 4),
+        files=total_files,
+        passages=total_passages,
+        read=builder.read,
+        reused=builder.reused,
+        removed=removed,
+        seconds=round(time.perf_counter() - started, 4),
         bytes_read=builder.bytes_read,
-    )  # fmt: skip
+    )
     for skip in [*skipped, *builder.skipped]:
         _log.warning("document skipped", path=skip.path, reason=skip.reason)
     return db, stats, [*skipped, *builder.skipped]
@@ -254,15 +279,26 @@ class DocumentIndex:
 
     @classmethod
     async def open(
-        cls, folder: str | os.PathLike[str], *, cache_dir: Path | None = None,
-        max_file_bytes: int = 50 * 1024 * 1024, max_files: int = 20_000,
-    ) -> DocumentIndex:  # fmt: skip
+        cls,
+        folder: str | os.PathLike[str],
+        *,
+        cache_dir: Path | None = None,
+        max_file_bytes: int = 50 * 1024 * 1024,
+        max_files: int = 20_000,
+    ) -> DocumentIndex:
         """Index ``folder`` (only what changed since the last time) and open it."""
         path = _check_folder(folder)
         cache = cache_dir if cache_dir is not None else default_cache_dir()
         db, stats, skipped = await asyncio.to_thread(_build, path, cache, max_file_bytes, max_files)
-        _log.info("documents indexed", folder=str(path), files=stats.files, read=stats.read,
-                  reused=stats.reused, removed=stats.removed, seconds=stats.seconds)  # fmt: skip
+        _log.info(
+            "documents indexed",
+            folder=str(path),
+            files=stats.files,
+            read=stats.read,
+            reused=stats.reused,
+            removed=stats.removed,
+            seconds=stats.seconds,
+        )
         return cls(path, db, stats, skipped)
 
     async def search(

@@ -77,10 +77,16 @@ def split(text: str, pages: list[int] | None = None) -> list[Span]:
         start, end = group[0][0], group[-1][1]
         before = [title for at, title in headings if at <= start]
         page = bisect_right(pages, start) if pages else None
-        spans.append(Span(
-            start, end, bisect_right(newlines, start - 1) + 1, bisect_right(newlines, end - 1) + 1,
-            page, before[-1][:200] if before else None,
-        ))  # fmt: skip
+        spans.append(
+            Span(
+                start,
+                end,
+                bisect_right(newlines, start - 1) + 1,
+                bisect_right(newlines, end - 1) + 1,
+                page,
+                before[-1][:200] if before else None,
+            )
+        )
         group.clear()
 
     for start, end in _pieces(text):

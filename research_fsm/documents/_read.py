@@ -20,9 +20,13 @@ from typing import Final
 __all__ = ["KINDS", "Extracted", "Found", "SkippedFile", "discover", "extract"]
 
 KINDS: Final = {
-    ".md": "markdown", ".markdown": "markdown", ".txt": "text", ".html": "html",
-    ".htm": "html", ".pdf": "pdf",
-}  # fmt: skip
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".txt": "text",
+    ".html": "html",
+    ".htm": "html",
+    ".pdf": "pdf",
+}
 """File extensions indexed, and their kind; other files are ignored."""
 _TITLE: Final = re.compile(r"<title[^>]*>(.*?)</title>", re.I | re.S)
 _MD_HEADING: Final = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.M)

@@ -62,8 +62,11 @@ class Passage:
         """Where it is, for a citation: ``notes/a.md, lines 3-9`` or ``guide.pdf, page 2``."""
         if self.page is not None:
             return f"{self.path}, page {self.page}"
-        lines = (f"line {self.line_start}" if self.line_start == self.line_end
-                 else f"lines {self.line_start}-{self.line_end}")  # fmt: skip
+        lines = (
+            f"line {self.line_start}"
+            if self.line_start == self.line_end
+            else f"lines {self.line_start}-{self.line_end}"
+        )
         return f"{self.path}, {lines}"
 
 

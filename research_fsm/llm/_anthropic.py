@@ -198,8 +198,14 @@ class AnthropicLLM(LLM):
             message = await self._call(attempt, retry_if=lambda: not streamed)
             text = "".join(b.text for b in message.content if b.type == "text")
             usage = self._usage_of(message)
-            record_usage(span, usage.input_tokens, usage.output_tokens, usage.cost_usd,
-                         model=getattr(message, "model", None), answer=text)  # fmt: skip
+            record_usage(
+                span,
+                usage.input_tokens,
+                usage.output_tokens,
+                usage.cost_usd,
+                model=getattr(message, "model", None),
+                answer=text,
+            )
         return TextReply(text=text, usage=usage)
 
     # -- retries and error mapping -------------------------------------------------

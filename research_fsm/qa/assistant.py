@@ -175,9 +175,12 @@ class AssistantStream:
     """The events of one question: ``Progress``, ``Token``... then ``Answer``."""
 
     def __init__(
-        self, assistant: ResearchAssistant, text: str, thread_id: str | None,
+        self,
+        assistant: ResearchAssistant,
+        text: str,
+        thread_id: str | None,
         token: SuspendToken | str | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self._assistant = assistant
         self._text = text
         self._thread_id = thread_id
@@ -346,11 +349,19 @@ class ResearchAssistant:
             return None
         payload: dict[str, Any] = snapshot.suspension.payload
         return Reply(
-            status="needs_clarification", text=str(payload.get("question")), thread_id=thread_id,
-            token=str(snapshot.suspension.token), company=snapshot.state.detected_company,
-            compared=[], confidence=0, sources=[], path=[], state=snapshot.state,
-            correlation_id=snapshot.state.correlation_id, usage={},
-        )  # fmt: skip
+            status="needs_clarification",
+            text=str(payload.get("question")),
+            thread_id=thread_id,
+            token=str(snapshot.suspension.token),
+            company=snapshot.state.detected_company,
+            compared=[],
+            confidence=0,
+            sources=[],
+            path=[],
+            state=snapshot.state,
+            correlation_id=snapshot.state.correlation_id,
+            usage={},
+        )
 
     # -- reports (research_fsm.reports) ---------------------------------------------
 
@@ -504,23 +515,34 @@ class ResearchAssistant:
         state = result.state
         findings = state.research_findings
         common: dict[str, Any] = {
-            "thread_id": result.thread_id, "company": state.detected_company, "path": result.path,
+            "thread_id": result.thread_id,
+            "company": state.detected_company,
+            "path": result.path,
             "compared": list(state.comparison_companies),
-            "state": state, "correlation_id": state.correlation_id,
+            "state": state,
+            "correlation_id": state.correlation_id,
             "usage": dict(state.question_usage),
-        }  # fmt: skip
+        }
         if result.suspension is not None:
             payload = result.suspension.payload
             return Reply(
-                status="needs_clarification", text=str(payload.get("question")),
-                token=str(result.suspension.token), confidence=0, sources=[], **common,
-            )  # fmt: skip
+                status="needs_clarification",
+                text=str(payload.get("question")),
+                token=str(result.suspension.token),
+                confidence=0,
+                sources=[],
+                **common,
+            )
         sources = [
             s
             for f in ([findings] if findings else []) + state.comparison_findings
             for s in f.sources
         ]
         return Reply(
-            status="answered", text=state.final_summary or "", token=None,
-            confidence=state.confidence_score, sources=sources, **common,
-        )  # fmt: skip
+            status="answered",
+            text=state.final_summary or "",
+            token=None,
+            confidence=state.confidence_score,
+            sources=sources,
+            **common,
+        )

@@ -120,20 +120,30 @@ def to_report(result: RunResult[ReportState]) -> Report:
     if result.suspension is not None:
         payload = result.suspension.payload
         return Report(
-            status="needs_clarification", thread_id=result.thread_id, company=None,
-            question=str(payload.get("question")), token=str(result.suspension.token),
+            status="needs_clarification",
+            thread_id=result.thread_id,
+            company=None,
+            question=str(payload.get("question")),
+            token=str(result.suspension.token),
             choices=list(payload.get("choices") or []),
-        )  # fmt: skip
+        )
     if state.not_found is not None:
         raise CompanyNotFound(state.query, state.not_found)
     paths = [Path(p) for p in state.files]
     markdown = paths[0].read_text(encoding="utf-8") if paths else ""
     return Report(
-        status="completed", thread_id=result.thread_id, company=state.company,
-        markdown=markdown, paths=paths, folder=Path(state.saved_to) if state.saved_to else None,
-        quality=state.quality, iterations=state.iteration, sources=sources_json(state),
-        usage=dict(state.usage), timings=dict(state.timings),
-    )  # fmt: skip
+        status="completed",
+        thread_id=result.thread_id,
+        company=state.company,
+        markdown=markdown,
+        paths=paths,
+        folder=Path(state.saved_to) if state.saved_to else None,
+        quality=state.quality,
+        iterations=state.iteration,
+        sources=sources_json(state),
+        usage=dict(state.usage),
+        timings=dict(state.timings),
+    )
 
 
 class ReportRunner:
@@ -220,10 +230,13 @@ class ReportRunner:
         """The run input and a new thread id."""
         query = check_request(name, language, formats)
         value = {
-            "query": query, "language": language, "formats": list(formats),
-            "out_dir": str(out) if out else None, "data_source": self.source_name,
+            "query": query,
+            "language": language,
+            "formats": list(formats),
+            "out_dir": str(out) if out else None,
+            "data_source": self.source_name,
             "model": self.model,
-        }  # fmt: skip
+        }
         return value, f"report-{secrets.token_hex(5)}"
 
     async def events(

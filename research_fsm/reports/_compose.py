@@ -83,10 +83,15 @@ def _verification(state: ReportState, lang: str) -> DocSection:
         method = text(lang, quality.method)
         blocks.append(paragraph(text(lang, "score", score=quality.score, method=method)))
         parts = [
-            text(lang, "breakdown", part=text(lang, "part_sources" if part == "sources" else part),
-                 points=points, maximum=quality.maximum.get(part, points))
+            text(
+                lang,
+                "breakdown",
+                part=text(lang, "part_sources" if part == "sources" else part),
+                points=points,
+                maximum=quality.maximum.get(part, points),
+            )
             for part, points in quality.breakdown.items()
-        ]  # fmt: skip
+        ]
         blocks.append(bullets(parts))
     blocks.append(paragraph(text(lang, "grounding")))
     return DocSection(text(lang, "verification"), blocks)

@@ -74,10 +74,13 @@ def _files(state: ReportState, root: Path, generated_at: str) -> tuple[Path, lis
     write_file(folder / "sources.json", payload.encode("utf-8"))
     written.append(str(folder / "sources.json"))
     meta = {
-        "company": state.company, "generated_at": generated_at, "language": state.language,
-        "score": state.quality.score if state.quality else None, "iterations": state.iteration,
+        "company": state.company,
+        "generated_at": generated_at,
+        "language": state.language,
+        "score": state.quality.score if state.quality else None,
+        "iterations": state.iteration,
         "facts": [fact.model_dump(mode="json") for fact in all_facts(state)],
-    }  # fmt: skip
+    }
     write_file(folder / "meta.json", json.dumps(meta, ensure_ascii=False).encode("utf-8"))
     return folder, written
 

@@ -178,9 +178,12 @@ class QualityCheck:
                 )
                 update["usage"] = {"quality": reply.usage}
                 quality = quality.model_copy(
-                    update={"score": reply.value.score, "missing": reply.value.missing,
-                            "method": "llm"}
-                )  # fmt: skip
+                    update={
+                        "score": reply.value.score,
+                        "missing": reply.value.missing,
+                        "method": "llm",
+                    }
+                )
             except LLMError as exc:
                 update["notes"] = [f"quality: {exc}; scored by the rules"]
         update |= {"quality": quality, "gaps": list(quality.missing)}

@@ -43,12 +43,19 @@ SEARCHES: Final[dict[SpecialistName, tuple[str, str]]] = {
 
 EXPECTED: Final[dict[SpecialistName, tuple[str, ...]]] = {
     "financial": (
-        "revenue", "operating_income", "net_income", "total_assets", "total_equity",
-        "employees", "net_margin", "operating_margin", "revenue_per_employee",
+        "revenue",
+        "operating_income",
+        "net_income",
+        "total_assets",
+        "total_equity",
+        "employees",
+        "net_margin",
+        "operating_margin",
+        "revenue_per_employee",
     ),
     "market": ("industry", "peer_position", "peers", "indices", "country"),
     "product": ("products", "key_people", "founders", "headquarters", "founded"),
-}  # fmt: skip
+}
 """What each specialist looks for; what it does not find is listed as missing."""
 
 _SYSTEM: Final = (
@@ -93,19 +100,23 @@ def _per_employee(facts: dict[str, Fact]) -> Fact | None:
     amount = revenue.amount / int(digits)
     value = f"{revenue.currency}{amount:,.0f}"
     return Fact(
-        key="revenue_per_employee", value=value, urls=facts["revenue"].urls,
+        key="revenue_per_employee",
+        value=value,
+        urls=facts["revenue"].urls,
         computed_from=["revenue", "employees"],
-    )  # fmt: skip
+    )
 
 
 def _financial(profile: CompanyProfile, urls: list[str]) -> list[Fact]:
     data = profile.metadata
     raw = {
-        "revenue": _money(data.revenue), "operating_income": _money(data.operating_income),
-        "net_income": _money(data.net_income), "total_assets": _money(data.total_assets),
+        "revenue": _money(data.revenue),
+        "operating_income": _money(data.operating_income),
+        "net_income": _money(data.net_income),
+        "total_assets": _money(data.total_assets),
         "total_equity": _money(data.total_equity),
         "employees": data.employees and clean_value(data.employees),
-    }  # fmt: skip
+    }
     facts = {key: Fact(key=key, value=value, urls=urls) for key, value in raw.items() if value}
     computed: list[Fact | None] = []
     if "revenue" in facts and "net_income" in facts:
@@ -221,9 +232,11 @@ class Specialist:
         intent, topic = SEARCHES[self.name]
         company = state.company or state.query
         context = SearchContext(
-            query=f"{company} {topic}", intent=intent,
-            feedback="; ".join(state.gaps) or None, attempt=state.iteration,
-        )  # fmt: skip
+            query=f"{company} {topic}",
+            intent=intent,
+            feedback="; ".join(state.gaps) or None,
+            attempt=state.iteration,
+        )
         result = await self.source.search(company, context)
         if result.findings is None:
             return {self.name: Section(missing=list(EXPECTED[self.name]))}

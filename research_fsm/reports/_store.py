@@ -71,10 +71,12 @@ def list_reports(root: Path) -> list[ReportEntry]:
             meta = json.loads(folder.read_text(encoding="utf-8"))
             entries.append(
                 ReportEntry(
-                    str(meta["company"]), str(meta["generated_at"]),
-                    meta.get("score"), folder.parent,
+                    str(meta["company"]),
+                    str(meta["generated_at"]),
+                    meta.get("score"),
+                    folder.parent,
                 )
-            )  # fmt: skip
+            )
         except (OSError, ValueError, KeyError):
             continue
     return sorted(entries, key=lambda e: (e.generated_at, str(e.path)), reverse=True)

@@ -132,10 +132,17 @@ def completeness(profile: CompanyProfile) -> int:
     """How complete a profile is, 0-10: one point per fact present."""
     data = profile.metadata
     facts = (
-        profile.industries, data.headquarters, data.founded, data.employees,
-        profile.website_url, data.key_people, profile.listings, data.revenue,
-        data.net_income, data.products,
-    )  # fmt: skip
+        profile.industries,
+        data.headquarters,
+        data.founded,
+        data.employees,
+        profile.website_url,
+        data.key_people,
+        profile.listings,
+        data.revenue,
+        data.net_income,
+        data.products,
+    )
     return sum(1 for fact in facts if fact)
 
 

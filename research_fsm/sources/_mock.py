@@ -33,9 +33,13 @@ class _MockCompany:
 
 
 def _company(
-    key: str, name: str, aliases: list[str], tickers: list[str], texts: tuple[str, str, str],
+    key: str,
+    name: str,
+    aliases: list[str],
+    tickers: list[str],
+    texts: tuple[str, str, str],
     sources: tuple[tuple[str, str], ...],
-) -> _MockCompany:  # fmt: skip
+) -> _MockCompany:
     return _MockCompany(
         key=key,
         ref=CompanyRef(name=name, aliases=aliases, tickers=tickers),

@@ -22,10 +22,22 @@ MIN_GROUP: Final = 4
 """Smallest industry group (the company included) worth ranking in."""
 
 USD_RATES: Final[dict[str, float]] = {
-    "US$": 1.0, "€": 1.08, "£": 1.27, "¥": 0.0067, "CHF": 1.13, "SEK": 0.095,
-    "NOK": 0.093, "DKK": 0.145, "₹": 0.012, "₩": 0.00073, "A$": 0.66, "C$": 0.73,
-    "HK$": 0.128, "R$": 0.18, "₽": 0.011,
-}  # fmt: skip
+    "US$": 1.0,
+    "€": 1.08,
+    "£": 1.27,
+    "¥": 0.0067,
+    "CHF": 1.13,
+    "SEK": 0.095,
+    "NOK": 0.093,
+    "DKK": 0.145,
+    "₹": 0.012,
+    "₩": 0.00073,
+    "A$": 0.66,
+    "C$": 0.73,
+    "HK$": 0.128,
+    "R$": 0.18,
+    "₽": 0.011,
+}
 """Approximate US$ per unit, used only to order revenues in different currencies
 (the revenues shown are the profiles' own figures)."""
 

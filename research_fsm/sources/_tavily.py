@@ -266,11 +266,15 @@ class TavilySource(DataSource):
         payload = await self._http.search(request, self.name)
         result = self._result(company, context, request, payload)
         _log.info(
-            "tavily search done", company=company, intent=context.intent,
-            attempt=context.attempt, topic=request["topic"], confidence=result.confidence,
+            "tavily search done",
+            company=company,
+            intent=context.intent,
+            attempt=context.attempt,
+            topic=request["topic"],
+            confidence=result.confidence,
             sources=len(result.findings.sources) if result.findings else 0,
             seconds=round(time.perf_counter() - started, 3),
-        )  # fmt: skip
+        )
         return result
 
     def _result(

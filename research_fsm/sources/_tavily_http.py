@@ -297,17 +297,26 @@ class TavilyTransport:
                     if failure.retry_after > MAX_RETRY_AFTER:
                         error = DataSourceError(
                             f"{error.message}; retry after {failure.retry_after:g} s",
-                            source=NAME, retryable=True,
-                        )  # fmt: skip
+                            source=NAME,
+                            retryable=True,
+                        )
                         attempt = self.max_attempts
                     wait = max(wait, failure.retry_after)
                 if not error.retryable or attempt >= self.max_attempts:
-                    _log.warning("tavily search failed", error=error.message,
-                                 retryable=error.retryable, attempts=attempt)  # fmt: skip
+                    _log.warning(
+                        "tavily search failed",
+                        error=error.message,
+                        retryable=error.retryable,
+                        attempts=attempt,
+                    )
                     raise error from None
-                _log.warning("tavily search failed; retrying", error=error.message,
-                             attempt=attempt, max_attempts=self.max_attempts,
-                             delay=round(wait, 3))  # fmt: skip
+                _log.warning(
+                    "tavily search failed; retrying",
+                    error=error.message,
+                    attempt=attempt,
+                    max_attempts=self.max_attempts,
+                    delay=round(wait, 3),
+                )
                 await asyncio.sleep(wait)
                 attempt += 1
 

@@ -28,12 +28,39 @@ _PARENTHETICAL_RE: Final = re.compile(r"\s*\([^)]*\)")
 
 LEGAL_SUFFIXES: Final[frozenset[str]] = frozenset(
     {
-        "a/s", "ab", "ag", "asa", "bhd", "co", "companies", "company", "corp",
-        "corporation", "cv", "gmbh", "group", "holding", "holdings", "inc",
-        "incorporated", "kgaa", "kk", "limited", "llc", "lp", "ltd", "na", "nv",
-        "oyj", "plc", "sa", "sab", "se", "spa",
+        "a/s",
+        "ab",
+        "ag",
+        "asa",
+        "bhd",
+        "co",
+        "companies",
+        "company",
+        "corp",
+        "corporation",
+        "cv",
+        "gmbh",
+        "group",
+        "holding",
+        "holdings",
+        "inc",
+        "incorporated",
+        "kgaa",
+        "kk",
+        "limited",
+        "llc",
+        "lp",
+        "ltd",
+        "na",
+        "nv",
+        "oyj",
+        "plc",
+        "sa",
+        "sab",
+        "se",
+        "spa",
     }
-)  # fmt: skip
+)
 """Words stripped from the end of a name to make its short name (dots ignored)."""
 
 COMMON_WORDS: Final[frozenset[str]] = ORDINARY_WORDS | NAMES_THAT_ARE_WORDS

@@ -242,7 +242,10 @@ class TavilyWebSearch:
         items: list[object] = payload["results"]  # the transport checked it is a list
         found = web_results(items, limit=limit, exclude_urls=exclude_urls)
         _log.info(
-            "tavily web search done", query=request["query"], received=len(items),
-            results=len(found), seconds=round(time.perf_counter() - started, 3),
-        )  # fmt: skip
+            "tavily web search done",
+            query=request["query"],
+            received=len(items),
+            results=len(found),
+            seconds=round(time.perf_counter() - started, 3),
+        )
         return found

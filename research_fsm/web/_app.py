@@ -92,8 +92,9 @@ class _Routes:
             text, sources = split_sources(message.content)
             if message.role != "assistant":
                 text, sources = message.content, []
-            messages.append({"role": message.role, "text": text, "sources": sources,
-                             "time": message.timestamp})  # fmt: skip
+            messages.append(
+                {"role": message.role, "text": text, "sources": sources, "time": message.timestamp}
+            )
         pending = await self.assistant.pending_question(thread)
         waiting = None if pending is None else {"text": pending.text, "token": pending.token}
         data = {"thread_id": thread, "messages": messages, "pending": waiting}
@@ -136,8 +137,12 @@ class _Routes:
         path = (root / ident / name).resolve()
         if not path.is_relative_to(root) or not path.is_file():
             return JSONResponse({"error": "NotFound", "message": "no such file"}, 404)
-        return FileResponse(path, media_type=_TYPES[name], filename=f"{ident}-{name}",
-                            headers={"Cache-Control": "no-store"})  # fmt: skip
+        return FileResponse(
+            path,
+            media_type=_TYPES[name],
+            filename=f"{ident}-{name}",
+            headers={"Cache-Control": "no-store"},
+        )
 
 
 def create_app(

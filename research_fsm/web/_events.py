@@ -27,16 +27,30 @@ REPORT_FILES: Final = ("report.md", "report.pdf")
 _ERRORS: Final[tuple[tuple[type[Exception], int, str | None], ...]] = (
     (TooLarge, 413, None),
     (BadRequest, 400, None),
-    (InvalidResumeToken, 400, "This answer's token is not valid: it was edited or issued by "
-     "another server. Ask your question again."),
-    (StaleResumeToken, 409, "This question was already answered (its token was used before). "
-     "Ask again to continue the conversation."),
-    (ThreadBusy, 409, "This conversation is still busy with another question; wait for it "
-     "to finish."),
-    (InvalidQuestion, 400, None), (InvalidReportRequest, 400, None),
-    (InvalidResearchRequest, 400, None), (CompanyNotFound, 404, None),
-    (DataSourceError, 502, None), (EngineError, 500, None),
-)  # fmt: skip
+    (
+        InvalidResumeToken,
+        400,
+        "This answer's token is not valid: it was edited or issued by "
+        "another server. Ask your question again.",
+    ),
+    (
+        StaleResumeToken,
+        409,
+        "This question was already answered (its token was used before). "
+        "Ask again to continue the conversation.",
+    ),
+    (
+        ThreadBusy,
+        409,
+        "This conversation is still busy with another question; wait for it to finish.",
+    ),
+    (InvalidQuestion, 400, None),
+    (InvalidReportRequest, 400, None),
+    (InvalidResearchRequest, 400, None),
+    (CompanyNotFound, 404, None),
+    (DataSourceError, 502, None),
+    (EngineError, 500, None),
+)
 
 
 def status(exc: Exception) -> int:
@@ -84,10 +98,14 @@ def reply_data(reply: Reply) -> dict[str, Any]:
     text, listed = split_sources(reply.text)
     sources = [{"title": s.title, "url": s.url} for s in reply.sources] or listed
     return {
-        "text": text, "thread_id": reply.thread_id, "company": reply.company,
-        "confidence": reply.confidence, "confidence_label": confidence_label(reply),
-        "sources": sources, "usage": reply.usage_line(),
-    }  # fmt: skip
+        "text": text,
+        "thread_id": reply.thread_id,
+        "company": reply.company,
+        "confidence": reply.confidence,
+        "confidence_label": confidence_label(reply),
+        "sources": sources,
+        "usage": reply.usage_line(),
+    }
 
 
 def ask_events(event: Progress | Token | Answer) -> Iterable[bytes]:
@@ -109,14 +127,22 @@ def _files(kind: str, folder: Path | None, paths: list[Path]) -> list[dict[str, 
 
 
 _STEPS: Final = {
-    "researcher": "Researching the company", "financial": "Financial analysis",
-    "market": "Market analysis", "product": "Product analysis", "recover": "Recovering",
-    "synthesizer": "Writing the report", "quality": "Checking the quality",
-    "save": "Saving the files", "query_parser": "Understanding the topic",
-    "search": "Searching", "relevance_filter": "Keeping the relevant sources",
-    "deep_analysis": "Analysing source", "synthesis": "Writing the summary",
-    "verification": "Verifying every claim", "report": "Saving the report",
-}  # fmt: skip
+    "researcher": "Researching the company",
+    "financial": "Financial analysis",
+    "market": "Market analysis",
+    "product": "Product analysis",
+    "recover": "Recovering",
+    "synthesizer": "Writing the report",
+    "quality": "Checking the quality",
+    "save": "Saving the files",
+    "query_parser": "Understanding the topic",
+    "search": "Searching",
+    "relevance_filter": "Keeping the relevant sources",
+    "deep_analysis": "Analysing source",
+    "synthesis": "Writing the summary",
+    "verification": "Verifying every claim",
+    "report": "Saving the report",
+}
 _INDEX_RE: Final = re.compile(r"\[(\d+)\]$")
 
 
@@ -137,10 +163,15 @@ def report_events(event: ReportProgress | Report) -> Iterable[bytes]:
         data = {"text": event.question, "choices": event.choices, "thread_id": event.thread_id}
         yield sse("question", data)
     else:
-        yield sse("report", {
-            "company": event.company, "thread_id": event.thread_id,
-            "summary": event.summary_line(), "files": _files("reports", event.folder, event.paths),
-        })  # fmt: skip
+        yield sse(
+            "report",
+            {
+                "company": event.company,
+                "thread_id": event.thread_id,
+                "summary": event.summary_line(),
+                "files": _files("reports", event.folder, event.paths),
+            },
+        )
 
 
 def deep_events(event: DeepProgress | DeepText | ResearchReport) -> Iterable[bytes]:
@@ -150,11 +181,21 @@ def deep_events(event: DeepProgress | DeepText | ResearchReport) -> Iterable[byt
     elif isinstance(event, DeepText):
         yield sse("token", {"text": event.text})
     else:
-        sources = [{"title": s.get("title") or s.get("locator"), "url": s.get("locator")}
-                   for s in event.sources]  # fmt: skip
-        yield sse("deep", {
-            "status": event.status, "session_id": event.session_id, "topic": event.topic,
-            "summary": event.summary, "key_points": event.key_points, "steps": event.steps,
-            "caveats": event.caveats, "sources": sources,
-            "files": _files("sessions", event.folder, event.paths),
-        })  # fmt: skip
+        sources = [
+            {"title": s.get("title") or s.get("locator"), "url": s.get("locator")}
+            for s in event.sources
+        ]
+        yield sse(
+            "deep",
+            {
+                "status": event.status,
+                "session_id": event.session_id,
+                "topic": event.topic,
+                "summary": event.summary,
+                "key_points": event.key_points,
+                "steps": event.steps,
+                "caveats": event.caveats,
+                "sources": sources,
+                "files": _files("sessions", event.folder, event.paths),
+            },
+        )

@@ -64,8 +64,9 @@ class GuardMiddleware:
 
 
 async def _forbidden(send: Send) -> None:
-    body = json.dumps({"error": "CrossOrigin",
-                       "message": "requests from other sites are refused"}).encode()  # fmt: skip
+    body = json.dumps(
+        {"error": "CrossOrigin", "message": "requests from other sites are refused"}
+    ).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     headers += [(k.lower().encode(), v.encode()) for k, v in SECURITY_HEADERS.items()]
     await send({"type": "http.response.start", "status": 403, "headers": headers})

@@ -17,8 +17,12 @@ def cli(home: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[
     env.pop("TAVILY_API_KEY", None)
     return subprocess.run(
         [sys.executable, "-m", "research_fsm", *args],
-        input=stdin, capture_output=True, text=True, env=env, timeout=60,
-    )  # fmt: skip
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
 
 
 def test_ask_offline_answers(tmp_path: Path) -> None:
@@ -92,9 +96,14 @@ def test_graph_and_history(tmp_path: Path) -> None:
 def test_chat_multi_turn(tmp_path: Path) -> None:
     """``chat`` keeps the company across turns and ends at end of input."""
     result = cli(
-        tmp_path, "chat", "--thread", "chat-1", "--source", "mock",
+        tmp_path,
+        "chat",
+        "--thread",
+        "chat-1",
+        "--source",
+        "mock",
         stdin="Tell me about Tesla\nWhat about their stock?\n/quit\n",
-    )  # fmt: skip
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.count("Tesla, Inc.") >= 2
     assert "TSLA" in result.stdout

@@ -21,9 +21,16 @@ def blocks(prompt: str) -> dict[str, str]:
 
 def rate(prompt: str) -> dict[str, Any]:
     """0.9 for sources mentioning Spring, 0.1 for the others."""
-    return {"results": [{"id": sid, "score": 0.9 if "spring" in text.lower() else 0.1,
-                         "reason": "on topic" if "spring" in text.lower() else "off topic"}
-                        for sid, text in blocks(prompt).items()]}  # fmt: skip
+    return {
+        "results": [
+            {
+                "id": sid,
+                "score": 0.9 if "spring" in text.lower() else 0.1,
+                "reason": "on topic" if "spring" in text.lower() else "off topic",
+            }
+            for sid, text in blocks(prompt).items()
+        ]
+    }
 
 
 def analyse(prompt: str) -> dict[str, Any]:
@@ -46,8 +53,9 @@ def verify(prompt: str) -> dict[str, Any]:
                 if score > best[0]:
                     best = (score, sentence.text, sid)
         ok = best[0] >= 0.6
-        quotes.append({"claim": cid, "source": best[2] if ok else None,
-                       "quote": best[1] if ok else None})  # fmt: skip
+        quotes.append(
+            {"claim": cid, "source": best[2] if ok else None, "quote": best[1] if ok else None}
+        )
     return {"quotes": quotes}
 
 

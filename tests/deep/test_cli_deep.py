@@ -27,8 +27,12 @@ def cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
         env.pop(name, None)
     return subprocess.run(
         [sys.executable, "-m", "research_fsm", *args],
-        capture_output=True, text=True, env=env, timeout=120, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 @pytest.fixture

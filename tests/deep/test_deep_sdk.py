@@ -45,8 +45,9 @@ def prompt_of(body: dict[str, Any]) -> str:
 def draft(prompt: str) -> str:
     """A brief citing the facts given (the first three), one sentence each."""
     facts = [line for line in prompt.splitlines() if line.startswith("- (")][:3]
-    body = " ".join(f"{line.split(') ', 1)[1].rsplit(' [', 1)[0]} [{line.rsplit('[', 1)[1]}"
-                    for line in facts)  # fmt: skip
+    body = " ".join(
+        f"{line.split(') ', 1)[1].rsplit(' [', 1)[0]} [{line.rsplit('[', 1)[1]}" for line in facts
+    )
     return f"## Summary\n{body}\n"
 
 
@@ -56,8 +57,12 @@ def answer(body: dict[str, Any]) -> Any:
     if "tools" not in body:
         return api.text(draft(prompt), input_tokens=900)
     fields = body["tools"][0]["input_schema"]["properties"]
-    for name, respond in (("query", query), ("results", rate), ("facts", analyse),
-                          ("quotes", verify)):  # fmt: skip
+    for name, respond in (
+        ("query", query),
+        ("results", rate),
+        ("facts", analyse),
+        ("quotes", verify),
+    ):
         if name in fields:
             return api.tool_use("respond", respond(prompt), input_tokens=700, output_tokens=90)
     raise AssertionError(f"unexpected schema {sorted(fields)}")
@@ -82,15 +87,21 @@ async def test_deep_research_through_claude_and_tavily(
     """Six LLM calls before verification, one for it; the hostile result is filtered out,
     its text never reaches the report; no key is written anywhere."""
     anthropic_server.auto(answer)
-    tavily_server.auto(lambda body: tv.results([HOSTILE, page(SPRING), page(PREPARING),
-                                                 page(BAELDUNG)]))  # fmt: skip
+    tavily_server.auto(
+        lambda body: tv.results([HOSTILE, page(SPRING), page(PREPARING), page(BAELDUNG)])
+    )
     report = await on_servers(anthropic_server, tavily_server).deep_research(
         TOPIC, formats=("md", "pdf")
     )
     assert "completed" == report.status
     calls = report.llm_calls
-    assert {"query_parser": 1, "relevance_filter": 1, "deep_analysis": 3, "synthesis": 1,
-            "verification": 1} == calls  # fmt: skip
+    assert {
+        "query_parser": 1,
+        "relevance_filter": 1,
+        "deep_analysis": 3,
+        "synthesis": 1,
+        "verification": 1,
+    } == calls
     assert 6 == sum(calls.values()) - calls["verification"]
     assert report.cost_usd > 0
     assert (1.0, 1) == (report.verification["ratio"], report.verification["rounds"])

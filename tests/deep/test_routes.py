@@ -109,8 +109,10 @@ async def test_failed_verification_searches_the_gaps_then_passes(home: Path) -> 
     web = StaticSearch([*CORPUS[:3], GAP_SOURCE], mode="docs")
     java = ("Spring Boot 3.0 requires Java 17 as a minimum version", "requires Java 17")
     first = draft(java, ("Spring Boot 3 supports GraalVM native images through Spring AOT", ""))
-    second = draft(java, ("Spring Boot 3 supports GraalVM native images through Spring AOT "
-                          "processing", "GraalVM"))  # fmt: skip
+    second = draft(
+        java,
+        ("Spring Boot 3 supports GraalVM native images through Spring AOT processing", "GraalVM"),
+    )
     llm = claude([first, second])
     assistant = ResearchAssistant(llm=llm, store=MemoryCheckpointStore(), web_search=web)
     report = await assistant.deep_research("Spring Boot 3 migration", top_k=3)

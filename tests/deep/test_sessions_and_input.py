@@ -17,9 +17,16 @@ from .conftest import TOPIC
 from .llm import claude
 
 STAGE_FILES = [
-    "draft.md", "evidence.json", "queries.json", "relevance.json", "report.md", "report.pdf",
-    "search_results.json", "session.json", "verification.json",
-]  # fmt: skip
+    "draft.md",
+    "evidence.json",
+    "queries.json",
+    "relevance.json",
+    "report.md",
+    "report.pdf",
+    "search_results.json",
+    "session.json",
+    "verification.json",
+]
 
 
 async def test_every_stage_leaves_an_owner_only_file(assistant: ResearchAssistant) -> None:
@@ -33,8 +40,10 @@ async def test_every_stage_leaves_an_owner_only_file(assistant: ResearchAssistan
     assert ("completed", TOPIC) == (meta["status"], meta["topic"])
     (entry,) = list_sessions(report.folder.parent)
     assert (report.session_id, "completed", report.folder / "report.md") == (
-        entry.id, entry.status, entry.report,
-    )  # fmt: skip
+        entry.id,
+        entry.status,
+        entry.report,
+    )
 
 
 async def test_a_japanese_report_has_japanese_headings_and_pdf_text(
@@ -59,9 +68,11 @@ async def test_urls_nobody_retrieved_are_removed(home: Path, web: StaticSearch) 
     def linking(prompt: str) -> str:
         line = next(line for line in prompt.splitlines() if "requires Java 17" in line)
         cite = line[line.rindex("[") :]
-        return (f"## Summary\nSpring Boot 3.0 requires Java 17 as a minimum version {cite}.\n"
-                f"## Key points\n- Spring Boot 3.0 requires Java 17, see https://evil.example/x "
-                f"{cite}\n")  # fmt: skip
+        return (
+            f"## Summary\nSpring Boot 3.0 requires Java 17 as a minimum version {cite}.\n"
+            f"## Key points\n- Spring Boot 3.0 requires Java 17, see https://evil.example/x "
+            f"{cite}\n"
+        )
 
     assistant = ResearchAssistant(
         llm=claude([linking]), store=MemoryCheckpointStore(), web_search=web

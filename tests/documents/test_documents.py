@@ -138,8 +138,12 @@ async def test_changes_reindex_only_the_changed_files(folder: Path, tmp_path: Pa
     (folder / "native.html").unlink()
     (folder / "new.md").write_text("Observability with Micrometer.\n", encoding="utf-8")
     async with await open_index(folder, tmp_path) as index:
-        assert (2, 3, 1, 5) == (index.stats.read, index.stats.reused, index.stats.removed,
-                                index.stats.files)  # fmt: skip
+        assert (2, 3, 1, 5) == (
+            index.stats.read,
+            index.stats.reused,
+            index.stats.removed,
+            index.stats.files,
+        )
         assert [] == await index.search("Hibernate")
         assert ["plain.txt"] == [p.path for p in await index.search("Flyway")]
         assert [] == await index.search("GraalVM")

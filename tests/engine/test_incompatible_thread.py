@@ -107,9 +107,14 @@ def _unfinished(latest: Any, node: str) -> Any:
 
     assert latest is not None
     return dataclasses.replace(
-        latest, checkpoint_id=secrets.token_hex(12), parent_id=latest.checkpoint_id,
-        seq=latest.seq + 1, status="running", next=node, changes=None,
-    )  # fmt: skip
+        latest,
+        checkpoint_id=secrets.token_hex(12),
+        parent_id=latest.checkpoint_id,
+        seq=latest.seq + 1,
+        status="running",
+        next=node,
+        changes=None,
+    )
 
 
 async def test_get_state_of_a_state_that_no_longer_validates_names_the_field(

@@ -435,8 +435,11 @@ async def test_failed_branch_goes_to_on_error_with_branch_named(store: Checkpoin
     assert "recovered" == result.state.summary
     error, log = seen[0]
     assert ("market", "RuntimeError", "market data down", "market[1]") == (
-        error.node, error.exc_type, error.message, error.branch,
-    )  # fmt: skip
+        error.node,
+        error.exc_type,
+        error.message,
+        error.branch,
+    )
     assert ["researcher", "financial", "financial_review", "product"] == log
 
 
@@ -568,9 +571,10 @@ async def test_stream_events_carry_branch_ids_and_interleave(store: CheckpointSt
         async for event in stream:
             events.append(event)
     kinds = [
-        (type(e).__name__, e.branch) for e in events
+        (type(e).__name__, e.branch)
+        for e in events
         if isinstance(e, NodeStarted | NodeFinished | Emitted) and e.branch
-    ]  # fmt: skip
+    ]
     ids = ["analyse[0]", "analyse[1]", "analyse[2]"]
     assert ids == [branch for kind, branch in kinds if kind == "NodeStarted"]
     assert ids == sorted(branch for kind, branch in kinds if kind == "Emitted")
@@ -772,8 +776,9 @@ async def test_a_loop_runs_the_fan_out_again(store: CheckpointStore) -> None:
     graph.add_edge(START, "research")
     graph.add_edge("research", ["fin", "mkt"])
     graph.add_edge(["fin", "mkt"], "synth")
-    graph.add_router("synth", lambda s: "again" if s.count < 6 else "done",
-                     {"again": "research", "done": END})  # fmt: skip
+    graph.add_router(
+        "synth", lambda s: "again" if s.count < 6 else "done", {"again": "research", "done": END}
+    )
     app = graph.compile(store=store)
     result = await app.run({}, thread_id="t")
     assert ["research", "fin", "mkt"] * 2 == result.state.log

@@ -131,9 +131,10 @@ def test_errors_share_engine_error_and_a_builtin(name: str, builtin: type[Except
 def test_every_exported_error_is_listed_above() -> None:
     """No exported EngineError subclass escapes the hierarchy check."""
     exported = {
-        n for n in engine.__all__
+        n
+        for n in engine.__all__
         if isinstance(getattr(engine, n), type) and issubclass(getattr(engine, n), EngineError)
-    }  # fmt: skip
+    }
     assert set(ERRORS) | {"EngineError"} == exported
 
 
@@ -154,17 +155,26 @@ def test_engine_import_loads_nothing_of_the_assistant() -> None:
     loaded = json.loads(out)
     assert "research_fsm.engine" in loaded
     forbidden = (
-        "research_fsm.qa.agents", "research_fsm.sources", "research_fsm.llm",
-        "research_fsm.qa.assistant", "research_fsm.qa.state", "anthropic", "tavily", "tiktoken",
-    )  # fmt: skip
+        "research_fsm.qa.agents",
+        "research_fsm.sources",
+        "research_fsm.llm",
+        "research_fsm.qa.assistant",
+        "research_fsm.qa.state",
+        "anthropic",
+        "tavily",
+        "tiktoken",
+    )
     assert [] == [m for m in loaded if m.startswith(forbidden)]
 
 
 def test_engine_source_imports_only_stdlib_pydantic_structlog_and_otel_api() -> None:
     """Every import in research_fsm/engine names the stdlib, pydantic, structlog or OpenTelemetry."""
     allowed = set(sys.stdlib_module_names) | {
-        "pydantic", "pydantic_core", "structlog", "opentelemetry"
-    }  # fmt: skip
+        "pydantic",
+        "pydantic_core",
+        "structlog",
+        "opentelemetry",
+    }
     found: set[str] = set()
     for path in (REPO / "research_fsm" / "engine").glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(), str(path))):

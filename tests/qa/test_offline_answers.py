@@ -140,9 +140,15 @@ async def test_comparison_table_uses_only_the_profiles_figures(
     rows = [line for line in reply.text.splitlines() if line.startswith("| ")]
     labels = [row.split("|")[1].strip() for row in rows[1:]]
     expected_labels = [
-        "Revenue", "Net income", MARGIN_LABEL["en"], "Employees", "Headquarters", "Founded",
-        "CEO", "Index memberships",
-    ]  # fmt: skip
+        "Revenue",
+        "Net income",
+        MARGIN_LABEL["en"],
+        "Employees",
+        "Headquarters",
+        "Founded",
+        "CEO",
+        "Index memberships",
+    ]
     assert expected_labels == labels
     findings = [reply.state.research_findings, *reply.state.comparison_findings]
     raw = " ".join(json.dumps(f.raw_data["profile"]) for f in findings if f is not None)

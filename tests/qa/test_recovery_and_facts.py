@@ -116,9 +116,21 @@ def test_terminal_prompts_for_clarification(tmp_path: Path) -> None:
     env = {**os.environ, "RESEARCH_FSM_HOME": str(tmp_path), "LOG_LEVEL": "WARNING"}
     env.pop("ANTHROPIC_API_KEY", None)
     process = subprocess.Popen(
-        [sys.executable, "-m", "research_fsm", "ask", "Tell me about the company", "--source", "mock"],
-        stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "research_fsm",
+            "ask",
+            "Tell me about the company",
+            "--source",
+            "mock",
+        ],
+        stdin=slave,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        text=True,
+    )
     os.close(slave)
     os.write(master, b"Tesla\n")
     out, err = process.communicate(timeout=60)

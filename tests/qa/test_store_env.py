@@ -32,8 +32,12 @@ def run(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     environ.pop("TAVILY_API_KEY", None)
     return subprocess.run(
         [sys.executable, "-m", "research_fsm", *args],
-        capture_output=True, text=True, env=environ, timeout=60, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=environ,
+        timeout=60,
+        check=False,
+    )
 
 
 async def test_assistant_keeps_conversations_in_the_database_the_env_names(
@@ -99,9 +103,16 @@ def test_cli_without_the_extra_says_what_to_install(tmp_path: Path) -> None:
     environ = {"RESEARCH_FSM_STORE": "postgresql://nobody@/db"}
     result = subprocess.run(
         [sys.executable, "-m", "research_fsm", "ask", "Who runs Apple?", "--source", "mock"],
-        capture_output=True, text=True, timeout=60, check=False,
-        env={**os.environ, **environ, "RESEARCH_FSM_HOME": str(tmp_path),
-             "PYTHONPATH": f"{blocker}{os.pathsep}{REPO}"},
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={
+            **os.environ,
+            **environ,
+            "RESEARCH_FSM_HOME": str(tmp_path),
+            "PYTHONPATH": f"{blocker}{os.pathsep}{REPO}",
+        },
+    )
     assert 2 == result.returncode, result.stderr
     assert "pip install 'research-fsm[postgres]'" in result.stderr

@@ -213,9 +213,12 @@ def spawn(mode: str, directory: Path, log: Path, errors: Path) -> subprocess.Pop
     with errors.open("w") as stderr:
         return subprocess.Popen(
             [sys.executable, str(PROCS / "crash_child.py"), mode, str(directory), str(log)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, text=True,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
             env={**os.environ, "PYTHONPATH": str(REPO)},
-        )  # fmt: skip
+        )
 
 
 def read_records(log: Path) -> list[dict[str, Any]]:
@@ -288,9 +291,11 @@ async def test_kill_while_creating_the_signing_key_leaves_a_usable_store(
     directory = tmp_path / "store"
     proc = subprocess.run(
         [sys.executable, str(PROCS / "secret_killer.py"), str(directory), point],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True,
+        text=True,
+        timeout=60,
         env={**os.environ, "PYTHONPATH": str(REPO)},
-    )  # fmt: skip
+    )
     assert -signal.SIGKILL == proc.returncode, proc.stderr
     store = JsonFileCheckpointStore(directory)
     latest = await store.load_latest("t")
@@ -323,9 +328,11 @@ async def test_kill_mid_save_leaves_a_thread_that_continues(
     directory = tmp_path / "store"
     proc = subprocess.run(
         [sys.executable, str(PROCS / "save_killer.py"), str(directory), which, point],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True,
+        text=True,
+        timeout=60,
         env={**os.environ, "PYTHONPATH": str(REPO)},
-    )  # fmt: skip
+    )
     assert -signal.SIGKILL == proc.returncode, proc.stderr
     seq = int(proc.stdout)  # the checkpoint it was saving
     # segments of 2 lines: 1-2 and 3-4; the resume after the first suspension (at 3)
@@ -359,9 +366,11 @@ async def test_kill_during_delete_never_brings_back_an_older_state(tmp_path: Pat
         directory = tmp_path / f"store-{kill_at}"
         proc = subprocess.run(
             [sys.executable, str(PROCS / "delete_killer.py"), str(directory), str(kill_at)],
-            capture_output=True, text=True, timeout=60,
+            capture_output=True,
+            text=True,
+            timeout=60,
             env={**os.environ, "PYTHONPATH": str(REPO)},
-        )  # fmt: skip
+        )
         used_token, latest_id, segments, *done = proc.stdout.split()
         files = int(segments)
         if proc.returncode == 0:

@@ -44,9 +44,12 @@ def spawn(mode: str, dsn: str, schema: str, log: Path, errors: Path) -> subproce
     with errors.open("w") as stderr:
         return subprocess.Popen(
             [sys.executable, str(PROCS / "pg_crash_child.py"), mode, dsn, schema, str(log)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, text=True,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
             env={**os.environ, "PYTHONPATH": str(REPO)},
-        )  # fmt: skip
+        )
 
 
 async def lease_is_free(store: PostgresCheckpointStore, thread_id: str) -> float:

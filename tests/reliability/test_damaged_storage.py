@@ -189,8 +189,9 @@ async def test_assistant_continues_from_newest_valid_checkpoint(
     assert [] == disk.unfinished(store, "alice")
     on_disk = await disk.everything_on_disk(store.directory, "alice")
     assert (disk.complete_lines(store, "alice"), latest.seq + STEPS) == (
-        len(on_disk), on_disk[0].seq,
-    )  # fmt: skip
+        len(on_disk),
+        on_disk[0].seq,
+    )
 
 
 @pytest.mark.slow

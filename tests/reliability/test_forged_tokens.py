@@ -148,9 +148,10 @@ def test_random_edits_are_refused(tmp_path: Path) -> None:
         assistant = ResearchAssistant(source=MockDataSource(), store=app.store)
 
         @settings(
-            max_examples=300, deadline=None,
+            max_examples=300,
+            deadline=None,
             suppress_health_check=[HealthCheck.function_scoped_fixture],
-        )  # fmt: skip
+        )
         @given(
             start=st.integers(0, len(token)),
             length=st.integers(0, 4),
@@ -209,9 +210,10 @@ async def test_forged_token_through_the_assistant_leaves_the_other_conversation_
     before = await app.get_state("bob")
     stolen = SuspendToken.parse(alice.token)
     forged = SuspendToken(
-        thread_id="bob", checkpoint_id=SuspendToken.parse(bob.token).checkpoint_id,
+        thread_id="bob",
+        checkpoint_id=SuspendToken.parse(bob.token).checkpoint_id,
         signature=stolen.signature,
-    )  # fmt: skip
+    )
     for attempt in (forged, str(forged)):
         with pytest.raises(InvalidResumeToken):
             await assistant.clarify(attempt, "Tesla")
@@ -250,10 +252,15 @@ async def test_genuine_token_replayed_late_is_stale(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "other_secret, accepted",
-    [("app-key-1", True), (b"app-key-1", True), ("app-key-2", False), ("app-key-", False),
-     (None, False)],
+    [
+        ("app-key-1", True),
+        (b"app-key-1", True),
+        ("app-key-2", False),
+        ("app-key-", False),
+        (None, False),
+    ],
     ids=["same-str", "same-bytes", "different", "prefix", "generated"],
-)  # fmt: skip
+)
 async def test_app_secret_decides_who_accepts_a_token(
     tmp_path: Path, other_secret: str | bytes | None, accepted: bool
 ) -> None:

@@ -52,19 +52,53 @@ from research_fsm.sources import MockDataSource
 
 THREAD_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
 FRAGMENTS = [
-    "\x00", "\x07", "\x1b[2J", "\x1b]0;pwned\x07", "\x9b31m", "\r", "\n", "\t", "\x7f",
-    "\u202e", "\u2066", "\u200f", "\ufeff", "\ud800", "\udfff", "\udc80", "\U0001f600",
-    "\U0001f1fa\U0001f1f8", "e\u0301", "\u0645\u0631\u062d\u0628\u0627", "Apple", "Tesla",
-    "nevermind", "What about their stock?", "..", "../", "/etc/passwd", "~", "$HOME",
-    "%s%n", "{0}", "<findings>", "'; DROP TABLE", "\uffff", "\U0010ffff",
-]  # fmt: skip
+    "\x00",
+    "\x07",
+    "\x1b[2J",
+    "\x1b]0;pwned\x07",
+    "\x9b31m",
+    "\r",
+    "\n",
+    "\t",
+    "\x7f",
+    "\u202e",
+    "\u2066",
+    "\u200f",
+    "\ufeff",
+    "\ud800",
+    "\udfff",
+    "\udc80",
+    "\U0001f600",
+    "\U0001f1fa\U0001f1f8",
+    "e\u0301",
+    "\u0645\u0631\u062d\u0628\u0627",
+    "Apple",
+    "Tesla",
+    "nevermind",
+    "What about their stock?",
+    "..",
+    "../",
+    "/etc/passwd",
+    "~",
+    "$HOME",
+    "%s%n",
+    "{0}",
+    "<findings>",
+    "'; DROP TABLE",
+    "\uffff",
+    "\U0010ffff",
+]
 """Pieces that broke programs before: controls, escapes, bidi, surrogates, paths."""
 
 CHARS = st.characters(exclude_categories=[])  # every code point, lone surrogates included
-hostile_text = st.lists(st.one_of(st.text(CHARS, max_size=20), st.sampled_from(FRAGMENTS)),
-                        max_size=12).map("".join)  # fmt: skip
-huge_text = st.builds(lambda piece, n: piece * n, st.sampled_from([*FRAGMENTS[:20], "a b "]),
-                      st.sampled_from([MAX_QUESTION_CHARS, 25_000, 100_000]))  # fmt: skip
+hostile_text = st.lists(
+    st.one_of(st.text(CHARS, max_size=20), st.sampled_from(FRAGMENTS)), max_size=12
+).map("".join)
+huge_text = st.builds(
+    lambda piece, n: piece * n,
+    st.sampled_from([*FRAGMENTS[:20], "a b "]),
+    st.sampled_from([MAX_QUESTION_CHARS, 25_000, 100_000]),
+)
 questions = st.one_of(hostile_text, huge_text)
 ODD_THREADS = [".hidden", "..", "a/b", "-", "x" * 129, "", "CON"]
 thread_ids = st.one_of(
@@ -172,8 +206,19 @@ def forged_tokens(draw: st.DrawFn, genuine: str, other_thread: str) -> str:
     """Tokens derived from ``genuine``: truncated, edited, re-pointed at another
     thread or checkpoint, re-signed with garbage, or random text."""
     body, signature = _body(genuine)
-    kind = draw(st.sampled_from(["truncate", "edit", "other-thread", "other-checkpoint",
-                                 "signature", "random", "prefixed-random"]))  # fmt: skip
+    kind = draw(
+        st.sampled_from(
+            [
+                "truncate",
+                "edit",
+                "other-thread",
+                "other-checkpoint",
+                "signature",
+                "random",
+                "prefixed-random",
+            ]
+        )
+    )
     if kind == "truncate":
         return genuine[: draw(st.integers(0, len(genuine) - 1))]
     if kind == "edit":
@@ -360,15 +405,22 @@ def cli(
     its standard streams in ``encoding`` with strict errors (as on most desktops)."""
     env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
     env |= {
-        "HOME": str(sandbox / "home"), "XDG_DATA_HOME": str(sandbox / "home" / "data"),
-        "RESEARCH_FSM_HOME": str(sandbox / "store"), "TMPDIR": str(sandbox / "store"),
-        "PYTHONDONTWRITEBYTECODE": "1", "RESEARCH_DATA_SOURCE": "mock",
+        "HOME": str(sandbox / "home"),
+        "XDG_DATA_HOME": str(sandbox / "home" / "data"),
+        "RESEARCH_FSM_HOME": str(sandbox / "store"),
+        "TMPDIR": str(sandbox / "store"),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "RESEARCH_DATA_SOURCE": "mock",
         "PYTHONIOENCODING": encoding,
-    }  # fmt: skip
+    }
     return subprocess.run(
-        [sys.executable, "-m", "research_fsm", *args], input=stdin, capture_output=True,
-        env=env, cwd=sandbox / "work", timeout=60,
-    )  # fmt: skip
+        [sys.executable, "-m", "research_fsm", *args],
+        input=stdin,
+        capture_output=True,
+        env=env,
+        cwd=sandbox / "work",
+        timeout=60,
+    )
 
 
 def assert_clean_exit(result: subprocess.CompletedProcess[bytes]) -> None:
@@ -419,7 +471,6 @@ def test_cli_chat_survives_undecodable_input(sandbox: Path) -> None:
 
 def test_cli_answer_on_an_ascii_terminal(sandbox: Path) -> None:
     """On a terminal that cannot show "é" the answer is still printed, with a replacement."""
-    result = cli(sandbox, "ask", "Tell me about Nestlé", "--source", "directory",
-                 encoding="ascii")  # fmt: skip
+    result = cli(sandbox, "ask", "Tell me about Nestlé", "--source", "directory", encoding="ascii")
     assert_clean_exit(result)
     assert (0, True) == (result.returncode, b"Here's what I found about Nestl? SA" in result.stdout)

@@ -75,9 +75,13 @@ class Files:
 
     def command(self, graph: str, op: str, **extra: Any) -> dict[str, Any]:
         return {
-            "graph": graph, "op": op, "store": str(self.store),
-            "effects": str(self.effects), "gate": str(self.gate), **extra,
-        }  # fmt: skip
+            "graph": graph,
+            "op": op,
+            "store": str(self.store),
+            "effects": str(self.effects),
+            "gate": str(self.gate),
+            **extra,
+        }
 
     def lines(self) -> list[tuple[str, str, int]]:
         """Every side effect so far: (what, branch, pid)."""
@@ -183,9 +187,11 @@ async def test_sigkill_mid_fan_out_then_run_none_in_a_new_process_runs_only_unfi
         # a reader of its own over the same folder sees the fast branches' checkpoints
         app = child.specialists_app(JsonFileCheckpointStore(files.store))
         waiting = {
-            "financial[0]": ("done", None), "market[1]": ("pending", "market"),
-            "product[2]": ("pending", "product_review"), "news[3]": ("done", None),
-        }  # fmt: skip
+            "financial[0]": ("done", None),
+            "market[1]": ("pending", "market"),
+            "product[2]": ("pending", "product_review"),
+            "news[3]": ("done", None),
+        }
 
         async def fast_branches_saved() -> bool:
             snapshot = await app.get_state("t")
@@ -200,10 +206,16 @@ async def test_sigkill_mid_fan_out_then_run_none_in_a_new_process_runs_only_unfi
         assert proc.stdout is not None
         proc.stdout.close()
     assert -signal.SIGKILL == proc.returncode, errors.read_text()
-    before = Counter({
-        "researcher -": 1, "financial financial[0]": 1, "market market[1]": 1,
-        "product product[2]": 1, "product_review product[2]": 1, "news news[3]": 1,
-    })  # fmt: skip
+    before = Counter(
+        {
+            "researcher -": 1,
+            "financial financial[0]": 1,
+            "market market[1]": 1,
+            "product product[2]": 1,
+            "product_review product[2]": 1,
+            "news news[3]": 1,
+        }
+    )
     assert before == files.counts()
 
     files.gate.touch()  # the slow nodes go through this time
@@ -211,11 +223,15 @@ async def test_sigkill_mid_fan_out_then_run_none_in_a_new_process_runs_only_unfi
     assert ("ok", "completed") == (result["outcome"], result["status"]), result
     assert SPECIALISTS_LOG == result["log"]
     assert ",".join(SPECIALISTS_LOG) == result["summary"]
-    again = Counter({
-        "market market[1]": 1, "market-finally market[1]": 1,
-        "product_review product[2]": 1, "product_review-finally product[2]": 1,
-        "synthesizer -": 1,
-    })  # fmt: skip
+    again = Counter(
+        {
+            "market market[1]": 1,
+            "market-finally market[1]": 1,
+            "product_review product[2]": 1,
+            "product_review-finally product[2]": 1,
+            "synthesizer -": 1,
+        }
+    )
     assert again == files.counts(result["pid"])
     assert before + again == files.counts()
     snapshot = await child.specialists_app(JsonFileCheckpointStore(files.store)).get_state("t")
@@ -303,29 +319,43 @@ async def test_failed_branch_recovered_by_a_new_process_reruns_only_unfinished_b
     files = Files(tmp_path)
     failed = run_child(files, files.command("failing", "run", thread="t", broken=True), "fail")
     assert "NodeFailed" == failed["outcome"], failed
-    first = Counter({
-        "researcher -": 1, "financial financial[0]": 1, "market market[1]": 2,
-        "product product[2]": 1, "product-finally product[2]": 1, "news news[3]": 1,
-    })  # fmt: skip
+    first = Counter(
+        {
+            "researcher -": 1,
+            "financial financial[0]": 1,
+            "market market[1]": 2,
+            "product product[2]": 1,
+            "product-finally product[2]": 1,
+            "news news[3]": 1,
+        }
+    )
     assert first == files.counts()
     snapshot = await child.failing_app(JsonFileCheckpointStore(files.store)).get_state("t")
     assert snapshot is not None and snapshot.error is not None
     assert ("failed", "market", "market[1]") == (
-        snapshot.status, snapshot.error.node, snapshot.error.branch,
-    )  # fmt: skip
+        snapshot.status,
+        snapshot.error.node,
+        snapshot.error.branch,
+    )
     assert {
-        "financial[0]": ("done", None), "market[1]": ("failed", "market"),
-        "product[2]": ("pending", "product"), "news[3]": ("done", None),
-    } == branch_table(snapshot)  # fmt: skip
+        "financial[0]": ("done", None),
+        "market[1]": ("failed", "market"),
+        "product[2]": ("pending", "product"),
+        "news[3]": ("done", None),
+    } == branch_table(snapshot)
 
     fixed = run_child(files, files.command("failing", "continue", thread="t"), "recover")
     assert ("ok", "completed") == (fixed["outcome"], fixed["status"]), fixed
     assert FAILING_LOG == fixed["log"]
     assert ",".join(FAILING_LOG) == fixed["summary"]
-    again = Counter({
-        "market market[1]": 1, "product product[2]": 1, "product-finally product[2]": 1,
-        "synthesizer -": 1,
-    })  # fmt: skip
+    again = Counter(
+        {
+            "market market[1]": 1,
+            "product product[2]": 1,
+            "product-finally product[2]": 1,
+            "synthesizer -": 1,
+        }
+    )
     assert again == files.counts(fixed["pid"])
     assert first + again == files.counts()
     await assert_history_whole(files.store, "t")
@@ -348,8 +378,10 @@ async def test_two_suspended_branches_resumed_in_reverse_order_by_two_processes(
         files, files.command("askers", "resume", token=product_token, value="P"), "product"
     )
     assert ("ok", "suspended", ["market[1]"]) == (
-        second["outcome"], second["status"], second["branches"],
-    )  # fmt: skip
+        second["outcome"],
+        second["status"],
+        second["branches"],
+    )
     assert "synthesizer" not in second["path"]
     last = run_child(
         files, files.command("askers", "resume", token=market_token, value="M"), "market"
@@ -408,8 +440,9 @@ async def test_racing_resumes_of_one_branch_token_run_its_resume_once(tmp_path: 
         assert losers <= LOSERS, outcomes
         seen |= losers
         assert ("suspended", ["product[2]"]) == (
-            outcomes[winner]["status"], outcomes[winner]["branches"],
-        )  # fmt: skip
+            outcomes[winner]["status"],
+            outcomes[winner]["branches"],
+        )
         resumes = [e for e in files.lines() if e[0].startswith("resume-")]
         assert [(f"resume-market:w{winner}", "market[1]", outcomes[winner]["pid"])] == resumes
         done = await app.resume(asked.suspensions[1].token, "P")
@@ -432,9 +465,11 @@ async def test_cancelling_a_run_mid_fan_out_frees_the_thread_for_another_process
     reader = child.specialists_app(JsonFileCheckpointStore(files.store))
     try:
         waiting = {
-            "financial[0]": ("done", None), "market[1]": ("pending", "market"),
-            "product[2]": ("pending", "product_review"), "news[3]": ("done", None),
-        }  # fmt: skip
+            "financial[0]": ("done", None),
+            "market[1]": ("pending", "market"),
+            "product[2]": ("pending", "product_review"),
+            "news[3]": ("done", None),
+        }
 
         async def fast_branches_saved() -> bool:
             assert not task.done(), task
@@ -448,12 +483,18 @@ async def test_cancelling_a_run_mid_fan_out_frees_the_thread_for_another_process
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await asyncio.wait_for(task, DEADLINE)
-    before = Counter({
-        "researcher -": 1, "financial financial[0]": 1, "market market[1]": 1,
-        "market-finally market[1]": 1, "product product[2]": 1,
-        "product_review product[2]": 1, "product_review-finally product[2]": 1,
-        "news news[3]": 1,
-    })  # fmt: skip
+    before = Counter(
+        {
+            "researcher -": 1,
+            "financial financial[0]": 1,
+            "market market[1]": 1,
+            "market-finally market[1]": 1,
+            "product product[2]": 1,
+            "product_review product[2]": 1,
+            "product_review-finally product[2]": 1,
+            "news news[3]": 1,
+        }
+    )
     assert before == files.counts()
     snapshot = await reader.get_state("t")
     assert snapshot is not None and "completed" != snapshot.status
@@ -462,11 +503,15 @@ async def test_cancelling_a_run_mid_fan_out_frees_the_thread_for_another_process
     result = run_child(files, files.command("specialists", "continue", thread="t"), "continue")
     assert ("ok", "completed") == (result["outcome"], result["status"]), result
     assert SPECIALISTS_LOG == result["log"]
-    again = Counter({
-        "market market[1]": 1, "market-finally market[1]": 1,
-        "product_review product[2]": 1, "product_review-finally product[2]": 1,
-        "synthesizer -": 1,
-    })  # fmt: skip
+    again = Counter(
+        {
+            "market market[1]": 1,
+            "market-finally market[1]": 1,
+            "product_review product[2]": 1,
+            "product_review-finally product[2]": 1,
+            "synthesizer -": 1,
+        }
+    )
     assert again == files.counts(result["pid"])
     assert before + again == files.counts()
     await assert_history_whole(files.store, "t")

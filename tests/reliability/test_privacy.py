@@ -151,9 +151,12 @@ def test_cli_in_a_new_process_writes_private_files_under_umask_0(tmp_path: Path)
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [sys.executable, "-m", "research_fsm", *args, "--thread", "demo"],
-            capture_output=True, text=True, timeout=60, env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
             preexec_fn=lambda: os.umask(0),
-        )  # fmt: skip
+        )
 
     asked = cli("ask", "Tell me about the company", "--source", "mock")
     assert 3 == asked.returncode, asked.stderr

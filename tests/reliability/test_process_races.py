@@ -56,9 +56,12 @@ class Worker:
         with errors.open("w") as stderr:
             self.proc = subprocess.Popen(
                 [sys.executable, str(PROCS / "race_child.py")],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, bufsize=0,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                bufsize=0,
                 env={**os.environ, "PYTHONPATH": str(REPO)},
-            )  # fmt: skip
+            )
 
     def send(self, command: dict[str, Any]) -> None:
         assert self.proc.stdin is not None
@@ -136,10 +139,17 @@ async def test_one_token_resumed_by_five_processes_runs_resume_once(
         assert suspended.suspension is not None
         token = str(suspended.suspension.token)
         commands = [
-            {"op": "resume", "store": str(directory), "token": token, "value": f"w{i}",
-             "effects": str(side), "hold": hold, "after": i * stagger}
+            {
+                "op": "resume",
+                "store": str(directory),
+                "token": token,
+                "value": f"w{i}",
+                "effects": str(side),
+                "hold": hold,
+                "after": i * stagger,
+            }
             for i in range(WORKERS)
-        ]  # fmt: skip
+        ]
         outcomes = release(workers, commands, tmp_path / f"go-{round_number}")
         winners = [i for i, o in enumerate(outcomes) if o["outcome"] == "ok"]
         assert 1 == len(winners), outcomes
@@ -152,8 +162,10 @@ async def test_one_token_resumed_by_five_processes_runs_resume_once(
         snapshot = await app.get_state(thread_id)
         assert snapshot is not None
         assert ("completed", 1, [f"paid w{winner}"]) == (
-            snapshot.status, snapshot.state.n, snapshot.state.log,
-        )  # fmt: skip
+            snapshot.status,
+            snapshot.state.n,
+            snapshot.state.log,
+        )
         assert 3 == await assert_history_whole(directory, thread_id)
     assert LOSERS == seen  # busy while the winner holds the thread, stale once it is done
 
@@ -168,10 +180,16 @@ async def test_five_processes_running_new_input_at_once_lose_no_turn(
     for round_number in range(5):
         side = tmp_path / f"effects-{round_number}.txt"
         commands = [
-            {"op": "run", "store": str(directory), "thread": "shared",
-             "label": f"r{round_number}p{i}", "effects": str(side), "hold": 0.1}
+            {
+                "op": "run",
+                "store": str(directory),
+                "thread": "shared",
+                "label": f"r{round_number}p{i}",
+                "effects": str(side),
+                "hold": 0.1,
+            }
             for i in range(WORKERS)
-        ]  # fmt: skip
+        ]
         outcomes = release(workers, commands, tmp_path / f"go-{round_number}")
         labels = [
             c["label"] for c, o in zip(commands, outcomes, strict=True) if o["outcome"] == "ok"
@@ -264,8 +282,9 @@ async def test_clarification_answered_by_four_processes_is_taken_once(
     snapshot = await (await assistant.graph()).get_state("alice")
     assert snapshot is not None
     assert (COMPANIES[answers[winners[0]]], "completed") == (
-        snapshot.state.detected_company, snapshot.status,
-    )  # fmt: skip
+        snapshot.state.detected_company,
+        snapshot.status,
+    )
     assert won["company"] == snapshot.state.detected_company
     await assert_history_whole(directory, "alice")
 
@@ -278,10 +297,14 @@ async def test_processes_creating_the_signing_key_at_once_agree_on_it(
     for attempt in range(3):
         directory = tmp_path / f"store-{attempt}"
         commands = [
-            {"op": "suspend", "store": str(directory), "thread": f"t{i}",
-             "effects": str(tmp_path / "effects.txt")}
+            {
+                "op": "suspend",
+                "store": str(directory),
+                "thread": f"t{i}",
+                "effects": str(tmp_path / "effects.txt"),
+            }
             for i in range(WORKERS)
-        ]  # fmt: skip
+        ]
         outcomes = release(workers, commands, tmp_path / f"go-{attempt}")
         assert ["ok"] * WORKERS == [o["outcome"] for o in outcomes], outcomes
         app = race.pay_app(JsonFileCheckpointStore(directory))

@@ -33,11 +33,19 @@ CLAUDE_KEY = "sk-ant-api03-SECRETclaude-7f3e9a1b2c4d5e6f"
 TAVILY_KEY = "tvly-SECRETtavily-0a1b2c3d4e5f6a7b"
 KEYS = (CLAUDE_KEY, TAVILY_KEY)
 NEWS = [
-    tv.result("Apple unveils new iPhone", "https://news.example.com/iphone",
-              "Apple presented its new iPhone lineup at the September event.", 0.93),
-    tv.result("Apple settles EU case", "https://www.reuters.example/apple-eu",
-              "Apple reached an agreement with EU regulators on App Store rules.", 0.88),
-]  # fmt: skip
+    tv.result(
+        "Apple unveils new iPhone",
+        "https://news.example.com/iphone",
+        "Apple presented its new iPhone lineup at the September event.",
+        0.93,
+    ),
+    tv.result(
+        "Apple settles EU case",
+        "https://www.reuters.example/apple-eu",
+        "Apple reached an agreement with EU regulators on App Store rules.",
+        0.88,
+    ),
+]
 CLARITY = {"is_clear": True, "detected_company": "Apple", "intent": "news", "reasoning": "r"}
 
 
@@ -98,18 +106,26 @@ def _restore_structlog() -> Iterator[None]:
 def script_servers(claude: FakeAnthropic, tavily: FakeTavily) -> None:
     """Answers that leak the keys everywhere they can, in the order ``converse`` asks."""
     claude.enqueue(
-        echo(429), echo(529), api.tool_use("respond", CLARITY),  # question 1: verdict
-        api.stream_error("overloaded_error", f"overloaded for {CLAUDE_KEY}"),  # its answer
-        echo(500), api.text("Apple is fine."),
+        # question 1: the verdict
+        echo(429),
+        echo(529),
+        api.tool_use("respond", CLARITY),
+        # its answer
+        api.stream_error("overloaded_error", f"overloaded for {CLAUDE_KEY}"),
+        echo(500),
+        api.text("Apple is fine."),
         echo(400),  # question 2: a non-retryable error, the rules take over
         echo(401),  # question 3: the key is rejected; Claude is off from then on
-    )  # fmt: skip
+    )
     tavily.enqueue(
-        tavily_echo(429), tavily_echo(500), tv.results(NEWS),  # question 1
+        # question 1
+        tavily_echo(429),
+        tavily_echo(500),
+        tv.results(NEWS),
         tavily_echo(400),  # question 2: a rejected query
         tavily_echo(401),  # question 3: a rejected key
         tavily_echo(403),  # the direct search
-    )  # fmt: skip
+    )
 
 
 async def converse(llm: AnthropicLLM, tavily: FakeTavily, store_dir: Path) -> list[str]:
@@ -118,8 +134,15 @@ async def converse(llm: AnthropicLLM, tavily: FakeTavily, store_dir: Path) -> li
     source = TavilySource(base_url=tavily.url, backoff=0.0, timeout=2)
     store = JsonFileCheckpointStore(store_dir, durability="none")
     assistant = ResearchAssistant(llm=llm, source=source, store=store)
-    seen = [repr(llm), str(llm), repr(source), str(source), repr(store), repr(assistant),
-            repr(await assistant.graph())]  # fmt: skip
+    seen = [
+        repr(llm),
+        str(llm),
+        repr(source),
+        str(source),
+        repr(store),
+        repr(assistant),
+        repr(await assistant.graph()),
+    ]
     for question in ("What's new at Apple?", "And their stock?", "Tell me about Tesla"):
         reply = await assistant.ask(question, thread_id="secrets")
         seen += [reply.text, repr(reply), json.dumps(reply.state.model_dump(), default=str)]
@@ -210,14 +233,22 @@ def cli(
 ) -> subprocess.CompletedProcess[str]:
     """The CLI with both keys and base URLs in its environment."""
     env = {
-        **os.environ, "ANTHROPIC_API_KEY": CLAUDE_KEY, "ANTHROPIC_BASE_URL": claude.url,
-        "TAVILY_API_KEY": TAVILY_KEY, "TAVILY_BASE_URL": tavily.url,
-        "RESEARCH_FSM_HOME": str(home), "RESEARCH_DATA_SOURCE": "tavily", **env_extra,
-    }  # fmt: skip
+        **os.environ,
+        "ANTHROPIC_API_KEY": CLAUDE_KEY,
+        "ANTHROPIC_BASE_URL": claude.url,
+        "TAVILY_API_KEY": TAVILY_KEY,
+        "TAVILY_BASE_URL": tavily.url,
+        "RESEARCH_FSM_HOME": str(home),
+        "RESEARCH_DATA_SOURCE": "tavily",
+        **env_extra,
+    }
     return subprocess.run(
         [sys.executable, "-m", "research_fsm", *args],
-        capture_output=True, text=True, env=env, timeout=120,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
 
 
 @pytest.mark.slow
@@ -227,19 +258,29 @@ def test_cli_never_prints_a_key(
 ) -> None:
     """The CLI at DEBUG with key-echoing servers: no key on stdout, stderr or in its files."""
     anthropic_server.enqueue(
-        echo(529), echo(529),  # the first verdict: overloaded twice, then unclear
+        # the first verdict: overloaded twice, then unclear
+        echo(529),
+        echo(529),
         api.tool_use("respond", {"is_clear": False, "clarification_needed": "Which one?"}),
         echo(401),  # the answer's verdict: the key is rejected, rules from then on
-    )  # fmt: skip
+    )
     tavily_server.enqueue(tavily_echo(429), tavily_echo(401))
     env = {"LOG_LEVEL": "DEBUG", "LOG_FORMAT": fmt}
     runs = [
-        cli(tmp_path, anthropic_server, tavily_server, "ask", "Tell me about the company",
-            "--thread", "s1", **env),
+        cli(
+            tmp_path,
+            anthropic_server,
+            tavily_server,
+            "ask",
+            "Tell me about the company",
+            "--thread",
+            "s1",
+            **env,
+        ),
         cli(tmp_path, anthropic_server, tavily_server, "answer", "--thread", "s1", "Apple", **env),
         cli(tmp_path, anthropic_server, tavily_server, "ask", "Apple news", "--json", **env),
         cli(tmp_path, anthropic_server, tavily_server, "history", "--thread", "s1", **env),
-    ]  # fmt: skip
+    ]
     files = [p.read_text("utf-8", "replace") for p in tmp_path.rglob("*") if p.is_file()]
     outputs = [text for run in runs for text in (run.stdout, run.stderr)]
     assert [3, 0, 0, 0] == [run.returncode for run in runs], outputs

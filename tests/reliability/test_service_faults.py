@@ -39,13 +39,25 @@ COMPANY = "Apple Inc."
 RULES_ANSWER = f"Here's what I found about {COMPANY}:"
 CLAUDE_ANSWER = "Apple shipped a new iPhone and settled with the EU."
 NEWS = [
-    tv.result("Apple unveils new iPhone", "https://news.example.com/iphone",
-              "Apple presented its new iPhone lineup at the September event.", 0.93),
-    tv.result("Apple settles EU case", "https://www.reuters.example/apple-eu",
-              "Apple reached an agreement with EU regulators on App Store rules.", 0.88),
-    tv.result("Apple opens store in Mumbai", "https://press.example.org/mumbai",
-              "The company opened a flagship store in Mumbai on Tuesday.", 0.71),
-]  # fmt: skip
+    tv.result(
+        "Apple unveils new iPhone",
+        "https://news.example.com/iphone",
+        "Apple presented its new iPhone lineup at the September event.",
+        0.93,
+    ),
+    tv.result(
+        "Apple settles EU case",
+        "https://www.reuters.example/apple-eu",
+        "Apple reached an agreement with EU regulators on App Store rules.",
+        0.88,
+    ),
+    tv.result(
+        "Apple opens store in Mumbai",
+        "https://press.example.org/mumbai",
+        "The company opened a flagship store in Mumbai on Tuesday.",
+        0.71,
+    ),
+]
 
 
 def clarity_ok() -> Reply:
@@ -113,13 +125,20 @@ async def rig(anthropic_server: FakeAnthropic, tavily_server: FakeTavily) -> Asy
     anthropic_server.auto(lambda body: clarity_ok() if "tools" in body else api.text(CLAUDE_ANSWER))
     tavily_server.auto(lambda body: tv.results(NEWS))
     llm = AnthropicLLM(
-        api_key=CLAUDE_KEY, base_url=anthropic_server.url, timeout=TIMEOUT,
-        max_attempts=ATTEMPTS, backoff=0.01, max_backoff=0.05,
-    )  # fmt: skip
-    source = TavilySource(
-        TAVILY_KEY, base_url=tavily_server.url, timeout=TIMEOUT, max_attempts=ATTEMPTS,
+        api_key=CLAUDE_KEY,
+        base_url=anthropic_server.url,
+        timeout=TIMEOUT,
+        max_attempts=ATTEMPTS,
         backoff=0.01,
-    )  # fmt: skip
+        max_backoff=0.05,
+    )
+    source = TavilySource(
+        TAVILY_KEY,
+        base_url=tavily_server.url,
+        timeout=TIMEOUT,
+        max_attempts=ATTEMPTS,
+        backoff=0.01,
+    )
     assistant = ResearchAssistant(llm=llm, source=source, store=MemoryCheckpointStore())
     yield Rig(anthropic_server, tavily_server, llm, assistant)
     await llm.aclose()
@@ -216,9 +235,11 @@ async def test_claude_malformed_output_still_answers(rig: Rig, fault: str) -> No
 async def test_transient_errors_then_claude_answers(rig: Rig) -> None:
     """One 529 before the verdict and one 429 before the answer: both retried, Claude answers."""
     rig.claude.enqueue(
-        api.error(529, retry_after=0.01), clarity_ok(),
-        api.error(429, retry_after=0.01), api.text(CLAUDE_ANSWER),
-    )  # fmt: skip
+        api.error(529, retry_after=0.01),
+        clarity_ok(),
+        api.error(429, retry_after=0.01),
+        api.text(CLAUDE_ANSWER),
+    )
     reply, elapsed = await rig.ask()
     assert ("claude", 4, 0) == (opening(reply), rig.claude.count(), rig.claude.pending)
     assert elapsed < BOUND
@@ -284,10 +305,24 @@ async def test_tavily_fault_answers_not_found(rig: Rig, fault: str) -> None:
     rig.tavily.auto(None)
     rig.tavily.default = reply_script
     reply, elapsed = await rig.ask()
-    actual = (reply.status, reply.company, reply.path, opening(reply), reply.sources,
-              rig.tavily.count(), rig.claude.count())  # fmt: skip
-    expected = ("answered", COMPANY, ["clarity", "research", "synthesis"], "not found", [],
-                requests, 1)  # fmt: skip
+    actual = (
+        reply.status,
+        reply.company,
+        reply.path,
+        opening(reply),
+        reply.sources,
+        rig.tavily.count(),
+        rig.claude.count(),
+    )
+    expected = (
+        "answered",
+        COMPANY,
+        ["clarity", "research", "synthesis"],
+        "not found",
+        [],
+        requests,
+        1,
+    )
     assert expected == actual
     assert (reason is None) == ("Tavily" not in reply.text)
     assert reason is None or reason in reply.text
@@ -322,15 +357,23 @@ def random_faults(seed: int) -> tuple[Callable[[dict[str, Any]], Reply], Callabl
     """Seeded ``auto`` functions failing about half the requests in every way they can."""
     rng = random.Random(seed)
     claude_faults = [
-        lambda: api.error(429, retry_after=0.01), lambda: api.error(529, retry_after=0.01),
-        lambda: api.error(500), lambda: api.delay(60, api.text("late")), api.disconnect,
-        lambda: api.raw(200, b"nope"), CutMidStream, lambda: api.stream_error(partial_text=""),
-    ]  # fmt: skip
+        lambda: api.error(429, retry_after=0.01),
+        lambda: api.error(529, retry_after=0.01),
+        lambda: api.error(500),
+        lambda: api.delay(60, api.text("late")),
+        api.disconnect,
+        lambda: api.raw(200, b"nope"),
+        CutMidStream,
+        lambda: api.stream_error(partial_text=""),
+    ]
     tavily_faults = [
-        lambda: tv.error(429, "slow", retry_after=0.01), lambda: tv.error(502, "bad gateway"),
-        lambda: tv.delay(60, tv.empty()), tv.disconnect, lambda: tv.raw(200, b"<html>"),
+        lambda: tv.error(429, "slow", retry_after=0.01),
+        lambda: tv.error(502, "bad gateway"),
+        lambda: tv.delay(60, tv.empty()),
+        tv.disconnect,
+        lambda: tv.raw(200, b"<html>"),
         tv.empty,
-    ]  # fmt: skip
+    ]
 
     def claude(body: dict[str, Any]) -> Reply:
         if rng.random() < 0.5:
@@ -348,8 +391,14 @@ async def test_multi_turn_under_random_faults(rig: Rig) -> None:
     claude, tavily = random_faults(seed=6)
     rig.claude.auto(claude)
     rig.tavily.auto(tavily)
-    questions = [QUESTION, "What about their stock?", "Tell me about Tesla",
-                 "Who leads it?", "Compare them to Microsoft", "Nevermind"]  # fmt: skip
+    questions = [
+        QUESTION,
+        "What about their stock?",
+        "Tell me about Tesla",
+        "Who leads it?",
+        "Compare them to Microsoft",
+        "Nevermind",
+    ]
     statuses, elapsed = [], []
     for question in questions:
         reply, seconds = await rig.ask(question, thread_id="multi")
@@ -381,7 +430,11 @@ async def test_concurrent_questions_under_a_storm(rig: Rig) -> None:
     settle = time.monotonic() + 5
     while rig.tavily.count() < 5 * ATTEMPTS and time.monotonic() < settle:
         await asyncio.sleep(0.05)
-    actual = ({r.status for r in replies}, {opening(r) for r in replies},
-              rig.claude.count(), rig.tavily.count())  # fmt: skip
+    actual = (
+        {r.status for r in replies},
+        {opening(r) for r in replies},
+        rig.claude.count(),
+        rig.tavily.count(),
+    )
     assert ({"answered"}, {"not found"}, 5 * ATTEMPTS, 5 * ATTEMPTS) == actual
     assert elapsed < BOUND

@@ -35,16 +35,21 @@ def grounding_problems(folder: Path) -> list[str]:
     facts: list[dict[str, Any]] = meta["facts"]
     ids = {entry["id"] for entry in listed}
     urls = {entry["url"] for entry in listed}
-    problems = [f"citation [{c}] not in sources.json"
-                for c in sorted(set(re.findall(r"\[(S\d+)\]", markdown)) - ids)]  # fmt: skip
-    problems += [f"URL {u} was not retrieved"
-                 for u in sorted(set(re.findall(r"https?://[^\s>)]+", markdown)) - urls)]  # fmt: skip
+    problems = [
+        f"citation [{c}] not in sources.json"
+        for c in sorted(set(re.findall(r"\[(S\d+)\]", markdown)) - ids)
+    ]
+    problems += [
+        f"URL {u} was not retrieved"
+        for u in sorted(set(re.findall(r"https?://[^\s>)]+", markdown)) - urls)
+    ]
     problems += [f"source {e['id']} has no retrieval time" for e in listed if not e["retrieved_at"]]
     keys = {fact["key"] for fact in facts}
     allowed = numbers(str(meta["company"]))
     for fact in facts:
-        problems += [f"fact {fact['key']} cites {u}, not retrieved"
-                     for u in fact["urls"] if u not in urls]  # fmt: skip
+        problems += [
+            f"fact {fact['key']} cites {u}, not retrieved" for u in fact["urls"] if u not in urls
+        ]
         if fact["computed_from"] and not set(fact["computed_from"]) <= keys:
             problems.append(f"computed {fact['key']} from facts the report lacks")
             continue
@@ -53,13 +58,15 @@ def grounding_problems(folder: Path) -> list[str]:
     for section in sections:
         for line in section.splitlines()[1:]:
             line = re.sub(r"\[S\d+\]", "", line)
-            problems += [f"number {n} in {line!r} is in no finding"
-                         for n in sorted(numbers(line) - allowed)]  # fmt: skip
+            problems += [
+                f"number {n} in {line!r} is in no finding" for n in sorted(numbers(line) - allowed)
+            ]
     computed = [fact for fact in facts if fact["computed_from"]]
     for fact in computed:
         shown = [ln for ln in markdown.splitlines() if ln.startswith("- ") and fact["value"] in ln]
-        problems += [f"computed {fact['value']} not labelled: {ln!r}"
-                     for ln in shown if "_(" not in ln]  # fmt: skip
+        problems += [
+            f"computed {fact['value']} not labelled: {ln!r}" for ln in shown if "_(" not in ln
+        ]
     return problems
 
 

@@ -22,8 +22,16 @@ from research_fsm.llm import LLMError, ScriptedLLM
 from research_fsm.reports import CompanyNotFound, InvalidReportRequest, Report, slug
 from research_fsm.sources import DirectorySource, MockDataSource
 
-SECTIONS_EN = ["Summary", "Financial", "Market", "Products", "Methodology", "Sources",
-               "Quality and verification", "Metadata"]  # fmt: skip
+SECTIONS_EN = [
+    "Summary",
+    "Financial",
+    "Market",
+    "Products",
+    "Methodology",
+    "Sources",
+    "Quality and verification",
+    "Metadata",
+]
 
 
 def check_grounding(report: Report) -> None:
@@ -82,8 +90,12 @@ async def test_english_pdf_text_with_pdftotext(home: Path) -> None:
     """pdftotext gets the English report's sections and figures back."""
     report = await offline().report("Siemens", formats=("md", "pdf"))
     assert report.folder is not None
-    out = subprocess.run(["pdftotext", str(report.folder / "report.pdf"), "-"],
-                         capture_output=True, text=True, check=True).stdout  # fmt: skip
+    out = subprocess.run(
+        ["pdftotext", str(report.folder / "report.pdf"), "-"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert "Company report: Siemens" in out and "€75.93 billion (2024)" in out
 
 
@@ -113,18 +125,22 @@ def quality(score: int) -> dict[str, Any]:
 
 
 def extraction(url: str, n: int = 4) -> dict[str, Any]:
-    return {"facts": [{"label": f"Fact {i}", "value": f"value {i}", "source_url": url}
-                      for i in range(n)]}  # fmt: skip
+    return {
+        "facts": [
+            {"label": f"Fact {i}", "value": f"value {i}", "source_url": url} for i in range(n)
+        ]
+    }
 
 
 def llm_script(url: str, scores: list[int]) -> dict[str, list[object]]:
     rounds = len(scores)
     return {
-        "financial": [extraction(url)] * rounds, "market": [extraction(url)] * rounds,
+        "financial": [extraction(url)] * rounds,
+        "market": [extraction(url)] * rounds,
         "product": [extraction(url)] * rounds,
         "synthesizer": ["Apple makes things (value 1)."] * rounds,
         "quality": [quality(s) for s in scores],
-    }  # fmt: skip
+    }
 
 
 @pytest.mark.parametrize(("scores", "iterations"), [([90], 1), ([60, 90], 2), ([60, 70], 2)])
@@ -147,8 +163,9 @@ async def test_failing_specialist_marks_section_unavailable(home: Path) -> None:
     url = "https://investor.apple.com/"
     script = llm_script(url, [90])
     script["market"] = [LLMError("overloaded", kind="overloaded")]
-    assistant = ResearchAssistant(llm=ScriptedLLM(script), source=MockDataSource(),
-                                  store=MemoryCheckpointStore())  # fmt: skip
+    assistant = ResearchAssistant(
+        llm=ScriptedLLM(script), source=MockDataSource(), store=MemoryCheckpointStore()
+    )
     report = await assistant.report("Apple")
     assert "This section is unavailable: the market specialist failed" in report.markdown
     assert report.markdown.count("**Fact 0**") == 2
@@ -199,8 +216,14 @@ def cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "RESEARCH_FSM_HOME": str(home), "LOG_LEVEL": "WARNING"}
     env.pop("ANTHROPIC_API_KEY", None)
     env.pop("TAVILY_API_KEY", None)
-    return subprocess.run([sys.executable, "-m", "research_fsm", *args], input="",
-                          capture_output=True, text=True, env=env, timeout=60)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "research_fsm", *args],
+        input="",
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
 
 
 def test_cli_report_reports_and_exit_codes(tmp_path: Path) -> None:

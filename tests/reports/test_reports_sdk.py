@@ -19,15 +19,27 @@ from research_fsm.llm import AnthropicLLM
 from research_fsm.sources._tavily import TavilySource
 
 PAGES = {
-    "researcher": ("Nvidia - company profile", "https://profile.example.com/nvidia",
-                   "Nvidia designs GPUs. Headquarters: Santa Clara."),
-    "financial": ("Nvidia quarterly results", "https://ir.example.com/nvidia-q3",
-                  "Revenue was $57.0 billion in the third quarter, up 62% from a year ago."),
-    "market": ("Nvidia competitors", "https://market.example.com/gpu-share",
-               "Nvidia holds 80% of the data-center accelerator market; AMD is second."),
-    "product": ("Nvidia product launches", "https://news.example.com/blackwell",
-                "Nvidia launched the Blackwell Ultra platform and the GB300 system."),
-}  # fmt: skip
+    "researcher": (
+        "Nvidia - company profile",
+        "https://profile.example.com/nvidia",
+        "Nvidia designs GPUs. Headquarters: Santa Clara.",
+    ),
+    "financial": (
+        "Nvidia quarterly results",
+        "https://ir.example.com/nvidia-q3",
+        "Revenue was $57.0 billion in the third quarter, up 62% from a year ago.",
+    ),
+    "market": (
+        "Nvidia competitors",
+        "https://market.example.com/gpu-share",
+        "Nvidia holds 80% of the data-center accelerator market; AMD is second.",
+    ),
+    "product": (
+        "Nvidia product launches",
+        "https://news.example.com/blackwell",
+        "Nvidia launched the Blackwell Ultra platform and the GB300 system.",
+    ),
+}
 FACTS = {
     "financial": [("Quarterly revenue", "$57.0 billion"), ("Revenue growth", "62%")],
     "market": [("Data-center accelerator share", "80%"), ("Closest competitor", "AMD")],
@@ -39,8 +51,11 @@ INVENTED = "https://invented.example.org/not-retrieved"
 def page_of(query: str) -> str:
     """Which page a Tavily query is answered with (by the specialist's topic words)."""
     lowered = query.lower()
-    for agent, words in (("financial", "financial"), ("market", "competitor"),
-                         ("product", "product")):  # fmt: skip
+    for agent, words in (
+        ("financial", "financial"),
+        ("market", "competitor"),
+        ("product", "product"),
+    ):
         if words in lowered:
             return agent
     return "researcher"
@@ -63,13 +78,16 @@ def claude(scores: list[int]) -> Any:
         schema = body["tools"][0]["input_schema"]["properties"]
         if "score" in schema:
             score = next(verdicts)
-            return api.tool_use("respond", {"score": score,
-                                            "missing": [] if score >= 85 else ["guidance"]})  # fmt: skip
+            return api.tool_use(
+                "respond", {"score": score, "missing": [] if score >= 85 else ["guidance"]}
+            )
         agent = re.search(r"You are the (\w+) specialist", str(body["system"]))
         assert agent is not None
         url = PAGES[agent.group(1)][1]
-        facts = [{"label": label, "value": value, "source_url": url}
-                 for label, value in FACTS[agent.group(1)]]  # fmt: skip
+        facts = [
+            {"label": label, "value": value, "source_url": url}
+            for label, value in FACTS[agent.group(1)]
+        ]
         facts.append({"label": "Rumour", "value": "$1 trillion deal", "source_url": INVENTED})
         return api.tool_use("respond", {"facts": facts}, input_tokens=500, output_tokens=80)
 

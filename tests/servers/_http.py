@@ -119,8 +119,11 @@ class Exchange:
         headers: Mapping[str, str] | None = None,
     ) -> None:
         """Start a chunked response; follow with ``write`` calls and ``end_stream``."""
-        base = {"Content-Type": content_type, "Transfer-Encoding": "chunked",
-                "Cache-Control": "no-cache"}  # fmt: skip
+        base = {
+            "Content-Type": content_type,
+            "Transfer-Encoding": "chunked",
+            "Cache-Control": "no-cache",
+        }
         self._head(status, base | dict(headers or {}))
         self._streaming = True
 

@@ -76,10 +76,23 @@ class PostgresServer:
             shutil.chown(self.root, "postgres")
             shutil.chown(self.socket_dir, "postgres")
         init = subprocess.run(
-            [*self._as, str(self.bindir / "initdb"), "-D", str(self.data), "--auth=trust",
-             "-U", self._user, "--no-sync", "-E", "UTF8", "--locale=C"],
-            capture_output=True, timeout=timeout, check=False,
-        )  # fmt: skip
+            [
+                *self._as,
+                str(self.bindir / "initdb"),
+                "-D",
+                str(self.data),
+                "--auth=trust",
+                "-U",
+                self._user,
+                "--no-sync",
+                "-E",
+                "UTF8",
+                "--locale=C",
+            ],
+            capture_output=True,
+            timeout=timeout,
+            check=False,
+        )
         if init.returncode != 0:
             raise ServerUnavailable(f"initdb failed: {init.stderr.decode(errors='replace')[-500:]}")
         self._launch(timeout)
@@ -100,8 +113,10 @@ class PostgresServer:
         log = open(self.root / "server.log", "ab")  # noqa: SIM115 - kept for the server's life
         self._proc = subprocess.Popen(
             [*self._as, str(self.bindir / "postgres"), "-D", str(self.data), *options],
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         log.close()
         self._wait_ready(timeout)
 

@@ -54,8 +54,14 @@ async def test_text_message(anthropic_server: FakeAnthropic) -> None:
     """A text reply arrives as a message with the text, the model and word-count usage."""
     anthropic_server.enqueue(claude.text("Apple makes phones", input_tokens=12))
     reply = await create(anthropic_server)
-    actual = (reply.content[0].type, getattr(reply.content[0], "text", None), reply.model,
-              reply.stop_reason, reply.usage.input_tokens, reply.usage.output_tokens)  # fmt: skip
+    actual = (
+        reply.content[0].type,
+        getattr(reply.content[0], "text", None),
+        reply.model,
+        reply.stop_reason,
+        reply.usage.input_tokens,
+        reply.usage.output_tokens,
+    )
     assert ("text", "Apple makes phones", "claude-test-model", "end_turn", 12, 3) == actual
 
 
@@ -63,8 +69,13 @@ async def test_request_is_recorded(anthropic_server: FakeAnthropic) -> None:
     """The server records path, lower-cased headers and the JSON body of each request."""
     await create(anthropic_server)
     request = anthropic_server.requests[0]
-    actual = (request.path, request.headers["authorization"], request.body["messages"],
-              request.body["max_tokens"], "anthropic-version" in request.headers)  # fmt: skip
+    actual = (
+        request.path,
+        request.headers["authorization"],
+        request.body["messages"],
+        request.body["max_tokens"],
+        "anthropic-version" in request.headers,
+    )
     assert ("/v1/messages", "Bearer test-key", USER, 100, True) == actual
 
 
@@ -97,10 +108,12 @@ async def test_auto_answers_from_the_request(anthropic_server: FakeAnthropic) ->
     """An auto function answers by looking at the request, e.g. the forced tool's name."""
     anthropic_server.auto(lambda body: claude.tool_use(body["tool_choice"]["name"], {"x": 1}))
     reply = await client(anthropic_server).messages.create(
-        model="m", max_tokens=50, messages=USER,
+        model="m",
+        max_tokens=50,
+        messages=USER,
         tools=[{"name": "clarity", "description": "d", "input_schema": {"type": "object"}}],
         tool_choice={"type": "tool", "name": "clarity"},
-    )  # fmt: skip
+    )
     assert ("clarity", {"x": 1}) == (
         getattr(reply.content[0], "name", None),
         reply.content[0].input,
@@ -131,8 +144,13 @@ async def test_stream_yields_words_and_final_usage(anthropic_server: FakeAnthrop
     async with sdk.messages.stream(model="m", max_tokens=100, messages=USER) as stream:
         pieces = [piece async for piece in stream.text_stream]
         final = await stream.get_final_message()
-    actual = (pieces, getattr(final.content[0], "text", None), final.stop_reason,
-              final.usage.input_tokens, final.usage.output_tokens)  # fmt: skip
+    actual = (
+        pieces,
+        getattr(final.content[0], "text", None),
+        final.stop_reason,
+        final.usage.input_tokens,
+        final.usage.output_tokens,
+    )
     assert (
         ["Apple ", "shares ", "rose ", "today"],
         "Apple shares rose today",
@@ -149,8 +167,15 @@ async def test_stream_event_sequence(anthropic_server: FakeAnthropic) -> None:
         model="m", max_tokens=10, messages=USER, stream=True
     )
     kinds = [event.type async for event in events]
-    expected = ["message_start", "content_block_start", "content_block_delta",
-                "content_block_delta", "content_block_stop", "message_delta", "message_stop"]  # fmt: skip
+    expected = [
+        "message_start",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_delta",
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
+    ]
     assert (expected, True) == (kinds, anthropic_server.requests[0].body["stream"])
 
 
@@ -164,8 +189,10 @@ async def test_stream_tool_use_accumulates_input(anthropic_server: FakeAnthropic
         kinds = [event.delta.type async for event in stream if event.type == "content_block_delta"]
         final = await stream.get_final_message()
     assert ("input_json_delta" in kinds, tool_input, "tool_use") == (
-        True, final.content[0].input, final.stop_reason,  # type: ignore[union-attr]
-    )  # fmt: skip
+        True,
+        final.content[0].input,  # type: ignore[union-attr]
+        final.stop_reason,
+    )
 
 
 async def test_stream_error_event(anthropic_server: FakeAnthropic) -> None:
@@ -299,8 +326,11 @@ def test_servers_pick_free_ports_and_stop_their_threads() -> None:
             t for t in threading.enumerate() if t.name.endswith((f"-{one.port}", f"-{two.port}"))
         ]
     assert ((True, True), True, 2, []) == (
-        urls, distinct, len(threads), [t.name for t in threads if t.is_alive()],
-    )  # fmt: skip
+        urls,
+        distinct,
+        len(threads),
+        [t.name for t in threads if t.is_alive()],
+    )
 
 
 # -- Tavily ---------------------------------------------------------------------------
@@ -333,8 +363,11 @@ async def test_tavily_request_shape(tavily_server: FakeTavily) -> None:
         "Apple stock", topic="finance", max_results=3, include_answer=True
     )
     request = tavily_server.requests[0]
-    expected = ("/search", "Bearer tvly-test",
-                {"query": "Apple stock", "topic": "finance", "max_results": 3, "include_answer": True})  # fmt: skip
+    expected = (
+        "/search",
+        "Bearer tvly-test",
+        {"query": "Apple stock", "topic": "finance", "max_results": 3, "include_answer": True},
+    )
     assert expected == (request.path, request.headers["authorization"], request.body)
 
 

@@ -253,8 +253,11 @@ def test_cli_uses_claude_from_environment(anthropic_server: Any, tmp_path: Any) 
     env.pop("TAVILY_API_KEY", None)
     result = subprocess.run(
         [sys.executable, "-m", "research_fsm", "ask", "What's happening with Apple?", "--json"],
-        capture_output=True, text=True, env=env, timeout=60,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert 0 == result.returncode, result.stderr
     reply = json.loads(result.stdout)
     assert reply["text"].startswith("Apple is fine.")

@@ -83,22 +83,44 @@ async def test_directory_peers_public_lookup() -> None:
     [
         (
             "AirPods AirTag Apple TV Apple Vision Pro Apple Watch HomePod iPad iPhone Mac",
-            ["AirPods", "AirTag", "Apple TV", "Apple Vision Pro", "Apple Watch", "HomePod",
-             "iPad", "iPhone", "Mac"],
+            [
+                "AirPods",
+                "AirTag",
+                "Apple TV",
+                "Apple Vision Pro",
+                "Apple Watch",
+                "HomePod",
+                "iPad",
+                "iPhone",
+                "Mac",
+            ],
         ),
         (
             "Cybertruck Megapack Model 3 Model S Model X Model Y Powerwall Semi Solar Panels Solar Roof",
-            ["Cybertruck", "Megapack", "Model 3", "Model S", "Model X", "Model Y", "Powerwall",
-             "Semi", "Solar Panels", "Solar Roof"],
+            [
+                "Cybertruck",
+                "Megapack",
+                "Model 3",
+                "Model S",
+                "Model X",
+                "Model Y",
+                "Powerwall",
+                "Semi",
+                "Solar Panels",
+                "Solar Roof",
+            ],
         ),
         (
             "Cloud computing Video games Internet",
             ["Cloud computing", "Video games", "Internet"],
         ),
-        ("Steel, flat steel products, wire products", ["Steel", "flat steel products", "wire products"]),
+        (
+            "Steel, flat steel products, wire products",
+            ["Steel", "flat steel products", "wire products"],
+        ),
         ("See § Products", []),
     ],
-)  # fmt: skip
+)
 def test_split_products(value: str, expected: list[str]) -> None:
     """Run-together product lists become items; commas are honoured; residue goes."""
     assert expected == split_products(value)
@@ -203,9 +225,15 @@ def test_lists_and_money_on_random_companies(profile: CompanyProfile) -> None:
         assert source_words == _words(" ".join(people))
         assert all(len(person.split()) <= 6 for person in people)
     text = "\n".join(
-        value for value in (findings.overview, findings.stock_info, findings.key_people,
-                            findings.products) if value
-    )  # fmt: skip
+        value
+        for value in (
+            findings.overview,
+            findings.stock_info,
+            findings.key_people,
+            findings.products,
+        )
+        if value
+    )
     assert "§" not in text and not re.search(r"\[\d+\]", text)
     assert _MONEY_GAP.search(text) is None
 

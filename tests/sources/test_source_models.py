@@ -22,9 +22,16 @@ from research_fsm.sources import (
 def test_intents_are_the_nine_documented_ones() -> None:
     """INTENTS lists the nine intents, overview first."""
     expected = (
-        "overview", "news", "stock", "leadership", "products", "competitors", "comparison",
-        "financials", "strategy",
-    )  # fmt: skip
+        "overview",
+        "news",
+        "stock",
+        "leadership",
+        "products",
+        "competitors",
+        "comparison",
+        "financials",
+        "strategy",
+    )
     assert expected == INTENTS
 
 

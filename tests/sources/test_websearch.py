@@ -20,15 +20,19 @@ KEY = "tvly-web-secret-0123456789"
 TOPIC = "Spring Boot 2 to 3 migration"
 
 GUIDE = tv.result(
-    "Spring Boot 3.0 Migration Guide", "https://github.example/spring-boot/wiki/migration",
-    "Upgrade to Java 17 and move from javax to jakarta packages.", 0.91,
+    "Spring Boot 3.0 Migration Guide",
+    "https://github.example/spring-boot/wiki/migration",
+    "Upgrade to Java 17 and move from javax to jakarta packages.",
+    0.91,
     raw_content="Spring Boot 3.0 Migration Guide\n\nBefore you start, upgrade to Java 17.",
-)  # fmt: skip
+)
 BLOG = tv.result(
-    "Migrating to Spring Boot 3", "https://blog.example.org/spring-boot-3",
-    "A walk through of the jakarta namespace change.", 0.74,
+    "Migrating to Spring Boot 3",
+    "https://blog.example.org/spring-boot-3",
+    "A walk through of the jakarta namespace change.",
+    0.74,
     published_date="Mon, 05 Jun 2023 10:00:00 GMT",
-)  # fmt: skip
+)
 
 
 @pytest.fixture(autouse=True)
@@ -60,10 +64,16 @@ async def test_request_body_and_key_header(tavily_server: FakeTavily) -> None:
         await make_search(tavily_server).search(TOPIC)
     request = tavily_server.requests[0]
     expected = {
-        "path": "/search", "authorization": f"Bearer {KEY}", "query": TOPIC, "max_results": 8,
-        "include_raw_content": "text", "search_depth": "advanced", "topic": "general",
-        "key in body": False, "key in logs": False,
-    }  # fmt: skip
+        "path": "/search",
+        "authorization": f"Bearer {KEY}",
+        "query": TOPIC,
+        "max_results": 8,
+        "include_raw_content": "text",
+        "search_depth": "advanced",
+        "topic": "general",
+        "key in body": False,
+        "key in logs": False,
+    }
     actual = {
         "path": request.path,
         "authorization": request.headers["authorization"],
@@ -129,14 +139,24 @@ async def test_results_are_mapped(tavily_server: FakeTavily) -> None:
     found = await make_search(tavily_server).search(TOPIC)
     expected = [
         WebResult(
-            title=GUIDE["title"], url=GUIDE["url"], content=GUIDE["content"],
-            raw_content=GUIDE["raw_content"], score=0.91, rank=1, published_date=None,
+            title=GUIDE["title"],
+            url=GUIDE["url"],
+            content=GUIDE["content"],
+            raw_content=GUIDE["raw_content"],
+            score=0.91,
+            rank=1,
+            published_date=None,
         ),
         WebResult(
-            title=BLOG["title"], url=BLOG["url"], content=BLOG["content"], raw_content=None,
-            score=0.74, rank=2, published_date="Mon, 05 Jun 2023 10:00:00 GMT",
+            title=BLOG["title"],
+            url=BLOG["url"],
+            content=BLOG["content"],
+            raw_content=None,
+            score=0.74,
+            rank=2,
+            published_date="Mon, 05 Jun 2023 10:00:00 GMT",
         ),
-    ]  # fmt: skip
+    ]
     assert expected == found
 
 
@@ -152,17 +172,28 @@ async def test_duplicates_merged_by_url(tavily_server: FakeTavily) -> None:
     """A page listed twice is one: first title and rank, best score, both snippets, longer page."""
     items = [
         tv.result("Guide", "https://example.com/guide", "First part.", 0.5, raw_content="Short."),
-        tv.result("Guide again", "https://www.example.com/guide/", "Second part.", 0.9,
-                  raw_content="A longer page text."),
+        tv.result(
+            "Guide again",
+            "https://www.example.com/guide/",
+            "Second part.",
+            0.9,
+            raw_content="A longer page text.",
+        ),
         tv.result("Other", "https://example.com/other", "Other text.", 0.4),
-    ]  # fmt: skip
+    ]
     tavily_server.enqueue(tv.results(items))
     found = await make_search(tavily_server).search(TOPIC)
     expected = [
-        ("Guide", "https://example.com/guide", "First part. Second part.", "A longer page text.",
-         0.9, 1),
+        (
+            "Guide",
+            "https://example.com/guide",
+            "First part. Second part.",
+            "A longer page text.",
+            0.9,
+            1,
+        ),
         ("Other", "https://example.com/other", "Other text.", None, 0.4, 2),
-    ]  # fmt: skip
+    ]
     assert expected == [(r.title, r.url, r.content, r.raw_content, r.score, r.rank) for r in found]
 
 
@@ -187,17 +218,33 @@ async def test_text_is_stripped_and_capped(tavily_server: FakeTavily) -> None:
     """Escapes and control characters leave all texts; pages keep line breaks and are capped."""
     page = "\x1b[2JIntro\x07 line\r\n\r\n\r\n\u202eSecond\tparagraph\n" + "word " * 5000
     items = [
-        tv.result("\x1b]0;evil\x07Spring \x1b[1mBoot\x1b[0m", "https://example.com/x",
-                  "\x1b[31mRed\x1b[0m\x00 snippet\u200b", raw_content=page),
+        tv.result(
+            "\x1b]0;evil\x07Spring \x1b[1mBoot\x1b[0m",
+            "https://example.com/x",
+            "\x1b[31mRed\x1b[0m\x00 snippet\u200b",
+            raw_content=page,
+        ),
         tv.result("", "https://www.docs.example/y", "Untitled page."),
-    ]  # fmt: skip
+    ]
     tavily_server.enqueue(tv.results(items))
     first, second = await make_search(tavily_server).search(TOPIC)
     raw = first.raw_content or ""
-    actual = (first.title, first.content, raw[:33], len(raw) <= MAX_RAW_CONTENT_CHARS,
-              raw.endswith("\u2026"), second.title)  # fmt: skip
-    expected = ("Spring Boot", "Red snippet", "Intro line\n\nSecond paragraph\nword", True, True,
-                "docs.example")  # fmt: skip
+    actual = (
+        first.title,
+        first.content,
+        raw[:33],
+        len(raw) <= MAX_RAW_CONTENT_CHARS,
+        raw.endswith("\u2026"),
+        second.title,
+    )
+    expected = (
+        "Spring Boot",
+        "Red snippet",
+        "Intro line\n\nSecond paragraph\nword",
+        True,
+        True,
+        "docs.example",
+    )
     assert expected == actual
     shown = f"{first.title}{first.content}{raw}"
     assert [] == [ch for ch in shown if ch in "\x1b\x07\u202e\r\t\x00\u200b"]
@@ -256,8 +303,12 @@ async def test_unauthorized_is_final_and_hides_the_key(tavily_server: FakeTavily
         error = await failure(search)
     shown = [error.message, repr(error), repr(search), json.dumps(logs, default=str)]
     expected = (False, "Tavily rejected the API key (HTTP 401): check TAVILY_API_KEY", 1, [])
-    actual = (error.retryable, error.message, tavily_server.count(),
-              [text for text in shown if KEY in text])  # fmt: skip
+    actual = (
+        error.retryable,
+        error.message,
+        tavily_server.count(),
+        [text for text in shown if KEY in text],
+    )
     assert expected == actual
 
 
@@ -306,8 +357,10 @@ async def test_key_and_base_url_from_env(
 
 def test_repr_shows_settings_not_key(tavily_server: FakeTavily) -> None:
     """repr names the settings and says whether a key is set."""
-    expected = (f"TavilyWebSearch(base_url='{tavily_server.url}', max_results=8, timeout=20.0, "
-                "max_attempts=3, search_depth='advanced', include_raw_content=True, api_key=set)")  # fmt: skip
+    expected = (
+        f"TavilyWebSearch(base_url='{tavily_server.url}', max_results=8, timeout=20.0, "
+        "max_attempts=3, search_depth='advanced', include_raw_content=True, api_key=set)"
+    )
     assert expected == repr(TavilyWebSearch(KEY, base_url=tavily_server.url))
 
 

@@ -53,8 +53,11 @@ async def ask(folder: Path) -> None:
                 for span in spans:
                     context = span.get_span_context()
                     assert context is not None
-                    record = {"name": span.name, "trace_id": format(context.trace_id, "032x"),
-                              "span_id": format(context.span_id, "016x")}  # fmt: skip
+                    record = {
+                        "name": span.name,
+                        "trace_id": format(context.trace_id, "032x"),
+                        "span_id": format(context.span_id, "016x"),
+                    }
                     out.write(json.dumps(record) + "\n")
             return SpanExportResult.SUCCESS
 

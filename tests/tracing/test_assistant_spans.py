@@ -91,8 +91,9 @@ async def test_llm_and_search_spans_carry_usage_under_the_node_span(
     """A node's Tavily search and two Claude calls are children of its span, with the
     GenAI attributes, token usage, cost and the data source name."""
     tavily_server.enqueue(tv.results([tv.result("Nvidia", "https://n.example.com", "GPUs")]))
-    anthropic_server.enqueue(api.tool_use("respond", {"score": 90}, input_tokens=120,
-                                          output_tokens=30))  # fmt: skip
+    anthropic_server.enqueue(
+        api.tool_use("respond", {"score": 90}, input_tokens=120, output_tokens=30)
+    )
     anthropic_server.enqueue(api.text("Nvidia makes GPUs.", input_tokens=200, output_tokens=5))
     await research_graph(anthropic_server, tavily_server).compile().run({}, thread_id="llm")
     spans = exporter.get_finished_spans()
@@ -105,13 +106,17 @@ async def test_llm_and_search_spans_carry_usage_under_the_node_span(
         "research_fsm.data_source": "Tavily",
         "research_fsm.search.query_length": len(str(tavily_server.requests[0].body["query"])),
         "research_fsm.search.results": 1,
-    } == dict(search.attributes or {})  # fmt: skip
+    } == dict(search.attributes or {})
     assert {
-        "gen_ai.system": "anthropic", "gen_ai.provider.name": "anthropic",
-        "gen_ai.operation.name": "chat", "gen_ai.request.model": "claude-sonnet-5",
-        "research_fsm.agent": "quality", "gen_ai.usage.input_tokens": 120,
-        "gen_ai.usage.output_tokens": 30, "research_fsm.cost_usd": 0.00054,
-    } == dict(structured.attributes or {})  # fmt: skip
+        "gen_ai.system": "anthropic",
+        "gen_ai.provider.name": "anthropic",
+        "gen_ai.operation.name": "chat",
+        "gen_ai.request.model": "claude-sonnet-5",
+        "research_fsm.agent": "quality",
+        "gen_ai.usage.input_tokens": 120,
+        "gen_ai.usage.output_tokens": 30,
+        "research_fsm.cost_usd": 0.00054,
+    } == dict(structured.attributes or {})
     assert (200, 5, "synthesis") == tuple(
         (generated.attributes or {})[key]
         for key in (
@@ -135,9 +140,11 @@ async def test_no_secret_and_no_prompt_in_attributes_by_default(
 
 
 async def test_content_is_recorded_when_the_application_opts_in(
-    exporter: InMemorySpanExporter, anthropic_server: FakeAnthropic, tavily_server: FakeTavily,
+    exporter: InMemorySpanExporter,
+    anthropic_server: FakeAnthropic,
+    tavily_server: FakeTavily,
     monkeypatch: pytest.MonkeyPatch,
-) -> None:  # fmt: skip
+) -> None:
     """RESEARCH_FSM_TRACE_CONTENT=1: the prompt, query and answer are on the spans; keys never."""
     monkeypatch.setenv("RESEARCH_FSM_TRACE_CONTENT", "1")
     anthropic_server.enqueue(api.tool_use("respond", {"score": 90}))
@@ -168,9 +175,10 @@ async def test_a_failing_llm_call_is_an_error_span(
             await llm.aclose()
     [span] = by_name(exporter.get_finished_spans(), "chat claude-sonnet-5")
     assert (StatusCode.ERROR, "LLMError", ["exception"]) == (
-        span.status.status_code, (span.attributes or {})["error.type"],
+        span.status.status_code,
+        (span.attributes or {})["error.type"],
         [e.name for e in span.events],
-    )  # fmt: skip
+    )
 
 
 async def test_clarification_across_two_processes_continues_the_trace(
@@ -182,8 +190,12 @@ async def test_clarification_across_two_processes_continues_the_trace(
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     done = subprocess.run(
         [sys.executable, str(CHILD), "ask", str(tmp_path)],
-        capture_output=True, text=True, env=env, check=True, timeout=120,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+        timeout=120,
+    )
     token = done.stdout.strip().splitlines()[-1]
     child = [json.loads(line) for line in (tmp_path / "spans.jsonl").read_text().splitlines()]
     [asked] = [span for span in child if span["name"] == "research_fsm.run"]
@@ -193,9 +205,10 @@ async def test_clarification_across_two_processes_continues_the_trace(
     [resumed] = by_name(spans, "research_fsm.run")
     assert resumed.parent is not None
     assert (asked["trace_id"], asked["span_id"], [asked["span_id"]]) == (
-        format(resumed.context.trace_id, "032x"), format(resumed.parent.span_id, "016x"),
+        format(resumed.context.trace_id, "032x"),
+        format(resumed.parent.span_id, "016x"),
         [format(link.context.span_id, "016x") for link in resumed.links],
-    )  # fmt: skip
+    )
     assert {format(resumed.context.trace_id, "032x")} == {
         format(s.context.trace_id, "032x") for s in spans
     }

@@ -69,18 +69,25 @@ async def test_happy_path_is_a_run_span_with_node_children_in_order(
     [run] = by_name(spans, "research_fsm.run")
     assert None is run.parent
     assert {
-        "research_fsm.thread_id": "happy", "research_fsm.run_id": run.attributes["research_fsm.run_id"],
-        "research_fsm.resumed": False, "research_fsm.status": "completed", "research_fsm.steps": 3,
-    } == dict(run.attributes or {})  # fmt: skip
+        "research_fsm.thread_id": "happy",
+        "research_fsm.run_id": run.attributes["research_fsm.run_id"],
+        "research_fsm.resumed": False,
+        "research_fsm.status": "completed",
+        "research_fsm.steps": 3,
+    } == dict(run.attributes or {})
     nodes = children(spans, run)
     assert ["research_fsm.node a", "research_fsm.node b", "research_fsm.node c"] == [
         s.name for s in nodes
     ]
     assert [
-        {"research_fsm.node": name, "research_fsm.step": step, "research_fsm.attempt": 1,
-         "research_fsm.outcome": "ok"}
+        {
+            "research_fsm.node": name,
+            "research_fsm.step": step,
+            "research_fsm.attempt": 1,
+            "research_fsm.outcome": "ok",
+        }
         for step, name in enumerate("abc")
-    ] == [dict(s.attributes or {}) for s in nodes]  # fmt: skip
+    ] == [dict(s.attributes or {}) for s in nodes]
     assert {run.context.trace_id} == {s.context.trace_id for s in spans}
     assert 4 == len(spans)
     assert ["a", "b", "c"] == result.path
@@ -161,8 +168,12 @@ async def test_parallel_branches_are_overlapping_sibling_spans(
     spans = exporter.get_finished_spans()
     [run] = by_name(spans, "research_fsm.run")
     nodes = children(spans, run)
-    assert ["research_fsm.node plan", "research_fsm.node left", "research_fsm.node right",
-            "research_fsm.node join"] == [s.name for s in nodes]  # fmt: skip
+    assert [
+        "research_fsm.node plan",
+        "research_fsm.node left",
+        "research_fsm.node right",
+        "research_fsm.node join",
+    ] == [s.name for s in nodes]
     assert [None, "left[0]", "right[1]", None] == [
         (s.attributes or {}).get("research_fsm.branch") for s in nodes
     ]
@@ -209,6 +220,9 @@ def test_without_an_sdk_nothing_is_traced(tmp_path: Path) -> None:
     env.pop("OTEL_PYTHON_TRACER_PROVIDER", None)
     out = subprocess.run(
         [sys.executable, str(CHILD), "nosdk", str(tmp_path)],
-        capture_output=True, text=True, env=env, check=True,
-    ).stdout  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    ).stdout
     assert ["suspended", {"node": "ask", "payload": "which?"}] == json.loads(out)

@@ -23,11 +23,15 @@ class HostileSource(MockDataSource):
         result = await super().search(company, context)
         if result.findings is None:
             return result
-        findings = result.findings.model_copy(update={
-            "recent_news": HOSTILE_NEWS,
-            "sources": [SourceRef(title=HOSTILE_TITLE, url="javascript:alert(4)"),
-                        SourceRef(title="Fine <i>page</i>", url="https://example.com/<script>")],
-        })  # fmt: skip
+        findings = result.findings.model_copy(
+            update={
+                "recent_news": HOSTILE_NEWS,
+                "sources": [
+                    SourceRef(title=HOSTILE_TITLE, url="javascript:alert(4)"),
+                    SourceRef(title="Fine <i>page</i>", url="https://example.com/<script>"),
+                ],
+            }
+        )
         return result.model_copy(update={"findings": findings})
 
 

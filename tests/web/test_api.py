@@ -82,8 +82,9 @@ def test_clarification_round_trip_then_the_thread_reloads(client: TestClient) ->
 
 
 def test_forged_and_replayed_tokens_get_clear_messages(client: TestClient) -> None:
-    token = last(events(client, "/api/ask", thread_id=THREAD, text="Tell me about the company"),
-                 "question")["token"]  # fmt: skip
+    token = last(
+        events(client, "/api/ask", thread_id=THREAD, text="Tell me about the company"), "question"
+    )["token"]
     forged = post(client, "/api/clarify", token=token[:-2] + "xx", text="Apple")
     assert forged.status_code == 400 and "not valid" in forged.json()["message"]
     garbage = post(client, "/api/clarify", token="<script>", text="Apple")
@@ -95,8 +96,10 @@ def test_forged_and_replayed_tokens_get_clear_messages(client: TestClient) -> No
 
 def test_unknown_thread_is_empty_and_bad_ids_are_refused(client: TestClient) -> None:
     assert client.get(f"/api/threads/{THREAD}").json() == {
-        "thread_id": THREAD, "messages": [], "pending": None
-    }  # fmt: skip
+        "thread_id": THREAD,
+        "messages": [],
+        "pending": None,
+    }
     for bad in ["x", "web-short", "report-0123456789", "web-" + "a" * 65]:
         response = client.get(f"/api/threads/{bad}")
         assert response.status_code == 400 and "thread_id" in response.json()["message"]
@@ -134,7 +137,9 @@ def test_bodies_over_the_limit_get_413(client: TestClient) -> None:
             yield b"a" * 1024
         yield b'"}'
 
-    response = client.post("/api/ask", content=chunks(), headers={"content-type": "application/json"})  # fmt: skip
+    response = client.post(
+        "/api/ask", content=chunks(), headers={"content-type": "application/json"}
+    )
     assert response.status_code == 413 and "16,384-byte limit" in response.json()["message"]
     question = "a" * 4001  # fits the body limit, not the assistant's
     response = post(client, "/api/ask", thread_id=THREAD, text=question)
@@ -163,8 +168,12 @@ def test_a_hostile_search_result_is_sent_as_plain_text(home: Path) -> None:
 def test_report_streams_progress_then_files_to_download(client: TestClient, home: Path) -> None:
     stream = events(client, "/api/report", company="Apple", lang="en", pdf=True)
     steps = [data for kind, data in stream if kind == "progress"]
-    assert {"agent": "researcher", "branch": None, "finished": False,
-            "message": "Researching the company"} in steps  # fmt: skip
+    assert {
+        "agent": "researcher",
+        "branch": None,
+        "finished": False,
+        "message": "Researching the company",
+    } in steps
     report = last(stream, "report")
     assert report["company"] == "Apple Inc." and "quality" in report["summary"]
     urls = {f["name"]: f["url"] for f in report["files"]}
@@ -203,7 +212,9 @@ def test_deep_research_over_a_documents_folder(
     docs.mkdir()
     (docs / "migration.md").write_text(
         "# Spring Boot 3 migration\n\nSpring Boot 3 requires Java 17. Jakarta EE 9 replaces "
-        "the javax namespace with jakarta, so imports must change.\n", encoding="utf-8")  # fmt: skip
+        "the javax namespace with jakarta, so imports must change.\n",
+        encoding="utf-8",
+    )
     app = create_app(assistant, docs=str(docs))
     with TestClient(app, base_url="http://127.0.0.1") as client:
         stream = events(client, "/api/deep", topic="Spring Boot 3 migration", lang="en")

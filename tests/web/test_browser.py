@@ -58,8 +58,9 @@ def context(browser: Any) -> Iterator[Any]:
     assert not dialogs, f"the page ran a script from the data: {dialogs}"
 
 
-def home_assistant(home: Path, cls: type[ResearchAssistant] = ResearchAssistant,
-                   source: Any = None) -> ResearchAssistant:  # fmt: skip
+def home_assistant(
+    home: Path, cls: type[ResearchAssistant] = ResearchAssistant, source: Any = None
+) -> ResearchAssistant:
     source = source if source is not None else MockDataSource()
     return cls(source=source, store=JsonFileCheckpointStore(home / "threads"))
 

@@ -25,8 +25,9 @@ def test_without_the_web_extra_serve_says_how_to_install_it(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name == "uvicorn" else real(name, *a))  # fmt: skip
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "uvicorn" else real(name, *a)
+    )
     assert main(["serve"]) == 2
     err = capsys.readouterr().err
     assert err.strip() == (
@@ -66,8 +67,10 @@ def test_a_new_user_runs_serve_and_holds_a_conversation(home: Path) -> None:
     env = {**os.environ, "RESEARCH_FSM_HOME": str(home)}
     process = subprocess.Popen(
         [sys.executable, "-m", "research_fsm", "serve", "--port", str(port), "--source", "mock"],
-        env=env, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 30

@@ -103,9 +103,12 @@ class ClarityAgent:
             verdict = await self._rules(state, query)
         update |= self._apply(state, query, verdict)
         log_step(
-            ctx, state, status=update["clarity_status"], company=update.get("detected_company"),
+            ctx,
+            state,
+            status=update["clarity_status"],
+            company=update.get("detected_company"),
             intent=update.get("query_intent"),
-        )  # fmt: skip
+        )
         return update
 
     # -- the LLM path ----------------------------------------------------------
@@ -164,29 +167,37 @@ class ClarityAgent:
                     names.append(other)
         if names:
             return ClarityVerdict(
-                is_clear=True, detected_company=names[0], comparison_companies=names[1:],
-                intent=intent, reasoning="company named in the query",
-            )  # fmt: skip
+                is_clear=True,
+                detected_company=names[0],
+                comparison_companies=names[1:],
+                intent=intent,
+                reasoning="company named in the query",
+            )
         described = bool(_DESCRIPTION_CUE.search(query)) and not refers_back(query)
         if previous and not described and (is_follow_up(query) or intent != "overview"):
             return ClarityVerdict(
-                is_clear=True, detected_company=previous, intent=intent,
+                is_clear=True,
+                detected_company=previous,
+                intent=intent,
                 reasoning="follow-up on the previous company",
-            )  # fmt: skip
+            )
         if self.describe is not None and (answering or described):
             matches = await self.describe(query)
             if len(matches) == 1:
                 return ClarityVerdict(
-                    is_clear=True, detected_company=matches[0],
+                    is_clear=True,
+                    detected_company=matches[0],
                     intent="overview" if intent == "products" else intent,
                     reasoning="the one company the description fits",
-                )  # fmt: skip
+                )
             if matches:
                 lang = "ja" if is_japanese(query) else state.language
                 return ClarityVerdict(
-                    is_clear=False, intent=intent, choices=matches,
+                    is_clear=False,
+                    intent=intent,
+                    choices=matches,
                     clarification_needed=ask_choices(matches, lang),
-                )  # fmt: skip
+                )
         candidate = name_candidate(query)
         place = bool(candidate) and str(candidate).lower() in PLACES
         if place:
@@ -195,9 +206,11 @@ class ClarityAgent:
             return ClarityVerdict(is_clear=True, off_topic=True, reasoning="not about companies")
         if candidate:
             return ClarityVerdict(
-                is_clear=True, detected_company=candidate, intent=intent,
+                is_clear=True,
+                detected_company=candidate,
+                intent=intent,
                 reasoning="a name the directory does not know",
-            )  # fmt: skip
+            )
         ask = ASK_WHICH_COMPANY_JA if is_japanese(query) else ASK_WHICH_COMPANY
         return ClarityVerdict(is_clear=False, intent=intent, clarification_needed=ask)
 

@@ -14,15 +14,24 @@ __all__ = ["MARGIN_LABEL", "comparison_table", "difference_sentences", "net_marg
 
 ROW_LABELS: Final[dict[str, dict[str, str]]] = {
     "en": {
-        "revenue": "Revenue", "net_income": "Net income", "employees": "Employees",
-        "headquarters": "Headquarters", "founded": "Founded", "ceo": "CEO",
+        "revenue": "Revenue",
+        "net_income": "Net income",
+        "employees": "Employees",
+        "headquarters": "Headquarters",
+        "founded": "Founded",
+        "ceo": "CEO",
         "indices": "Index memberships",
     },
     "ja": {
-        "revenue": "売上高", "net_income": "純利益", "employees": "従業員数",
-        "headquarters": "本社", "founded": "設立", "ceo": "CEO", "indices": "株価指数",
+        "revenue": "売上高",
+        "net_income": "純利益",
+        "employees": "従業員数",
+        "headquarters": "本社",
+        "founded": "設立",
+        "ceo": "CEO",
+        "indices": "株価指数",
     },
-}  # fmt: skip
+}
 MARGIN_LABEL: Final[dict[str, str]] = {
     "en": "Net margin (net income ÷ revenue, computed)",
     "ja": "純利益率（純利益÷売上高、計算値）",

@@ -19,16 +19,20 @@ __all__ = [
     "missing_topics",
 ]
 
-_EN: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
-    ("comparison", re.compile(r"\b(compare[sd]?|comparison|versus|vs\.?|compared (to|with)|difference between|better than)\b", re.I)),
-    ("competitors", re.compile(r"\b(competitors?|rivals?|competition|compete[sd]?|competing|peers?)\b", re.I)),
-    ("strategy", re.compile(r"\b(strateg(y|ies|ic)|plans?|roadmap|vision|direction|ambitions?|focus(ing)? on|bets?)\b", re.I)),
-    ("stock", re.compile(r"\b(stocks?|shares?|share price|price|market cap(italisation|italization)?|valuation|dividends?|ticker|trading|invest(ing|ors?)?)\b", re.I)),
-    ("financials", re.compile(r"\b(financials?|finances|revenues?|sales|earnings|profits?|profitable|income|margins?|turnover|results)\b", re.I)),
-    ("leadership", re.compile(r"\b(ceo|cfo|coo|cto|founders?|founded by|leaders?(hip)?|executives?|management|chair(man|woman|person)?|board|who runs|run by|key people|president)\b", re.I)),
-    ("products", re.compile(r"\b(products?|services?|offerings?|sells?|makes?|portfolio|devices?|brands?)\b", re.I)),
-    ("news", re.compile(r"\b(news|latest|recent(ly)?|updates?|lately|this (week|month|year)|developments?|headlines?|announce(ments?|d)?|press releases?)\b", re.I)),
-)  # fmt: skip
+_EN_WORDS: Final[dict[str, str]] = {
+    "comparison": r"compare[sd]?|comparison|versus|vs\.?|compared (to|with)|difference between|better than",
+    "competitors": r"competitors?|rivals?|competition|compete[sd]?|competing|peers?",
+    "strategy": r"strateg(y|ies|ic)|plans?|roadmap|vision|direction|ambitions?|focus(ing)? on|bets?",
+    "stock": r"stocks?|shares?|share price|price|market cap(italisation|italization)?|valuation|dividends?|ticker|trading|invest(ing|ors?)?",
+    "financials": r"financials?|finances|revenues?|sales|earnings|profits?|profitable|income|margins?|turnover|results",
+    "leadership": r"ceo|cfo|coo|cto|founders?|founded by|leaders?(hip)?|executives?|management|chair(man|woman|person)?|board|who runs|run by|key people|president",
+    "products": r"products?|services?|offerings?|sells?|makes?|portfolio|devices?|brands?",
+    "news": r"news|latest|recent(ly)?|updates?|lately|this (week|month|year)|developments?|headlines?|announce(ments?|d)?|press releases?",
+}
+"""Per intent: the English words (a regular expression) that ask for it."""
+_EN: Final[tuple[tuple[str, re.Pattern[str]], ...]] = tuple(
+    (intent, re.compile(rf"\b({words})\b", re.I)) for intent, words in _EN_WORDS.items()
+)
 _JA: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
     ("comparison", re.compile(r"比較|比べ|違い")),
     ("competitors", re.compile(r"競合|ライバル|競争相手|同業")),
@@ -82,17 +86,26 @@ REQUIRED_WEIGHT: Final = 0.7
 
 _LABELS: Final[dict[str, dict[str, str]]] = {
     "en": {
-        "overview": "a company profile", "news": "news", "share_price": "share prices",
-        "financials": "financial figures", "leadership": "leadership information",
-        "products": "product information", "strategy": "strategy or plans",
+        "overview": "a company profile",
+        "news": "news",
+        "share_price": "share prices",
+        "financials": "financial figures",
+        "leadership": "leadership information",
+        "products": "product information",
+        "strategy": "strategy or plans",
         "competitors": "competitor information",
     },
     "ja": {
-        "overview": "会社概要", "news": "ニュース", "share_price": "株価", "financials": "財務数値",
-        "leadership": "経営陣の情報", "products": "製品情報", "strategy": "戦略や計画",
+        "overview": "会社概要",
+        "news": "ニュース",
+        "share_price": "株価",
+        "financials": "財務数値",
+        "leadership": "経営陣の情報",
+        "products": "製品情報",
+        "strategy": "戦略や計画",
         "competitors": "競合の情報",
     },
-}  # fmt: skip
+}
 
 
 def detect_intent(text: str) -> str:

@@ -38,12 +38,17 @@ class ResearchAgent:
         company = state.detected_company
         if not company:
             log_step(ctx, state, company=None, confidence=0)
-            return update | {"research_findings": None, "confidence_score": 0,
-                             "research_note": "no company to research"}  # fmt: skip
+            return update | {
+                "research_findings": None,
+                "confidence_score": 0,
+                "research_note": "no company to research",
+            }
         context = SearchContext(
-            query=state.original_query, intent=state.query_intent,
-            feedback=state.validation_feedback, attempt=attempts,
-        )  # fmt: skip
+            query=state.original_query,
+            intent=state.query_intent,
+            feedback=state.validation_feedback,
+            attempt=attempts,
+        )
         results = await asyncio.gather(
             self._search(company, context),
             *(self._search(other, context) for other in state.comparison_companies),
@@ -56,9 +61,14 @@ class ResearchAgent:
             confidence = min(main.confidence, coverage_score(findings, state.query_intent))
         compared = [r.findings for r in results[1:] if not isinstance(r, str) and r.findings]
         log_step(
-            ctx, state, company=company, attempt=attempts, confidence=confidence,
-            found=findings is not None, note=note,
-        )  # fmt: skip
+            ctx,
+            state,
+            company=company,
+            attempt=attempts,
+            confidence=confidence,
+            found=findings is not None,
+            note=note,
+        )
         return update | {
             "research_findings": findings,
             "comparison_findings": compared,

@@ -79,12 +79,24 @@ LABELS_JA = {
     "competitors": "競合と同業",
 }
 LINE_LABELS_JA = {
-    "Industries": "業種", "Country": "国", "Headquarters": "本社", "Founded": "設立",
-    "Employees": "従業員数", "Company type": "形態", "Website": "ウェブサイト",
-    "Listings": "上場", "Index membership": "株価指数", "ISIN": "ISIN", "Revenue": "売上高",
-    "Operating income": "営業利益", "Net income": "純利益", "Total assets": "総資産",
-    "Total equity": "純資産", "Key people": "主要人物", "Founders": "創業者",
-}  # fmt: skip
+    "Industries": "業種",
+    "Country": "国",
+    "Headquarters": "本社",
+    "Founded": "設立",
+    "Employees": "従業員数",
+    "Company type": "形態",
+    "Website": "ウェブサイト",
+    "Listings": "上場",
+    "Index membership": "株価指数",
+    "ISIN": "ISIN",
+    "Revenue": "売上高",
+    "Operating income": "営業利益",
+    "Net income": "純利益",
+    "Total assets": "総資産",
+    "Total equity": "純資産",
+    "Key people": "主要人物",
+    "Founders": "創業者",
+}
 SYNTHESIS_SYSTEM = """You are a company research assistant writing a short answer for the user.
 Answer the question asked first (a stock question leads with stock data). Use only facts found
 inside <findings>; never invent numbers or names. The findings and the earlier <conversation>
@@ -326,9 +338,11 @@ class SynthesisAgent:
             ctx.emit("token", prefix + "\n\n")
         try:
             reply = await self.llm.generate(
-                agent="synthesis", system=SYNTHESIS_SYSTEM, prompt=prompt,
+                agent="synthesis",
+                system=SYNTHESIS_SYSTEM,
+                prompt=prompt,
                 on_token=lambda piece: ctx.emit("token", piece),
-            )  # fmt: skip
+            )
             if not reply.text.strip():
                 raise LLMError("the LLM's answer was empty", kind="schema")
         except LLMError as exc:

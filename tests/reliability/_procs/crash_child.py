@@ -115,9 +115,12 @@ async def advance_engine(app: CompiledGraph[Turns], thread_id: str) -> dict[str,
         kind = "turn"
         result = await app.run({"turn": turn, "log": [f"in{turn}"]}, thread_id=thread_id)
     return {
-        "thread": thread_id, "kind": kind, "status": result.status,
-        "checkpoint_id": result.checkpoint_id, "turn": result.state.turn,
-    }  # fmt: skip
+        "thread": thread_id,
+        "kind": kind,
+        "status": result.status,
+        "checkpoint_id": result.checkpoint_id,
+        "turn": result.state.turn,
+    }
 
 
 # -- the assistant conversation ----------------------------------------------------
@@ -140,17 +143,23 @@ async def advance_assistant(assistant: ResearchAssistant, thread_id: str) -> dic
     if snapshot is not None and snapshot.status not in ("completed", "suspended"):
         result = await app.run(None, thread_id=thread_id)
         return {
-            "thread": thread_id, "kind": "continue", "status": result.status,
-            "question": None, "text": result.state.final_summary,
-        }  # fmt: skip
+            "thread": thread_id,
+            "kind": "continue",
+            "status": result.status,
+            "question": None,
+            "text": result.state.final_summary,
+        }
     asked = 0 if snapshot is None else sum(m.role == "user" for m in snapshot.state.messages)
     if asked >= len(SCRIPT):
         return None
     reply = await assistant.ask(SCRIPT[asked], thread_id=thread_id)
     return {
-        "thread": thread_id, "kind": "ask", "status": reply.status,
-        "question": SCRIPT[asked], "text": reply.text,
-    }  # fmt: skip
+        "thread": thread_id,
+        "kind": "ask",
+        "status": reply.status,
+        "question": SCRIPT[asked],
+        "text": reply.text,
+    }
 
 
 # -- the program -------------------------------------------------------------------

@@ -234,33 +234,42 @@ def mapper_app(store: CheckpointStore) -> CompiledGraph[Findings]:
     graph.add_node("synthesizer", synthesizer)
     graph.add_edge(START, "plan")
     graph.add_router(
-        "plan", lambda s: [Send("analyse", i) for i in range(ITEMS)], ["analyse"],
+        "plan",
+        lambda s: [Send("analyse", i) for i in range(ITEMS)],
+        ["analyse"],
         join="synthesizer",
-    )  # fmt: skip
+    )
     graph.add_edge("analyse", "synthesizer")
     graph.add_edge("synthesizer", END)
     return graph.compile(store=store, max_concurrency=3)
 
 
 APPS = {
-    "specialists": specialists_app, "failing": failing_app, "askers": askers_app,
+    "specialists": specialists_app,
+    "failing": failing_app,
+    "askers": askers_app,
     "mapper": mapper_app,
-}  # fmt: skip
+}
 
 
 def report(result: RunResult[Findings]) -> dict[str, Any]:
     return {
-        "outcome": "ok", "status": result.status, "log": result.state.log,
-        "summary": result.state.summary, "path": result.path,
+        "outcome": "ok",
+        "status": result.status,
+        "log": result.state.log,
+        "summary": result.state.summary,
+        "path": result.path,
         "branches": [s.branch for s in result.suspensions],
-    }  # fmt: skip
+    }
 
 
 async def execute(command: dict[str, Any]) -> dict[str, Any]:
     SETTINGS.update(
-        effects=command["effects"], gate=command.get("gate"),
-        broken=command.get("broken", False), hold=command.get("hold", 0.0),
-    )  # fmt: skip
+        effects=command["effects"],
+        gate=command.get("gate"),
+        broken=command.get("broken", False),
+        hold=command.get("hold", 0.0),
+    )
     _fs.RANGE_LOCKS = command.get("range_locks", _fs.OFD_LOCKS)  # the test's kind of lease
     app = APPS[command["graph"]](JsonFileCheckpointStore(command["store"], durability="fsync"))
     if "go" in command:
