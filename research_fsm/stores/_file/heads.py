@@ -3,7 +3,7 @@
 A lease holder keeps its newest segment open for appending and trusts the
 checkpoint it last read or wrote as long as that segment still ends with the
 same bytes (same inode, size and last line, and a zero after it where the file
-is padded: ``_append``) and no newer segment follows it.
+is padded: ``append``) and no newer segment follows it.
 """
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ._fs import FileSystem, open_file
-from ._segments import Segments
-from ._types import Checkpoint
+from research_fsm.engine import Checkpoint
+
+from .fs import FileSystem, open_file
+from .segments import Segments
 
 __all__ = ["Head", "Heads"]
 

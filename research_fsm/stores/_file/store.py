@@ -12,18 +12,18 @@ already exists is many times cheaper than making a folder per thread)::
     alice=pruned                     empty: the thread's segment 1 was pruned
     alice.lock                       the lease where there are no range locks (flock)
 
-A save adds one line, a step's changes (``_logformat``), with one ``write(2)``
+A save adds one line, a step's changes (the codec, ``stores/_logformat``), with one ``write(2)``
 after the last line (and one ``fdatasync`` with ``durability="fsync"``, shared by
-a batch: ``_groupcommit``; zeros pad the file's last disk block: ``_append``); a
+a batch: ``groupcommit``; zeros pad the file's last disk block: ``append``); a
 killed process leaves at most an unfinished last line, which the next lease
-holder (``_leases``) cuts off. Only the lease holder's own calls (taking the
+holder (``leases``) cuts off. Only the lease holder's own calls (taking the
 lease, saving) repair a thread or keep its newest segment open; a read
 (``load_latest``, ``history``), even through the store holding the lease, only
 reads: it skips an unfinished last line, which may be a save still in flight.
 Segments rotate after ``min(keep, 128)`` checkpoints or ~1 MiB; with ``keep``
-the oldest whole ones are deleted (``_segments``). Finding a thread's segments
+the oldest whole ones are deleted (``segments``). Finding a thread's segments
 reads its list and probes file names, never lists the folder (but to repair):
-no run costs more as the folder fills. Every system call goes through ``_fs``.
+no run costs more as the folder fills. Every system call goes through ``fs``.
 The leases assume a local file system; a network file system needs a database
 store.
 """
@@ -39,10 +39,19 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from ._append import cut_back, open_at_end, write_line
-from ._batch import Batcher
-from ._errors import CheckpointConflict, CorruptCheckpoint, StoreWriteError, ThreadBusy
-from ._fs import (
+from research_fsm.engine import (
+    Checkpoint,
+    CheckpointConflict,
+    CorruptCheckpoint,
+    StoreWriteError,
+    ThreadBusy,
+)
+from research_fsm.engine.store import validate_keep, validate_thread_id
+
+from .._logformat import SCHEMA_VERSION, TAIL, Scan, aliases_of, encode_line
+from .append import cut_back, open_at_end, write_line
+from .batch import Batcher
+from .fs import (
     NOFOLLOW,
     FileSystem,
     fsync_dir,
@@ -50,14 +59,11 @@ from ._fs import (
     refuse_unsafe_dir,
     unlink,
 )
-from ._groupcommit import GroupCommit
-from ._heads import Head, Heads
-from ._leases import FileLease, Locks
-from ._logformat import SCHEMA_VERSION, TAIL, Scan, aliases_of, encode_line
-from ._secretfile import load_secret
-from ._segments import Segments, file_stem, refuse_rollback
-from ._store import validate_keep, validate_thread_id
-from ._types import Checkpoint
+from .groupcommit import GroupCommit
+from .heads import Head, Heads
+from .leases import FileLease, Locks
+from .secretfile import load_secret
+from .segments import Segments, file_stem, refuse_rollback
 
 __all__ = ["SCHEMA_VERSION", "JsonFileCheckpointStore"]
 
@@ -289,10 +295,18 @@ class JsonFileCheckpointStore:
             raise CheckpointConflict(cp.thread_id, cp.parent_id) from None
         except OSError as exc:
             raise StoreWriteError(cp.thread_id, exc) from exc
-        ino = self.fs.fstat(fd).st_ino
-        self._heads.remember(cp.thread_id, Head(
-            cp, segments, ino, len(line), line[-TAIL:], 1, len(line), fd, padding
-        ))  # fmt: skip
+        started = Head(
+            checkpoint=cp,
+            segments=segments,
+            ino=self.fs.fstat(fd).st_ino,
+            size=len(line),
+            tail=line[-TAIL:],
+            records=1,
+            base=len(line),
+            fd=fd,
+            padding=padding,
+        )
+        self._heads.remember(cp.thread_id, started)
         if not deferred:  # else once the new segment is durable (``GroupCommit.commit``)
             self._segments.prune(cp.thread_id, segments, pruned)
 
@@ -348,10 +362,17 @@ class JsonFileCheckpointStore:
                 continue
             if leased:
                 live = segments[index:]
-                self._heads.remember(thread_id, Head(
-                    scan.records[-1], live, scan.ino, scan.good_size, scan.tail,
-                    len(scan.records), scan.base, padding=scan.padding,
-                ))  # fmt: skip
+                head = Head(
+                    checkpoint=scan.records[-1],
+                    segments=live,
+                    ino=scan.ino,
+                    size=scan.good_size,
+                    tail=scan.tail,
+                    records=len(scan.records),
+                    base=scan.base,
+                    padding=scan.padding,
+                )
+                self._heads.remember(thread_id, head)
                 if live != segments or index > 0 or not self._segments.list_says(stem, live):
                     self._segments.write_list(stem, live)
             return scan.records[-1]

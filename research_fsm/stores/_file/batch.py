@@ -7,7 +7,7 @@ instead of paying one each, which is what dominates a file store's cost.
 
 The batches run on the batcher's own worker threads (started when needed, gone
 after a second idle), which hand results straight back to the loop through
-its eventfd (``_wakeup``): well under half the cost of ``run_in_executor``;
+its eventfd (``wakeup``): well under half the cost of ``run_in_executor``;
 the hops are most of a durable save's overhead over its ``fdatasync``.
 
 A ``commit`` callable, if given, runs in the worker thread after each batch
@@ -27,7 +27,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from ._wakeup import Wakeup, wakeup_for
+from .wakeup import Wakeup, wakeup_for
 
 __all__ = ["Batcher"]
 

@@ -22,10 +22,10 @@ from typing import Any, Literal
 import pydantic_core
 from pydantic import BaseModel
 
-from ._errors import CorruptCheckpoint, StateSerializationError
+from research_fsm.engine import Checkpoint, CorruptCheckpoint, StateSerializationError
+
 from ._jsonplan import json_plan, model_json
 from ._serialize import find_unserializable
-from ._types import Checkpoint
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -47,9 +47,19 @@ TAIL = 34  # a line ends with a tab, 32 hex digits of checksum and a newline
 _ZEROS = re.compile(rb"\0+")
 _HEADER_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 _HEADER_FIELDS = (
-    "thread_id", "checkpoint_id", "parent_id", "seq", "run_id", "step", "status",
-    "next", "last_node", "created_at", "suspension", "error",
-)  # fmt: skip
+    "thread_id",
+    "checkpoint_id",
+    "parent_id",
+    "seq",
+    "run_id",
+    "step",
+    "status",
+    "next",
+    "last_node",
+    "created_at",
+    "suspension",
+    "error",
+)
 
 
 def checksum(body: bytes) -> bytes:

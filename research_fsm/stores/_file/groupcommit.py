@@ -18,9 +18,10 @@ from pathlib import Path
 
 import structlog
 
-from ._batch import Batcher
-from ._errors import StoreWriteError
-from ._fs import FileSystem, fsync_dir, unlink
+from research_fsm.engine import StoreWriteError
+
+from .batch import Batcher
+from .fs import FileSystem, fsync_dir, unlink
 
 __all__ = ["GroupCommit"]
 
@@ -42,9 +43,12 @@ class GroupCommit:
     """The writes of the running batch that await a sync, and the sync after it."""
 
     def __init__(
-        self, fs: FileSystem, directory: Path,
-        prune: Callable[[str, list[int], list[int]], None], forget: Callable[[str], None],
-    ) -> None:  # fmt: skip
+        self,
+        fs: FileSystem,
+        directory: Path,
+        prune: Callable[[str, list[int], list[int]], None],
+        forget: Callable[[str], None],
+    ) -> None:
         self._fs = fs
         self._directory = directory
         self._prune = prune
@@ -52,9 +56,13 @@ class GroupCommit:
         self._pending = threading.local()
 
     def defer(
-        self, thread_id: str, fd: int, old_size: int, path: Path | None,
+        self,
+        thread_id: str,
+        fd: int,
+        old_size: int,
+        path: Path | None,
         segments: tuple[list[int], list[int]] | None,
-    ) -> bool:  # fmt: skip
+    ) -> bool:
         """Inside a batch, leave the sync of this write to ``commit`` (one sync
         for the whole batch); elsewhere return ``False``: sync it now."""
         index = Batcher.call_index()

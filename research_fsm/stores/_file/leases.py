@@ -30,8 +30,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ._errors import StoreWriteError, ThreadBusy
-from ._fs import NOFOLLOW, OFD_LOCKS, FileSystem, open_file
+from research_fsm.engine import StoreWriteError, ThreadBusy
+
+from .fs import NOFOLLOW, OFD_LOCKS, FileSystem, open_file
 
 __all__ = ["OFD_LOCKS", "FileLease", "Locks"]
 
@@ -62,9 +63,13 @@ class Locks:
     """The threads this store holds, and the kernel locks that hold them."""
 
     def __init__(
-        self, fs: FileSystem, directory: Path, stem: Callable[[str], str],
-        make_root: Callable[[], None], known: Callable[[str], bool],
-    ) -> None:  # fmt: skip
+        self,
+        fs: FileSystem,
+        directory: Path,
+        stem: Callable[[str], str],
+        make_root: Callable[[], None],
+        known: Callable[[str], bool],
+    ) -> None:
         self._fs = fs
         self._directory = directory
         self._stem = stem

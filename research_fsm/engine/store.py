@@ -1,14 +1,34 @@
-"""The ``CheckpointStore`` protocol every store implements."""
+"""What a checkpoint store implements, and what store authors share with the engine.
+
+The ``CheckpointStore`` and ``Lease`` protocols; the checks every store applies to
+its arguments (``validate_thread_id``, ``validate_keep``); and the two facts about a
+state's JSON that the engine's state checks and a store's codec must agree on: which
+fields are untyped (``loose_fields``) and how deep containers may nest
+(``MAX_NESTING``). The stores in ``research_fsm.stores`` are built on this module;
+so is a store of your own.
+"""
 
 from __future__ import annotations
 
+import functools
 import re
+import types
+import typing
 from collections.abc import AsyncIterator
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel
 
 from ._types import Checkpoint
 
-__all__ = ["CheckpointStore", "Lease", "validate_keep", "validate_thread_id"]
+__all__ = [
+    "MAX_NESTING",
+    "CheckpointStore",
+    "Lease",
+    "loose_fields",
+    "validate_keep",
+    "validate_thread_id",
+]
 
 _THREAD_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
 
@@ -50,7 +70,8 @@ class Lease(Protocol):
 class CheckpointStore(Protocol):
     """Where a compiled graph keeps its checkpoints.
 
-    Implementations: :class:`MemoryCheckpointStore`, :class:`JsonFileCheckpointStore`.
+    Implementations: ``MemoryCheckpointStore`` (``research_fsm.engine``),
+    ``JsonFileCheckpointStore`` and ``PostgresCheckpointStore`` (``research_fsm.stores``).
     The engine validates thread ids before calling any method.
     """
 
@@ -92,3 +113,32 @@ class CheckpointStore(Protocol):
     async def secret(self) -> bytes:
         """The key that signs resume tokens for this store."""
         ...
+
+
+MAX_NESTING = 200
+"""Containers nested deeper than this in an untyped field are refused: JSON encoders
+(pydantic's stops at about 255) and Python's own recursion cannot follow them."""
+
+
+@functools.cache
+def loose_fields(model: type[BaseModel]) -> frozenset[str]:
+    """The fields of ``model`` whose annotation lets any value in somewhere."""
+    return frozenset(
+        name for name, info in model.model_fields.items() if _is_loose(info.annotation)
+    )
+
+
+def _is_loose(annotation: Any) -> bool:
+    if annotation is Any or annotation is object or annotation in (dict, list):
+        return True
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return False
+    if isinstance(annotation, typing.TypeVar):
+        return True
+    return any(_is_loose(arg) for arg in typing.get_args(annotation) if _is_type(arg))
+
+
+def _is_type(arg: Any) -> bool:
+    return isinstance(arg, (type, types.GenericAlias, types.UnionType)) or (
+        arg is Any or typing.get_origin(arg) is not None
+    )

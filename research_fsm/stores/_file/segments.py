@@ -27,10 +27,10 @@ from typing import Literal
 
 import structlog
 
-from ._errors import CorruptCheckpoint
-from ._fs import NOFOLLOW, FileSystem, fsync_dir, open_file, unlink, write_all
-from ._logformat import Scan, index_bytes, index_seqs, scan_bytes
-from ._types import Checkpoint
+from research_fsm.engine import Checkpoint, CorruptCheckpoint
+
+from .._logformat import Scan, index_bytes, index_seqs, scan_bytes
+from .fs import NOFOLLOW, FileSystem, fsync_dir, open_file, unlink, write_all
 
 __all__ = ["MOVED_ASIDE", "PRUNED", "Segments", "file_stem", "segment_seq"]
 
@@ -255,9 +255,11 @@ class Segments:
                 unlink(self._fs, self.path(stem, first))
             except OSError as exc:  # kept listed: the next rotation tries again
                 _log.warning(
-                    "could not delete a pruned segment", thread_id=thread_id,
-                    file=self.path(stem, first).name, error=str(exc),
-                )  # fmt: skip
+                    "could not delete a pruned segment",
+                    thread_id=thread_id,
+                    file=self.path(stem, first).name,
+                    error=str(exc),
+                )
                 segments.append(first)
         self.write_list(stem, segments)
 
@@ -289,9 +291,12 @@ class Segments:
             if self._fs.lexists(aside):
                 aside = path.with_name(f"{path.name}.{scan.good_size}.corrupt")
             _log.warning(
-                MOVED_ASIDE, thread_id=scan.thread_id, file=str(path),
-                reason=scan.reason, moved_to=aside.name,
-            )  # fmt: skip
+                MOVED_ASIDE,
+                thread_id=scan.thread_id,
+                file=str(path),
+                reason=scan.reason,
+                moved_to=aside.name,
+            )
             if scan.records:
                 self._cut(path, scan, aside)
             else:

@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ._errors import CorruptCheckpoint, UnsafeStoreDirectory
+from research_fsm.engine import CorruptCheckpoint, UnsafeStoreDirectory
 
 __all__ = [
     "NOFOLLOW",
@@ -41,9 +41,13 @@ __all__ = [
 
 NOFOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
 _KINDS = {
-    stat.S_IFIFO: "a FIFO", stat.S_IFDIR: "a directory", stat.S_IFCHR: "a device",
-    stat.S_IFBLK: "a device", stat.S_IFSOCK: "a socket", stat.S_IFLNK: "a symbolic link",
-}  # fmt: skip
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFDIR: "a directory",
+    stat.S_IFCHR: "a device",
+    stat.S_IFBLK: "a device",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFLNK: "a symbolic link",
+}
 _OPEN_ERRORS = {errno.ELOOP: stat.S_IFLNK, errno.EISDIR: stat.S_IFDIR, errno.ENXIO: stat.S_IFIFO}
 # struct flock for open-file-description locks (Linux, 64-bit off_t): l_type,
 # l_whence, l_start, l_len, l_pid (must be 0).

@@ -1,7 +1,7 @@
 """A state model written as JSON that loads back equal, nested models included.
 
 A state is read back with ``model_validate(data, by_alias=True, by_name=True)``
-(``_state.coerce``, its own fields' ``serialization_alias`` keys renamed first).
+(the engine's ``_state.coerce``, its own fields' ``serialization_alias`` keys renamed first).
 Worked out once per state model (``json_plan``), two things would still come back
 changed, and are dealt with at save:
 
@@ -17,7 +17,11 @@ changed, and are dealt with at save:
   a state field the state model's own "before" validators see first: loading
   runs them, so its type alone cannot tell.)
 
-Untyped values (``Any``) are checked value by value (``_roundtrip``).
+Values are checked one by one where the type cannot tell (``changed_by_json``): in
+untyped parts (``Any``, ``object``, a bare ``dict``/``list``) only JSON's own types
+come back as they were (a datetime would come back a string, a set or tuple a list,
+a dict's int keys strings), and a NaN or infinite float does not come back at all
+(JSON has no such numbers).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import decimal
 import enum
 import functools
 import json
+import math
 import pathlib
 import types
 import typing
@@ -49,21 +54,35 @@ from pydantic import (
 )
 from pydantic.fields import FieldInfo
 
-from ._errors import StateSerializationError
-from ._roundtrip import changed_by_json
+from research_fsm.engine import StateSerializationError
+from research_fsm.engine.store import MAX_NESTING, loose_fields
+
 from ._serialize import find_unserializable
 
-__all__ = ["JsonPlan", "first_difference", "json_plan", "model_json"]
+__all__ = ["JsonPlan", "changed_by_json", "first_difference", "json_plan", "model_json"]
 
 _KNOWN = {
-    str, int, float, bool, bytes, type(None), datetime.datetime, datetime.date,
-    datetime.time, datetime.timedelta, decimal.Decimal, uuid.UUID, pathlib.Path,
-}  # fmt: skip
+    str,
+    int,
+    float,
+    bool,
+    bytes,
+    type(None),
+    datetime.datetime,
+    datetime.date,
+    datetime.time,
+    datetime.timedelta,
+    decimal.Decimal,
+    uuid.UUID,
+    pathlib.Path,
+}
 _LOOSE = {Any, object, list, dict, tuple, set, frozenset}  # checked value by value
 _CONTAINERS = {list, tuple, set, frozenset, dict}
 _UNAMBIGUOUS = {str, int, float, bool}  # a union of just these (and Literals) loads back
 _UNIONS = {typing.Union, types.UnionType}
 _SERIALIZERS = (PlainSerializer, WrapSerializer)
+_JSON_SCALARS = (str, int, bool, type(None))
+_NESTED = (list, tuple, dict, set, frozenset)
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +178,64 @@ def model_json(state: BaseModel, include: dict[str, Any] | None, node: str | Non
     except Exception as exc:  # pydantic raises several types here
         path, detail = find_unserializable(state, "state")
         raise StateSerializationError(node, path, detail or str(exc)) from None
+
+
+def changed_by_json(state: BaseModel, fields: dict[str, Any] | None) -> tuple[str, str] | None:
+    """The dotted path and reason of the first value in ``fields`` of ``state`` (all
+    fields if ``None``; a set of indices picks items of a list) that JSON would
+    bring back changed, or ``None``."""
+    loose = loose_fields(type(state))
+    for name in fields if fields is not None else type(state).model_fields:
+        value = getattr(state, name)
+        picked = fields.get(name) if fields is not None else True
+        if isinstance(picked, set) and isinstance(value, list):
+            items = [(f"{name}[{i}]", value[i]) for i in sorted(picked)]
+        else:
+            items = [(name, value)]
+        for path, item in items:
+            found = _walk(item, path, name in loose, 1)
+            if found is not None:
+                return found
+    return None
+
+
+def _walk(value: Any, path: str, loose: bool, depth: int) -> tuple[str, str] | None:
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return path, f"{value!r} is not a JSON number: it would not load back"
+        return None
+    if isinstance(value, _JSON_SCALARS):
+        return None
+    if isinstance(value, BaseModel):
+        if loose:
+            return path, (
+                f"{type(value).__name__} in an untyped field would load back as a dict: "
+                "give the field the model's type"
+            )
+        nested = changed_by_json(value, None)
+        return None if nested is None else (f"{path}.{nested[0]}", nested[1])
+    if depth > MAX_NESTING and isinstance(value, (*_NESTED, BaseModel)):
+        return path, f"nested more than {MAX_NESTING} levels deep: JSON cannot save it"
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if loose and not isinstance(key, str):
+                return path, f"dict key {key!r} ({type(key).__name__}) would load back as a str"
+            found = _walk(item, f"{path}.{key}", loose, depth + 1)
+            if found is not None:
+                return found
+        return None
+    if isinstance(value, list) or (not loose and isinstance(value, (tuple, set, frozenset))):
+        for index, item in enumerate(value):
+            found = _walk(item, f"{path}[{index}]", loose, depth + 1)
+            if found is not None:
+                return found
+        return None
+    if loose:
+        return path, (
+            f"{type(value).__name__} in an untyped field would load back as a "
+            "different type: give the field a type, or convert the value"
+        )
+    return None
 
 
 def first_difference(old: Any, new: Any, path: str) -> tuple[str, str] | None:

@@ -8,8 +8,9 @@ import secrets
 from collections.abc import Callable
 from pathlib import Path
 
-from ._errors import CorruptCheckpoint
-from ._fs import NOFOLLOW, FileSystem, fsync_dir, open_file, unlink, write_all
+from research_fsm.engine import CorruptCheckpoint
+
+from .fs import NOFOLLOW, FileSystem, fsync_dir, open_file, unlink, write_all
 
 __all__ = ["load_secret"]
 

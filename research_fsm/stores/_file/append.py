@@ -15,8 +15,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ._fs import FileSystem, open_file, write_all
-from ._heads import Head
+from .fs import FileSystem, open_file, write_all
+from .heads import Head
 
 __all__ = ["BLOCK", "cut_back", "open_at_end", "write_line"]
 
