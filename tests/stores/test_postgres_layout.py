@@ -10,11 +10,12 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from engine.helpers import chain
 
 from research_fsm.engine import Checkpoint, CheckpointConflict, MemoryCheckpointStore
 from research_fsm.engine._tokens import sign, verify
 
-from .helpers import chain, sql
+from .helpers import sql
 from .test_store_contract import checkpoint, state_of
 
 psycopg = pytest.importorskip("psycopg", reason="the postgres extra (psycopg) is not installed")

@@ -7,11 +7,10 @@ import os
 from pathlib import Path
 
 import pytest
+from engine.helpers import chain
 
-from research_fsm.engine import JsonFileCheckpointStore
-from research_fsm.engine._fs import OFD_LOCKS, FileSystem
-
-from .helpers import chain
+from research_fsm.stores import JsonFileCheckpointStore
+from research_fsm.stores._file.fs import OFD_LOCKS, FileSystem
 
 LEASE_KINDS = [True, False] if OFD_LOCKS else [False]
 

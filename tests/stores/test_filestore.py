@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import pytest
+from engine.helpers import Ask, Counter, ask_graph, chain, recorder
 from pydantic import BaseModel, ConfigDict, Field
 from structlog.testing import capture_logs
 
@@ -30,7 +31,6 @@ from research_fsm.engine import (
     CheckpointStore,
     CorruptCheckpoint,
     InvalidResumeToken,
-    JsonFileCheckpointStore,
     MemoryCheckpointStore,
     NodeContext,
     NodeFailed,
@@ -40,12 +40,13 @@ from research_fsm.engine import (
     StoreWriteError,
     Suspend,
     ThreadBusy,
-    _filestore,
-    _fs,
     append,
 )
+from research_fsm.stores import JsonFileCheckpointStore
+from research_fsm.stores._file import fs as _fs
+from research_fsm.stores._file import store as _filestore
 
-from .helpers import Ask, Counter, ask_graph, chain, recorder, segment_data
+from .helpers import segment_data
 
 REPO = Path(__file__).resolve().parents[2]
 MOVED_ASIDE = "corrupt checkpoint moved aside; using the one before it"
@@ -135,7 +136,7 @@ async def seqs(store: CheckpointStore, thread_id: str) -> list[int]:
 def run_script(tmp_path: Path, source: str, *args: str, **popen: Any) -> subprocess.Popen[str]:
     """Run ``source`` in a new process, its stores taking this test's kind of lease."""
     script = tmp_path / f"script_{abs(hash(source))}.py"
-    kind = f"from research_fsm.engine import _fs\n_fs.RANGE_LOCKS = {_fs.RANGE_LOCKS}\n"
+    kind = f"from research_fsm.stores._file import fs as _fs\n_fs.RANGE_LOCKS = {_fs.RANGE_LOCKS}\n"
     script.write_text(kind + source)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.Popen(
@@ -160,7 +161,8 @@ def is_regular_file(fd: int) -> bool:
 CRASH_WRITER = """
 import asyncio, os, signal, sys
 from pydantic import BaseModel
-from research_fsm.engine import END, START, JsonFileCheckpointStore, StateGraph
+from research_fsm.engine import END, START, StateGraph
+from research_fsm.stores import JsonFileCheckpointStore
 
 class S(BaseModel):
     n: int = 0
@@ -457,7 +459,8 @@ async def test_run_cancelled_while_taking_the_lease_does_not_leak_it(
 HOLDER = """
 import asyncio, sys
 from pydantic import BaseModel
-from research_fsm.engine import END, START, JsonFileCheckpointStore, StateGraph
+from research_fsm.engine import END, START, StateGraph
+from research_fsm.stores import JsonFileCheckpointStore
 
 class S(BaseModel):
     n: int = 0
@@ -506,7 +509,8 @@ async def test_run_in_another_process_makes_thread_busy_until_it_dies(
 
 RACER = """
 import asyncio, sys
-from research_fsm.engine import Checkpoint, CheckpointConflict, JsonFileCheckpointStore
+from research_fsm.engine import Checkpoint, CheckpointConflict
+from research_fsm.stores import JsonFileCheckpointStore
 
 async def main():
     store = JsonFileCheckpointStore(sys.argv[1], durability="fsync")

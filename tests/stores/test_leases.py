@@ -16,19 +16,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from engine.helpers import Counter, chain
 
 from research_fsm.engine import (
     END,
     START,
     CheckpointConflict,
-    JsonFileCheckpointStore,
     StateGraph,
     StoreWriteError,
     ThreadBusy,
 )
-from research_fsm.engine._fs import OFD_LOCKS, FileSystem
-
-from .helpers import Counter, chain
+from research_fsm.stores import JsonFileCheckpointStore
+from research_fsm.stores._file.fs import OFD_LOCKS, FileSystem
 
 
 def lock_file(directory: Path, kind: str, thread_id: str = "t") -> Path:

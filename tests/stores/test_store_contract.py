@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from engine.helpers import Counter, chain
 from pydantic import BaseModel, Field
 
 from research_fsm.engine import (
@@ -20,8 +21,6 @@ from research_fsm.engine import (
     StateGraph,
     ThreadBusy,
 )
-
-from .helpers import Counter, chain
 
 
 def checkpoint(seq: int, parent: str | None, *, thread: str = "t", **over: Any) -> Checkpoint:

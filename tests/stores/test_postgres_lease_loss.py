@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
+from engine.helpers import Counter
 from pydantic import BaseModel
 from servers.postgres import PostgresServer
 
@@ -26,7 +27,7 @@ from research_fsm.engine import (
     ThreadBusy,
 )
 
-from .helpers import Counter, sql
+from .helpers import sql
 
 psycopg = pytest.importorskip("psycopg", reason="the postgres extra (psycopg) is not installed")
 

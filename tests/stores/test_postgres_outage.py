@@ -7,11 +7,10 @@ import secrets
 from typing import Any
 
 import pytest
+from engine.helpers import Counter, chain
 from servers.postgres import PostgresServer
 
 from research_fsm.engine import Checkpoint, EngineError, StoreWriteError
-
-from .helpers import Counter, chain
 
 pytest.importorskip("psycopg", reason="the postgres extra (psycopg) is not installed")
 

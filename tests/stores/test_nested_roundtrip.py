@@ -13,19 +13,18 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 import pytest
+from engine.helpers import Counter, one_node
 from pydantic import AliasChoices, AliasGenerator, BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from research_fsm.engine import (
     CheckpointStore,
-    JsonFileCheckpointStore,
     MemoryCheckpointStore,
     StateSerializationError,
     append,
 )
-from research_fsm.engine._jsonplan import JsonPlan, json_plan
-
-from .helpers import Counter, one_node
+from research_fsm.stores import JsonFileCheckpointStore
+from research_fsm.stores._jsonplan import JsonPlan, json_plan
 
 
 class Renamed(BaseModel):

@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from engine.helpers import chain
 
-from research_fsm.engine import JsonFileCheckpointStore
-
-from .helpers import chain
+from research_fsm.stores import JsonFileCheckpointStore
 
 
 class Killed(BaseException):

@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from engine.helpers import Ask, ask_graph, chain
 
-from research_fsm.engine import JsonFileCheckpointStore
-from research_fsm.engine._fs import FileSystem
+from research_fsm.stores import JsonFileCheckpointStore
+from research_fsm.stores._file.fs import FileSystem
 
-from .helpers import Ask, ask_graph, chain
 from .test_filestore import run_script
 
 PAUSE = 10.0
@@ -124,7 +124,8 @@ async def test_read_during_a_durable_save_changes_nothing_the_writer_holds(
 LIST_KILLER = """
 import asyncio, os, signal, sys
 from pydantic import BaseModel
-from research_fsm.engine import END, START, JsonFileCheckpointStore, StateGraph
+from research_fsm.engine import END, START, StateGraph
+from research_fsm.stores import JsonFileCheckpointStore
 
 class S(BaseModel):
     n: int = 0

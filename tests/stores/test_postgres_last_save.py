@@ -8,10 +8,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from engine.helpers import Ask, ask_graph, chain
 
 from research_fsm.engine import ThreadBusy
-
-from .helpers import Ask, ask_graph, chain
 
 psycopg = pytest.importorskip("psycopg", reason="the postgres extra (psycopg) is not installed")
 

@@ -12,12 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from engine.helpers import chain
+from engine.test_parallel import Asker, specialists
 from pydantic import BaseModel
 
 from research_fsm.engine import CorruptCheckpoint, ThreadBusy
 
-from .helpers import chain, sql
-from .test_parallel import Asker, specialists
+from .helpers import sql
 
 psycopg = pytest.importorskip("psycopg", reason="the postgres extra (psycopg) is not installed")
 

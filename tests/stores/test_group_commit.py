@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from engine.helpers import chain
 
-from research_fsm.engine import JsonFileCheckpointStore, StoreWriteError
-from research_fsm.engine._batch import Batcher
-
-from .helpers import chain
+from research_fsm.engine import StoreWriteError
+from research_fsm.stores import JsonFileCheckpointStore
+from research_fsm.stores._file.batch import Batcher
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="syncfs(2) is Linux-only")
 

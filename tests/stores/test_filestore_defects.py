@@ -13,18 +13,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from engine.helpers import Ask, ask_graph, chain, one_node
 from pydantic import BaseModel, Field
 
 from research_fsm.engine import (
     CorruptCheckpoint,
-    JsonFileCheckpointStore,
     StaleResumeToken,
     StateSerializationError,
     StoreWriteError,
     UnsafeStoreDirectory,
 )
+from research_fsm.stores import JsonFileCheckpointStore
 
-from .helpers import Ask, ask_graph, chain, one_node, segment_data
+from .helpers import segment_data
 
 
 def _lines(path: Path) -> list[bytes]:

@@ -8,11 +8,12 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from engine.helpers import chain
 from structlog.testing import capture_logs
 
 from research_fsm.engine import StoreWriteError
 
-from .helpers import chain, sql
+from .helpers import sql
 
 psycopg = pytest.importorskip("psycopg", reason="the postgres extra (psycopg) is not installed")
 

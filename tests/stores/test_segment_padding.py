@@ -8,12 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from engine.helpers import chain
 from structlog.testing import capture_logs
 
-from research_fsm.engine import CorruptCheckpoint, JsonFileCheckpointStore
-from research_fsm.engine._logformat import scan_bytes
+from research_fsm.engine import CorruptCheckpoint
+from research_fsm.stores import JsonFileCheckpointStore
+from research_fsm.stores._logformat import scan_bytes
 
-from .helpers import chain, segment_data
+from .helpers import segment_data
 
 BLOCK = 4096
 

@@ -7,10 +7,11 @@ import asyncio
 from typing import Any
 
 import pytest
+from engine.helpers import chain
 
 from research_fsm.engine import ThreadBusy
 
-from .helpers import chain, sql
+from .helpers import sql
 from .test_postgres import Make
 
 psycopg = pytest.importorskip("psycopg", reason="the postgres extra (psycopg) is not installed")
