@@ -306,7 +306,7 @@ async def test_unfinished_last_line_is_cut_off_by_the_next_lease_holder(
         # keep=1: the new segment would make the previous one prunable, had it been written
         pytest.param("fsync", 1, id="new-segment-fsync-error-keep-1"),
     ],
-)  # fmt: skip
+)
 async def test_write_errors_raise_store_write_error_and_keep_previous(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fault: str, keep: int | None
 ) -> None:
@@ -352,17 +352,35 @@ NEW_SEGMENT = ["fsync file", "fsync dir"]  # the segment's first line, then the 
     "durability, keep, new_folder, first_run, second_run",
     [
         # a new segment, then one fdatasync per line appended to it
-        ("fsync", None, False, [*NEW_SEGMENT, "fdatasync file", "fdatasync file"], ["fdatasync file"] * 3),
+        (
+            "fsync",
+            None,
+            False,
+            [*NEW_SEGMENT, "fdatasync file", "fdatasync file"],
+            ["fdatasync file"] * 3,
+        ),
         # three checkpoints a segment: the second run starts a new one, then replaces the
         # thread's segment list (<thread>.idx, written to a synced temporary file)
-        ("fsync", 3, False, [*NEW_SEGMENT, "fdatasync file", "fdatasync file"], [*NEW_SEGMENT, "fsync file", "fdatasync file", "fdatasync file"]),
+        (
+            "fsync",
+            3,
+            False,
+            [*NEW_SEGMENT, "fdatasync file", "fdatasync file"],
+            [*NEW_SEGMENT, "fsync file", "fdatasync file", "fdatasync file"],
+        ),
         # the store's folder is made by the first run: its parent is synced too
-        ("fsync", None, True, ["fsync dir", *NEW_SEGMENT, "fdatasync file", "fdatasync file"], ["fdatasync file"] * 3),
+        (
+            "fsync",
+            None,
+            True,
+            ["fsync dir", *NEW_SEGMENT, "fdatasync file", "fdatasync file"],
+            ["fdatasync file"] * 3,
+        ),
         ("none", None, False, [], []),
         ("none", None, True, [], []),
     ],
     ids=["fsync", "fsync-rotating", "fsync-new-folder", "none", "none-new-folder"],
-)  # fmt: skip
+)
 async def test_durability_controls_fsync(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -599,8 +617,10 @@ async def test_damaged_newest_checkpoint_falls_back_to_previous(
     warnings = [e for e in logs if e["log_level"] == "warning"]
     assert [MOVED_ASIDE] == [e["event"] for e in warnings]
     assert ("t", str(path), aside(path).name) == (
-        warnings[0]["thread_id"], warnings[0]["file"], warnings[0]["moved_to"],
-    )  # fmt: skip
+        warnings[0]["thread_id"],
+        warnings[0]["file"],
+        warnings[0]["moved_to"],
+    )
     assert damaged == aside(path).read_bytes()
     assert (["b"], 2) == (result.path, result.state.n)
     assert lines[:2] == lines_of(path)[:2]
@@ -730,7 +750,20 @@ async def test_newer_schema_version_is_refused(file_store: JsonFileCheckpointSto
 
 # -- thread ids --------------------------------------------------------------------
 
-BAD_IDS = ["../../etc", "..", ".hidden", "", "x" * 129, "a/b", "a\\b", "a b", "caf\u00e9", "t\n", 7, None]  # fmt: skip
+BAD_IDS = [
+    "../../etc",
+    "..",
+    ".hidden",
+    "",
+    "x" * 129,
+    "a/b",
+    "a\\b",
+    "a b",
+    "caf\u00e9",
+    "t\n",
+    7,
+    None,
+]
 
 
 @pytest.mark.parametrize("bad", BAD_IDS)
@@ -902,8 +935,11 @@ async def test_segment_lines_are_compact_json_with_stable_layout(
     assert expected == raw
     assert (1, "running", "node", None) == (first.seq, first.status, first.next, first.last_node)
     assert (2, "completed", None, "node") == (
-        second.seq, second.status, second.next, second.last_node,
-    )  # fmt: skip
+        second.seq,
+        second.status,
+        second.next,
+        second.last_node,
+    )
     assert {"n": 1, "note": "caf\u00e9", "tags": ["a", "x"]} == second.state
 
 
@@ -1032,9 +1068,15 @@ async def test_changes_lines_replay_to_the_same_history_as_the_memory_store(
     def fields(cp: Checkpoint) -> tuple[Any, ...]:
         state = Chat.model_validate(cp.state) if isinstance(cp.state, dict) else cp.state
         return (
-            cp.seq, cp.step, cp.status, cp.next, cp.last_node, cp.suspension, cp.error,
+            cp.seq,
+            cp.step,
+            cp.status,
+            cp.next,
+            cp.last_node,
+            cp.suspension,
+            cp.error,
             {name: getattr(state, name) for name in Chat.model_fields},
-        )  # fmt: skip
+        )
 
     assert ([16, 15, 14, 13, 12] if keep else list(range(16, 0, -1))) == [
         cp.seq for cp in from_memory
@@ -1206,9 +1248,12 @@ async def test_save_while_another_store_holds_the_lease_conflicts(
     latest = await file_store.load_latest("t")
     assert latest is not None
     following = dataclasses.replace(  # changes nothing: a one-line changes line
-        latest, checkpoint_id="following", parent_id=latest.checkpoint_id, seq=latest.seq + 1,
+        latest,
+        checkpoint_id="following",
+        parent_id=latest.checkpoint_id,
+        seq=latest.seq + 1,
         changes={},
-    )  # fmt: skip
+    )
     on_disk = snapshot(file_store)
     other = JsonFileCheckpointStore(file_store.directory)
     lease = await file_store.acquire("t")
@@ -1234,11 +1279,18 @@ def numbered(
     """A checkpoint of a ``Number`` state: saved as a changes line, or with ``whole`` (or as
     the first of a thread) as the first line of a new segment."""
     return Checkpoint(
-        thread_id="t", checkpoint_id=checkpoint_id, parent_id=parent_id, seq=seq, run_id="r",
-        step=seq - 1, status="running", next="a", state=Number(n=seq),
+        thread_id="t",
+        checkpoint_id=checkpoint_id,
+        parent_id=parent_id,
+        seq=seq,
+        run_id="r",
+        step=seq - 1,
+        status="running",
+        next="a",
+        state=Number(n=seq),
         created_at="2024-01-01T00:00:00.000+00:00",
         changes=None if parent_id is None or whole else {"n": None},
-    )  # fmt: skip
+    )
 
 
 @pytest.mark.parametrize(
@@ -1247,7 +1299,7 @@ def numbered(
         pytest.param(True, id="new-segment"),
         pytest.param(False, id="changes-line"),
     ],
-)  # fmt: skip
+)
 async def test_save_after_another_store_moved_on_conflicts(tmp_path: Path, whole: bool) -> None:
     """A lease-less save whose parent another store has already followed raises CheckpointConflict."""
     one = JsonFileCheckpointStore(tmp_path / "store")

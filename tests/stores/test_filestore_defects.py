@@ -125,14 +125,20 @@ async def test_failed_prune_unlink_fails_no_other_operation(
     latest = await store.load_latest("t")
     assert latest is not None
     child = dataclasses.replace(
-        latest, checkpoint_id=secrets.token_hex(12), parent_id=latest.checkpoint_id,
-        seq=latest.seq + 1, changes={},
-    )  # fmt: skip
+        latest,
+        checkpoint_id=secrets.token_hex(12),
+        parent_id=latest.checkpoint_id,
+        seq=latest.seq + 1,
+        changes={},
+    )
     # Two batches start at once; the save and the third lease share the next one.
     results = await asyncio.gather(
-        store.acquire("x1"), store.acquire("x2"), store.save(child), store.acquire("u"),
+        store.acquire("x1"),
+        store.acquire("x2"),
+        store.save(child),
+        store.acquire("u"),
         return_exceptions=True,
-    )  # fmt: skip
+    )
     assert [] == [r for r in results if isinstance(r, BaseException)]
     for result in results:
         if result is not None and not isinstance(result, BaseException):

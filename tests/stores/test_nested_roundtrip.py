@@ -212,9 +212,13 @@ async def test_value_that_would_load_back_changed_is_refused_naming_its_path(
         return
     with pytest.raises(StateSerializationError) as caught:
         await app.run({}, thread_id="t")
-    assert (path, f"cannot serialise state value at `{path}` produced by node `node`: {reason}") == (
-        caught.value.path, str(caught.value),
-    )  # fmt: skip
+    assert (
+        path,
+        f"cannot serialise state value at `{path}` produced by node `node`: {reason}",
+    ) == (
+        caught.value.path,
+        str(caught.value),
+    )
     assert [Zoo()] == await states_read_back(Zoo, store)  # the thread is still whole
 
 

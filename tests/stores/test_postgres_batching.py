@@ -175,9 +175,16 @@ async def test_a_save_that_fails_in_a_shared_round_trip_fails_alone(
 
     def params(thread: str, seq: int) -> dict[str, Any]:
         return {
-            "thread": thread, "seq": seq, "id": f"{thread}-{seq}", "parent": None,
-            "full": True, "body": b"{}", "prune": False, "below": None, "oldest_kept": 1,
-        }  # fmt: skip
+            "thread": thread,
+            "seq": seq,
+            "id": f"{thread}-{seq}",
+            "parent": None,
+            "full": True,
+            "body": b"{}",
+            "prune": False,
+            "below": None,
+            "oldest_kept": 1,
+        }
 
     outcomes = await store._save_trip([params("a", 1), params("b", 2**63), params("c", 1)])
     assert [True, False, True] == [not isinstance(o, Exception) and o[0] for o in outcomes]

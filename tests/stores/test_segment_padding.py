@@ -137,7 +137,7 @@ async def test_intact_lines_after_zeros_still_forbid_rolling_back_over_damage(
         pytest.param(bytes(BLOCK), ("torn", 0, BLOCK), id="zeros-only"),
         pytest.param(b"\0\0{", ("torn", 0, 0), id="zeros-then-unfinished"),
     ],
-)  # fmt: skip
+)
 def test_a_segment_without_a_line_is_an_unfinished_one(
     raw: bytes, expected: tuple[str, int, int]
 ) -> None:
@@ -155,8 +155,11 @@ async def test_padding_after_the_last_line_is_counted_and_kept(tmp_path: Path) -
     scan = scan_bytes(raw, "t")
     data = segment_data(path)
     assert ("", 2, len(data), len(raw) - len(data)) == (
-        scan.problem, len(scan.records), scan.good_size, scan.padding,
-    )  # fmt: skip
+        scan.problem,
+        len(scan.records),
+        scan.good_size,
+        scan.padding,
+    )
     assert 0 < scan.padding
     await chain("a", store=JsonFileCheckpointStore(tmp_path / "s")).run({}, thread_id="t")
     assert [1, 2, 3, 4] == await seqs(store.directory)

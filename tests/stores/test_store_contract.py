@@ -59,14 +59,29 @@ async def test_unknown_thread_loads_none(store: CheckpointStore) -> None:
 async def test_save_and_load_round_trip(store: CheckpointStore) -> None:
     """A saved checkpoint loads back with every field intact."""
     first = checkpoint(
-        1, None, status="suspended", suspension={"node": "a", "payload": {"q": [1, "x"]}},
+        1,
+        None,
+        status="suspended",
+        suspension={"node": "a", "payload": {"q": [1, "x"]}},
         error=None,
-    )  # fmt: skip
+    )
     await store.save(first)
     loaded = await store.load_latest("t")
     assert loaded is not None
-    keys = ("thread_id", "checkpoint_id", "parent_id", "seq", "run_id", "step", "status",
-            "next", "created_at", "suspension", "error", "last_node")  # fmt: skip
+    keys = (
+        "thread_id",
+        "checkpoint_id",
+        "parent_id",
+        "seq",
+        "run_id",
+        "step",
+        "status",
+        "next",
+        "created_at",
+        "suspension",
+        "error",
+        "last_node",
+    )
     assert [getattr(first, k) for k in keys] == [getattr(loaded, k) for k in keys]
     assert Counter(n=1) == state_of(loaded)
 
