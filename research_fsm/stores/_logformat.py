@@ -1,4 +1,7 @@
-"""The file store's on-disk log format: pure functions over bytes, versioned.
+"""The checkpoint codec: pure functions over bytes, versioned.
+
+A checkpoint's body (``encode_body``, read back by ``fold``) is what the file store's
+lines and the Postgres store's rows hold; the rest is the file store's on-disk format.
 
 A segment is lines of JSON, each followed by a tab, a checksum (32 hex digits of
 SHA-256 of the JSON) and a newline. A segment's first line holds the whole state
