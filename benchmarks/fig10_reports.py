@@ -138,9 +138,9 @@ class ReportSource(DataSource):
 
 async def _measure(root: Path, reports: int) -> dict[str, Any]:
     from research_fsm import ResearchAssistant
-    from research_fsm.engine import JsonFileCheckpointStore
     from research_fsm.qa import DEFAULT_KEEP
     from research_fsm.reports import Report, ReportProgress
+    from research_fsm.stores import JsonFileCheckpointStore
 
     llm, source = ReportLLM(), ReportSource()
     store = JsonFileCheckpointStore(root / "threads", keep=DEFAULT_KEEP)

@@ -37,7 +37,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from research_fsm.engine import JsonFileCheckpointStore
+from research_fsm.stores import JsonFileCheckpointStore
 
 from ._common import (
     FigureResult,

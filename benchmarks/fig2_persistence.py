@@ -29,7 +29,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from research_fsm.engine import JsonFileCheckpointStore, MemoryCheckpointStore
+from research_fsm.engine import MemoryCheckpointStore
+from research_fsm.stores import JsonFileCheckpointStore
 
 from ._common import (
     FigureResult,
@@ -194,7 +195,7 @@ async def durable_save_vs_raw(directory: Path, count: int) -> dict[str, float]:
     import dataclasses
     import secrets
 
-    from research_fsm.engine._logformat import encode_line
+    from research_fsm.stores._logformat import encode_line
 
     recorded = await _recorded_checkpoints()
     template = next(cp for cp in recorded if cp.changes)

@@ -17,7 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from research_fsm.engine import JsonFileCheckpointStore, MemoryCheckpointStore
+from research_fsm.engine import MemoryCheckpointStore
+from research_fsm.stores import JsonFileCheckpointStore
 
 from ._common import (
     FigureResult,

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from research_fsm.engine import JsonFileCheckpointStore
+from research_fsm.stores import JsonFileCheckpointStore
 
 from ._common import (
     FigureResult,

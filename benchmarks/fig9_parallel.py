@@ -41,16 +41,8 @@ from typing import Annotated, Any, TypedDict
 
 from pydantic import BaseModel, Field
 
-from research_fsm.engine import (
-    END,
-    START,
-    CompiledGraph,
-    JsonFileCheckpointStore,
-    NodeContext,
-    Send,
-    StateGraph,
-    append,
-)
+from research_fsm.engine import END, START, CompiledGraph, NodeContext, Send, StateGraph, append
+from research_fsm.stores import JsonFileCheckpointStore
 
 from ._common import (
     FigureResult,

@@ -40,9 +40,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from research_fsm.engine import JsonFileCheckpointStore
-from research_fsm.engine._batch import Batcher
-from research_fsm.engine._logformat import encode_line
+from research_fsm.stores import JsonFileCheckpointStore
+from research_fsm.stores._file.batch import Batcher
+from research_fsm.stores._logformat import encode_line
 
 from ._common import median
 from .fig2_persistence import _recorded_checkpoints

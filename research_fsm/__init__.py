@@ -1,8 +1,9 @@
 """research_fsm: a small asyncio agent-workflow engine and the company research
 assistant built on it.
 
-The engine's names (``StateGraph``, ``Suspend``, ``JsonFileCheckpointStore``...)
-are importable from here and from ``research_fsm.engine``; the assistant's
+The engine's names (``StateGraph``, ``Suspend``, ``MemoryCheckpointStore``...) are
+importable from here and from ``research_fsm.engine``; ``JsonFileCheckpointStore``, the
+durable default, from here and from ``research_fsm.stores``; the assistant's
 (``ResearchAssistant``, ``Reply``... from ``research_fsm.qa``; ``ResearchError``,
 the root of its errors) load on first use, so ``import research_fsm`` stays fast.
 
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from .engine import *  # noqa: F403
 from .engine import __all__ as _engine_all
+from .stores import JsonFileCheckpointStore as JsonFileCheckpointStore
 
 if TYPE_CHECKING:
     from ._logging import configure_logging as configure_logging
@@ -45,7 +47,7 @@ _LAZY = {
     "configure_logging": "_logging",
 }
 
-__all__ = sorted([*_engine_all, *_LAZY, "__version__"])
+__all__ = sorted([*_engine_all, *_LAZY, "JsonFileCheckpointStore", "__version__"])
 
 
 def __getattr__(name: str) -> Any:

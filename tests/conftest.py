@@ -1,15 +1,24 @@
 """Fixtures shared by every test: the loopback Anthropic and Tavily servers, a PostgreSQL
-server, each kind of file-store lease."""
+server, each kind of file-store lease, and every store (for the engine and store tests)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import itertools
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any, Literal
 
 import pytest
 from servers import FakeAnthropic, FakeTavily
 from servers.postgres import PostgresServer, ServerUnavailable
+from stores.helpers import close_store, postgres_store
 
-from research_fsm.engine import _fs
+from research_fsm.engine import CheckpointStore, MemoryCheckpointStore
+from research_fsm.stores import JsonFileCheckpointStore
+from research_fsm.stores._file import fs as _fs
+from research_fsm.stores._file.fs import FileSystem
+
+STORE_KINDS = ["memory", "file-none", "file-fsync", "file-flock", "postgres"]
 
 
 @pytest.fixture
@@ -61,3 +70,47 @@ def lock_kind(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -
         pytest.skip("this system has no open-file-description locks")
     monkeypatch.setattr(_fs, "RANGE_LOCKS", kind == "range")
     return kind
+
+
+@pytest.fixture(params=STORE_KINDS)
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[CheckpointStore]:
+    """Every store implementation: in memory, JSON files without and with fsync (and
+    without, leasing with `flock` as where there are no range locks), PostgreSQL."""
+    kind: str = request.param
+    made: CheckpointStore
+    if kind == "memory":
+        made = MemoryCheckpointStore()
+    elif kind == "postgres":
+        made = postgres_store(request)
+    else:
+        durability: Literal["fsync", "none"] = "fsync" if kind == "file-fsync" else "none"
+        fs = FileSystem(range_locks=False) if kind == "file-flock" else None
+        made = JsonFileCheckpointStore(tmp_path / "store", durability=durability, fs=fs)
+    yield made
+    await close_store(made)
+
+
+@pytest.fixture
+async def make_store(
+    store: CheckpointStore, tmp_path: Path, request: pytest.FixtureRequest
+) -> AsyncIterator[Callable[..., CheckpointStore]]:
+    """A factory for more stores of the same kind as ``store`` (each in its own directory)."""
+    counter = itertools.count(1)
+    made: list[CheckpointStore] = []
+
+    def make(**kwargs: Any) -> CheckpointStore:
+        new: CheckpointStore
+        if isinstance(store, MemoryCheckpointStore):
+            new = MemoryCheckpointStore(**kwargs)
+        elif isinstance(store, JsonFileCheckpointStore):
+            directory = tmp_path / f"store-{next(counter)}"
+            fs = FileSystem(range_locks=store.fs.range_locks)
+            new = JsonFileCheckpointStore(directory, durability=store.durability, fs=fs, **kwargs)
+        else:
+            new = postgres_store(request, **kwargs)
+        made.append(new)
+        return new
+
+    yield make
+    for new in made:
+        await close_store(new)

@@ -10,7 +10,6 @@ public module (``research_fsm.common.writer``).
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -71,18 +70,9 @@ def private_imports(root: Path = ROOT) -> list[str]:
     return sorted(set(found))
 
 
-PENDING = {
-    "research_fsm/stores/_pgrows.py imports research_fsm.engine._logformat",
-    "research_fsm/stores/postgres.py imports research_fsm.engine._store",
-}
-"""The Postgres store's imports of the engine's private modules, which the stores move of
-issue 24 (under way in parallel) removes; empty this set when it lands."""
-
-
 def test_no_package_imports_another_packages_private_module() -> None:
     """No module of research_fsm imports a private module of a package it is not in."""
-    found = private_imports()
-    assert [] == [f for f in found if re.sub(r":\d+ ", " ", f, count=1) not in PENDING]
+    assert [] == private_imports()
 
 
 def test_the_check_finds_relative_and_absolute_imports_of_private_modules(

@@ -3,6 +3,10 @@
 Build a :class:`StateGraph` over a pydantic model, add async nodes, edges and
 routers, ``compile()`` it with a :class:`CheckpointStore`, then ``run``,
 ``stream``, ``resume`` threads. See the package README for a tour.
+
+The engine keeps checkpoints in memory (``MemoryCheckpointStore``); durable stores
+are in ``research_fsm.stores``, built on the store protocol in
+``research_fsm.engine.store``.
 """
 
 from ._compiled import CompiledGraph
@@ -29,11 +33,9 @@ from ._errors import (
     UnsafeStoreDirectory,
 )
 from ._events import Completed, Emitted, Event, NodeFinished, NodeStarted, Suspended
-from ._filestore import JsonFileCheckpointStore
 from ._graph import StateGraph
 from ._memory import MemoryCheckpointStore
 from ._reducers import Reducer, Replace, add, append, replace
-from ._store import CheckpointStore, Lease, validate_thread_id
 from ._stream import RunStream
 from ._types import (
     END,
@@ -51,6 +53,7 @@ from ._types import (
     Suspension,
     is_transient,
 )
+from .store import CheckpointStore, Lease, validate_thread_id
 
 __all__ = [
     "END",
@@ -71,7 +74,6 @@ __all__ = [
     "IncompatibleCheckpoint",
     "InvalidResumeToken",
     "InvalidUpdate",
-    "JsonFileCheckpointStore",
     "Lease",
     "LeaseLost",
     "MemoryCheckpointStore",

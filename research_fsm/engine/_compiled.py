@@ -17,7 +17,6 @@ from ._events import Event
 from ._mermaid import to_mermaid
 from ._restore import begin, restore
 from ._runloop import run
-from ._store import CheckpointStore, Lease, validate_thread_id
 from ._stream import RunStream
 from ._tokens import branch_suspensions, in_order, parse_token, sign, verify
 from ._topology import Fork, Topology
@@ -31,6 +30,7 @@ from ._types import (
     SuspendToken,
     Suspension,
 )
+from .store import CheckpointStore, Lease, validate_thread_id
 
 if TYPE_CHECKING:
     from ._graph import StateGraph

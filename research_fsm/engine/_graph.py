@@ -11,10 +11,10 @@ from pydantic import BaseModel
 
 from ._errors import GraphValidationError
 from ._state import StateSchema
-from ._store import CheckpointStore
 from ._topology import Topology
 from ._types import END, START, RetryPolicy
 from ._validate import validate
+from .store import CheckpointStore
 
 if TYPE_CHECKING:
     from ._compiled import CompiledGraph

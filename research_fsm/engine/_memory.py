@@ -6,8 +6,8 @@ import secrets
 from collections.abc import AsyncIterator
 
 from ._errors import CheckpointConflict, ThreadBusy
-from ._store import validate_keep
 from ._types import Checkpoint
+from .store import validate_keep
 
 __all__ = ["MemoryCheckpointStore"]
 

@@ -23,11 +23,11 @@ from ._events import Completed, Event, NodeFinished, NodeStarted, Suspended
 from ._parallel import ParallelRun
 from ._restore import Start
 from ._steps import invoke, route, save, save_failure
-from ._store import CheckpointStore
 from ._tokens import branch_suspensions, sign
 from ._topology import Fork
 from ._tracing import RunTrace, start_run
 from ._types import END, START, ErrorInfo, RunResult, Suspend, Suspension
+from .store import CheckpointStore
 
 if TYPE_CHECKING:
     from ._compiled import CompiledGraph, Sink

@@ -13,7 +13,8 @@ from ._errors import GraphValidationError
 from ._errors import InvalidUpdate as BadUpdate
 from ._fresh import model_copier
 from ._reducers import Replace, append, replace
-from ._roundtrip import MAX_NESTING, loose_fields, nesting_exceeds, serialization_renames
+from ._roundtrip import nesting_exceeds, serialization_renames
+from .store import MAX_NESTING, loose_fields
 
 __all__ = ["StateSchema"]
 
@@ -269,5 +270,5 @@ class StateSchema:
         renames = serialization_renames(self.model)
         if renames and any(key in data for key in renames):  # written under another name
             data = {renames.get(key, key): value for key, value in data.items()}
-        # Names as well as aliases: nested models may be written by field name (_jsonplan).
+        # Names as well as aliases: nested models may be written by field name (stores' codec).
         return self.model.model_validate(data, by_alias=True, by_name=True)

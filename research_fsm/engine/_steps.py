@@ -15,9 +15,9 @@ from ._branches import NodeError
 from ._context import NodeContext
 from ._errors import NodeTimeout, RoutingError
 from ._fresh import fresh_copy
-from ._store import CheckpointStore
 from ._topology import NO_ITEM, Fork
 from ._types import END, Checkpoint, CheckpointStatus, Send, Suspend
+from .store import CheckpointStore
 
 if TYPE_CHECKING:
     from ._compiled import CompiledGraph

@@ -7,8 +7,8 @@ import hmac
 from typing import Any
 
 from ._errors import InvalidResumeToken
-from ._store import CheckpointStore, validate_thread_id
 from ._types import Checkpoint, SuspendToken, Suspension, _b64
+from .store import CheckpointStore, validate_thread_id
 
 __all__ = ["branch_suspensions", "first_token", "in_order", "parse_token", "sign", "verify"]
 

@@ -33,7 +33,6 @@ from ..engine import (
     CompiledGraph,
     Completed,
     Emitted,
-    JsonFileCheckpointStore,
     NodeFinished,
     NodeStarted,
     RunResult,
@@ -52,6 +51,7 @@ from ..sources import (
     SourceRef,
     create_data_source,
 )
+from ..stores import JsonFileCheckpointStore, store_from_env
 from .constants import MAX_QUESTION_CHARS
 from .graph import build_research_graph
 from .state import Message, ResearchState, new_question_input
@@ -97,8 +97,6 @@ def default_store() -> CheckpointStore:
     """The assistant's store when none is given: the PostgreSQL database named by
     ``RESEARCH_FSM_STORE`` (``postgresql://...``; needs the ``postgres`` extra), else
     JSON files under ``default_home()/threads``; both keep ``DEFAULT_KEEP`` checkpoints."""
-    from ..stores import store_from_env
-
     store = store_from_env(keep=DEFAULT_KEEP)
     if store is not None:
         return store

@@ -1,13 +1,19 @@
-"""Checkpoint stores that need an optional extra (the engine's own are in ``research_fsm.engine``).
+"""Durable checkpoint stores: JSON-lines files and PostgreSQL.
 
-``PostgresCheckpointStore`` needs ``pip install 'research-fsm[postgres]'``; it is
-imported from here on first use, so importing this package needs no driver.
+``JsonFileCheckpointStore`` keeps each thread in append-only JSON-lines files in a
+folder (also importable from ``research_fsm``). ``PostgresCheckpointStore`` needs
+``pip install 'research-fsm[postgres]'``; it is imported from here on first use, so
+importing this package needs no driver. Both encode checkpoints with one codec
+(``_logformat``) and implement ``research_fsm.engine.store.CheckpointStore``; the
+engine itself holds only ``MemoryCheckpointStore``.
 """
 
 from __future__ import annotations
 
 import os
 from typing import TYPE_CHECKING, Any
+
+from ._file import JsonFileCheckpointStore
 
 if TYPE_CHECKING:
     from research_fsm.engine import CheckpointStore
@@ -17,6 +23,7 @@ if TYPE_CHECKING:
 __all__ = [
     "STORE_ENV",
     "InvalidStoreSetting",
+    "JsonFileCheckpointStore",
     "MissingExtra",
     "PostgresCheckpointStore",
     "missing_postgres_extra",

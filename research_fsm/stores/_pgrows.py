@@ -29,7 +29,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from research_fsm.engine import Checkpoint, CorruptCheckpoint
-from research_fsm.engine._logformat import (
+
+from ._logformat import (
     SCHEMA_VERSION,
     Damaged,
     aliases_of,

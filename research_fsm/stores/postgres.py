@@ -33,7 +33,7 @@ from psycopg_pool import AsyncConnectionPool
 from pydantic import BaseModel
 
 from research_fsm.engine import Checkpoint, CheckpointConflict, LeaseLost, StoreWriteError
-from research_fsm.engine._store import validate_keep, validate_thread_id
+from research_fsm.engine.store import validate_keep, validate_thread_id
 
 from ._pgcommon import StoreUnavailable, cursor
 from ._pgconnections import Connections, safe_dsn

@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 
 from research_fsm.deep import DeepProgress, DeepText, ResearchReport, StaticSearch
-from research_fsm.engine import JsonFileCheckpointStore, MemoryCheckpointStore, NodeFailed
+from research_fsm.engine import MemoryCheckpointStore, NodeFailed
 from research_fsm.qa import ResearchAssistant
+from research_fsm.stores import JsonFileCheckpointStore
 
 from .conftest import CORPUS, TOPIC
 from .llm import analyse, blocks, claude
@@ -140,7 +141,7 @@ import asyncio, json, re, sys, time
 from pathlib import Path
 from research_fsm import ResearchAssistant
 from research_fsm.deep import Found, StaticSearch
-from research_fsm.engine import JsonFileCheckpointStore
+from research_fsm.stores import JsonFileCheckpointStore
 from research_fsm.llm import ScriptedLLM
 
 docs = [Found(**d) for d in json.loads(Path(sys.argv[2]).read_text())]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import BaseModel
@@ -127,20 +126,3 @@ def one_node(model: type[BaseModel], update: dict[str, Any], store: Any) -> Comp
     graph.add_edge(START, "node")
     graph.add_edge("node", END)
     return graph.compile(store=store)
-
-
-def sql(server: Any, query: str, *params: Any) -> list[tuple[Any, ...]]:
-    """Run one statement on a PostgreSQL connection of its own (``server``: the test server
-    or a DSN); its rows (if any)."""
-    import psycopg  # the postgres extra: only the tests that use it need it
-
-    dsn = server if isinstance(server, str) else server.dsn
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        cur = conn.execute(query, params)
-        return cur.fetchall() if cur.description else []
-
-
-def segment_data(path: Path) -> bytes:
-    """A segment's bytes without the zeros after its last line (a durable file store
-    pads the file's last disk block with zeros: ``research_fsm.engine._append``)."""
-    return path.read_bytes().rstrip(b"\0")

@@ -10,12 +10,12 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from pydantic import BaseModel
+from stores.helpers import close_store
 
 from research_fsm.engine import (
     END,
     START,
     CheckpointStore,
-    JsonFileCheckpointStore,
     MemoryCheckpointStore,
     NodeContext,
     RetryPolicy,
@@ -23,8 +23,7 @@ from research_fsm.engine import (
     Suspend,
     append,
 )
-
-from .conftest import close_store
+from research_fsm.stores import JsonFileCheckpointStore
 
 
 class Inner(BaseModel):

@@ -698,7 +698,7 @@ def test_mermaid_shows_fan_outs_and_joins() -> None:
 async def test_file_store_reads_branch_records_back_in_a_fresh_store(tmp_path: Any) -> None:
     """A new store over the same folder rebuilds the fan-out from its log lines:
     history, suspensions and resumes work as before the restart."""
-    from research_fsm.engine import JsonFileCheckpointStore
+    from research_fsm.stores import JsonFileCheckpointStore
 
     calls: list[str] = []
     first_store = JsonFileCheckpointStore(tmp_path / "s")
@@ -841,7 +841,8 @@ async def test_a_sealed_branch_record_missing_its_keys_is_corrupt_not_a_raw_erro
     import hashlib
     import json
 
-    from research_fsm.engine import CorruptCheckpoint, JsonFileCheckpointStore
+    from research_fsm.engine import CorruptCheckpoint
+    from research_fsm.stores import JsonFileCheckpointStore
 
     calls: list[str] = []
     store = JsonFileCheckpointStore(tmp_path / "s")

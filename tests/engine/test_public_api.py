@@ -13,6 +13,7 @@ import pytest
 
 import research_fsm
 import research_fsm.engine as engine
+import research_fsm.engine.store as store_module
 from research_fsm.engine import EngineError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -36,7 +37,6 @@ EXPECTED_ALL = [
     "IncompatibleCheckpoint",
     "InvalidResumeToken",
     "InvalidUpdate",
-    "JsonFileCheckpointStore",
     "Lease",
     "LeaseLost",
     "MemoryCheckpointStore",
@@ -90,6 +90,24 @@ def test_every_exported_name_exists() -> None:
     """Each name in ``__all__`` is importable from the engine."""
     missing = [name for name in engine.__all__ if not hasattr(engine, name)]
     assert [] == missing
+
+
+def test_store_module_exports_what_store_authors_need() -> None:
+    """``research_fsm.engine.store`` is the public module for store authors: the protocol,
+    the argument checks and the JSON-shape facts the stores' codec shares with the engine."""
+    assert [
+        "MAX_NESTING",
+        "CheckpointStore",
+        "Lease",
+        "loose_fields",
+        "validate_keep",
+        "validate_thread_id",
+    ] == store_module.__all__
+    assert (engine.CheckpointStore, engine.Lease, engine.validate_thread_id) == (
+        store_module.CheckpointStore,
+        store_module.Lease,
+        store_module.validate_thread_id,
+    )
 
 
 def test_package_reexports_every_engine_name() -> None:
@@ -184,3 +202,22 @@ def test_engine_source_imports_only_stdlib_pydantic_structlog_and_otel_api() -> 
                 found.add(node.module.split(".")[0])
     assert {"pydantic", "structlog"} <= found
     assert set() == found - allowed
+
+
+def test_engine_imports_nothing_of_the_package_outside_it() -> None:
+    """No module in research_fsm/engine imports another part of research_fsm (a store
+    among them): its only store is the memory store; the others are in research_fsm.stores."""
+    outside = []
+    for path in sorted((REPO / "research_fsm" / "engine").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [("." * node.level) + (node.module or "")]
+            outside += [
+                f"{path.name}: {name}"
+                for name in names
+                if name.startswith("..") or name.split(".")[0] == "research_fsm"
+            ]
+    assert [] == outside

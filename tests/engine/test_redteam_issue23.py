@@ -19,7 +19,6 @@ from research_fsm.engine import (
     END,
     START,
     InvalidUpdate,
-    JsonFileCheckpointStore,
     MemoryCheckpointStore,
     NodeContext,
     NodeFailed,
@@ -28,6 +27,7 @@ from research_fsm.engine import (
     StateGraph,
     append,
 )
+from research_fsm.stores import JsonFileCheckpointStore
 
 
 class Handles(BaseModel):

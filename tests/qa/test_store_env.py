@@ -11,10 +11,9 @@ from typing import Any
 
 import pytest
 
-from research_fsm.engine import JsonFileCheckpointStore
 from research_fsm.qa import DEFAULT_KEEP, ResearchAssistant
 from research_fsm.sources import MockDataSource
-from research_fsm.stores import InvalidStoreSetting
+from research_fsm.stores import InvalidStoreSetting, JsonFileCheckpointStore
 
 REPO = Path(__file__).resolve().parents[2]
 

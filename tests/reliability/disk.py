@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from research_fsm.engine import Checkpoint, JsonFileCheckpointStore
+from research_fsm.engine import Checkpoint
+from research_fsm.stores import JsonFileCheckpointStore
 
 SUFFIX = ".jsonl"
 
@@ -33,7 +34,7 @@ def moved_aside(store: JsonFileCheckpointStore, thread_id: str) -> list[Path]:
 
 def data(segment: Path) -> bytes:
     """A segment's bytes without the zeros after its last line (a durable store pads
-    the file's last disk block with zeros: research_fsm.engine._append)."""
+    the file's last disk block with zeros: research_fsm.stores._file.append)."""
     return segment.read_bytes().rstrip(b"\0")
 
 

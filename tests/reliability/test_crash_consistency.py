@@ -33,13 +33,9 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 
-from research_fsm.engine import (
-    Checkpoint,
-    JsonFileCheckpointStore,
-    MemoryCheckpointStore,
-    StaleResumeToken,
-)
+from research_fsm.engine import Checkpoint, MemoryCheckpointStore, StaleResumeToken
 from research_fsm.qa import ResearchState
+from research_fsm.stores import JsonFileCheckpointStore
 
 from . import disk
 

@@ -26,7 +26,6 @@ from research_fsm.engine import (
     START,
     CompiledGraph,
     InvalidResumeToken,
-    JsonFileCheckpointStore,
     NodeContext,
     StaleResumeToken,
     StateGraph,
@@ -36,6 +35,7 @@ from research_fsm.engine import (
 )
 from research_fsm.qa import ResearchAssistant
 from research_fsm.sources import MockDataSource
+from research_fsm.stores import JsonFileCheckpointStore
 
 
 class Ledger(BaseModel):

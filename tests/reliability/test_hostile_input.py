@@ -37,7 +37,6 @@ from research_fsm.engine import (
     CompiledGraph,
     EngineError,
     InvalidResumeToken,
-    JsonFileCheckpointStore,
     StaleResumeToken,
     StateGraph,
     StateSerializationError,
@@ -49,6 +48,7 @@ from research_fsm.engine import NodeContext as Ctx
 from research_fsm.qa import InvalidQuestion, Reply, ResearchAssistant
 from research_fsm.qa.constants import MAX_QUESTION_CHARS
 from research_fsm.sources import MockDataSource
+from research_fsm.stores import JsonFileCheckpointStore
 
 THREAD_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
 FRAGMENTS = [

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from research_fsm.engine import JsonFileCheckpointStore
 from research_fsm.qa import Reply, ResearchAssistant, ResearchState
 from research_fsm.qa.agents._clarity import ASK_WHICH_COMPANY
 from research_fsm.sources import MockDataSource
+from research_fsm.stores import JsonFileCheckpointStore
 
 CONVERSATIONS = 1_000
 BUDGET = 90.0

@@ -31,12 +31,9 @@ from typing import Any
 
 import pytest
 
-from research_fsm.engine import (
-    JsonFileCheckpointStore,
-    StaleResumeToken,
-    StateSnapshot,
-    _fs,
-)
+from research_fsm.engine import StaleResumeToken, StateSnapshot
+from research_fsm.stores import JsonFileCheckpointStore
+from research_fsm.stores._file import fs as _fs
 
 from . import disk
 

@@ -21,8 +21,9 @@ from typing import Any
 
 import pytest
 
-from research_fsm.engine import JsonFileCheckpointStore, _fs
 from research_fsm.qa import ResearchState
+from research_fsm.stores import JsonFileCheckpointStore
+from research_fsm.stores._file import fs as _fs
 
 from . import disk
 

@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 
-from research_fsm.engine import Checkpoint, JsonFileCheckpointStore, RunResult, ThreadBusy
-from research_fsm.engine._fs import FileSystem
+from research_fsm.engine import Checkpoint, RunResult, ThreadBusy
+from research_fsm.stores import JsonFileCheckpointStore
+from research_fsm.stores._file.fs import FileSystem
 
 from .test_parallel_processes import load_proc, outcome, spawn
 

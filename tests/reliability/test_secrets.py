@@ -22,12 +22,12 @@ from servers._http import Reply
 from structlog.testing import capture_logs
 
 from research_fsm import configure_logging
-from research_fsm.engine import JsonFileCheckpointStore
 from research_fsm.llm import AnthropicLLM
 from research_fsm.qa import ResearchAssistant
 from research_fsm.qa.agents import ClarityVerdict
 from research_fsm.sources import SearchContext
 from research_fsm.sources._tavily import TavilySource
+from research_fsm.stores import JsonFileCheckpointStore
 
 CLAUDE_KEY = "sk-ant-api03-SECRETclaude-7f3e9a1b2c4d5e6f"
 TAVILY_KEY = "tvly-SECRETtavily-0a1b2c3d4e5f6a7b"

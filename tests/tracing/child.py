@@ -26,7 +26,8 @@ class Log(BaseModel):
 
 async def nosdk(folder: Path) -> None:
     """A suspension with no SDK configured."""
-    from research_fsm.engine import END, START, JsonFileCheckpointStore, StateGraph, Suspend
+    from research_fsm.engine import END, START, StateGraph, Suspend
+    from research_fsm.stores import JsonFileCheckpointStore
 
     async def ask(state: Log, ctx: object) -> Suspend:
         return Suspend("which?")

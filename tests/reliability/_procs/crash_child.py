@@ -30,7 +30,6 @@ from research_fsm.engine import (
     START,
     CheckpointStore,
     CompiledGraph,
-    JsonFileCheckpointStore,
     NodeContext,
     StateGraph,
     Suspend,
@@ -38,6 +37,7 @@ from research_fsm.engine import (
 )
 from research_fsm.qa import ResearchAssistant
 from research_fsm.sources import MockDataSource
+from research_fsm.stores import JsonFileCheckpointStore
 
 ENGINE_TURNS = 6
 """Turns per engine thread; odd turns suspend for a resume value."""

@@ -41,16 +41,16 @@ from research_fsm.engine import (
     CheckpointStore,
     CompiledGraph,
     EngineError,
-    JsonFileCheckpointStore,
     NodeContext,
     RetryPolicy,
     RunResult,
     Send,
     StateGraph,
     Suspend,
-    _fs,
     append,
 )
+from research_fsm.stores import JsonFileCheckpointStore
+from research_fsm.stores._file import fs as _fs
 
 
 class Findings(BaseModel):

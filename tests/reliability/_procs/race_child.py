@@ -41,16 +41,16 @@ from research_fsm.engine import (
     CheckpointStore,
     CompiledGraph,
     EngineError,
-    JsonFileCheckpointStore,
     NodeContext,
     StateGraph,
     Suspend,
     ThreadBusy,
-    _fs,
     append,
 )
 from research_fsm.qa import ResearchAssistant
 from research_fsm.sources import MockDataSource
+from research_fsm.stores import JsonFileCheckpointStore
+from research_fsm.stores._file import fs as _fs
 
 
 class Ledger(BaseModel):

@@ -28,12 +28,12 @@ from research_fsm.engine import (
     START,
     CheckpointStore,
     CompiledGraph,
-    JsonFileCheckpointStore,
     NodeContext,
     StateGraph,
-    _fs,
     append,
 )
+from research_fsm.stores import JsonFileCheckpointStore
+from research_fsm.stores._file import fs as _fs
 
 NODES = ("a", "b", "c")
 

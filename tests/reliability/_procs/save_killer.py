@@ -22,7 +22,7 @@ from pathlib import Path
 
 from crash_child import advance_engine, engine_app
 
-from research_fsm.engine import JsonFileCheckpointStore
+from research_fsm.stores import JsonFileCheckpointStore
 
 KEEP = 2
 real_open, real_write = os.open, os.write

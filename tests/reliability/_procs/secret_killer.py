@@ -17,7 +17,7 @@ from pathlib import Path
 
 from crash_child import engine_app
 
-from research_fsm.engine import JsonFileCheckpointStore
+from research_fsm.stores import JsonFileCheckpointStore
 
 real_open, real_write, real_fsync = os.open, os.write, os.fsync
 key_fds: set[int] = set()

@@ -1,0 +1,449 @@
+"""``JsonFileCheckpointStore``: an append-only JSON-lines log per thread.
+
+Layout under ``directory`` (one flat folder: creating a file in a folder that
+already exists is many times cheaper than making a folder per thread)::
+
+    .secret                          token-signing key (0600), unless one is passed in
+    .locks                           leases: one byte-range lock per thread (Linux)
+    alice=000000000001.jsonl         a segment: checkpoints 1, 2, ... one JSON line each
+    alice=000000000025.jsonl         the next segment, from checkpoint 25
+    alice=000000000025.jsonl.corrupt   damaged lines moved aside
+    alice.idx                        the segment list: the live segments, once there is more than one
+    alice=pruned                     empty: the thread's segment 1 was pruned
+    alice.lock                       the lease where there are no range locks (flock)
+
+A save adds one line, a step's changes (the codec, ``stores/_logformat``), with one ``write(2)``
+after the last line (and one ``fdatasync`` with ``durability="fsync"``, shared by
+a batch: ``groupcommit``; zeros pad the file's last disk block: ``append``); a
+killed process leaves at most an unfinished last line, which the next lease
+holder (``leases``) cuts off. Only the lease holder's own calls (taking the
+lease, saving) repair a thread or keep its newest segment open; a read
+(``load_latest``, ``history``), even through the store holding the lease, only
+reads: it skips an unfinished last line, which may be a save still in flight.
+Segments rotate after ``min(keep, 128)`` checkpoints or ~1 MiB; with ``keep``
+the oldest whole ones are deleted (``segments``). Finding a thread's segments
+reads its list and probes file names, never lists the folder (but to repair):
+no run costs more as the folder fills. Every system call goes through ``fs``.
+The leases assume a local file system; a network file system needs a database
+store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel
+
+from research_fsm.engine import (
+    Checkpoint,
+    CheckpointConflict,
+    CorruptCheckpoint,
+    StoreWriteError,
+    ThreadBusy,
+)
+from research_fsm.engine.store import validate_keep, validate_thread_id
+
+from .._logformat import SCHEMA_VERSION, TAIL, Scan, aliases_of, encode_line
+from .append import cut_back, open_at_end, write_line
+from .batch import Batcher
+from .fs import (
+    NOFOLLOW,
+    FileSystem,
+    fsync_dir,
+    make_private_dirs,
+    refuse_unsafe_dir,
+    unlink,
+)
+from .groupcommit import GroupCommit
+from .heads import Head, Heads
+from .leases import FileLease, Locks
+from .secretfile import load_secret
+from .segments import Segments, file_stem, refuse_rollback
+
+__all__ = ["SCHEMA_VERSION", "JsonFileCheckpointStore"]
+
+_SEGMENT_RECORDS = 128  # checkpoints per segment at most (fewer with a smaller keep)
+_SEGMENT_BYTES = 1 << 20  # ... and rotate once changes pass this size
+_RESCAN_PAUSES = (0.001, 0.01, 0.05)  # a reader's waits before it believes a damaged last line
+
+Durability = Literal["fsync", "none"]
+
+
+class JsonFileCheckpointStore:
+    """Checkpoints as append-only JSON lines, a few files per thread in one folder.
+
+    Args:
+        directory: root folder (created 0700 if missing; refused with
+            ``UnsafeStoreDirectory`` if another user owns it or others can write it).
+        durability: ``"fsync"`` survives power loss (one ``fdatasync`` per
+            save); ``"none"`` survives a killed process but not a power cut, and
+            is faster.
+        keep: keep at least the newest ``keep`` checkpoints of each thread;
+            older ones are deleted a whole segment at a time, so up to about
+            ``2 * keep`` stay on disk (``None``: keep all).
+        secret: key for signing resume tokens; by default a random key is kept
+            in ``directory/.secret`` (0600) and shared by every process.
+        fs: the system calls to use (tests pass one that injects faults).
+    """
+
+    saves_changes = True
+    """Asks the engine for ``Checkpoint.changes``: a save writes only those."""
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        *,
+        durability: Durability = "fsync",
+        keep: int | None = None,
+        secret: bytes | str | None = None,
+        fs: FileSystem | None = None,
+    ) -> None:
+        if durability not in ("fsync", "none"):
+            raise ValueError(f"durability must be 'fsync' or 'none', got {durability!r}")
+        keep = validate_keep(keep)
+        self.directory = Path(directory)
+        self.durability: Durability = durability
+        self.keep = keep
+        self.fs = fs or FileSystem()
+        self._per_segment = min(keep, _SEGMENT_RECORDS) if keep else _SEGMENT_RECORDS
+        self._secret = secret.encode() if isinstance(secret, str) else secret
+        self._segments = Segments(self.fs, self.directory, durability == "fsync")
+        self._locks = Locks(
+            self.fs, self.directory, file_stem, self._make_root, self._segments.known
+        )
+        self._heads = Heads(self.fs, self._segments, self._locks.holds)
+        self._group = GroupCommit(self.fs, self.directory, self._segments.prune, self._heads.forget)
+        self._worker = Batcher(commit=self._group.commit)
+        # The newest checkpoint read while taking a lease, what load_latest gives until
+        # the lease holder's first save (nothing else can change it while the lease is held).
+        self._peeked: dict[str, Checkpoint | None] = {}
+        self._root_checked = False
+
+    def __repr__(self) -> str:
+        return (
+            f"JsonFileCheckpointStore({str(self.directory)!r}, "
+            f"durability={self.durability!r}, keep={self.keep!r})"
+        )
+
+    def __del__(self) -> None:
+        locks = getattr(self, "_locks", None)
+        if locks is not None:
+            locks.close()
+
+    def thread_files(self, thread_id: str) -> list[Path]:
+        """Every file of ``thread_id``, sorted: its lock, its segments and any
+        damaged lines moved aside (``ValueError`` for a bad id). Lists the
+        whole folder: meant for tools and tests, not for hot paths."""
+        return self._segments.files(file_stem(validate_thread_id(thread_id)))
+
+    def segment_path(self, thread_id: str, first_seq: int) -> Path:
+        """Where the segment of ``thread_id`` starting at checkpoint ``first_seq`` lives."""
+        return self._segments.path(file_stem(validate_thread_id(thread_id)), first_seq)
+
+    def _check_root(self) -> None:
+        """Refuse a store directory another user could change (once per store)."""
+        if not self._root_checked:
+            self._root_checked = refuse_unsafe_dir(self.fs, self.directory)
+
+    def _make_root(self) -> None:
+        if make_private_dirs(self.fs, self.directory) and self.durability == "fsync":
+            fsync_dir(self.fs, self.directory.parent)
+
+    # -- lease -----------------------------------------------------------------
+
+    async def acquire(self, thread_id: str) -> FileLease:
+        # The lock is taken in a worker thread (file I/O stays off the event loop),
+        # and the newest checkpoint is read in the same trip: the engine asks for it
+        # next. If the caller is cancelled meanwhile, the locking still finishes and
+        # its lease is dropped at once, so no orphan descriptor keeps the lock.
+        locking = self._worker.submit(self._lock_and_peek, thread_id)
+        try:
+            await locking  # cannot be cancelled: finishes before CancelledError comes
+        except asyncio.CancelledError:
+            if locking.done() and locking.exception() is None:
+                FileLease(self._release, thread_id).release_now()
+            raise
+        return FileLease(self._release, thread_id)
+
+    def _lock_and_peek(self, thread_id: str) -> None:
+        self._lock(thread_id)
+        try:
+            self._peeked[thread_id] = self._load_latest(thread_id, holder=True)
+        except Exception:  # load_latest will meet (and report) the same problem
+            self._peeked.pop(thread_id, None)
+
+    def _lock(self, thread_id: str) -> None:
+        validate_thread_id(thread_id)
+        self._check_root()
+        self._locks.lock(thread_id)
+
+    def _release(self, thread_id: str) -> None:
+        self._peeked.pop(thread_id, None)
+        self._heads.close(thread_id)
+        self._locks.unlock(thread_id)
+
+    # -- saving ----------------------------------------------------------------
+
+    async def save(self, checkpoint: Checkpoint) -> None:
+        # Encoded here, where the checkpoint was just made (warm, unlike a worker just woken).
+        line = None
+        if checkpoint.changes is not None and isinstance(checkpoint.state, BaseModel):
+            line = encode_line(checkpoint, checkpoint.changes, aliases_of(type(checkpoint.state)))
+        await self._worker.run(self._save, checkpoint, line)
+
+    def _save(self, cp: Checkpoint, line: bytes | None = None) -> None:
+        thread_id = cp.thread_id
+        self._peeked.pop(thread_id, None)
+        if self._locks.holds(thread_id):
+            self._save_leased(cp, line=line)
+            return
+        # Not leased by us: hold the lock for this one save (never wait for it).
+        try:
+            self._lock(thread_id)
+        except ThreadBusy:
+            raise CheckpointConflict(thread_id, cp.parent_id) from None
+        try:
+            self._load_latest(thread_id, holder=True)  # another store may have moved on
+            self._save_leased(cp, group=False, line=line)  # synced before the lock goes
+        finally:
+            self._release(thread_id)
+
+    def _save_leased(
+        self, cp: Checkpoint, *, group: bool = True, line: bytes | None = None
+    ) -> None:
+        head = self._heads.get(cp.thread_id)
+        if head is None or head.checkpoint.checkpoint_id != cp.parent_id:
+            self._load_latest(cp.thread_id, holder=True)  # the thread as it is on disk
+            head = self._heads.get(cp.thread_id)
+        latest = None if head is None else head.checkpoint
+        expected = (None, 1) if latest is None else (latest.checkpoint_id, latest.seq + 1)
+        if expected != (cp.parent_id, cp.seq):
+            raise CheckpointConflict(cp.thread_id, cp.parent_id)
+        if (
+            head is None
+            or cp.changes is None
+            or not isinstance(cp.state, BaseModel)
+            or head.records >= self._per_segment
+            or head.size - head.base > max(_SEGMENT_BYTES, head.base)
+        ):
+            self._start_segment(cp, head, group)
+        else:
+            self._append(cp, head, group, line)
+
+    def _append(self, cp: Checkpoint, head: Head, group: bool, line: bytes | None) -> None:
+        assert isinstance(cp.state, BaseModel)
+        if line is None:
+            line = encode_line(cp, cp.changes, aliases_of(type(cp.state)))
+        fs, sync = self.fs, self.durability == "fsync"
+        try:
+            if head.fd is None:
+                path = self._segments.path(file_stem(cp.thread_id), head.segments[0])
+                head.fd = open_at_end(fs, path, head, cp.thread_id)
+            try:
+                padding = write_line(fs, head.fd, head.size, head.padding, line, sync)
+                if sync and not (
+                    group and self._group.defer(cp.thread_id, head.fd, head.size, None, None)
+                ):
+                    fs.fdatasync(head.fd)
+            except OSError:
+                # The next save must not follow a torn line; if the cut fails too,
+                # forget the head: the next save reads the thread back from disk.
+                try:
+                    cut_back(fs, head)
+                except OSError:
+                    self._heads.forget(cp.thread_id)
+                raise
+        except OSError as exc:
+            raise StoreWriteError(cp.thread_id, exc) from exc
+        head.checkpoint = cp
+        head.size += len(line)
+        head.padding = padding
+        head.tail = line[-TAIL:]
+        head.records += 1
+
+    def _start_segment(self, cp: Checkpoint, head: Head | None, group: bool) -> None:
+        """Write ``cp`` with its whole state as the first line of a new segment."""
+        line = encode_line(cp, None, {})
+        path = self._segments.path(file_stem(cp.thread_id), cp.seq)
+        segments = [cp.seq, *(head.segments if head is not None else ())]
+        pruned: list[int] = []
+        if self.keep is not None:  # segments older than the newest `keep`
+            while len(segments) > 1 and segments[-2] - 1 <= cp.seq - self.keep:
+                pruned.append(segments.pop())
+        try:
+            fd = self._create(path)
+            try:
+                padding = write_line(self.fs, fd, 0, 0, line, self.durability == "fsync")
+                deferred = (
+                    self.durability == "fsync"
+                    and group
+                    and self._group.defer(cp.thread_id, fd, 0, path, (segments, pruned))
+                )
+                if self.durability == "fsync" and not deferred:
+                    self.fs.fsync(fd)
+                    self._segments.sync_folder()
+            except BaseException:
+                self.fs.close(fd)
+                unlink(self.fs, path)
+                raise
+        except FileExistsError:
+            raise CheckpointConflict(cp.thread_id, cp.parent_id) from None
+        except OSError as exc:
+            raise StoreWriteError(cp.thread_id, exc) from exc
+        started = Head(
+            checkpoint=cp,
+            segments=segments,
+            ino=self.fs.fstat(fd).st_ino,
+            size=len(line),
+            tail=line[-TAIL:],
+            records=1,
+            base=len(line),
+            fd=fd,
+            padding=padding,
+        )
+        self._heads.remember(cp.thread_id, started)
+        if not deferred:  # else once the new segment is durable (``GroupCommit.commit``)
+            self._segments.prune(cp.thread_id, segments, pruned)
+
+    def _create(self, path: Path) -> int:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW
+        try:
+            return self.fs.open(path, flags, 0o600)
+        except FileNotFoundError:
+            self._make_root()
+            return self.fs.open(path, flags, 0o600)
+
+    # -- loading ---------------------------------------------------------------
+
+    async def load_latest(self, thread_id: str) -> Checkpoint | None:
+        # A read: it may come from the lease holder's run or from anyone else (a
+        # page showing the thread mid-run), so it changes nothing (``holder=False``).
+        try:
+            return self._peeked[thread_id]
+        except KeyError:
+            pass
+        return await self._worker.run(self._load_latest, thread_id, False)
+
+    def _load_latest(self, thread_id: str, holder: bool) -> Checkpoint | None:
+        """The newest checkpoint. As the lease ``holder`` (taking the lease, saving)
+        it repairs what a killed writer left and keeps the head; else it only reads."""
+        stem = file_stem(validate_thread_id(thread_id))
+        self._check_root()
+        head = self._heads.current(thread_id, stem, holder=holder)
+        if head is not None:
+            return head.checkpoint
+        return self._read_newest(thread_id, stem, holder and self._locks.holds(thread_id))
+
+    def _read_newest(self, thread_id: str, stem: str, leased: bool) -> Checkpoint | None:
+        segments, scans, known = self._segments.chain(thread_id, stem)
+        damaged: list[str] = []
+        for index, first in enumerate(segments):
+            path = self._segments.path(stem, first)
+            scan = scans.get(first)
+            if scan is None:
+                try:
+                    scan = self._segments.scan(stem, first, thread_id)
+                except FileNotFoundError:  # pruned by a writer elsewhere
+                    continue
+            if scan.problem == "damaged" and not leased:
+                scan = self._settled(stem, first, thread_id, scan)
+            if scan.problem == "damaged" or (damaged and scan.records):
+                refuse_rollback(path, scan, scan.records[-1] if scan.records else None)
+            if leased:
+                self._segments.repair(path, scan, damaged)
+            elif scan.problem == "damaged":
+                damaged.append(path.name)
+            if not scan.records:
+                continue
+            if leased:
+                live = segments[index:]
+                head = Head(
+                    checkpoint=scan.records[-1],
+                    segments=live,
+                    ino=scan.ino,
+                    size=scan.good_size,
+                    tail=scan.tail,
+                    records=len(scan.records),
+                    base=scan.base,
+                    padding=scan.padding,
+                )
+                self._heads.remember(thread_id, head)
+                if live != segments or index > 0 or not self._segments.list_says(stem, live):
+                    self._segments.write_list(stem, live)
+            return scan.records[-1]
+        self._nothing_readable(thread_id, stem, damaged, known, leased)
+        return None
+
+    def _settled(self, stem: str, first: int, thread_id: str, scan: Scan) -> Scan:
+        """As a reader: a last line that looks damaged may be a save in flight (its
+        bytes land a page at a time): read the segment again before believing it."""
+        for pause in _RESCAN_PAUSES:
+            if scan.problem != "damaged" or scan.intact_after:
+                break
+            time.sleep(pause)  # in a worker thread, never on the event loop
+            try:
+                scan = self._segments.scan(stem, first, thread_id)
+            except FileNotFoundError:  # moved aside by the lease holder meanwhile
+                break
+        return scan
+
+    def _nothing_readable(
+        self, thread_id: str, stem: str, damaged: list[str], known: bool, leased: bool
+    ) -> None:
+        """No checkpoint was readable: a new thread, or ``CorruptCheckpoint`` for one
+        that had checkpoints."""
+        if leased and damaged:  # mark the thread as one that had checkpoints
+            self._segments.write_list(stem, [], force=True)
+        if not damaged and known:  # lines moved aside earlier: "not a new thread"
+            damaged = [p.name for p in self.thread_files(thread_id) if p.name.endswith(".corrupt")]
+        if damaged:
+            raise CorruptCheckpoint(
+                thread_id,
+                f"no readable checkpoint left; damaged files moved aside: {', '.join(damaged)}",
+            )
+        if leased and known:  # nothing but unfinished segments (now removed): a new thread
+            unlink(self.fs, self._segments.list_path(stem))
+
+    async def history(self, thread_id: str) -> AsyncIterator[Checkpoint]:
+        stem = file_stem(validate_thread_id(thread_id))
+        segments, scans, _ = await self._worker.run(self._segments.chain, thread_id, stem)
+        left = self.keep  # older checkpoints may wait on disk for their segment to go
+        for first in segments:
+            scan = scans.get(first)
+            if scan is None:
+                try:
+                    scan = await self._worker.run(self._segments.scan, stem, first, thread_id)
+                except FileNotFoundError:  # pruned meanwhile
+                    continue
+            for checkpoint in reversed(scan.records):
+                if left is not None:
+                    if left == 0:
+                        return
+                    left -= 1
+                yield checkpoint
+
+    # -- the rest ----------------------------------------------------------------
+
+    async def delete(self, thread_id: str) -> None:
+        lease = await self.acquire(thread_id)
+        try:
+            await self._worker.run(self._delete, thread_id)
+        finally:
+            await lease.release()
+
+    def _delete(self, thread_id: str) -> None:
+        self._heads.forget(thread_id)
+        self._peeked.pop(thread_id, None)
+        self._segments.delete_all(file_stem(thread_id))
+
+    async def secret(self) -> bytes:
+        if self._secret is None:
+            self._secret = await asyncio.to_thread(
+                load_secret, self.fs, self.directory, self._make_root
+            )
+        return self._secret

@@ -1,0 +1,342 @@
+"""The checkpoint codec: pure functions over bytes, versioned.
+
+A checkpoint's body (``encode_body``, read back by ``fold``) is what the file store's
+lines and the Postgres store's rows hold; the rest is the file store's on-disk format.
+
+A segment is lines of JSON, each followed by a tab, a checksum (32 hex digits of
+SHA-256 of the JSON) and a newline. A segment's first line holds the whole state
+(``"state"``); every later line holds only its step's changes (``"set"``: the
+fields set, ``"append"``: which of them got items appended at the end). Lines
+carrying parallel-branch records (``"branches"`` whole, or ``"bset"``/``"bdel"``
+as changes to the line before) are version 3; the others version 2.
+
+``<thread>.idx`` lists the live segments: their first seqs, 12 digits each,
+newest first, separated by spaces, ending with a newline.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import pydantic_core
+from pydantic import BaseModel
+
+from research_fsm.engine import Checkpoint, CorruptCheckpoint, StateSerializationError
+
+from ._jsonplan import json_plan, model_json
+from ._serialize import find_unserializable
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "TAIL",
+    "Damaged",
+    "Scan",
+    "aliases_of",
+    "checksum",
+    "encode_body",
+    "encode_line",
+    "fold",
+    "index_bytes",
+    "index_seqs",
+    "scan_bytes",
+]
+
+SCHEMA_VERSION = 3  # 3: lines may carry parallel-branch records (others are still 2)
+TAIL = 34  # a line ends with a tab, 32 hex digits of checksum and a newline
+_ZEROS = re.compile(rb"\0+")
+_HEADER_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+_HEADER_FIELDS = (
+    "thread_id",
+    "checkpoint_id",
+    "parent_id",
+    "seq",
+    "run_id",
+    "step",
+    "status",
+    "next",
+    "last_node",
+    "created_at",
+    "suspension",
+    "error",
+)
+
+
+def checksum(body: bytes) -> bytes:
+    return hashlib.sha256(body).hexdigest()[:32].encode()
+
+
+def index_bytes(segments: list[int]) -> bytes:
+    """The whole ``<thread>.idx`` naming ``segments`` (newest first)."""
+    return (" ".join(f"{seq:012d}" for seq in segments) + "\n").encode()
+
+
+def index_seqs(data: bytes) -> list[int] | None:
+    """The segments a whole ``<thread>.idx`` lists (``None`` if it is not one)."""
+    text = data.decode("ascii", "replace")
+    words = text.split()
+    if text.endswith("\n") and words and all(w.isdigit() and len(w) == 12 for w in words):
+        return [int(w) for w in words]
+    return None
+
+
+# -- writing ----------------------------------------------------------------------
+
+
+def aliases_of(model: type[BaseModel]) -> dict[str, str]:
+    """The keys ``model``'s fields are written under, where not their names."""
+    return json_plan(model).keys
+
+
+def encode_line(
+    cp: Checkpoint, changes: dict[str, int | None] | None, aliases: dict[str, str]
+) -> bytes:
+    """One log line for ``cp``: its ``encode_body``, a tab, its checksum, a newline."""
+    body = encode_body(cp, changes, aliases)
+    return body + b"\t" + checksum(body) + b"\n"
+
+
+def encode_body(
+    cp: Checkpoint, changes: dict[str, int | None] | None, aliases: dict[str, str]
+) -> bytes:
+    """``cp`` as one JSON object: just its ``changes`` (fields set, or the count of
+    items appended to each), or its whole state when ``changes`` is ``None``.
+    ``aliases`` maps field names to the keys they are written under. (The file
+    store's lines and the Postgres store's rows hold this.)"""
+    header = {name: getattr(cp, name) for name in _HEADER_FIELDS}
+    try:  # one call for the whole header; ``v`` first
+        parts = [
+            '{"v":' + ("3" if cp.branches else "2") + "," + _HEADER_ENCODER.encode(header)[1:-1]
+        ]
+    except (TypeError, ValueError) as exc:
+        name = next(n for n in _HEADER_FIELDS if not _encodable(header[n]))
+        path, detail = find_unserializable(header[name], name)
+        raise StateSerializationError(cp.last_node, path, detail or str(exc)) from None
+    if changes is not None:
+        assert isinstance(cp.state, BaseModel)
+        include: dict[str, Any] = {}
+        appended: list[str] = []
+        for name, count in changes.items():
+            if count is None:
+                include[name] = True
+            elif count > 0:
+                total = len(getattr(cp.state, name))
+                include[name] = set(range(total - count, total))
+                appended.append(aliases.get(name, name))
+        parts.append('"set":' + _state_json(cp, include))
+        if appended:
+            parts.append('"append":' + _HEADER_ENCODER.encode(appended))
+    else:
+        parts.append('"state":' + _state_json(cp, None))
+    if cp.branches:
+        parts.extend(_branch_parts(cp, changes is not None))
+    return (",".join(parts) + "}").encode("utf-8", "surrogatepass")
+
+
+def _encodable(value: Any) -> bool:
+    try:
+        _HEADER_ENCODER.encode(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _state_json(cp: Checkpoint, include: dict[str, Any] | None) -> str:
+    state: BaseModel | dict[str, Any] = cp.state
+    if isinstance(state, BaseModel):
+        return model_json(state, include, cp.last_node)
+    try:
+        return json.dumps(state, ensure_ascii=False, allow_nan=False)
+    except Exception as exc:  # pydantic raises several types here
+        path, detail = find_unserializable(state, "state")
+        raise StateSerializationError(cp.last_node, path, detail or str(exc)) from None
+
+
+def _branch_parts(cp: Checkpoint, only_changes: bool) -> list[str]:
+    """The JSON members holding ``cp``'s branch records (on a line of a step's
+    changes, just the records that step changed)."""
+    branches = cp.branches or {}
+    changed = cp.changed_branches
+    if only_changes and changed is not None:
+        parts = ['"bset":' + _records_json(cp, {k: branches[k] for k in changed if k in branches})]
+        gone = [k for k in changed if k not in branches]
+        if gone:
+            parts.append('"bdel":' + _HEADER_ENCODER.encode(gone))
+        return parts
+    return ['"branches":' + _records_json(cp, branches)]
+
+
+def _records_json(cp: Checkpoint, records: dict[str, Any]) -> str:
+    try:
+        return pydantic_core.to_json(records).decode("utf-8", "surrogatepass")
+    except Exception as exc:  # pydantic raises several types here
+        path, detail = find_unserializable(records, "branches")
+        raise StateSerializationError(cp.last_node, path, detail or str(exc)) from None
+
+
+# -- reading ----------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Scan:
+    """A segment as read: its checkpoints up to the first torn or damaged line."""
+
+    thread_id: str
+    records: list[Checkpoint] = field(default_factory=list)
+    good_size: int = 0  # bytes up to the end of the last good line
+    base: int = 0  # bytes of the first line
+    tail: bytes = b""  # the last bytes of the last good line
+    problem: Literal["", "torn", "damaged"] = ""
+    reason: str = ""
+    intact_after: int = 0  # whole, checksummed lines after a damaged one
+    padding: int = 0  # zero bytes after the last good line, to the end of the file
+    ino: int = 0  # the file's inode, set by whoever read it
+
+
+class Damaged(Exception):
+    """A line that cannot be trusted."""
+
+
+def scan_bytes(raw: bytes, thread_id: str) -> Scan:
+    """A segment's checkpoints oldest first (each with its whole state), up to the
+    first unfinished (torn) or damaged line. Runs of zero bytes where a line would
+    start are padding, not data (a line holds no zero byte: it is JSON)."""
+    scan = Scan(thread_id)
+    state: dict[str, Any] = {}
+    previous: Checkpoint | None = None
+    offset = 0
+    while offset < len(raw):
+        if raw[offset] == 0:  # zeros a writer padded its last disk block with
+            start, offset = offset, _after_zeros(raw, offset)
+            scan.padding = offset - start if offset == len(raw) else 0
+            continue
+        end = raw.find(b"\n", offset)
+        if end < 0:
+            scan.problem, scan.reason = "torn", "unfinished last line"
+            break
+        line = raw[offset : end + 1]
+        try:
+            checkpoint, state = _parse(line, thread_id, state, previous)
+        except Damaged as exc:
+            scan.problem, scan.reason = "damaged", f"line {len(scan.records) + 1}: {exc}"
+            scan.intact_after = _intact_lines(raw[end + 1 :])
+            break
+        scan.records.append(checkpoint)
+        previous = checkpoint
+        offset = end + 1
+        if len(scan.records) == 1:
+            scan.base = offset
+        scan.good_size, scan.tail = offset, line[-TAIL:]
+    if not scan.records and not scan.problem:  # made, then its writer was killed
+        scan.problem, scan.reason = "torn", "empty segment"
+    return scan
+
+
+def _after_zeros(raw: bytes, offset: int) -> int:
+    match = _ZEROS.match(raw, offset)
+    return offset if match is None else match.end()
+
+
+def _intact_lines(raw: bytes) -> int:
+    """How many whole lines of ``raw`` carry a matching checksum (zeros before a
+    line are padding, as for ``scan_bytes``)."""
+    count = 0
+    for line in raw.split(b"\n")[:-1]:
+        body, tab, rest = line.lstrip(b"\0").rpartition(b"\t")
+        count += bool(tab) and rest == checksum(body)
+    return count
+
+
+def _parse(
+    line: bytes, thread_id: str, state: dict[str, Any], previous: Checkpoint | None
+) -> tuple[Checkpoint, dict[str, Any]]:
+    body, tab, rest = line[:-1].rpartition(b"\t")
+    if not tab or rest != checksum(body):
+        raise Damaged("checksum mismatch")
+    try:
+        data = json.loads(body.decode("utf-8", "surrogatepass"))
+    except ValueError as exc:
+        raise Damaged(f"not JSON: {exc}") from None
+    version = data.get("v") if isinstance(data, dict) else None
+    if not isinstance(version, int):
+        raise Damaged("no schema version")
+    if version > SCHEMA_VERSION:
+        raise CorruptCheckpoint(
+            thread_id,
+            f"a checkpoint was written with checkpoint schema version {version}; this "
+            f"research_fsm reads up to version {SCHEMA_VERSION}: upgrade research_fsm",
+        )
+    if data.get("thread_id") != thread_id:
+        raise Damaged(f"belongs to thread {data.get('thread_id')!r}")
+    return fold(data, state, previous)
+
+
+def fold(
+    data: dict[str, Any], state: dict[str, Any], previous: Checkpoint | None
+) -> tuple[Checkpoint, dict[str, Any]]:
+    """The checkpoint a decoded body holds, with its whole state (``state`` is the
+    whole state of ``previous``, the checkpoint before it); ``Damaged`` if it does
+    not fit there."""
+    state = _state_of(data, state, previous)
+    branches = _branches_of(data, previous)
+    try:
+        checkpoint = Checkpoint(
+            **{name: data[name] for name in _HEADER_FIELDS}, state=state, branches=branches
+        )
+        return checkpoint, state
+    except (KeyError, TypeError) as exc:
+        raise Damaged(f"missing field {exc}") from None
+
+
+def _state_of(
+    data: dict[str, Any], state: dict[str, Any], previous: Checkpoint | None
+) -> dict[str, Any]:
+    """A line's whole state: given whole, or as changes to the line before."""
+    if "state" in data and isinstance(data["state"], dict):
+        whole: dict[str, Any] = data["state"]
+        return whole
+    if previous is None or not isinstance(data.get("set"), dict):
+        raise Damaged("no state")
+    if data.get("seq") != previous.seq + 1 or data.get("parent_id") != previous.checkpoint_id:
+        raise Damaged("does not follow the line before it")
+    changes: dict[str, Any] = data["set"]
+    merged = {**state, **changes}
+    try:
+        for key in data.get("append") or ():
+            merged[key] = [*state.get(key, ()), *changes[key]]
+    except (KeyError, TypeError):
+        raise Damaged("bad append") from None
+    return merged
+
+
+def _branches_of(
+    data: dict[str, Any], previous: Checkpoint | None
+) -> dict[str, dict[str, Any]] | None:
+    """A line's branch records: given whole, or as changes to the line before."""
+    if "branches" in data:
+        branches = data["branches"]
+    elif "bset" in data:
+        before = previous.branches if previous is not None and previous.branches else {}
+        branches = {**before, **data["bset"]}
+        for gone in data.get("bdel") or ():
+            branches.pop(gone, None)
+    else:
+        return None
+    if not isinstance(branches, dict) or not all(map(_is_record, branches.values())):
+        raise Damaged("bad branch records")
+    return branches or None
+
+
+_RECORD_KEYS = {"i": int, "p": str, "status": str, "join": str, "updates": list}
+
+
+def _is_record(record: Any) -> bool:
+    """Whether ``record`` has what the engine reads from a branch record."""
+    return (
+        isinstance(record, dict)
+        and all(isinstance(record.get(key), kind) for key, kind in _RECORD_KEYS.items())
+        and (record.get("node") is None or isinstance(record["node"], str))
+    )

@@ -1,0 +1,44 @@
+"""Helpers shared by the store tests (and the ``store`` fixtures in tests/conftest.py)."""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from research_fsm.engine import CheckpointStore
+
+
+def postgres_store(request: pytest.FixtureRequest, **kwargs: Any) -> CheckpointStore:
+    """A PostgreSQL store on the session's server, in a schema of its own (empty)."""
+    from research_fsm.stores.postgres import PostgresCheckpointStore
+
+    server = request.getfixturevalue("postgres_server")
+    schema = f"test_{secrets.token_hex(6)}"
+    return PostgresCheckpointStore(server.dsn, schema=schema, pool_size=4, **kwargs)
+
+
+async def close_store(store: CheckpointStore) -> None:
+    """Close what a store holds open (the Postgres store's connections)."""
+    aclose = getattr(store, "aclose", None)
+    if aclose is not None:
+        await aclose()
+
+
+def sql(server: Any, query: str, *params: Any) -> list[tuple[Any, ...]]:
+    """Run one statement on a PostgreSQL connection of its own (``server``: the test server
+    or a DSN); its rows (if any)."""
+    import psycopg  # the postgres extra: only the tests that use it need it
+
+    dsn = server if isinstance(server, str) else server.dsn
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        cur = conn.execute(query, params)
+        return cur.fetchall() if cur.description else []
+
+
+def segment_data(path: Path) -> bytes:
+    """A segment's bytes without the zeros after its last line (a durable file store
+    pads the file's last disk block with zeros: ``research_fsm.stores._file.append``)."""
+    return path.read_bytes().rstrip(b"\0")
