@@ -25,7 +25,6 @@ from ._errors import (
     StoreWriteError,
     ThreadBusy,
     ThreadNotFound,
-    ThreadSuspended,
     UnsafeStoreDirectory,
 )
 from ._events import Completed, Emitted, Event, NodeFinished, NodeStarted, Suspended
@@ -35,6 +34,7 @@ from ._memory import MemoryCheckpointStore
 from ._reducers import Reducer, Replace, add, append, replace
 from ._store import CheckpointStore, Lease, validate_thread_id
 from ._stream import RunStream
+from ._tokens import ThreadSuspended
 from ._types import (
     END,
     START,
