@@ -1,5 +1,6 @@
 """Parallel branches as data: the in-memory branches and fan-outs of a run, their
-saved records, and the merge at a join.
+saved records, and the merge at a join. The parallel runner (``_parallel``) runs
+them; ``_restore`` finds the branch a resume token answers.
 
 The saved form of an unfinished fan-out is ``Checkpoint.branches``: one JSON-able
 record per branch, keyed by branch id (``node[index]``, nested ``outer[0]/inner[1]``):

@@ -108,10 +108,7 @@ class ParallelRun:
         return await self._run_root()
 
     async def restart(
-        self,
-        records: dict[str, dict[str, Any]],
-        state: BaseModel,
-        resume: tuple[str, Any] | None,
+        self, records: dict[str, dict[str, Any]], state: BaseModel, resume: tuple[str, Any] | None
     ) -> Continue | None:
         """Continue the saved fan-out ``records`` (after a crash, failure or suspension)."""
         self._records = dict(records)
@@ -430,12 +427,7 @@ class ParallelRun:
     # -- merging ---------------------------------------------------------------
 
     async def _merged(
-        self,
-        frame: Frame,
-        base: BaseModel,
-        track: dict[str, int | None] | None,
-        *,
-        inline: bool,
+        self, frame: Frame, base: BaseModel, track: dict[str, int | None] | None, *, inline: bool
     ) -> tuple[BaseModel, list[dict[str, Any]]]:
         """The frame's branches merged; when they cannot be (``InvalidUpdate``),
         their records are saved first, so fixing the graph redoes none of them.
