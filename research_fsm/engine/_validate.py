@@ -1,5 +1,8 @@
 """Checking a declared graph: every problem found (unknown nodes, missing or
-double exits, unreachable nodes, bad fan-outs and joins), or its topology."""
+double exits, unreachable nodes, bad fan-outs and joins), or its topology.
+
+``StateGraph.compile()`` (``_graph``) calls ``validate``; the walk over fan-outs and
+joins is ``_topology``'s."""
 
 from __future__ import annotations
 
