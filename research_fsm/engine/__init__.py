@@ -29,7 +29,6 @@ from ._errors import (
     StoreWriteError,
     ThreadBusy,
     ThreadNotFound,
-    ThreadSuspended,
     UnsafeStoreDirectory,
 )
 from ._events import Completed, Emitted, Event, NodeFinished, NodeStarted, Suspended
@@ -37,6 +36,7 @@ from ._graph import StateGraph
 from ._memory import MemoryCheckpointStore
 from ._reducers import Reducer, Replace, add, append, replace
 from ._stream import RunStream
+from ._tokens import ThreadSuspended
 from ._types import (
     END,
     START,

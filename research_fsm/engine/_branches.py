@@ -1,5 +1,6 @@
 """Parallel branches as data: the in-memory branches and fan-outs of a run, their
-saved records, and the merge at a join.
+saved records, and the merge at a join. The parallel runner (``_parallel``) runs
+them; ``_restore`` finds the branch a resume token answers.
 
 The saved form of an unfinished fan-out is ``Checkpoint.branches``: one JSON-able
 record per branch, keyed by branch id (``node[index]``, nested ``outer[0]/inner[1]``):
@@ -20,27 +21,23 @@ from collections import deque
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel
 
 from ._errors import InvalidUpdate
+from ._plan import NO_ITEM
 from ._reducers import Replace, append, replace
-from ._topology import NO_ITEM
+from ._state import StateSchema
+from ._steps import NO_VALUE
 from ._types import BranchStatus, ErrorInfo
 
-if TYPE_CHECKING:
-    from ._state import StateSchema
-
 __all__ = [
-    "NO_VALUE",
     "Branch",
     "BranchFailure",
     "Continue",
     "Frame",
     "Limiter",
-    "NodeError",
-    "cannot_suspend",
     "entry",
     "find_suspended",
     "first_failure_or_all",
@@ -49,26 +46,6 @@ __all__ = [
     "replay",
     "walk",
 ]
-
-NO_VALUE: Any = object()
-"""No resume value: the branch is not being resumed."""
-
-
-class NodeError(Exception):
-    """A node failed for good (after retries); raised by ``CompiledGraph._invoke``."""
-
-    def __init__(self, cause: BaseException) -> None:
-        self.cause = cause
-
-
-def cannot_suspend(node: str) -> NodeError:
-    """The failure of a ``(state)``-only node that returned ``Suspend``."""
-    return NodeError(
-        TypeError(
-            f"node `{node}` takes only (state) and cannot suspend: give it "
-            "a `ctx` parameter, or make it an object with `run`/`resume`"
-        )
-    )
 
 
 @dataclass(slots=True, eq=False)
@@ -111,12 +88,20 @@ class BranchFailure(Exception):
     """A branch node failed for good; ``on_error`` says where the run goes."""
 
     def __init__(
-        self, branch: Branch, node: str, step: int, cause: BaseException,
-        on_error: str | None, *, routing: bool = False,
-    ) -> None:  # fmt: skip
-        self.branch, self.node, self.step, self.cause, self.on_error = (
-            branch, node, step, cause, on_error,
-        )  # fmt: skip
+        self,
+        branch: Branch,
+        node: str,
+        step: int,
+        cause: BaseException,
+        on_error: str | None,
+        *,
+        routing: bool = False,
+    ) -> None:
+        self.branch = branch
+        self.node = node
+        self.step = step
+        self.cause = cause
+        self.on_error = on_error
         self.routing = routing
         """The router failed (not the node): its error is raised as it is."""
 
@@ -212,16 +197,22 @@ def changes(saved: dict[str, Any]) -> dict[str, Any]:
     return {k: Replace(v) if k in replaced else v for k, v in values.items()}
 
 
-def replay(schema: StateSchema, state: BaseModel, entries: list[dict[str, Any]], origin: str) -> BaseModel:  # fmt: skip
+def replay(
+    schema: StateSchema, state: BaseModel, entries: list[dict[str, Any]], origin: str
+) -> BaseModel:
+    """``state`` with a branch record's ``entries`` applied in order."""
     for item in entries:
         state = schema.apply(state, changes(item), origin)
     return state
 
 
 def merge(
-    schema: StateSchema, branches: list[Branch], base: BaseModel,
-    track: dict[str, int | None] | None, fresh: set[int] | frozenset[int] = frozenset(),
-) -> tuple[BaseModel, list[dict[str, Any]]]:  # fmt: skip
+    schema: StateSchema,
+    branches: list[Branch],
+    base: BaseModel,
+    track: dict[str, int | None] | None,
+    fresh: set[int] | frozenset[int] = frozenset(),
+) -> tuple[BaseModel, list[dict[str, Any]]]:
     """Apply the branches' updates to ``base`` in declared order; two branches
     setting one ``replace`` field is an ``InvalidUpdate`` naming both. (Each update
     was validated when its node returned it: errors here name the branch. Entries
@@ -290,11 +281,15 @@ class _Pending:
     any other update is applied on its own, in order."""
 
     def __init__(self, schema: StateSchema, track: dict[str, int | None] | None) -> None:
-        self.schema, self.track = schema, track
+        self.schema = schema
+        self.track = track
         self.values: dict[str, Any] = {}
-        self.origin, self.validated = "", False
+        self.origin = ""
+        self.validated = False
 
-    def add(self, state: BaseModel, saved: dict[str, Any], origin: str, validated: bool) -> BaseModel:  # fmt: skip
+    def add(
+        self, state: BaseModel, saved: dict[str, Any], origin: str, validated: bool
+    ) -> BaseModel:
         fields = self.schema.fields
         simple = not saved.get("r") and all(
             name in fields and fields[name].reducer in (replace, append) for name in saved["u"]
@@ -323,9 +318,13 @@ class _Pending:
 def record(branch: Branch) -> dict[str, Any]:
     """The branch's saved record (a new dict: records are never changed in place)."""
     saved: dict[str, Any] = {
-        "i": branch.index, "p": branch.parent, "node": branch.node, "status": branch.status,
-        "join": branch.join, "updates": list(branch.updates),
-    }  # fmt: skip
+        "i": branch.index,
+        "p": branch.parent,
+        "node": branch.node,
+        "status": branch.status,
+        "join": branch.join,
+        "updates": list(branch.updates),
+    }
     if branch.item is not NO_ITEM:
         saved["item"] = branch.item
     if branch.status == "suspended":

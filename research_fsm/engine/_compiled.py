@@ -1,25 +1,28 @@
 """``CompiledGraph``: the public face of a compiled graph (run, resume, stream,
 thread queries) and the per-thread lease around each call.
 
-A call starts in ``_restore`` (``begin``), runs in ``_runloop`` (whose steps are
-in ``_steps``; fan-outs in ``_parallel``); resume tokens are in ``_tokens``."""
+A call goes down in a straight line: ``_execute`` takes the thread's lease and
+calls ``_runloop.run``, which starts where ``_restore.begin`` says and runs node
+after node (one step's pieces in ``_steps``; fan-outs in ``_parallel``). Everything
+the run loop reads of the graph is its ``Plan`` (``_plan``); resume tokens are in
+``_tokens``."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from collections.abc import AsyncIterator
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
 from ._errors import IncompatibleCheckpoint, ThreadBusy
-from ._events import Event
+from ._events import Sink
 from ._mermaid import to_mermaid
-from ._restore import begin, restore
+from ._plan import Plan
+from ._restore import restore
 from ._runloop import run
 from ._stream import RunStream
 from ._tokens import branch_suspensions, in_order, parse_token, sign, verify
-from ._topology import Fork, Topology
 from ._types import (
     END,
     BranchInfo,
@@ -30,42 +33,27 @@ from ._types import (
     SuspendToken,
     Suspension,
 )
-from .store import CheckpointStore, Lease, validate_thread_id
-
-if TYPE_CHECKING:
-    from ._graph import StateGraph
+from .store import Lease, validate_thread_id
 
 __all__ = ["CompiledGraph"]
 
 StateT = TypeVar("StateT", bound=BaseModel)
-Sink = Callable[[Event], None] | None
 
 
 class CompiledGraph(Generic[StateT]):
     """A validated graph bound to a checkpoint store; safe to share across tasks."""
 
-    def __init__(
-        self, graph: StateGraph[StateT], store: CheckpointStore, step_limit: int,
-        topology: Topology, max_concurrency: int | None = None,
-    ) -> None:  # fmt: skip
-        self.state_model: type[StateT] = graph.state_model
-        self.store = store
-        self.step_limit = step_limit
-        self.max_concurrency = max_concurrency
-        self._schema = graph.schema
-        self._nodes = dict(graph.nodes)
-        self._edges: dict[str, str | Fork] = topology.exits()
-        self._routers = dict(graph.routers)
-        self._router_joins = {source: topology.router_join(source) for source in self._routers}
-        self._joins = list(graph.joins)
-        self._origins = {name: f"node `{name}`" for name in self._nodes}  # for error messages
+    def __init__(self, plan: Plan, state_model: type[StateT]) -> None:
+        self.state_model = state_model
+        self.store = plan.store
+        self.step_limit = plan.step_limit
+        self.max_concurrency = plan.max_concurrency
+        self._plan = plan
         self._holders: dict[str, asyncio.Task[Any]] = {}
-        # Only stores that save a step's changes alone need them worked out.
-        self._tracks = store.saves_changes
 
     def __repr__(self) -> str:
         return (
-            f"CompiledGraph({self.state_model.__name__}, nodes={list(self._nodes)}, "
+            f"CompiledGraph({self.state_model.__name__}, nodes={list(self._plan.nodes)}, "
             f"store={self.store!r})"
         )
 
@@ -91,16 +79,12 @@ class CompiledGraph(Generic[StateT]):
     ) -> RunStream[StateT]:
         """Like ``run`` but yields events as they happen (use ``async with``)."""
         thread_id = validate_thread_id(thread_id)
-        return RunStream(self, thread_id, lambda sink: self._execute(thread_id, input, None, sink))
+        return RunStream(lambda sink: self._execute(thread_id, input, None, sink))
 
     def stream_resume(self, token: SuspendToken | str, value: Any) -> RunStream[StateT]:
         """Like ``resume`` but yields events as they happen (use ``async with``)."""
         parsed = parse_token(token)
-        return RunStream(
-            self,
-            parsed.thread_id,
-            lambda sink: self._execute(parsed.thread_id, None, (parsed, value), sink),
-        )
+        return RunStream(lambda sink: self._execute(parsed.thread_id, None, (parsed, value), sink))
 
     async def get_state(self, thread_id: str) -> StateSnapshot[StateT] | None:
         """The thread's latest snapshot, or ``None`` if the thread does not exist."""
@@ -118,7 +102,7 @@ class CompiledGraph(Generic[StateT]):
 
     def to_mermaid(self) -> str:
         """A Mermaid flowchart of the nodes, edges and router branches."""
-        return to_mermaid(self._nodes, self._edges, self._routers, self._router_joins)
+        return to_mermaid(self._plan)
 
     # -- snapshots ---------------------------------------------------------------
 
@@ -126,10 +110,11 @@ class CompiledGraph(Generic[StateT]):
         suspensions: list[Suspension] = []
         branches: tuple[BranchInfo, ...] = ()
         if cp.status == "suspended" and cp.suspension is not None:
-            suspensions.append(Suspension(
-                node=cp.suspension["node"], payload=cp.suspension["payload"],
-                token=await sign(self.store, cp.thread_id, cp.checkpoint_id),
-            ))  # fmt: skip
+            token = await sign(self.store, cp.thread_id, cp.checkpoint_id)
+            suspension = cp.suspension
+            suspensions.append(
+                Suspension(node=suspension["node"], payload=suspension["payload"], token=token)
+            )
         if cp.branches:
             branches = tuple(
                 BranchInfo(
@@ -141,7 +126,7 @@ class CompiledGraph(Generic[StateT]):
                 for branch_id, record in in_order(cp.branches)
             )
             suspensions += await branch_suspensions(self.store, cp.thread_id, cp.branches)
-        state = restore(self, cp, nodes=False)  # a snapshot needs no node of the graph
+        state = restore(self._plan, cp, nodes=False)  # a snapshot needs no node of the graph
         if isinstance(state, IncompatibleCheckpoint):
             raise state
         return StateSnapshot(
@@ -189,9 +174,7 @@ class CompiledGraph(Generic[StateT]):
         if task is not None:
             self._holders[thread_id] = task
         try:
-            # ``begin``'s result is handed over, not kept here: ``run`` lets the
-            # starting state go as the run moves on.
-            return await run(self, thread_id, await begin(self, thread_id, input, resume), sink)
+            return await run(self._plan, thread_id, input, resume, sink)
         finally:
             if self._holders.get(thread_id) is task:
                 del self._holders[thread_id]

@@ -43,7 +43,6 @@ class NodeContext:
     """The parallel branch this node runs in (``None`` outside fan-outs)."""
     _sink: Callable[[Event], None] | None = field(default=None, repr=False)
     _log: Any = field(default=None, repr=False)
-    _span: Any = field(default=None, repr=False)  # the node's span, in a traced run
 
     def emit(self, kind: str, data: Any = None) -> None:
         """Send ``data`` to stream consumers now, while the node still runs."""

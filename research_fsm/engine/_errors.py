@@ -2,16 +2,13 @@
 
 All of them share :class:`EngineError`; where a built-in exception fits, they
 subclass it too, so ``except ValueError`` keeps working for callers that do not
-know about the engine.
+know about the engine. ``ThreadSuspended``, which carries a resume token, is
+defined with the tokens (``_tokens``), above the token type it names.
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from ._types import SuspendToken
 
 __all__ = [
     "CheckpointConflict",
@@ -30,7 +27,6 @@ __all__ = [
     "StoreWriteError",
     "ThreadBusy",
     "ThreadNotFound",
-    "ThreadSuspended",
 ]
 
 
@@ -125,18 +121,6 @@ class LeaseLost(EngineError, RuntimeError):
             f"thread `{thread_id}`: the run stopped because its lease on the thread was lost "
             "(the store's connection holding it ended); continue the thread with "
             f"run(None, thread_id={thread_id!r}), or resume(token, value) if it is suspended"
-        )
-
-
-class ThreadSuspended(EngineError, RuntimeError):
-    """New input was given to a thread that waits for a resume value."""
-
-    def __init__(self, thread_id: str, token: SuspendToken) -> None:
-        self.thread_id = thread_id
-        self.token = token
-        super().__init__(
-            f"thread `{thread_id}` is suspended waiting for input; "
-            "call resume(token, value) with the token carried by this error"
         )
 
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ._types import RunResult, Suspension
 
-__all__ = ["Completed", "Emitted", "Event", "NodeFinished", "NodeStarted", "Suspended"]
+__all__ = ["Completed", "Emitted", "Event", "NodeFinished", "NodeStarted", "Sink", "Suspended"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -72,3 +73,6 @@ class Completed:
 
 Event = NodeStarted | NodeFinished | Emitted | Suspended | Completed
 """Any event a stream yields."""
+
+Sink = Callable[[Event], None] | None
+"""Where a run sends its events: a stream's queue, or ``None`` (a run that is not streamed)."""

@@ -1,64 +1,30 @@
-"""``StateGraph``: declare nodes, edges and routers; ``compile()`` validates them."""
+"""``StateGraph``: declare nodes, edges and routers; ``compile()`` validates them
+(``_validate``, ``_topology``) and builds the ``Plan`` (``_plan``) that the
+``CompiledGraph`` (``_compiled``) runs."""
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
+from ._compiled import CompiledGraph
 from ._errors import GraphValidationError
+from ._memory import MemoryCheckpointStore
+from ._plan import NodeCall, NodeSpec, Plan, ResumeCall, RouterSpec
 from ._state import StateSchema
 from ._topology import Topology
 from ._types import END, START, RetryPolicy
 from ._validate import validate
 from .store import CheckpointStore
 
-if TYPE_CHECKING:
-    from ._compiled import CompiledGraph
-
 __all__ = ["StateGraph"]
 
 StateT = TypeVar("StateT", bound=BaseModel)
-NodeCall = Callable[[Any, Any], Awaitable[Any]]
-ResumeCall = Callable[[Any, Any, Any], Awaitable[Any]]
 NodeSpecCalls = tuple[NodeCall, ResumeCall | None, bool]
 _RESERVED = (START, END)
-
-
-@dataclass(slots=True, kw_only=True)
-class NodeSpec:
-    """A node as the run loop sees it: normalised callables and policies."""
-
-    name: str
-    """The node's name in the graph."""
-    call: NodeCall
-    """``call(state, ctx)``: the node's code (a ``(state)`` node adapted)."""
-    resume: ResumeCall | None
-    """``resume(state, value, ctx)`` of a node object that has one."""
-    takes_ctx: bool
-    """Whether the node's code takes ``ctx`` (only such nodes may suspend)."""
-    retry: RetryPolicy | None
-    """When to call the node again after it raised."""
-    timeout: float | None
-    """Seconds each attempt may take."""
-    on_error: str | None
-    """The node the run goes to when this one fails for good."""
-    schema: StateSchema
-    """The graph's state fields: the node gets its own copy of the state."""
-
-
-@dataclass(slots=True, kw_only=True)
-class RouterSpec:
-    """A conditional exit: ``fn(state)`` picks a key, ``targets`` maps it to a node."""
-
-    source: str
-    fn: Callable[[Any], Any]
-    is_async: bool
-    targets: dict[Hashable, str]
-    join: str | None = None
 
 
 def _binds(fn: Callable[..., Any], count: int) -> bool | None:
@@ -115,8 +81,6 @@ def _adapt_method_node(name: str, node: object, run: Callable[..., Any]) -> Node
 def _adapt_node(name: str, node: object) -> NodeSpecCalls:
     """The node's code as ``call(state, ctx)``, its ``resume``, and whether it takes ctx;
     ``GraphValidationError`` naming the node when it cannot be called so."""
-    from ._compiled import CompiledGraph  # the compiled graph imports this module
-
     if isinstance(node, CompiledGraph):
         raise GraphValidationError(
             [
@@ -227,9 +191,15 @@ class StateGraph(Generic[StateT]):
             )
         call, resume, takes_ctx = _adapt_node(name, node)
         self.nodes[name] = NodeSpec(
-            name=name, call=call, resume=resume, takes_ctx=takes_ctx,
-            retry=retry, timeout=timeout, on_error=on_error, schema=self.schema,
-        )  # fmt: skip
+            name=name,
+            call=call,
+            resume=resume,
+            takes_ctx=takes_ctx,
+            retry=retry,
+            timeout=timeout,
+            on_error=on_error,
+            schema=self.schema,
+        )
         return self
 
     def add_edge(
@@ -302,7 +272,14 @@ class StateGraph(Generic[StateT]):
     def validate(self) -> Topology:
         """Raise ``GraphValidationError`` listing every problem, if any; else return
         the graph's fan-outs and joins worked out."""
-        return validate(self)
+        return validate(
+            nodes=self.nodes,
+            edges=self.edges,
+            fanouts=self.fanouts,
+            joins=self.joins,
+            routers=self.routers,
+            problems=self._problems,
+        )
 
     def compile(
         self,
@@ -318,9 +295,6 @@ class StateGraph(Generic[StateT]):
         in every branch. ``max_concurrency`` caps the branch nodes of one run that
         execute at once (the rest wait their turn, in order); ``None``: no cap.
         """
-        from ._compiled import CompiledGraph
-        from ._memory import MemoryCheckpointStore
-
         if store is not None and not isinstance(store, CheckpointStore):
             members = (
                 "saves_changes",
@@ -350,6 +324,18 @@ class StateGraph(Generic[StateT]):
                 [f"max_concurrency must be None or an int >= 1, got {max_concurrency!r}"]
             )
         topology = self.validate()
-        return CompiledGraph(
-            self, store or MemoryCheckpointStore(), step_limit, topology, max_concurrency
+        store = store or MemoryCheckpointStore()
+        plan = Plan(
+            schema=self.schema,
+            nodes=dict(self.nodes),
+            edges=topology.exits(),
+            routers=dict(self.routers),
+            router_joins={source: topology.router_join(source) for source in self.routers},
+            origins={name: f"node `{name}`" for name in self.nodes},
+            # Only stores that save a step's changes alone need them worked out.
+            tracks=store.saves_changes,
+            step_limit=step_limit,
+            store=store,
+            max_concurrency=max_concurrency,
         )
+        return CompiledGraph(plan, self.state_model)

@@ -1,16 +1,11 @@
-"""Render a graph as a Mermaid flowchart."""
+"""Render a compiled graph's plan as a Mermaid flowchart (``CompiledGraph.to_mermaid``)."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
-from ._topology import Fork
+from ._plan import Fork, Plan
 from ._types import END, START
-
-if TYPE_CHECKING:
-    from ._graph import NodeSpec, RouterSpec
 
 __all__ = ["to_mermaid"]
 
@@ -21,26 +16,19 @@ def _label(text: str) -> str:
     return text.replace('"', "#quot;")
 
 
-def to_mermaid(
-    nodes: Mapping[str, NodeSpec],
-    edges: Mapping[str, str | Fork],
-    routers: Mapping[str, RouterSpec],
-    router_joins: Mapping[str, str | None],
-) -> str:
+def to_mermaid(plan: Plan) -> str:
     """Nodes as boxes, START/END as stadiums, router branches labelled with their keys,
     ``on_error`` exits dotted; fan-outs and joins as thick arrows labelled
     ``parallel`` and ``join``."""
     ids = {START: "__start__", END: "__end__"}
-    for i, name in enumerate(nodes):
+    for i, name in enumerate(plan.nodes):
         ids[name] = name if _SAFE.fullmatch(name) and name not in ("end", "graph") else f"n{i}"
     lines = ["flowchart TD", '    __start__(["START"])', '    __end__(["END"])']
-    lines += [f'    {ids[name]}["{_label(name)}"]' for name in nodes]
-    joins = {
-        source: fork.join for source, fork in edges.items() if isinstance(fork, Fork)
-    }  # fmt: skip
-    joins.update({s: j for s, j in router_joins.items() if j is not None})
+    lines += [f'    {ids[name]}["{_label(name)}"]' for name in plan.nodes]
+    joins = {source: fork.join for source, fork in plan.edges.items() if isinstance(fork, Fork)}
+    joins.update({s: j for s, j in plan.router_joins.items() if j is not None})
     join_nodes = set(joins.values())
-    for source, target in edges.items():
+    for source, target in plan.edges.items():
         if isinstance(target, Fork):
             for node, _ in target.starts:
                 lines.append(f'    {ids[source]} ==>|"parallel"| {ids[node]}')
@@ -48,13 +36,13 @@ def to_mermaid(
             lines.append(f'    {ids[source]} ==>|"join"| {ids[target]}')
         else:
             lines.append(f"    {ids[source]} --> {ids[target]}")
-    for source, router in routers.items():
+    for source, router in plan.routers.items():
         for key, target in router.targets.items():
             lines.append(f'    {ids[source]} -->|"{_label(str(key))}"| {ids[target]}')
-        join = router_joins.get(source)
+        join = plan.router_joins.get(source)
         if join is not None:
             lines.append(f'    {ids[source]} -.->|"join"| {ids[join]}')
-    for name, spec in nodes.items():
+    for name, spec in plan.nodes.items():
         if spec.on_error is not None:
             lines.append(f'    {ids[name]} -.->|"error"| {ids[spec.on_error]}')
     return "\n".join(lines) + "\n"

@@ -1,8 +1,11 @@
 """Parallel branches at run time: run a fan-out's branches as tasks, checkpoint
 each branch node as it finishes, merge the branches at the join in declared order.
 
-The data (branches, frames, saved records, the merge) is in ``_branches``; the
-saving of the branch records (coalesced) in ``_branchsaves``.
+The run loop (``_runloop``) hands a fan-out to a ``ParallelRun`` and goes on where
+it ends. A branch step calls the node, routes and saves with ``_steps``; the data
+(branches, frames, saved records, the merge) is in ``_branches``. The branch records
+are saved coalesced: one save for all the branches that finish while another save
+is under way.
 """
 
 from __future__ import annotations
@@ -10,72 +13,90 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel
 
 from ._branches import (
-    NO_VALUE,
     Branch,
     BranchFailure,
     Continue,
     Frame,
     Limiter,
-    NodeError,
-    cannot_suspend,
     entry,
     first_failure_or_all,
     merge,
+    record,
     replay,
     walk,
 )
-from ._branchsaves import BranchSaves
 from ._context import NodeContext
-from ._errors import EngineError, InvalidUpdate, NodeFailed, StepLimitExceeded
-from ._events import NodeFinished, NodeStarted
-from ._steps import invoke, route
-from ._topology import NO_ITEM, Fork
-from ._types import END, ErrorInfo, Suspend
-
-if TYPE_CHECKING:
-    from ._compiled import CompiledGraph, Sink
-    from ._state import StateSchema
-    from ._tracing import RunTrace
+from ._errors import EngineError, InvalidUpdate, LeaseLost, NodeFailed, StepLimitExceeded
+from ._events import NodeFinished, NodeStarted, Sink
+from ._plan import NO_ITEM, Fork, Plan
+from ._steps import NO_VALUE, NodeError, cannot_suspend, invoke, route, save
+from ._tracing import RunTrace
+from ._types import END, CheckpointStatus, ErrorInfo, Suspend
 
 __all__ = ["ParallelRun"]
 
 
-class ParallelRun(BranchSaves):
+class ParallelRun:
     """One run's fan-outs: the branch tasks, their saves, and the merge at joins.
 
     Holds the run's checkpoint chain (``seq``, ``parent_id``, ``step``) while a
-    fan-out is in flight; the run loop reads them back afterwards. The branch
-    records are published and saved by ``BranchSaves``.
+    fan-out is in flight; the run loop reads them back afterwards.
     """
 
     def __init__(
-        self, graph: CompiledGraph[Any], thread_id: str, run_id: str, sink: Sink,
-        path: list[str], *, seq: int, parent_id: str | None, step: int,
+        self,
+        plan: Plan,
+        thread_id: str,
+        run_id: str,
+        sink: Sink,
+        path: list[str],
+        *,
+        seq: int,
+        parent_id: str | None,
+        step: int,
         tracing: RunTrace | None = None,
-    ) -> None:  # fmt: skip
-        super().__init__(graph, thread_id, run_id, seq=seq, parent_id=parent_id, step=step)
+    ) -> None:
+        self.plan = plan
+        self.thread_id = thread_id
+        self.run_id = run_id
         self.sink = sink
+        self.path = path
+        self.seq = seq
+        self.parent_id = parent_id
+        self.step = step
         self.tracing = tracing
         self._call = invoke if tracing is None else tracing.invoke  # a node span when traced
-        self.path = path
-        self._schema: StateSchema = graph._schema
-        limit = graph.max_concurrency
+        limit = plan.max_concurrency
         self._limiter = None if limit is None else Limiter(limit)
         self._started = 0  # node executions begun in this call, in every branch
         self._fresh: set[int] = set()  # ids of update entries validated in this process
         self._tasks: set[asyncio.Task[None]] = set()  # the branch tasks running
+        self._root: Frame | None = None
+        self._last_node: str | None = None
+        # The branch records and their saves.
+        self._records: dict[str, dict[str, Any]] = {}
+        self._running = 0  # branch tasks alive (while any is, a save may be left to them)
+        self._soon_pending = False
+        self._changed: set[str] = set()
+        self._version = 0  # records published ...
+        self._saved = 0  # ... and saved
+        self._saving: asyncio.Future[None] | None = None
+        self._lost: LeaseLost | None = None  # a save found the lease gone: no branch goes on
 
     # -- entry points ----------------------------------------------------------
 
     async def begin(
-        self, fork: Fork, state: BaseModel, changes: dict[str, int | None] | None,
+        self,
+        fork: Fork,
+        state: BaseModel,
+        changes: dict[str, int | None] | None,
         last_node: str | None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         """Checkpoint the start of ``fork`` after ``last_node`` produced ``state``."""
         self._root = self._frame(fork, state, "")
         self._last_node = last_node
@@ -87,15 +108,16 @@ class ParallelRun(BranchSaves):
         return await self._run_root()
 
     async def restart(
-        self, records: dict[str, dict[str, Any]], state: BaseModel,
-        resume: tuple[str, Any] | None,
-    ) -> Continue | None:  # fmt: skip
+        self, records: dict[str, dict[str, Any]], state: BaseModel, resume: tuple[str, Any] | None
+    ) -> Continue | None:
         """Continue the saved fan-out ``records`` (after a crash, failure or suspension)."""
         self._records = dict(records)
         self._root = self._rebuild(state, "")
         if resume is not None:
             branch = next(b for b in walk(self._root) if b.id == resume[0])
-            branch.status, branch.resumed_from, branch.at = "pending", branch.at, None
+            branch.status = "pending"
+            branch.resumed_from = branch.at
+            branch.at = None
             branch.resume_value = resume[1]
         return await self._run_root()
 
@@ -106,9 +128,14 @@ class ParallelRun(BranchSaves):
         branches = []
         for index, (node, item) in enumerate(fork.starts):
             branch = Branch(
-                id=f"{prefix}{node}[{index}]", parent=owner, index=index, node=node,
-                join=fork.join, state=base, item=item,
-            )  # fmt: skip
+                id=f"{prefix}{node}[{index}]",
+                parent=owner,
+                index=index,
+                node=node,
+                join=fork.join,
+                state=base,
+                item=item,
+            )
             branches.append(branch)
             self._publish(branch)
         return Frame(fork.join, base, branches)
@@ -120,13 +147,19 @@ class ParallelRun(BranchSaves):
         for branch_id, saved in mine:
             origin = f"saved branch `{branch_id}`"
             branch = Branch(
-                id=branch_id, parent=owner, index=saved["i"], node=saved["node"],
+                id=branch_id,
+                parent=owner,
+                index=saved["i"],
+                node=saved["node"],
                 join=saved["join"],
-                state=replay(self._schema, base, saved["updates"], origin),
-                item=saved.get("item", NO_ITEM), status=saved["status"],
-                updates=list(saved["updates"]), at=saved.get("at"),
-                payload=saved.get("payload"), error=saved.get("error"),
-            )  # fmt: skip
+                state=replay(self.plan.schema, base, saved["updates"], origin),
+                item=saved.get("item", NO_ITEM),
+                status=saved["status"],
+                updates=list(saved["updates"]),
+                at=saved.get("at"),
+                payload=saved.get("payload"),
+                error=saved.get("error"),
+            )
             if branch.status == "forked":
                 branch.frame = self._rebuild(branch.state, branch.id)
             branches.append(branch)
@@ -148,7 +181,7 @@ class ParallelRun(BranchSaves):
         track = self._no_changes()
         state, _ = await self._merged(root, root.base, track, inline=True)
         self._clear(root)
-        status = "completed" if root.join == END else "running"
+        status: CheckpointStatus = "completed" if root.join == END else "running"
         await self._save(status, root.join, state, track)
         return Continue(root.join, state)
 
@@ -160,9 +193,11 @@ class ParallelRun(BranchSaves):
             await self._save("running", failure.on_error, state, track)
             return Continue(failure.on_error, state, self._error_info(failure))
         error = {
-            "node": failure.node, "exc_type": type(failure.cause).__name__,
-            "message": str(failure.cause), "branch": failure.branch.id,
-        }  # fmt: skip
+            "node": failure.node,
+            "exc_type": type(failure.cause).__name__,
+            "message": str(failure.cause),
+            "branch": failure.branch.id,
+        }
         await self._save("failed", root.join, root.base, self._no_changes(), error=error)
         if failure.routing and isinstance(failure.cause, EngineError):
             raise failure.cause
@@ -210,10 +245,6 @@ class ParallelRun(BranchSaves):
         # Done branches that no save took yet are saved by the join's merge.
         return all(b.status == "done" for b in frame.branches)
 
-    def _stop_branches(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-
     def _mark_failed(self, failure: BranchFailure) -> None:
         branch = failure.branch
         if branch.status == "suspended" or failure.on_error is not None or failure.routing:
@@ -221,8 +252,10 @@ class ParallelRun(BranchSaves):
         cause = failure.cause
         branch.status = "failed"
         branch.error = {
-            "node": failure.node, "exc_type": type(cause).__name__, "message": str(cause),
-        }  # fmt: skip
+            "node": failure.node,
+            "exc_type": type(cause).__name__,
+            "message": str(cause),
+        }
         self._publish(branch)
 
     async def _branch(self, frame: Frame, branch: Branch) -> None:
@@ -240,31 +273,40 @@ class ParallelRun(BranchSaves):
             self._running -= 1
 
     def _context(self, branch: Branch, node: str) -> NodeContext:
-        if len(self.path) + self._started >= self.graph.step_limit:
-            raise StepLimitExceeded(self.graph.step_limit, self.path)
+        limit = self.plan.step_limit
+        if len(self.path) + self._started >= limit:
+            raise StepLimitExceeded(limit, self.path)
         self._started += 1
         ctx = NodeContext(
-            thread_id=self.thread_id, run_id=self.run_id, step=self.step + self._started - 1,
-            node=node, error=branch.pending_error, _sink=self.sink, branch=branch.id,
+            thread_id=self.thread_id,
+            run_id=self.run_id,
+            step=self.step + self._started - 1,
+            node=node,
+            error=branch.pending_error,
+            _sink=self.sink,
+            branch=branch.id,
             item=None if branch.item is NO_ITEM else branch.item,
-        )  # fmt: skip
+        )
         branch.pending_error = None
         if branch.resume_value is not NO_VALUE:
-            ctx.resume_value, ctx.resuming = branch.resume_value, True
+            ctx.resume_value = branch.resume_value
+            ctx.resuming = True
             branch.resume_value = NO_VALUE
         return ctx
 
     async def _step(self, frame: Frame, branch: Branch) -> bool:
         """Run the branch's next node and save its update; False when it suspended."""
-        graph, schema, sink = self.graph, self._schema, self.sink
+        plan = self.plan
+        schema = plan.schema
+        sink = self.sink
         node = branch.node
         assert node is not None
-        spec = graph._nodes[node]
+        spec = plan.nodes[node]
         ctx = self._context(branch, node)
         if sink is not None:
             sink(NodeStarted(node=node, step=ctx.step, branch=branch.id))
         began = time.perf_counter() if sink is not None else 0.0
-        origin = graph._origins[node]
+        origin = plan.origins[node]
         try:
             if self._limiter is None:
                 out = await self._call(spec, branch.state, ctx, ctx.resuming)
@@ -280,11 +322,12 @@ class ParallelRun(BranchSaves):
             cause = failure.cause if isinstance(failure, NodeError) else failure
             self._started -= 1
             if ctx.resuming and spec.on_error is None:  # keeps the suspension and its token
-                branch.status, branch.at = "suspended", branch.resumed_from
+                branch.status = "suspended"
+                branch.at = branch.resumed_from
                 self._publish(branch)
             raise BranchFailure(branch, node, ctx.step, cause, spec.on_error) from cause
         try:
-            target = await route(graph, node, state)
+            target = await route(plan, node, state)
         except Exception as exc:
             self._started -= 1
             raise BranchFailure(branch, node, ctx.step, exc, None, routing=True) from exc
@@ -295,19 +338,26 @@ class ParallelRun(BranchSaves):
         else:
             await self._commit()
         if sink is not None:
-            sink(NodeFinished(
-                node=node, step=ctx.step, update=update,
-                duration=time.perf_counter() - began, branch=branch.id,
-            ))  # fmt: skip
+            duration = time.perf_counter() - began
+            sink(
+                NodeFinished(
+                    node=node, step=ctx.step, update=update, duration=duration, branch=branch.id
+                )
+            )
         return True
 
     def _advance(
-        self, frame: Frame, branch: Branch, node: str, state: BaseModel,
-        update: dict[str, Any], target: str | Fork,
-    ) -> None:  # fmt: skip
+        self,
+        frame: Frame,
+        branch: Branch,
+        node: str,
+        state: BaseModel,
+        update: dict[str, Any],
+        target: str | Fork,
+    ) -> None:
         """Record a finished branch node: its update, and where the branch goes next."""
         if update:
-            saved = entry(node, self._schema.validated_changes(update, branch.state, state))
+            saved = entry(node, self.plan.schema.validated_changes(update, branch.state, state))
             self._fresh.add(id(saved))  # merged without validating again
             branch.updates.append(saved)
         branch.state = state
@@ -316,28 +366,32 @@ class ParallelRun(BranchSaves):
         self.path.append(node)
         if isinstance(target, Fork):
             branch.frame = self._frame(target, state, branch.id)
-            branch.status, branch.node = "forked", None
+            branch.status = "forked"
+            branch.node = None
         elif target == frame.join or target == END:
-            branch.status, branch.node = "done", None
+            branch.status = "done"
+            branch.node = None
         else:
             branch.node = target
         self._publish(branch)
 
     async def _suspend(self, branch: Branch, node: str, out: Suspend, origin: str) -> None:
-        if not self.graph._nodes[node].takes_ctx:
+        if not self.plan.nodes[node].takes_ctx:
             raise cannot_suspend(node)
-        update = self._schema.as_changes(out.update, origin)
-        branch.state = self._schema.apply(branch.state, update, origin)
+        schema = self.plan.schema
+        update = schema.as_changes(out.update, origin)
+        branch.state = schema.apply(branch.state, update, origin)
         if update:
             branch.updates.append(entry(node, update))
-        branch.status, branch.payload = "suspended", out.payload
+        branch.status = "suspended"
+        branch.payload = out.payload
         branch.at = os.urandom(12).hex()
         self._started -= 1
         self.path.append(node)
         self._publish(branch)
         if self.tracing is not None:  # the resume links to (and continues) this run's trace
-            self._records[branch.id] = {**self._records[branch.id],
-                                        "trace": self.tracing.traceparent()}  # fmt: skip
+            saved = self._records[branch.id]
+            self._records[branch.id] = {**saved, "trace": self.tracing.traceparent()}
         self._last_node = node
         self._soon()
 
@@ -352,15 +406,18 @@ class ParallelRun(BranchSaves):
             if failure.on_error is None:
                 raise
             state = self._kept(frame, branch.state, failure, branch.updates, None)
-            branch.node, branch.pending_error = failure.on_error, self._error_info(failure)
+            branch.node = failure.on_error
+            branch.pending_error = self._error_info(failure)
         else:
             state, entries = await self._merged(frame, branch.state, None, inline=False)
             branch.updates.extend(entries)
             branch.node = frame.join
         self._clear(frame)
-        branch.frame, branch.state = None, state
+        branch.frame = None
+        branch.state = state
         if branch.node == branch.join or branch.node == END:
-            branch.status, branch.node = "done", None
+            branch.status = "done"
+            branch.node = None
         else:
             branch.status = "pending"
         self._publish(branch)
@@ -370,26 +427,149 @@ class ParallelRun(BranchSaves):
     # -- merging ---------------------------------------------------------------
 
     async def _merged(
-        self, frame: Frame, base: BaseModel, track: dict[str, int | None] | None, *,
-        inline: bool,
-    ) -> tuple[BaseModel, list[dict[str, Any]]]:  # fmt: skip
+        self, frame: Frame, base: BaseModel, track: dict[str, int | None] | None, *, inline: bool
+    ) -> tuple[BaseModel, list[dict[str, Any]]]:
         """The frame's branches merged; when they cannot be (``InvalidUpdate``),
         their records are saved first, so fixing the graph redoes none of them.
         (When they can, the merged checkpoint saves what they did.)"""
         try:
-            return merge(self._schema, frame.branches, base, track, self._fresh)
+            return merge(self.plan.schema, frame.branches, base, track, self._fresh)
         except InvalidUpdate:
             await self._commit(inline=inline)
             raise
 
     def _kept(
-        self, frame: Frame, base: BaseModel, failure: BranchFailure,
-        into: list[dict[str, Any]] | None, track: dict[str, int | None] | None,
-    ) -> BaseModel:  # fmt: skip
+        self,
+        frame: Frame,
+        base: BaseModel,
+        failure: BranchFailure,
+        into: list[dict[str, Any]] | None,
+        track: dict[str, int | None] | None,
+    ) -> BaseModel:
         """What an ``on_error`` node sees: the finished branches' updates and the
         failed branch's before its failing node, in declared order."""
         kept = [b for b in frame.branches if b.status == "done" or b is failure.branch]
-        state, entries = merge(self._schema, kept, base, track, self._fresh)
+        state, entries = merge(self.plan.schema, kept, base, track, self._fresh)
         if into is not None:
             into.extend(entries)
         return state
+
+    # -- saving the branch records ---------------------------------------------
+
+    def records(self) -> dict[str, dict[str, Any]]:
+        """The branch records as saved last."""
+        return self._records
+
+    def _publish(self, branch: Branch) -> None:
+        """Take ``branch``'s record as it is now (saved by the next save)."""
+        self._records[branch.id] = record(branch)
+        self._changed.add(branch.id)
+        self._version += 1
+
+    def _clear(self, frame: Frame) -> None:
+        """Drop the records of a fan-out that ended (and of the fan-outs within it)."""
+        for branch in walk(frame):
+            if self._records.pop(branch.id, None) is not None:
+                self._changed.add(branch.id)
+                self._version += 1
+
+    async def _commit(self, *, inline: bool = False) -> None:
+        """Make the branch records published so far durable (one save for all
+        the branches that finish while another save is under way). ``inline``:
+        save in this task (the run's own, which no sibling cancels)."""
+        wanted = self._version
+        while self._saved < wanted:
+            if self._lost is not None:
+                raise self._lost
+            if inline and self._saving is None:
+                await self._save_published()
+            else:
+                await asyncio.shield(self._kick())
+
+    def _soon(self) -> None:
+        """Save what was published once this turn of the event loop is over: the
+        branches finishing together share one save, and when no branch is left
+        running the join's commit saves them, without a task of its own."""
+        if not self._soon_pending:
+            self._soon_pending = True
+            asyncio.get_running_loop().call_soon(self._soon_kick)
+
+    def _soon_kick(self) -> None:
+        self._soon_pending = False
+        if self._running > 0 and self._saved < self._version:
+            self._kick()
+
+    def _kick(self) -> asyncio.Future[None]:
+        """Start saving what was published, unless a save is under way (it goes on
+        until nothing is left)."""
+        if self._saving is None:
+            self._saving = asyncio.ensure_future(self._flush())
+        return self._saving
+
+    async def _flush(self) -> None:
+        try:
+            await self._save_published()
+        except LeaseLost as exc:  # raised by the branches' next commit; stop them now
+            self._lost = exc
+            for task in self._tasks:
+                task.cancel()
+        finally:
+            self._saving = None
+
+    async def _save_published(self) -> None:
+        root = self._root
+        assert root is not None
+        while self._saved < self._version:
+            version = self._version
+            await self._save("running", root.join, root.base, self._no_changes())
+            self._saved = version
+
+    def _no_changes(self) -> dict[str, int | None] | None:
+        """No state field changed yet (``None``: the store does not save changes alone)."""
+        return {} if self.plan.tracks else None
+
+    async def _settle(self) -> None:
+        """Wait for a save under way (its error, if any, is raised by the next save)."""
+        saving = self._saving
+        if saving is not None:
+            await asyncio.wait({saving})
+            if not saving.cancelled():
+                saving.exception()  # retrieved: the next _commit saves again and raises
+
+    async def _save(
+        self,
+        status: CheckpointStatus,
+        next_node: str,
+        state: BaseModel,
+        changes: dict[str, int | None] | None,
+        *,
+        full: bool = False,
+        error: dict[str, str] | None = None,
+    ) -> None:
+        """Save a checkpoint with the records as they are (``full``: all of them,
+        else the store may write just the ones changed since the last save)."""
+        changed = None if full else tuple(self._changed)
+        self._changed = set()
+        branches = dict(self._records) if self._records else None
+        try:
+            self.parent_id = await save(
+                self.plan.store,
+                self.thread_id,
+                self.run_id,
+                self.step,
+                self.seq + 1,
+                self.parent_id,
+                status,
+                next_node,
+                state,
+                last_node=self._last_node,
+                error=error,
+                changes=changes,
+                branches=branches,
+                changed_branches=changed,
+            )
+        except BaseException:
+            if changed is not None:
+                self._changed.update(changed)
+            raise
+        self.seq += 1

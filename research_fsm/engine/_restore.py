@@ -1,80 +1,124 @@
 """Where a call starts: the thread's latest checkpoint restored (or a fresh start),
-and what the call brings (input, or a resume token's value)."""
+and what the call brings (input, or a resume token's value).
+
+The run loop (``_runloop.run``) calls ``begin`` first and runs from the ``Start`` it
+returns; ``CompiledGraph`` snapshots restore a checkpoint's state with ``restore``.
+"""
 
 from __future__ import annotations
 
 import secrets
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 import structlog
 from pydantic import BaseModel, ValidationError
 
-from ._branches import NO_VALUE, find_suspended
-from ._errors import IncompatibleCheckpoint, StaleResumeToken, ThreadNotFound, ThreadSuspended
-from ._tokens import first_token
+from ._branches import find_suspended
+from ._errors import IncompatibleCheckpoint, StaleResumeToken, ThreadNotFound
+from ._plan import Plan
+from ._steps import NO_VALUE
+from ._tokens import ThreadSuspended, first_token
 from ._types import Checkpoint, RunResult, SuspendToken
-
-if TYPE_CHECKING:
-    from ._compiled import CompiledGraph
 
 __all__ = ["Start", "begin", "restore"]
 
 _log = structlog.get_logger("research_fsm.engine")
 
-Start = tuple[
-    BaseModel, str | None, str, int, int, str | None, dict[str, int | None] | None, Any,
-    dict[str, dict[str, Any]] | None, tuple[str, Any] | None, str | None,
-]  # fmt: skip
-"""Where a call starts (``begin``): state, node (None: from START), run_id, step,
-seq, parent_id, changes so far, resume value, an unfinished fan-out's records, the
-branch a token resumes and the trace context saved with the suspension resumed (a
-``traceparent``). A tuple: built once per call, on the hot path."""
+
+@dataclass(slots=True, kw_only=True)
+class Start:
+    """Where a call starts (``begin``); built once per call."""
+
+    state: BaseModel
+    """The state the run goes on from."""
+    node: str | None
+    """The node to run next (``None``: from START)."""
+    run_id: str
+    """The run: a new one from START, else the one the call continues."""
+    step: int
+    """The step number of the next node."""
+    seq: int
+    """The thread's latest checkpoint's ``seq`` (0 on a new thread)."""
+    parent_id: str | None
+    """The thread's latest checkpoint, the next save's parent (``None``: a new thread)."""
+    changes: dict[str, int | None] | None
+    """The fields the input changed, for stores that save just those (``None``: the
+    whole state is saved)."""
+    resume_value: Any
+    """The value a token resumes the suspended node with (``NO_VALUE``: none)."""
+    fanout: dict[str, dict[str, Any]] | None
+    """An unfinished fan-out's branch records, continued first."""
+    resumed_branch: tuple[str, Any] | None
+    """The branch a token resumes, with its value."""
+    resumed_trace: str | None
+    """The trace context saved with the suspension resumed (a ``traceparent``)."""
 
 
 async def begin(
-    graph: CompiledGraph[Any],
+    plan: Plan,
     thread_id: str,
     input: dict[str, Any] | BaseModel | None,
     resume: tuple[SuspendToken, Any] | None,
 ) -> Start | RunResult[Any]:
     """Where a call starts: from the thread's latest checkpoint and what was given
     (a ``RunResult`` when there is nothing to run: ``run(None)`` on a finished thread)."""
-    schema = graph._schema
-    latest = await graph.store.load_latest(thread_id)
+    schema = plan.schema
+    latest = await plan.store.load_latest(thread_id)
     # What changed since the latest checkpoint, for stores that save just that.
-    changes: dict[str, int | None] | None = {} if graph._tracks else None
+    changes: dict[str, int | None] | None = {} if plan.tracks else None
     if latest is None:
-        return _fresh_start(graph, thread_id, None, None, input, resume)
-    restored = restore(graph, latest)
+        return _fresh_start(plan, thread_id, None, None, input, resume)
+    restored = restore(plan, latest)
     if isinstance(restored, IncompatibleCheckpoint):
-        return _fresh_start(graph, thread_id, latest, restored, input, resume)
+        return _fresh_start(plan, thread_id, latest, restored, input, resume)
     state = restored
-    node, run_id, step, fanout = latest.next, latest.run_id, latest.step, latest.branches
+    node = latest.next
+    run_id = latest.run_id
+    step = latest.step
+    fanout = latest.branches
     resume_value: Any = NO_VALUE
     resumed_branch: tuple[str, Any] | None = None
     resumed_trace: str | None = None
     if resume is not None:
         resume_value, resumed_branch, resumed_trace = _resumed(thread_id, latest, resume)
     elif latest.status == "suspended":
-        raise ThreadSuspended(thread_id, await first_token(graph.store, latest))
+        raise ThreadSuspended(thread_id, await first_token(plan.store, latest))
     elif input is None:
         if latest.status == "completed":
             return RunResult(
-                status="completed", state=state, path=[],
-                checkpoint_id=latest.checkpoint_id, thread_id=thread_id,
-            )  # fmt: skip
+                status="completed",
+                state=state,
+                path=[],
+                checkpoint_id=latest.checkpoint_id,
+                thread_id=thread_id,
+            )
     else:
         if latest.status != "completed":
             _log.warning(
-                "new input abandons an unfinished run", thread_id=thread_id,
-                run_id=latest.run_id, next_node=latest.next,
-            )  # fmt: skip
+                "new input abandons an unfinished run",
+                thread_id=thread_id,
+                run_id=latest.run_id,
+                next_node=latest.next,
+            )
         state = schema.apply(state, schema.as_changes(input, "input"), "input", changes)
-        node, run_id, step, fanout = None, secrets.token_hex(8), 0, None
-    return (
-        state, node, run_id, step, latest.seq, latest.checkpoint_id, changes, resume_value,
-        fanout, resumed_branch, resumed_trace,
-    )  # fmt: skip
+        node = None
+        run_id = secrets.token_hex(8)
+        step = 0
+        fanout = None
+    return Start(
+        state=state,
+        node=node,
+        run_id=run_id,
+        step=step,
+        seq=latest.seq,
+        parent_id=latest.checkpoint_id,
+        changes=changes,
+        resume_value=resume_value,
+        fanout=fanout,
+        resumed_branch=resumed_branch,
+        resumed_trace=resumed_trace,
+    )
 
 
 def _resumed(
@@ -102,10 +146,13 @@ def _resumed(
 
 
 def _fresh_start(
-    graph: CompiledGraph[Any], thread_id: str, latest: Checkpoint | None,
-    misfit: IncompatibleCheckpoint | None, input: dict[str, Any] | BaseModel | None,
+    plan: Plan,
+    thread_id: str,
+    latest: Checkpoint | None,
+    misfit: IncompatibleCheckpoint | None,
+    input: dict[str, Any] | BaseModel | None,
     resume: tuple[SuspendToken, Any] | None,
-) -> Start:  # fmt: skip
+) -> Start:
     """A run from START on ``input`` alone: on a new thread, or on one whose
     latest checkpoint this graph cannot continue (``misfit``)."""
     if misfit is not None and (input is None or resume is not None):
@@ -116,14 +163,23 @@ def _fresh_start(
         raise ThreadNotFound(thread_id, "; pass input to start it")
     if misfit is not None:
         _log.warning("new input starts a fresh run", thread_id=thread_id, reason=str(misfit))
-    # the first checkpoint of such a run holds the whole state
-    seq, parent = (0, None) if latest is None else (latest.seq, latest.checkpoint_id)
-    state = graph._schema.initial(input)
-    return (state, None, secrets.token_hex(8), 0, seq, parent, None, NO_VALUE, None, None, None)
+    return Start(
+        state=plan.schema.initial(input),
+        node=None,
+        run_id=secrets.token_hex(8),
+        step=0,
+        seq=0 if latest is None else latest.seq,
+        parent_id=None if latest is None else latest.checkpoint_id,
+        changes=None,  # the first checkpoint of such a run holds the whole state
+        resume_value=NO_VALUE,
+        fanout=None,
+        resumed_branch=None,
+        resumed_trace=None,
+    )
 
 
 def restore(
-    graph: CompiledGraph[Any], latest: Checkpoint, *, nodes: bool = True
+    plan: Plan, latest: Checkpoint, *, nodes: bool = True
 ) -> BaseModel | IncompatibleCheckpoint:
     """``latest``'s state as a model, or why this graph cannot continue it
     (its state does not validate, or, with ``nodes``, its next node is gone)."""
@@ -131,19 +187,20 @@ def restore(
     saved_nodes = [latest.next, (latest.suspension or {}).get("node")]
     saved_nodes += [record.get("node") for record in (latest.branches or {}).values()]
     for node in saved_nodes if nodes else ():
-        if isinstance(node, str) and node not in graph._nodes:
+        if isinstance(node, str) and node not in plan.nodes:
             return IncompatibleCheckpoint(
-                thread_id, f"its saved run is at node `{node}`, which this graph has no more",
+                thread_id,
+                f"its saved run is at node `{node}`, which this graph has no more",
                 node=node,
-            )  # fmt: skip
+            )
     try:
-        return graph._schema.coerce(latest.state)
+        return plan.schema.coerce(latest.state)
     except ValidationError as exc:
         error = exc.errors()[0]
         field = ".".join(str(part) for part in error["loc"]) or "state"
         return IncompatibleCheckpoint(
             thread_id,
-            f"its saved state no longer fits `{graph.state_model.__name__}`: field "
+            f"its saved state no longer fits `{plan.schema.model.__name__}`: field "
             f"`{field}`: {error['msg']}",
             field=field,
         )

@@ -1,5 +1,6 @@
-"""One step's pieces, shared by the run loop and the parallel runner: call a node
-(retries, timeout), pick where the run goes next, save a checkpoint."""
+"""One step's pieces, shared by the run loop (``_runloop``) and the parallel runner
+(``_parallel``): call a node (retries, timeout), pick where the run goes next, save
+a checkpoint. Below them is only the ``Plan`` (``_plan``) they read."""
 
 from __future__ import annotations
 
@@ -7,23 +8,50 @@ import asyncio
 import os
 import time
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from opentelemetry.trace import Span
 from pydantic import BaseModel
 
-from ._branches import NodeError
 from ._context import NodeContext
 from ._errors import NodeTimeout, RoutingError
 from ._fresh import fresh_copy
-from ._topology import NO_ITEM, Fork
+from ._plan import NO_ITEM, Fork, NodeSpec, Plan
 from ._types import END, Checkpoint, CheckpointStatus, Send, Suspend
 from .store import CheckpointStore
 
-if TYPE_CHECKING:
-    from ._compiled import CompiledGraph
-    from ._graph import NodeSpec
+__all__ = [
+    "NO_VALUE",
+    "NodeError",
+    "cannot_suspend",
+    "fork",
+    "invoke",
+    "now",
+    "route",
+    "save",
+    "save_failure",
+]
 
-__all__ = ["fork", "invoke", "now", "route", "save", "save_failure"]
+NO_VALUE: Any = object()
+"""No resume value: the node (or branch) is not being resumed."""
+
+
+class NodeError(Exception):
+    """A node failed for good (after retries); raised by ``invoke``."""
+
+    def __init__(self, cause: BaseException) -> None:
+        self.cause = cause
+
+
+def cannot_suspend(node: str) -> NodeError:
+    """The failure of a ``(state)``-only node that returned ``Suspend``."""
+    return NodeError(
+        TypeError(
+            f"node `{node}` takes only (state) and cannot suspend: give it "
+            "a `ctx` parameter, or make it an object with `run`/`resume`"
+        )
+    )
+
 
 _clock: tuple[int, str] = (-1, "")  # the last millisecond formatted, and its text
 
@@ -39,11 +67,14 @@ def now() -> str:
     return text
 
 
-async def invoke(spec: NodeSpec, state: BaseModel, ctx: NodeContext, resuming: bool) -> Any:
+async def invoke(
+    spec: NodeSpec, state: BaseModel, ctx: NodeContext, resuming: bool, span: Span | None = None
+) -> Any:
     """The node's return value, after its retries and within its timeout; raises
     ``NodeError`` around what it finally raised. The node gets its own copy of
     ``state``; when it returns that copy (or suspends with it as the update), its
-    changes to it are the update."""
+    changes to it are the update. ``span``: the node's span in a traced run
+    (``_tracing``), which records each retry."""
     attempt, item = 1, ctx.item
     while True:
         own = spec.schema.fresh(state)  # each attempt changes its own copy
@@ -79,36 +110,47 @@ async def invoke(spec: NodeSpec, state: BaseModel, ctx: NodeContext, resuming: b
             if not again:
                 raise NodeError(exc) from raised
             ctx.log.warning("node failed; retrying", attempt=attempt, error=repr(exc))
-            if ctx._span is not None:
-                from ._tracing import retried  # a traced run: its node span gets an event
-
-                retried(ctx, attempt, exc)
+            if span is not None:
+                _retried(span, attempt, exc)
             await asyncio.sleep(policy.delay(attempt))
             attempt += 1
 
 
-async def route(graph: CompiledGraph[Any], source: str, state: BaseModel) -> str | Fork:
+def _retried(span: Span, attempt: int, exc: BaseException) -> None:
+    """The node failed on ``attempt`` and is called again: an event on its span."""
+    span.add_event(
+        "research_fsm.retry",
+        {
+            "research_fsm.attempt": attempt,
+            "exception.type": type(exc).__name__,
+            "exception.message": str(exc),
+        },
+    )
+    span.set_attribute("research_fsm.attempt", attempt + 1)
+
+
+async def route(plan: Plan, source: str, state: BaseModel) -> str | Fork:
     """Where the run goes after ``source``: its edge, or what its router picks (given
     its own copy of the state)."""
-    target = graph._edges.get(source)
+    target = plan.edges.get(source)
     if target is not None:
         return target
-    router = graph._routers[source]
-    key = router.fn(graph._schema.fresh(state))  # a router's in-place changes are its own
+    router = plan.routers[source]
+    key = router.fn(plan.schema.fresh(state))  # a router's in-place changes are its own
     if router.is_async:
         key = await key
     if isinstance(key, (list, tuple)):
-        return fork(graph, source, key)
+        return fork(plan, source, key)
     try:
         return router.targets[key]
     except (KeyError, TypeError):
         raise RoutingError(source, key, list(router.targets)) from None
 
 
-def fork(graph: CompiledGraph[Any], source: str, keys: list[Any] | tuple[Any, ...]) -> str | Fork:
+def fork(plan: Plan, source: str, keys: list[Any] | tuple[Any, ...]) -> str | Fork:
     """A router's list: the branches to start (an empty list goes to the join)."""
-    router = graph._routers[source]
-    join = graph._router_joins[source] or END
+    router = plan.routers[source]
+    join = plan.router_joins[source] or END
     starts: list[tuple[str, Any]] = []
     for key in keys:
         if isinstance(key, Send):
@@ -129,35 +171,73 @@ def fork(graph: CompiledGraph[Any], source: str, keys: list[Any] | tuple[Any, ..
 
 
 async def save(
-    store: CheckpointStore, thread_id: str, run_id: str, step: int, seq: int,
-    parent_id: str | None, status: CheckpointStatus, next_node: str | None, state: BaseModel,
-    *, last_node: str | None, suspension: dict[str, Any] | None = None,
-    error: dict[str, str] | None = None, changes: dict[str, int | None] | None = None,
+    store: CheckpointStore,
+    thread_id: str,
+    run_id: str,
+    step: int,
+    seq: int,
+    parent_id: str | None,
+    status: CheckpointStatus,
+    next_node: str | None,
+    state: BaseModel,
+    *,
+    last_node: str | None,
+    suspension: dict[str, Any] | None = None,
+    error: dict[str, str] | None = None,
+    changes: dict[str, int | None] | None = None,
     branches: dict[str, dict[str, Any]] | None = None,
     changed_branches: tuple[str, ...] | None = None,
-) -> str:  # fmt: skip
+) -> str:
     """Save a checkpoint after ``parent_id``; returns its id. ``changes``: the
     fields the step changed, for stores that save just those."""
     checkpoint_id = os.urandom(12).hex()
     await store.save(
         Checkpoint(
-            thread_id=thread_id, checkpoint_id=checkpoint_id, parent_id=parent_id,
-            seq=seq, run_id=run_id, step=step, status=status,
-            next=None if next_node == END else next_node, state=state,
-            created_at=now(), suspension=suspension, error=error, last_node=last_node,
-            changes=changes, branches=branches, changed_branches=changed_branches,
+            thread_id=thread_id,
+            checkpoint_id=checkpoint_id,
+            parent_id=parent_id,
+            seq=seq,
+            run_id=run_id,
+            step=step,
+            status=status,
+            next=None if next_node == END else next_node,
+            state=state,
+            created_at=now(),
+            suspension=suspension,
+            error=error,
+            last_node=last_node,
+            changes=changes,
+            branches=branches,
+            changed_branches=changed_branches,
         )
-    )  # fmt: skip
+    )
     return checkpoint_id
 
 
 async def save_failure(
-    store: CheckpointStore, thread_id: str, run_id: str, step: int, seq: int,
-    parent_id: str | None, node: str, state: BaseModel, cause: BaseException,
-) -> None:  # fmt: skip
+    store: CheckpointStore,
+    thread_id: str,
+    run_id: str,
+    step: int,
+    seq: int,
+    parent_id: str | None,
+    node: str,
+    state: BaseModel,
+    cause: BaseException,
+) -> None:
     """Save that ``node`` failed with ``cause`` (the state is the one it was given)."""
     error = {"node": node, "exc_type": type(cause).__name__, "message": str(cause)}
     await save(
-        store, thread_id, run_id, step, seq, parent_id, "failed", node, state,
-        last_node=node, error=error, changes={},
-    )  # fmt: skip
+        store,
+        thread_id,
+        run_id,
+        step,
+        seq,
+        parent_id,
+        "failed",
+        node,
+        state,
+        last_node=node,
+        error=error,
+        changes={},
+    )

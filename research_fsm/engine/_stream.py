@@ -1,4 +1,7 @@
-"""``RunStream``: the async iterator behind ``stream`` and ``stream_resume``."""
+"""``RunStream``: the async iterator behind ``stream`` and ``stream_resume``.
+
+``CompiledGraph`` hands it the call to start; the run sends its events into the
+stream's queue (the run's ``Sink``) and the consumer reads them off it."""
 
 from __future__ import annotations
 
@@ -6,15 +9,12 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
 from ._events import Event
 from ._types import RunResult
-
-if TYPE_CHECKING:
-    from ._compiled import CompiledGraph
 
 __all__ = ["RunStream"]
 
@@ -44,13 +44,8 @@ class RunStream(Generic[StateT]):
     """
 
     def __init__(
-        self,
-        graph: CompiledGraph[StateT],
-        thread_id: str,
-        start: Callable[[Callable[[Event], None]], Awaitable[RunResult[StateT]]],
+        self, start: Callable[[Callable[[Event], None]], Awaitable[RunResult[StateT]]]
     ) -> None:
-        self._graph = graph
-        self._thread_id = thread_id
         self._start = start
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
         self._task: asyncio.Task[RunResult[StateT]] | None = None

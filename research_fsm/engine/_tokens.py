@@ -1,4 +1,5 @@
-"""Resume tokens: parse, sign and verify them, and list the suspensions they answer."""
+"""Resume tokens: parse, sign and verify them, list the suspensions they answer, and
+``ThreadSuspended``, the error that hands one back."""
 
 from __future__ import annotations
 
@@ -6,11 +7,31 @@ import hashlib
 import hmac
 from typing import Any
 
-from ._errors import InvalidResumeToken
+from ._errors import EngineError, InvalidResumeToken
 from ._types import Checkpoint, SuspendToken, Suspension, _b64
 from .store import CheckpointStore, validate_thread_id
 
-__all__ = ["branch_suspensions", "first_token", "in_order", "parse_token", "sign", "verify"]
+__all__ = [
+    "ThreadSuspended",
+    "branch_suspensions",
+    "first_token",
+    "in_order",
+    "parse_token",
+    "sign",
+    "verify",
+]
+
+
+class ThreadSuspended(EngineError, RuntimeError):
+    """New input was given to a thread that waits for a resume value."""
+
+    def __init__(self, thread_id: str, token: SuspendToken) -> None:
+        self.thread_id = thread_id
+        self.token = token
+        super().__init__(
+            f"thread `{thread_id}` is suspended waiting for input; "
+            "call resume(token, value) with the token carried by this error"
+        )
 
 
 def parse_token(token: SuspendToken | str) -> SuspendToken:
@@ -70,10 +91,11 @@ async def branch_suspensions(
     found = []
     for branch_id, record in in_order(records):
         if record["status"] == "suspended":
-            found.append(Suspension(
-                node=record["node"], payload=record.get("payload"), branch=branch_id,
-                token=await sign(store, thread_id, record["at"]),
-            ))  # fmt: skip
+            token = await sign(store, thread_id, record["at"])
+            suspension = Suspension(
+                node=record["node"], payload=record.get("payload"), branch=branch_id, token=token
+            )
+            found.append(suspension)
     return found
 
 

@@ -9,29 +9,11 @@ whose branches cannot meet.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
+from ._plan import NO_ITEM, Fork, NodeSpec, RouterSpec
 from ._types import END
 
-if TYPE_CHECKING:
-    from ._graph import NodeSpec, RouterSpec
-
-__all__ = ["NO_ITEM", "Fork", "Topology"]
-
-NO_ITEM: Any = object()
-"""The item of a branch that was not started by ``Send``."""
-
-
-@dataclass(frozen=True, slots=True)
-class Fork:
-    """A fan-out about to start: its branches in order, and where they meet."""
-
-    starts: tuple[tuple[str, Any], ...]
-    """``(node, item)`` per branch, in declared (or sent) order; ``item`` is
-    ``NO_ITEM`` unless the branch was sent."""
-    join: str
-    """The node that runs after every branch is done, or END."""
+__all__ = ["Topology"]
 
 
 class Topology:

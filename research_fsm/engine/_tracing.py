@@ -13,41 +13,42 @@ span context is saved with the suspension (``"trace"``: a W3C ``traceparent``,
 only ids, nothing secret) and the resumed run span is its child, and links to it.
 When the caller has a span of its own current (e.g. a web request), the resumed
 run span is a child of that instead, and the link leads to the suspended run.
+
+The run loop (``_runloop``) and the parallel runner (``_parallel``) call
+``RunTrace.invoke`` in place of ``_steps.invoke`` when the run span records; it
+hands the node's span to ``invoke``, which adds an event to it for each retry.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Coroutine
+from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Link, NonRecordingSpan, Span, SpanContext, Status, StatusCode
 from opentelemetry.trace.span import TraceFlags
+from pydantic import BaseModel
 
-from ._branches import NodeError
-from ._steps import invoke
+from ._context import NodeContext
+from ._plan import NodeSpec
+from ._steps import NodeError, invoke
 from ._types import RunResult, Suspend
 
-if TYPE_CHECKING:
-    from collections.abc import Coroutine
-
-    from pydantic import BaseModel
-
-    from ._context import NodeContext
-    from ._graph import NodeSpec
-
-__all__ = ["RunTrace", "retried", "start_run"]
+__all__ = ["RunTrace", "start_run"]
 
 _tracer = trace.get_tracer("research_fsm.engine", "0.1.0")
 
-THREAD, RUN, STATUS, RESUMED = (
-    "research_fsm.thread_id", "research_fsm.run_id", "research_fsm.status",
-    "research_fsm.resumed",
-)  # fmt: skip
-NODE, STEP, BRANCH, ATTEMPT, OUTCOME = (
-    "research_fsm.node", "research_fsm.step", "research_fsm.branch", "research_fsm.attempt",
-    "research_fsm.outcome",
-)  # fmt: skip
+# Span attributes (``_steps.invoke`` sets ATTEMPT again on a retry).
+THREAD = "research_fsm.thread_id"
+RUN = "research_fsm.run_id"
+STATUS = "research_fsm.status"
+RESUMED = "research_fsm.resumed"
+NODE = "research_fsm.node"
+STEP = "research_fsm.step"
+BRANCH = "research_fsm.branch"
+ATTEMPT = "research_fsm.attempt"
+OUTCOME = "research_fsm.outcome"
 
 
 def start_run(thread_id: str, run_id: str, resumed: str | None) -> RunTrace | None:
@@ -87,17 +88,6 @@ def parse_traceparent(text: object) -> SpanContext | None:
     return SpanContext(trace_id, span_id, is_remote=True, trace_flags=TraceFlags(flags & 0xFF))
 
 
-def retried(ctx: NodeContext, attempt: int, exc: BaseException) -> None:
-    """Node ``ctx`` failed on ``attempt`` and is retried: an event on its span."""
-    span = ctx._span
-    if span is not None:
-        span.add_event(
-            "research_fsm.retry",
-            {ATTEMPT: attempt, "exception.type": type(exc).__name__, "exception.message": str(exc)},
-        )
-        span.set_attribute(ATTEMPT, attempt + 1)
-
-
 class RunTrace:
     """The span of one recording run; starts the spans of its node executions."""
 
@@ -132,7 +122,8 @@ class RunTrace:
     async def invoke(
         self, spec: NodeSpec, state: BaseModel, ctx: NodeContext, resuming: bool
     ) -> Any:
-        """``_steps.invoke`` in a node span, current while the node runs."""
+        """``_steps.invoke`` in a node span, current while the node runs (and
+        recording the node's retries)."""
         attributes: dict[str, Any] = {NODE: ctx.node, STEP: ctx.step, ATTEMPT: 1}
         if ctx.branch is not None:
             attributes[BRANCH] = ctx.branch
@@ -141,10 +132,9 @@ class RunTrace:
         span = _tracer.start_span(
             f"research_fsm.node {ctx.node}", context=self.context, attributes=attributes
         )
-        ctx._span = span
         token = otel_context.attach(trace.set_span_in_context(span))
         try:
-            out = await invoke(spec, state, ctx, resuming)
+            out = await invoke(spec, state, ctx, resuming, span)
         except NodeError as failure:
             span.set_attribute(OUTCOME, "error")
             _end(span, failure.cause)
@@ -155,7 +145,6 @@ class RunTrace:
             raise
         finally:
             otel_context.detach(token)
-            ctx._span = None
         if isinstance(out, Suspend):
             span.set_attribute(OUTCOME, "suspended")
             span.add_event("research_fsm.suspended", {NODE: ctx.node})

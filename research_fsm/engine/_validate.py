@@ -1,45 +1,54 @@
 """Checking a declared graph: every problem found (unknown nodes, missing or
-double exits, unreachable nodes, bad fan-outs and joins), or its topology."""
+double exits, unreachable nodes, bad fan-outs and joins), or its topology.
+
+``StateGraph.compile()`` (``_graph``) calls ``validate``; the walk over fan-outs and
+joins is ``_topology``'s."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
 
 from ._errors import GraphValidationError
+from ._plan import NodeSpec, RouterSpec
 from ._topology import Topology
 from ._types import END, START
-
-if TYPE_CHECKING:
-    from ._graph import StateGraph
 
 __all__ = ["validate"]
 
 
-def validate(graph: StateGraph[Any]) -> Topology:
-    """Raise ``GraphValidationError`` listing every problem of ``graph``, if any;
-    else return its fan-outs and joins worked out."""
-    check = _Exits(graph)
-    for source, target in graph.edges:
+def validate(
+    *,
+    nodes: Mapping[str, NodeSpec],
+    edges: Sequence[tuple[str, str]],
+    fanouts: Sequence[tuple[str, tuple[str, ...]]],
+    joins: Sequence[tuple[tuple[str, ...], str]],
+    routers: Mapping[str, RouterSpec],
+    problems: Sequence[str],
+) -> Topology:
+    """Raise ``GraphValidationError`` listing every problem of the graph declared
+    (``problems``: those found while it was built), if any; else return its fan-outs
+    and joins worked out."""
+    check = _Exits(nodes, problems)
+    for source, target in edges:
         check.add(source, target)
-    fanouts = check.add_fanouts()
-    check.add_joins()
-    check.add_routers()
+    fanned = check.add_fanouts(fanouts)
+    check.add_joins(joins)
+    check.add_routers(routers)
     check.check_nodes()
-    problems = check.problems
-    problems.extend(check.unreachable())
+    found = check.problems
+    found.extend(check.unreachable())
     known = check.known
     topology = Topology(
-        graph.nodes,
-        {s: t for s, t in graph.edges if s not in fanouts},
-        fanouts,
-        graph.joins,
-        {s: r for s, r in graph.routers.items() if s in known or s == START},
+        nodes,
+        {s: t for s, t in edges if s not in fanned},
+        fanned,
+        joins,
+        {s: r for s, r in routers.items() if s in known or s == START},
     )
-    if not problems:  # the walk assumes every name is a node
-        problems.extend(topology.check())
-    if problems:
-        raise GraphValidationError(problems)
+    if not found:  # the walk assumes every name is a node
+        found.extend(topology.check())
+    if found:
+        raise GraphValidationError(found)
     return topology
 
 
@@ -54,10 +63,10 @@ class _Exits:
     """Each node's exits as declared (edges, fan-outs, joins, routers, on_error),
     and the problems found on the way."""
 
-    def __init__(self, graph: StateGraph[Any]) -> None:
-        self.graph = graph
-        self.problems = list(graph._problems)
-        self.known = set(graph.nodes)
+    def __init__(self, nodes: Mapping[str, NodeSpec], problems: Sequence[str]) -> None:
+        self.nodes = nodes
+        self.problems = list(problems)
+        self.known = set(nodes)
         self.exits: dict[str, list[str]] = {}
 
     def add(self, source: str, target: str) -> None:
@@ -78,10 +87,13 @@ class _Exits:
             )
         exits.setdefault(source, []).append(target)
 
-    def add_fanouts(self) -> dict[str, tuple[str, ...]]:
+    def add_fanouts(
+        self, declared: Sequence[tuple[str, tuple[str, ...]]]
+    ) -> dict[str, tuple[str, ...]]:
         """The fan-outs' exits; returns the fan-outs by source."""
-        problems, fanouts = self.problems, {}
-        for source, targets in self.graph.fanouts:
+        problems = self.problems
+        fanouts: dict[str, tuple[str, ...]] = {}
+        for source, targets in declared:
             problems.extend(_list_problems(targets, f"fan-out from `{source}`"))
             nodes_only = [t for t in dict.fromkeys(targets) if t not in (START, END)]
             for target in dict.fromkeys(targets):
@@ -96,9 +108,9 @@ class _Exits:
             fanouts[source] = targets
         return fanouts
 
-    def add_joins(self) -> None:
+    def add_joins(self, joins: Sequence[tuple[tuple[str, ...], str]]) -> None:
         """Each joined branch's exit into its join."""
-        for sources, target in self.graph.joins:
+        for sources, target in joins:
             self.problems.extend(_list_problems(sources, f"join into `{target}`"))
             for source in dict.fromkeys(sources):
                 if source in (START, END):
@@ -106,10 +118,10 @@ class _Exits:
                 else:
                     self.add(source, target)
 
-    def add_routers(self) -> None:
+    def add_routers(self, routers: Mapping[str, RouterSpec]) -> None:
         """Every target (and join) of each router."""
         problems, exits = self.problems, self.exits
-        for source, spec in self.graph.routers.items():
+        for source, spec in routers.items():
             if source == END:
                 problems.append("router out of END")
             elif source != START and source not in self.known:
@@ -130,7 +142,7 @@ class _Exits:
         problems, exits = self.problems, self.exits
         if START not in exits:
             problems.append("START has no edge: add_edge(START, first_node)")
-        for name, node in self.graph.nodes.items():
+        for name, node in self.nodes.items():
             if name not in exits:
                 problems.append(f"node `{name}` has no outgoing edge or router")
             if node.on_error is not None:
@@ -152,6 +164,6 @@ class _Exits:
                     frontier.append(target)
         return [
             f"node `{name}` is unreachable from START"
-            for name in self.graph.nodes
+            for name in self.nodes
             if name not in reachable
         ]
