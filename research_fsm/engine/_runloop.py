@@ -75,8 +75,10 @@ async def _loop(
     path: list[str] = []
     fan: ParallelRun | None = None
     outcome: Continue | None = None
-    if start.fanout is not None:  # an unfinished fan-out goes on first
-        fan = ParallelRun(
+
+    def fan_out() -> ParallelRun:
+        """A fan-out from where the run is now (its step, seq and parent checkpoint)."""
+        return ParallelRun(
             plan,
             thread_id,
             run_id,
@@ -87,6 +89,9 @@ async def _loop(
             step=step,
             tracing=tracing,
         )
+
+    if start.fanout is not None:  # an unfinished fan-out goes on first
+        fan = fan_out()
         outcome = await fan.restart(start.fanout, state, start.resumed_branch)
     elif node is None:
         # A fresh start (new thread or next turn): checkpoint the input first, so a
@@ -94,17 +99,7 @@ async def _loop(
         # continues from there.
         first = await route(plan, START, state)
         if isinstance(first, Fork):
-            fan = ParallelRun(
-                plan,
-                thread_id,
-                run_id,
-                sink,
-                path,
-                seq=seq,
-                parent_id=parent_id,
-                step=step,
-                tracing=tracing,
-            )
+            fan = fan_out()
             await fan.begin(first, state, start.changes, None)
             outcome = await fan.run()
         else:
@@ -209,17 +204,7 @@ async def _loop(
         step += 1
         path.append(node)
         if isinstance(target, Fork):
-            fan = ParallelRun(
-                plan,
-                thread_id,
-                run_id,
-                sink,
-                path,
-                seq=seq,
-                parent_id=parent_id,
-                step=step,
-                tracing=tracing,
-            )
+            fan = fan_out()
             await fan.begin(target, state, changes, node)
             if sink is not None:
                 _node_finished(sink, node, step - 1, update, started)
