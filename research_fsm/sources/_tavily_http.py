@@ -12,6 +12,7 @@ search, so importing ``research_fsm`` stays fast.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import os
 import re
 import unicodedata
@@ -133,8 +134,29 @@ def clean_url(value: object) -> str | None:
     url = sanitize(value, 2048)
     if " " in url or not url.lower().startswith(("http://", "https://")):
         return None
-    parts = urlsplit(url)
-    return url if parts.hostname else None
+    try:
+        parts = urlsplit(url)
+        host, _ = parts.hostname, parts.port  # .port raises on a port out of range
+    except ValueError:  # "http://[": an unclosed IPv6 bracket
+        return None
+    if not host or any(ch in _BAD_HOST for ch in host) or _bad_ipv4(host):
+        return None
+    return url
+
+
+_BAD_HOST: Final = frozenset('%<>"`{}|\\^ ')
+
+
+def _bad_ipv4(host: str) -> bool:
+    """True for a host a browser reads as a broken IPv4 address (``1.2.3.4.5``)."""
+    last = host.rstrip(".").rsplit(".", 1)[-1]
+    if not last.isdigit():
+        return False
+    try:
+        ipaddress.IPv4Address(host)
+    except ValueError:
+        return True
+    return False
 
 
 def url_key(url: str) -> str:
