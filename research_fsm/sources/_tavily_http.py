@@ -130,7 +130,8 @@ def clip_query(query: str) -> str:
 
 
 def clean_url(value: object) -> str | None:
-    """``value`` as an absolute http(s) URL with a host, or ``None``."""
+    """``value`` as an absolute http(s) URL with a host a browser parses too, or ``None``;
+    characters that never appear raw in a URL (``<``, ``>``, quotes...) percent-encoded."""
     url = sanitize(value, 2048)
     if " " in url or not url.lower().startswith(("http://", "https://")):
         return None
@@ -141,10 +142,12 @@ def clean_url(value: object) -> str | None:
         return None
     if not host or any(ch in _BAD_HOST for ch in host) or _bad_ipv4(host):
         return None
-    return url
+    return _NOT_IN_URL.sub(lambda m: f"%{ord(m.group()):02X}", url)
 
 
-_BAD_HOST: Final = frozenset('%<>"`{}|\\^ ')
+_NOT_IN_URL: Final = re.compile(r'[<>"`{}|\\^]')
+"""Characters a URL carries percent-encoded, never as they are (``<script>``)."""
+_BAD_HOST: Final = frozenset('%<>"`{}|\\^')
 
 
 def _bad_ipv4(host: str) -> bool:
