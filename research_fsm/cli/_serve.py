@@ -42,7 +42,9 @@ def add_serve_parser(sub: Any) -> None:
 
 def run_serve(args: argparse.Namespace) -> int:
     """Serve until interrupted; 2 when the ``web`` extra is missing or the port is bad."""
-    missing = [m for m in ("starlette", "uvicorn") if importlib.util.find_spec(m) is None]
+    missing = [
+        m for m in ("starlette", "uvicorn", "markdown_it") if importlib.util.find_spec(m) is None
+    ]
     if missing:
         print(
             "research-fsm: the web page needs the web extra: pip install 'research-fsm[web]'",

@@ -30,6 +30,7 @@ from ._events import (
     status,
 )
 from ._guard import GuardMiddleware, allowed_host_names
+from ._markdown import markdown_tree
 from ._request import BadRequest, flag, language, read_json, text_field, thread_id
 from ._sse import Pump, event_stream, first
 
@@ -92,9 +93,10 @@ class _Routes:
             text, sources = split_sources(message.content)
             if message.role != "assistant":
                 text, sources = message.content, []
-            messages.append(
-                {"role": message.role, "text": text, "sources": sources, "time": message.timestamp}
-            )
+            entry = {"role": message.role, "text": text, "sources": sources}
+            if message.role == "assistant":
+                entry["tree"] = markdown_tree(text)
+            messages.append({**entry, "time": message.timestamp})
         pending = await self.assistant.pending_question(thread)
         waiting = None if pending is None else {"text": pending.text, "token": pending.token}
         data = {"thread_id": thread, "messages": messages, "pending": waiting}

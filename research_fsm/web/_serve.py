@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import sys
-from typing import TextIO
-
 from collections.abc import Sequence
+from typing import TextIO
 
 from ..qa import ResearchAssistant
 from ._app import create_app
