@@ -43,7 +43,8 @@ def serve(
         allowed_hosts=hosts,
         close_assistant=assistant is None,
     )
-    shown = f"[{host}]" if ":" in host else host
+    name = host if loopback else allowed_hosts[0]  # 0.0.0.0 is no address to open
+    shown = f"[{name}]" if ":" in name else name
     print(f"research-fsm: the page is at http://{shown}:{port}/ (Ctrl-C stops)", file=err)
     uvicorn.run(
         app,
