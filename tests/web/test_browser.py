@@ -291,6 +291,7 @@ def test_the_whole_report_is_shown_with_linked_sources(
     expect(cite).to_have_text(re.compile(r"^\[S\d+\]$"))
     expect(cite).to_have_attribute("href", re.compile(r"^https://"))
     expect(page.locator("#report-output a.download", has_text="report.md")).to_be_visible()
+    expect(page.locator("#report-output p.result")).to_have_count(0)  # no English one-liner
     shot(page, f"17-report-{lang}")
     page.click("#report-output button.widen")
     expect(report).to_have_class(re.compile(r"\bwide\b"))

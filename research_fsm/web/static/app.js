@@ -324,8 +324,12 @@
     return {
       progress,
       report: (data) => {
-        output.append(el("p", "result muted", data.summary));
-        showReport(output, data);
+        if (Array.isArray(data.tree) && data.tree.length) {
+          showReport(output, data); // the report itself, in its language
+          return;
+        }
+        output.append(el("p", "result", data.summary));
+        fileLinks(output, data.files);
       },
       question: (data) => {
         const box = el("div", "choices");
