@@ -55,8 +55,7 @@ def run_serve(args: argparse.Namespace) -> int:
         print(f"research-fsm: --port must be from 1 to 65535, got {args.port}", file=sys.stderr)
         return EXIT_USAGE
     from ..qa import ResearchAssistant
-    from ..web import InvalidServeOptions, serve
-    from ..web._guard import allowed_host_names
+    from ..web import InvalidServeOptions, allowed_host_names, serve
 
     try:
         allowed_host_names(args.allowed_host, bind=args.host)

@@ -12,7 +12,6 @@ search, so importing ``research_fsm`` stays fast.
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import os
 import re
 import unicodedata
@@ -23,6 +22,7 @@ from urllib.parse import urlsplit
 import structlog
 
 from .._tracing import search_span
+from ..common.urls import web_url
 from ._base import DataSourceError
 
 __all__ = [
@@ -132,34 +132,7 @@ def clip_query(query: str) -> str:
 def clean_url(value: object) -> str | None:
     """``value`` as an absolute http(s) URL with a host a browser parses too, or ``None``;
     characters that never appear raw in a URL (``<``, ``>``, quotes...) percent-encoded."""
-    url = sanitize(value, 2048)
-    if " " in url or not url.lower().startswith(("http://", "https://")):
-        return None
-    try:
-        parts = urlsplit(url)
-        host, _ = parts.hostname, parts.port  # .port raises on a port out of range
-    except ValueError:  # "http://[": an unclosed IPv6 bracket
-        return None
-    if not host or any(ch in _BAD_HOST for ch in host) or _bad_ipv4(host):
-        return None
-    return _NOT_IN_URL.sub(lambda m: f"%{ord(m.group()):02X}", url)
-
-
-_NOT_IN_URL: Final = re.compile(r'[<>"`{}|\\^]')
-"""Characters a URL carries percent-encoded, never as they are (``<script>``)."""
-_BAD_HOST: Final = frozenset('%<>"`{}|\\^')
-
-
-def _bad_ipv4(host: str) -> bool:
-    """True for a host a browser reads as a broken IPv4 address (``1.2.3.4.5``)."""
-    last = host.rstrip(".").rsplit(".", 1)[-1]
-    if not last.isdigit():
-        return False
-    try:
-        ipaddress.IPv4Address(host)
-    except ValueError:
-        return True
-    return False
+    return web_url(sanitize(value, 2048))
 
 
 def url_key(url: str) -> str:

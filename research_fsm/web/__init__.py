@@ -7,7 +7,7 @@ server-sent-event endpoints under ``/api``; ``serve`` runs it with uvicorn.
 from __future__ import annotations
 
 from ._app import create_app
-from ._guard import LOOPBACK_HOSTS, InvalidServeOptions, is_loopback
+from ._guard import LOOPBACK_HOSTS, InvalidServeOptions, allowed_host_names, is_loopback
 from ._request import MAX_BODY_BYTES
 from ._serve import serve
 
@@ -15,6 +15,7 @@ __all__ = [
     "LOOPBACK_HOSTS",
     "MAX_BODY_BYTES",
     "InvalidServeOptions",
+    "allowed_host_names",
     "create_app",
     "is_loopback",
     "serve",

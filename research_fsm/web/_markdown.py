@@ -17,7 +17,7 @@ from typing import Any, Final
 from markdown_it import MarkdownIt
 from markdown_it.tree import SyntaxTreeNode
 
-from ..sources._tavily_http import clean_url
+from ..common.urls import web_url
 
 __all__ = ["ATTRIBUTES", "TAGS", "Node", "markdown_tree"]
 
@@ -67,7 +67,7 @@ _MAX_DEPTH: Final = 40
 
 def safe_href(url: str) -> str | None:
     """``url`` when it is an http(s) URL a browser can parse, else ``None``."""
-    return clean_url(url) if isinstance(url, str) and url == url.strip() else None
+    return web_url(url) if isinstance(url, str) else None
 
 
 def _parser() -> MarkdownIt:
