@@ -15,6 +15,7 @@ The hierarchy (where each error is importable from)::
     │   └── NoResearchSource
     ├── DataSourceError                       research_fsm.sources
     ├── LLMError                              research_fsm.llm
+    ├── InvalidServeOptions (ValueError)      research_fsm.web
     └── DocumentsError (ValueError)           research_fsm.documents
         ├── DocumentsNotFound
         ├── NotADirectory

@@ -19,6 +19,7 @@ BUILTIN_BASES = {
     "NoResearchSource": ValueError,
     "DataSourceError": Exception,
     "LLMError": Exception,
+    "InvalidServeOptions": ValueError,
     "DocumentsError": ValueError,
     "DocumentsNotFound": ValueError,
     "NotADirectory": ValueError,

@@ -19,9 +19,20 @@ def add_serve_parser(sub: Any) -> None:
         help="serve the web page (conversations, reports, deep research)",
         description="Serve one page where you hold conversations with the assistant, see "
         "each agent's progress and the answer as it is written, and write reports. "
-        "Binds to 127.0.0.1 unless told otherwise; needs: pip install 'research-fsm[web]'.",
+        "Binds to 127.0.0.1 unless told otherwise; needs: pip install 'research-fsm[web]'. "
+        "There is no login: anyone who can reach the address can use the assistant and its "
+        "API keys, so serving beyond loopback needs --allowed-host.",
     )
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    serve.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a host name (or IP address) the page is reached by, besides localhost; "
+        "repeat for several; required with a --host beyond loopback (no login: every "
+        "request under these names is served)",
+    )
     serve.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     serve.add_argument(
         "--docs", metavar="DIR", help="documents folder of deep research (default: $RESEARCH_DOCS)"
@@ -31,7 +42,9 @@ def add_serve_parser(sub: Any) -> None:
 
 def run_serve(args: argparse.Namespace) -> int:
     """Serve until interrupted; 2 when the ``web`` extra is missing or the port is bad."""
-    missing = [m for m in ("starlette", "uvicorn") if importlib.util.find_spec(m) is None]
+    missing = [
+        m for m in ("starlette", "uvicorn", "markdown_it") if importlib.util.find_spec(m) is None
+    ]
     if missing:
         print(
             "research-fsm: the web page needs the web extra: pip install 'research-fsm[web]'",
@@ -42,12 +55,19 @@ def run_serve(args: argparse.Namespace) -> int:
         print(f"research-fsm: --port must be from 1 to 65535, got {args.port}", file=sys.stderr)
         return EXIT_USAGE
     from ..qa import ResearchAssistant
-    from ..web import serve
+    from ..web import InvalidServeOptions, allowed_host_names, serve
 
+    try:
+        allowed_host_names(args.allowed_host, bind=args.host)
+    except InvalidServeOptions as exc:
+        print(f"research-fsm: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     try:
         assistant = ResearchAssistant.from_env(source=args.source)
     except ValueError as exc:
         print(f"research-fsm: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    serve(args.host, args.port, docs=args.docs, assistant=assistant)
+    serve(
+        args.host, args.port, docs=args.docs, assistant=assistant, allowed_hosts=args.allowed_host
+    )
     return 0

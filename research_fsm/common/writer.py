@@ -20,7 +20,9 @@ __all__ = [
     "DocSection",
     "Document",
     "bullets",
+    "drop_urls",
     "md_escape",
+    "md_url",
     "paragraph",
     "table",
     "to_markdown",
@@ -28,7 +30,9 @@ __all__ = [
 ]
 
 BlockKind = Literal["p", "ul", "table"]
-_MD_SPECIAL: Final = re.compile(r"([\\`*_<>#|])")
+_MD_SPECIAL: Final = re.compile(r"([\\`*_<>#|\[\]!])")
+_URL_UNSAFE: Final = re.compile(r"[^\x21-\x7e]|[<>\"`{}|\\^]")
+_URL: Final = re.compile(r"https?://[^\s<>\"'\])]+")
 _BOLD: Final = re.compile(r"\*\*(.+?)\*\*")
 _ITALIC: Final = re.compile(r"(?<![\w\\])_(.+?)_(?!\w)")
 
@@ -75,8 +79,29 @@ def table(rows: list[tuple[str, ...]]) -> Block:
 
 
 def md_escape(value: str) -> str:
-    """Data text made inert in Markdown (no headings, emphasis, HTML or table breaks)."""
+    """Data text made inert in Markdown: no headings, emphasis, HTML, table breaks,
+    links (``[x](javascript:...)``) nor images (``![x](http://...)``)."""
     return _MD_SPECIAL.sub(r"\\\1", " ".join(value.split()))
+
+
+def drop_urls(text: str, keep: set[str] | frozenset[str] = frozenset()) -> str:
+    """``text`` with every URL not in ``keep`` replaced by ``(link removed)``: a title
+    or quote from the web shows no address that was not retrieved."""
+
+    def replace(match: re.Match[str]) -> str:
+        url = match.group().rstrip(".,;:")
+        return match.group() if url in keep else "(link removed)" + match.group()[len(url) :]
+
+    return _URL.sub(replace, text)
+
+
+def md_url(url: str) -> str:
+    """An http(s) URL as a Markdown autolink ``<...>``, every character that could end
+    it or start markup percent-encoded; any other URL as inert text."""
+    if not url.lower().startswith(("http://", "https://")):
+        return md_escape(url)
+    safe = _URL_UNSAFE.sub(lambda m: "".join(f"%{b:02X}" for b in m.group().encode()), url)
+    return f"<{safe}>"
 
 
 def _md_block(block: Block) -> str:

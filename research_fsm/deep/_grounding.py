@@ -15,7 +15,9 @@ import re
 from pathlib import Path
 from typing import Any, Final
 
+from ..common.writer import md_url
 from ._labels import label
+from ._report import scrub
 
 __all__ = ["grounding_problems"]
 
@@ -24,6 +26,7 @@ _URL: Final = re.compile(r"https?://[^\s<>\"'\])]+")
 _FILE: Final = re.compile(r"[\w./-]+\.(?:md|txt|html?|pdf)\b", re.IGNORECASE)
 _EVIDENCE: Final = re.compile(r"^- (C\d+) \[(S\d+)\]: “(.*)”$", re.MULTILINE)
 _ESCAPE: Final = re.compile(r"\\(.)")
+_AUTOLINK: Final = re.compile(r"<https?://[^<>\s]*>")
 
 
 def _load(path: Path) -> Any:
@@ -45,8 +48,12 @@ def _report_problems(markdown: str, sources: dict[str, dict[str, Any]]) -> list[
         for sid in dict.fromkeys(_CITE.findall(markdown))
         if sid not in sources
     ]
-    plain = _ESCAPE.sub(r"\1", markdown)
     urls = {s["locator"] for s in sources.values() if s["kind"] == "web"}
+    links = {md_url(u): u for u in urls}
+    for link in dict.fromkeys(_AUTOLINK.findall(markdown)):
+        if link not in links:
+            problems.append(f"report links {link}, which was not retrieved")
+    plain = _ESCAPE.sub(r"\1", _AUTOLINK.sub(" ", markdown))
     for url in dict.fromkeys(_URL.findall(plain)):
         if url.rstrip(".,;:") not in urls:
             problems.append(f"report shows the URL {url}, which was not retrieved")
@@ -59,7 +66,8 @@ def _report_problems(markdown: str, sources: dict[str, dict[str, Any]]) -> list[
             problems.append(f"report shows the file {name}, which was not retrieved")
     for claim, sid, quote in _EVIDENCE.findall(markdown):
         text = sources.get(sid, {}).get("text", "")
-        if _flat(_ESCAPE.sub(r"\1", quote)) not in _flat(text):
+        shown = _flat(_ESCAPE.sub(r"\1", quote))
+        if shown not in _flat(text) and shown not in _flat(scrub(text, urls)):
             problems.append(f"report's evidence for {claim} is not in {sid}")
     return problems
 

@@ -17,6 +17,7 @@ from ..common.writer import (
     Document,
     bullets,
     md_escape,
+    md_url,
     paragraph,
     table,
     to_markdown,
@@ -24,7 +25,7 @@ from ..common.writer import (
 )
 from ..engine import NodeContext
 from ._labels import label
-from ._model import Claim, DeepState, Verification
+from ._model import Claim, DeepState, Source, Verification
 from ._session import write_stage
 
 __all__ = ["ReportWriter", "compose", "scrub"]
@@ -108,9 +109,18 @@ def _methodology(state: DeepState, lang: str, allowed: set[str]) -> DocSection:
     return DocSection(label(lang, "methodology"), [bullets(items)])
 
 
-def _sources(state: DeepState, lang: str) -> DocSection:
+def _cite(source: Source, allowed: set[str]) -> str:
+    """``title — locator, position``: a web locator as an autolink, every text inert."""
+    where = md_url(source.locator) if source.kind == "web" else md_escape(source.locator)
+    if source.position:
+        where += f", {md_escape(source.position)}"
+    title = md_escape(scrub(source.title, allowed))
+    return f"{title} — {where}" if title else where
+
+
+def _sources(state: DeepState, lang: str, allowed: set[str]) -> DocSection:
     cited = dict.fromkeys(sid for c in supported_claims(state) for sid in c.sources)
-    lines = [f"[{s.id}] {md_escape(s.cite())}" for sid in cited if (s := state.source(sid))]
+    lines = [f"[{s.id}] {_cite(s, allowed)}" for sid in cited if (s := state.source(sid))]
     if not lines:
         return DocSection(label(lang, "sources"), [paragraph(label(lang, "no_source_used"))])
     return DocSection(label(lang, "sources"), [bullets(lines)])
@@ -131,7 +141,7 @@ def _verification(state: DeepState, lang: str, allowed: set[str]) -> DocSection:
     ]
     blocks = [table(rows)]
     evidence = [
-        f"{c.claim} [{c.source}]: “{md_escape(c.evidence or '')}”"
+        f"{c.claim} [{c.source}]: “{md_escape(scrub(c.evidence or '', allowed))}”"
         for c in final.checks
         if c.supported
     ]
@@ -169,7 +179,7 @@ def compose(state: DeepState, generated_at: str, session_id: str) -> Document:
     sections = _body(state, lang, allowed)
     sections += [
         _methodology(state, lang, allowed),
-        _sources(state, lang),
+        _sources(state, lang, allowed),
         _verification(state, lang, allowed),
         _metadata(state, lang, generated_at, session_id),
     ]

@@ -135,7 +135,7 @@ class _Builder:
             self.reused += 1
             return
         try:
-            data = read_bytes(found.real)
+            data = read_bytes(found.real, found.root)
         except OSError as exc:
             self.skipped.append(SkippedFile(path=found.path, reason=f"cannot read it ({exc})"))
             if old is not None:
@@ -152,7 +152,8 @@ class _Builder:
         self._index(found, digest, old)
 
     def _index(self, found: Found, digest: str, old: tuple[int, int, int, str] | None) -> None:
-        extracted = extract(found.real, found.real.suffix.lower() or Path(found.path).suffix)
+        kind = found.real.suffix.lower() or Path(found.path).suffix
+        extracted = extract(found.real, kind, found.root)
         if old is not None:
             self._drop(old[0])
         if isinstance(extracted, str):

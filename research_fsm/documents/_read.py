@@ -4,8 +4,10 @@ Markdown and text are decoded (UTF-8, then CP932 for Japanese Windows files, els
 UTF-8 with replacement characters); HTML goes through **inscriptis** (layout-aware
 HTML to text; scripts and styles dropped); PDF through **pypdf**, page by page.
 Nothing is ever followed out of the folder: symlinks are resolved and checked,
-hidden folders are skipped, and only regular files are opened (never a FIFO or a
-device, so nothing can hang)."""
+hidden folders are skipped, every folder between the root and a file is opened without
+following links when the file is read (a folder swapped for a symlink after discovery
+is refused), and only regular files are opened (never a FIFO or a device, so nothing
+can hang)."""
 
 from __future__ import annotations
 
@@ -54,6 +56,9 @@ class Found:
     """Bytes."""
     mtime_ns: int
     """Modification time."""
+    root: Path | None = None
+    """The folder ``real`` is under: every component below it is opened without
+    following links."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -93,7 +98,7 @@ def _check(entry: Path, rel: str, root: Path, limit: int) -> Found | SkippedFile
     if info.st_size > limit:
         mb = info.st_size / 1_048_576
         return SkippedFile(path=rel, reason=f"larger than {limit // 1_048_576} MB ({mb:,.0f} MB)")
-    return Found(path=rel, real=real, size=info.st_size, mtime_ns=info.st_mtime_ns)
+    return Found(path=rel, real=real, size=info.st_size, mtime_ns=info.st_mtime_ns, root=root)
 
 
 def discover(root: Path, *, limit: int, max_files: int) -> tuple[list[Found], list[SkippedFile]]:
@@ -124,10 +129,34 @@ def discover(root: Path, *, limit: int, max_files: int) -> tuple[list[Found], li
     return found, skipped
 
 
-def read_bytes(path: Path) -> bytes:
-    """The file's bytes, opened without following a symlink swapped in since ``stat`` and
-    without blocking on a FIFO; raises ``OSError``."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+def _open_below(root: Path, path: Path) -> int:
+    """A descriptor of ``path``, a file under ``root``, opened one component at a time
+    from ``root`` without following any symlink (``O_NOFOLLOW`` on each folder and on the
+    file, through ``dir_fd``): a folder swapped for a symlink since discovery is refused
+    (``OSError``) instead of read through."""
+    parts = path.relative_to(root).parts
+    if not parts or ".." in parts:
+        raise OSError(f"{path} is not a file under {root}")
+    folder_flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+    current = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for name in parts[:-1]:
+            inner = os.open(name, folder_flags, dir_fd=current)
+            os.close(current)
+            current = inner
+        return os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=current)
+    finally:
+        os.close(current)
+
+
+def read_bytes(path: Path, root: Path | None = None) -> bytes:
+    """The file's bytes, opened without following a symlink swapped in since ``stat``
+    (in any folder between ``root`` and the file when ``root`` is given, else in its last
+    component) and without blocking on a FIFO; raises ``OSError``."""
+    if root is None:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    else:
+        fd = _open_below(root, path)
     with os.fdopen(fd, "rb") as handle:
         if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
             raise OSError(f"{path.name} is not a regular file")
@@ -187,10 +216,11 @@ def _html(data: bytes, name: str) -> Extracted:
     return Extracted(kind="html", title=title or _first_line(text, name), text=text, pages=None)
 
 
-def extract(path: Path, kind_of: str) -> Extracted | str:
-    """The document's text, or why it cannot be indexed (a ``SkippedFile`` reason)."""
+def extract(path: Path, kind_of: str, root: Path | None = None) -> Extracted | str:
+    """The document's text, or why it cannot be indexed (a ``SkippedFile`` reason);
+    ``root``: the folder, every component below which is opened without following links."""
     try:
-        data = read_bytes(path)
+        data = read_bytes(path, root)
     except OSError as exc:
         return f"cannot read it ({exc.strerror or exc})"
     kind = KINDS[kind_of]

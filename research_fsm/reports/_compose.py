@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..common.writer import DocSection, Document, bullets, md_escape, paragraph, table
+from ..common.writer import (
+    DocSection,
+    Document,
+    bullets,
+    drop_urls,
+    md_escape,
+    md_url,
+    paragraph,
+    table,
+)
 from ..llm import Usage
 from ._labels import fact_label, missing_label, text
 from ._model import SECTIONS, Fact, ReportState, Section, Source
@@ -122,7 +131,7 @@ def compose(state: ReportState, generated_at: str) -> Document:
     sections += [_section(name, getattr(state, name), lang, ids) for name in SECTIONS]
     sections.append(_methodology(state, lang))
     listed = [
-        f"[{ids[s.url]}] {md_escape(s.title)} — <{s.url}> ({text(lang, 'retrieved')} {s.retrieved_at})"
+        f"[{ids[s.url]}] {md_escape(drop_urls(s.title))} — {md_url(s.url)} ({text(lang, 'retrieved')} {s.retrieved_at})"
         for s in sources
     ]
     sections.append(DocSection(text(lang, "sources"), [bullets(listed)]))

@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 import structlog
 
 from .._tracing import search_span
+from ..common.urls import web_url
 from ._base import DataSourceError
 
 __all__ = [
@@ -129,12 +130,9 @@ def clip_query(query: str) -> str:
 
 
 def clean_url(value: object) -> str | None:
-    """``value`` as an absolute http(s) URL with a host, or ``None``."""
-    url = sanitize(value, 2048)
-    if " " in url or not url.lower().startswith(("http://", "https://")):
-        return None
-    parts = urlsplit(url)
-    return url if parts.hostname else None
+    """``value`` as an absolute http(s) URL with a host a browser parses too, or ``None``;
+    characters that never appear raw in a URL (``<``, ``>``, quotes...) percent-encoded."""
+    return web_url(sanitize(value, 2048))
 
 
 def url_key(url: str) -> str:

@@ -7,8 +7,16 @@ server-sent-event endpoints under ``/api``; ``serve`` runs it with uvicorn.
 from __future__ import annotations
 
 from ._app import create_app
-from ._guard import LOOPBACK_HOSTS, is_loopback
+from ._guard import LOOPBACK_HOSTS, InvalidServeOptions, allowed_host_names, is_loopback
 from ._request import MAX_BODY_BYTES
 from ._serve import serve
 
-__all__ = ["LOOPBACK_HOSTS", "MAX_BODY_BYTES", "create_app", "is_loopback", "serve"]
+__all__ = [
+    "LOOPBACK_HOSTS",
+    "MAX_BODY_BYTES",
+    "InvalidServeOptions",
+    "allowed_host_names",
+    "create_app",
+    "is_loopback",
+    "serve",
+]

@@ -29,7 +29,8 @@ from ._events import (
     split_sources,
     status,
 )
-from ._guard import LOOPBACK_HOSTS, GuardMiddleware
+from ._guard import GuardMiddleware, allowed_host_names
+from ._markdown import markdown_tree
 from ._request import BadRequest, flag, language, read_json, text_field, thread_id
 from ._sse import Pump, event_stream, first
 
@@ -92,9 +93,10 @@ class _Routes:
             text, sources = split_sources(message.content)
             if message.role != "assistant":
                 text, sources = message.content, []
-            messages.append(
-                {"role": message.role, "text": text, "sources": sources, "time": message.timestamp}
-            )
+            entry = {"role": message.role, "text": text, "sources": sources}
+            if message.role == "assistant":
+                entry["tree"] = markdown_tree(text)
+            messages.append({**entry, "time": message.timestamp})
         pending = await self.assistant.pending_question(thread)
         waiting = None if pending is None else {"text": pending.text, "token": pending.token}
         data = {"thread_id": thread, "messages": messages, "pending": waiting}
@@ -149,17 +151,20 @@ def create_app(
     assistant: ResearchAssistant,
     *,
     docs: str | None = None,
-    allowed_hosts: Sequence[str] = LOOPBACK_HOSTS,
+    allowed_hosts: Sequence[str] = (),
     close_assistant: bool = False,
 ) -> Starlette:
     """The web page's ASGI app around ``assistant``.
 
     Args:
         docs: the documents folder of deep research (default: ``$RESEARCH_DOCS``).
-        allowed_hosts: ``Host`` headers accepted (default: loopback names only, which
-            stops DNS rebinding); ``["*"]`` for any.
+        allowed_hosts: host names (or IP addresses) the page is reached by besides
+            the loopback names, always accepted; any other ``Host`` header gets 400 and
+            any other ``Origin`` 403, which stops DNS rebinding. No wildcards:
+            ``InvalidServeOptions`` names a value that is not a host name.
         close_assistant: close the assistant when the app shuts down.
     """
+    hosts = allowed_host_names(allowed_hosts)
     r = _Routes(assistant, docs)
     post = ["POST"]
     routes = [
@@ -181,7 +186,7 @@ def create_app(
             await assistant.aclose()
 
     middleware = [
-        Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts)),
-        Middleware(GuardMiddleware),
+        Middleware(TrustedHostMiddleware, allowed_hosts=hosts),
+        Middleware(GuardMiddleware, allowed_hosts=hosts),
     ]
     return Starlette(routes=routes, middleware=middleware, lifespan=lifespan)

@@ -14,6 +14,7 @@ from ..qa import Answer, InvalidQuestion, Progress, Reply, Token
 from ..qa.constants import CONFIDENCE_HIGH_THRESHOLD, CONFIDENCE_MEDIUM_THRESHOLD
 from ..reports import CompanyNotFound, InvalidReportRequest, Report, ReportProgress
 from ..sources import DataSourceError
+from ._markdown import markdown_tree
 from ._request import BadRequest, TooLarge
 from ._sse import sse
 
@@ -21,6 +22,7 @@ __all__ = ["ask_events", "deep_events", "describe", "report_events", "split_sour
 
 _LOG = logging.getLogger("research_fsm.web")
 _SOURCES_RE: Final = re.compile(r"\n\n(?:Sources:|出典:)\n((?:- .+\n?)+)$")
+_JAPANESE: Final = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
 REPORT_FILES: Final = ("report.md", "report.pdf")
 """The files of a report or session folder the page may download."""
 
@@ -79,6 +81,13 @@ def split_sources(text: str) -> tuple[str, list[dict[str, str]]]:
     return text[: match.start()], sources
 
 
+def language_of(markdown: str) -> str:
+    """``ja`` when the report's first section title is Japanese (``## 概要``), else ``en``:
+    the page's ``lang`` for the report (a company's name may be Japanese either way)."""
+    heading = next((line for line in markdown.splitlines() if line.startswith("## ")), "")
+    return "ja" if _JAPANESE.search(heading) else "en"
+
+
 def confidence_label(reply: Reply) -> str | None:
     """How sure the answer is, in words (``None`` when it is not about a company)."""
     if reply.company is None:
@@ -99,6 +108,7 @@ def reply_data(reply: Reply) -> dict[str, Any]:
     sources = [{"title": s.title, "url": s.url} for s in reply.sources] or listed
     return {
         "text": text,
+        "tree": markdown_tree(text),
         "thread_id": reply.thread_id,
         "company": reply.company,
         "confidence": reply.confidence,
@@ -163,12 +173,15 @@ def report_events(event: ReportProgress | Report) -> Iterable[bytes]:
         data = {"text": event.question, "choices": event.choices, "thread_id": event.thread_id}
         yield sse("question", data)
     else:
+        links = {str(s.get("id")): str(s.get("url", "")) for s in event.sources}
         yield sse(
             "report",
             {
                 "company": event.company,
                 "thread_id": event.thread_id,
                 "summary": event.summary_line(),
+                "language": language_of(event.markdown),
+                "tree": markdown_tree(event.markdown, links),
                 "files": _files("reports", event.folder, event.paths),
             },
         )
@@ -182,15 +195,22 @@ def deep_events(event: DeepProgress | DeepText | ResearchReport) -> Iterable[byt
         yield sse("token", {"text": event.text})
     else:
         sources = [
-            {"title": s.get("title") or s.get("locator"), "url": s.get("locator")}
+            {
+                "id": s.get("id"),
+                "title": s.get("title") or s.get("locator"),
+                "url": s.get("locator"),
+            }
             for s in event.sources
         ]
+        links = {str(s["id"]): str(s["url"]) for s in sources if s["id"]}
         yield sse(
             "deep",
             {
                 "status": event.status,
                 "session_id": event.session_id,
                 "topic": event.topic,
+                "language": event.language,
+                "tree": markdown_tree(event.markdown, links),
                 "summary": event.summary,
                 "key_points": event.key_points,
                 "steps": event.steps,

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from typing import TextIO
 
 from ..qa import ResearchAssistant
 from ._app import create_app
-from ._guard import LOOPBACK_HOSTS, is_loopback
+from ._guard import allowed_host_names, is_loopback
 
 __all__ = ["serve"]
 
@@ -18,13 +19,17 @@ def serve(
     *,
     docs: str | None = None,
     assistant: ResearchAssistant | None = None,
+    allowed_hosts: Sequence[str] = (),
     err: TextIO | None = None,
 ) -> None:
-    """Serve the page until interrupted. Off loopback, anyone who can reach ``host``
-    can use the assistant (and the API keys it holds): a warning says so."""
+    """Serve the page until interrupted. There is no login: off loopback, anyone who
+    can reach ``host`` can use the assistant (and the API keys it holds), so serving
+    there needs ``allowed_hosts`` (the names the page is reached by;
+    ``InvalidServeOptions`` otherwise, before anything starts) and a warning says so."""
     import uvicorn
 
     err = err if err is not None else sys.stderr
+    hosts = allowed_host_names(allowed_hosts, bind=host)
     loopback = is_loopback(host)
     if not loopback:
         print(
@@ -35,10 +40,11 @@ def serve(
     app = create_app(
         assistant if assistant is not None else ResearchAssistant.from_env(),
         docs=docs,
-        allowed_hosts=LOOPBACK_HOSTS if loopback else ["*"],
+        allowed_hosts=hosts,
         close_assistant=assistant is None,
     )
-    shown = f"[{host}]" if ":" in host else host
+    name = host if loopback else allowed_hosts[0]  # 0.0.0.0 is no address to open
+    shown = f"[{name}]" if ":" in name else name
     print(f"research-fsm: the page is at http://{shown}:{port}/ (Ctrl-C stops)", file=err)
     uvicorn.run(
         app,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -231,3 +232,32 @@ async def test_damage_found_while_in_use_removes_the_index(folder: Path, tmp_pat
             again.stats.read,
             [p.path for p in await again.search("jakarta")],
         )
+
+
+async def test_a_folder_swapped_for_a_symlink_after_discovery_is_not_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A subfolder replaced by a symlink to elsewhere between discovery and reading is
+    refused: every folder on the way to a file is opened without following links."""
+    import shutil
+
+    from research_fsm.documents import _index
+
+    folder, outside = tmp_path / "docs", tmp_path / "outside"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "sub" / "notes.md").write_text("jakarta notes", encoding="utf-8")
+    outside.mkdir()
+    (outside / "notes.md").write_text("jakarta top secret plans", encoding="utf-8")
+    real_discover = _index.discover
+
+    def discover_then_swap(root: Path, **kwargs: int) -> Any:
+        found = real_discover(root, **kwargs)
+        shutil.rmtree(root / "sub")
+        (root / "sub").symlink_to(outside, target_is_directory=True)
+        return found
+
+    monkeypatch.setattr(_index, "discover", discover_then_swap)
+    async with await open_index(folder, tmp_path) as index:
+        reasons = {s.path: s.reason for s in index.skipped}
+        hits = await index.search("secret plans", match="any")
+    assert ([], True) == (hits, reasons["sub/notes.md"].startswith("cannot read it"))

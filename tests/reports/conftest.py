@@ -39,10 +39,10 @@ def grounding_problems(folder: Path) -> list[str]:
         f"citation [{c}] not in sources.json"
         for c in sorted(set(re.findall(r"\[(S\d+)\]", markdown)) - ids)
     ]
-    problems += [
-        f"URL {u} was not retrieved"
-        for u in sorted(set(re.findall(r"https?://[^\s>)]+", markdown)) - urls)
-    ]
+    links = set(re.findall(r"<(https?://[^\s<>]+)>", markdown))
+    bare = re.sub(r"<https?://[^\s<>]+>", " ", markdown)
+    shown = links | set(re.findall(r"https?://[^\s>)]+", bare))
+    problems += [f"URL {u} was not retrieved" for u in sorted(shown - urls)]
     problems += [f"source {e['id']} has no retrieval time" for e in listed if not e["retrieved_at"]]
     keys = {fact["key"] for fact in facts}
     allowed = numbers(str(meta["company"]))

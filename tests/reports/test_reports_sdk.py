@@ -159,3 +159,33 @@ async def test_report_loops_with_claude_five_calls_per_iteration(
     assert "## 財務" in report.markdown and "invented.example.org" not in report.markdown
     second_round = [str(r.body["query"]) for r in tavily_server.requests[4:]]
     assert all("guidance" in query for query in second_round), second_round
+
+
+async def test_hostile_search_results_stay_inert_in_the_report(
+    anthropic_server: FakeAnthropic, tavily_server: FakeTavily
+) -> None:
+    """A result whose URL cannot be parsed is dropped; a title with a link, an image and
+    HTML, and a URL with markup, are text in report.md (no live link, image or tag)."""
+    from markdown_it import MarkdownIt
+
+    hostile = [
+        tv.result("Broken", "http://[", "Nvidia designs GPUs.", 0.95),
+        tv.result(
+            "Nvidia [x](javascript:alert(1)) ![b](http://beacon.example/b.gif) <b>bold</b>",
+            'https://ir.example.com/nvidia"><script>alert(2)</script>',
+            "Nvidia designs GPUs. Headquarters: Santa Clara.",
+            0.92,
+        ),
+    ]
+
+    def hostile_search(body: dict[str, Any]) -> Any:
+        title, url, content = PAGES[page_of(str(body["query"]))]
+        return tv.results([*hostile, tv.result(title, url, content, 0.9)])
+
+    anthropic_server.auto(claude([90]))
+    tavily_server.auto(hostile_search)
+    report = await assistant_on(anthropic_server, tavily_server).report("Nvidia")
+    html = MarkdownIt("commonmark").render(report.markdown)
+    assert "completed" == report.status
+    assert "ir.example.com/nvidia%22%3E%3Cscript%3E" in report.markdown
+    assert [] == re.findall(r"<script|<img|<b>|href=\"javascript|beacon", html)

@@ -198,20 +198,30 @@ async def test_duplicates_merged_by_url(tavily_server: FakeTavily) -> None:
 
 
 async def test_invalid_urls_and_empty_results_dropped(tavily_server: FakeTavily) -> None:
-    """Results without an absolute http(s) URL with a host, or without any text, are dropped."""
+    """Results without an absolute http(s) URL with a host a browser parses, or without any
+    text, are dropped; markup characters in a URL are percent-encoded."""
     items = [
         tv.result("Script", "javascript:alert(1)", "Click me"),
         tv.result("Relative", "/docs/migration", "Relative link"),
         tv.result("No host", "https:///path", "No host"),
         tv.result("Spaces", "https://example.com/a b", "Space in URL"),
         tv.result("FTP", "ftp://files.example/guide", "Old protocol"),
+        tv.result("Bracket", "http://[", "An unclosed IPv6 bracket"),
+        tv.result("Port", "https://x.example:99999/", "A port out of range"),
+        tv.result("Percent", "http://%zz/", "A percent sign in the host"),
+        tv.result("Five numbers", "http://1.2.3.4.5/", "Not an IPv4 address"),
         {"title": "No URL", "content": "Missing URL"},
         tv.result("Empty", "https://example.com/empty", "\x1b[0m \u200b"),
         tv.result("Kept", "https://example.com/kept", "Usable."),
+        tv.result("Markup", 'https://example.com/a"><script>alert(1)</script>', "Encoded."),
     ]
     tavily_server.enqueue(tv.results(items))
     found = await make_search(tavily_server).search(TOPIC)
-    assert [("https://example.com/kept", 1)] == [(r.url, r.rank) for r in found]
+    expected = [
+        ("https://example.com/kept", 1),
+        ("https://example.com/a%22%3E%3Cscript%3Ealert(1)%3C/script%3E", 2),
+    ]
+    assert expected == [(r.url, r.rank) for r in found]
 
 
 async def test_text_is_stripped_and_capped(tavily_server: FakeTavily) -> None:

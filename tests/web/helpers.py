@@ -8,11 +8,38 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from research_fsm import ResearchAssistant
+from research_fsm.deep import Found
 from research_fsm.qa import Token
 from research_fsm.sources import MockDataSource, SearchContext, SearchResult, SourceRef
 
 HOSTILE_NEWS = "<img src=x onerror=alert(1)> Breaking: <script>alert(2)</script> shares soar"
 HOSTILE_TITLE = "<b>Evil</b> <img src=x onerror=alert(3)>"
+UNPARSEABLE_URLS = ("https://x.example:99999/", "http://%zz/", "http://1.2.3.4.5/")
+"""URLs Python splits but a browser cannot parse."""
+SPRING_PAGES = [
+    Found(
+        kind="web",
+        title="Spring Boot 3.0 Migration Guide",
+        locator="https://github.com/spring-projects/spring-boot/wiki/Spring-Boot-3.0-Migration-Guide",
+        text=(
+            "Spring Boot 3.0 requires Java 17 as a minimum version. Before you start the "
+            "migration, upgrade to the latest 2.7.x version of Spring Boot. Spring Boot 3.0 has "
+            "upgraded to Jakarta EE 10 APIs; replace javax imports with jakarta imports."
+        ),
+        score=0.95,
+    ),
+    Found(
+        kind="web",
+        title="Preparing for Spring Boot 3.0",
+        locator="https://spring.io/blog/2022/05/24/preparing-for-spring-boot-3-0",
+        text=(
+            "Upgrade to Spring Boot 2.7 first and fix the deprecation warnings. Spring Boot 3 "
+            "migration also requires Spring Framework 6."
+        ),
+        score=0.9,
+    ),
+]
+"""A small web corpus for deep research about the Spring Boot 3 migration."""
 
 
 class HostileSource(MockDataSource):
@@ -32,6 +59,18 @@ class HostileSource(MockDataSource):
                 ],
             }
         )
+        return result.model_copy(update={"findings": findings})
+
+
+class UnparseableUrlSource(MockDataSource):
+    """The mock data, its sources at ``UNPARSEABLE_URLS``."""
+
+    async def search(self, company: str, context: SearchContext) -> SearchResult:
+        result = await super().search(company, context)
+        if result.findings is None:
+            return result
+        sources = [SourceRef(title=f"Odd {i}", url=url) for i, url in enumerate(UNPARSEABLE_URLS)]
+        findings = result.findings.model_copy(update={"sources": sources})
         return result.model_copy(update={"findings": findings})
 
 

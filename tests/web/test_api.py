@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ from starlette.testclient import TestClient
 
 from research_fsm import ResearchAssistant
 from research_fsm.engine import MemoryCheckpointStore
+from research_fsm.sources import DirectorySource
 from research_fsm.web import MAX_BODY_BYTES, create_app
 
 from .helpers import HOSTILE_NEWS, HOSTILE_TITLE, HostileSource, parse_sse
@@ -185,6 +187,39 @@ def test_report_streams_progress_then_files_to_download(client: TestClient, home
     assert client.get(urls["report.pdf"]).content.startswith(b"%PDF")
 
 
+def tags(nodes: list[Any]) -> list[str]:
+    """The element names of a Markdown tree, depth first."""
+    found: list[str] = []
+    for node in nodes:
+        if isinstance(node, dict):
+            found += [node["t"], *tags(node["c"])]
+    return found
+
+
+def test_a_japanese_report_comes_whole_as_markdown_with_linked_citations(
+    client: TestClient,
+) -> None:
+    """The report event carries the whole report as a tree, its language, [S#] linked."""
+    report = last(events(client, "/api/report", company="Apple", lang="ja"), "report")
+    tree = report["tree"]
+    assert ("ja", "h1", "h2") == (report["language"], tree[0]["t"], tree[1]["t"])
+    assert "概要" == tree[1]["c"][0]
+    assert "a" in tags(tree) and "ul" in tags(tree)
+    assert '"class": "cite", "href": "https://' in json.dumps(tree)
+
+
+def test_an_answer_with_a_table_comes_as_a_table(home: Path) -> None:
+    """A comparison's Markdown table reaches the page as table elements, also on reload."""
+    assistant = ResearchAssistant(source=DirectorySource(), store=MemoryCheckpointStore())
+    with TestClient(create_app(assistant), base_url="http://127.0.0.1") as client:
+        stream = events(client, "/api/ask", thread_id=THREAD, text="Compare Nvidia with AMD")
+        answer = last(stream, "answer")
+        restored = client.get(f"/api/threads/{THREAD}").json()["messages"][-1]
+    assert ["table", "table"] == [
+        next(t for t in tags(data["tree"]) if t == "table") for data in (answer, restored)
+    ]
+
+
 def test_report_errors(client: TestClient) -> None:
     stream = events(client, "/api/report", company="Zzyzx Nonexistent Holdings")
     assert stream[-1][0] == "error" and "couldn't find" in stream[-1][1]["message"]
@@ -224,6 +259,8 @@ def test_deep_research_over_a_documents_folder(
         [markdown] = [f["url"] for f in result["files"] if f["name"] == "report.md"]
         assert markdown.startswith("/api/files/sessions/")
         assert "Spring Boot" in client.get(markdown).text
+        assert "h1" == result["tree"][0]["t"] and "en" == result["language"]
+        assert '"class": "cite"' in json.dumps(result["tree"])
 
 
 def test_files_never_leave_the_reports_and_sessions_folders(

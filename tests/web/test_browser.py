@@ -15,10 +15,19 @@ from typing import Any
 import pytest
 
 from research_fsm import JsonFileCheckpointStore, ResearchAssistant
-from research_fsm.sources import MockDataSource
+from research_fsm.deep import StaticSearch
+from research_fsm.sources import DirectorySource, MockDataSource
 from research_fsm.web import create_app
 
-from .helpers import HOSTILE_NEWS, HOSTILE_TITLE, HostileSource, SlowTokens
+from .helpers import (
+    HOSTILE_NEWS,
+    HOSTILE_TITLE,
+    SPRING_PAGES,
+    UNPARSEABLE_URLS,
+    HostileSource,
+    SlowTokens,
+    UnparseableUrlSource,
+)
 from .live import CHROMIUM, CHROMIUM_ARGS, LiveServer, artifacts_dir
 
 pytestmark = pytest.mark.slow
@@ -59,10 +68,14 @@ def context(browser: Any) -> Iterator[Any]:
 
 
 def home_assistant(
-    home: Path, cls: type[ResearchAssistant] = ResearchAssistant, source: Any = None
+    home: Path,
+    cls: type[ResearchAssistant] = ResearchAssistant,
+    source: Any = None,
+    web_search: Any = None,
 ) -> ResearchAssistant:
     source = source if source is not None else MockDataSource()
-    return cls(source=source, store=JsonFileCheckpointStore(home / "threads"))
+    store = JsonFileCheckpointStore(home / "threads")
+    return cls(source=source, store=store, web_search=web_search)
 
 
 @pytest.fixture
@@ -237,3 +250,95 @@ def test_reopen_after_a_server_restart(context: Any, home: Path) -> None:
         page.reload()
         page.wait_for_selector("body[data-ready=true]")
         expect(page.locator("#log li")).to_have_count(0)
+
+
+def test_a_comparison_table_is_a_table(context: Any, home: Path) -> None:
+    """ "Compare Nvidia with AMD" shows an HTML table, not Markdown pipes."""
+    with LiveServer(create_app(home_assistant(home, source=DirectorySource()))) as live:
+        page = open_page(context, live.url)
+        ask(page, "Compare Nvidia with AMD")
+        answer = answers(page).last
+        expect(answer.locator(".confidence")).to_be_visible()
+        table = answer.locator(".bubble table")
+        expect(table).to_have_count(1)
+        expect(table.locator("th").nth(1)).to_have_text("Nvidia")
+        expect(table.locator("th").nth(2)).to_have_text("AMD")
+        expect(table.locator("td", has_text="Revenue").first).to_be_visible()
+        assert "|---|" not in (answer.text_content() or "")
+        shot(page, "16-comparison-table")
+        page.reload()
+        page.wait_for_selector("body[data-ready=true]")
+        expect(answers(page).last.locator(".bubble table")).to_have_count(1)  # restored too
+
+
+@pytest.mark.parametrize(
+    ("lang", "heading", "summary"), [("en", "Sources", "Summary"), ("ja", "出典", "概要")]
+)
+def test_the_whole_report_is_shown_with_linked_sources(
+    context: Any, server: LiveServer, lang: str, heading: str, summary: str
+) -> None:
+    """The report panel shows the whole report, in its language, [S#] linking its sources."""
+    page = open_page(context, server.url)
+    page.fill("#report-company", "Apple")
+    page.select_option("#report-lang", lang)
+    page.click("#report-start")
+    report = page.locator("#report-output article.report")
+    expect(report.locator("h1")).to_contain_text("Apple")
+    expect(report).to_have_attribute("lang", lang)
+    expect(report.locator("h2").first).to_have_text(summary)
+    expect(report.locator("h2", has_text=heading)).to_have_count(1)
+    cite = report.locator("a.cite").first
+    expect(cite).to_have_text(re.compile(r"^\[S\d+\]$"))
+    expect(cite).to_have_attribute("href", re.compile(r"^https://"))
+    expect(page.locator("#report-output a.download", has_text="report.md")).to_be_visible()
+    expect(page.locator("#report-output p.result")).to_have_count(0)  # no English one-liner
+    shot(page, f"17-report-{lang}")
+    page.click("#report-output button.widen")
+    expect(report).to_have_class(re.compile(r"\bwide\b"))
+    shot(page, f"18-report-{lang}-full-width")
+    page.keyboard.press("Escape")
+    expect(report).not_to_have_class(re.compile(r"\bwide\b"))
+
+
+@pytest.mark.parametrize(("lang", "heading"), [("en", "Sources"), ("ja", "出典")])
+def test_a_deep_research_report_is_shown_with_its_sources(
+    context: Any, home: Path, lang: str, heading: str
+) -> None:
+    """Deep research shows its whole report, in its language, each [S#] a link."""
+    web = StaticSearch(SPRING_PAGES, mode="web")
+    with LiveServer(create_app(home_assistant(home, web_search=web))) as live:
+        page = open_page(context, live.url)
+        page.fill("#deep-topic", "Spring Boot 2 to 3 migration")
+        page.select_option("#deep-lang", lang)
+        page.click("#deep-start")
+        report = page.locator("#deep-output article.report")
+        expect(report.locator("h1")).to_contain_text("Spring Boot")
+        expect(report).to_have_attribute("lang", lang)
+        sources = report.locator("h2", has_text=heading).locator("xpath=following-sibling::ul[1]")
+        expect(sources.locator("li").first).to_contain_text("[S")
+        expect(sources.locator("a.cite").first).to_have_attribute("href", re.compile("^https://"))
+        expect(report.locator("table").first).to_be_visible()  # the verification counts
+        expect(report.locator("a.cite")).not_to_have_count(0)
+        shot(page, f"19-deep-research-{lang}")
+
+
+def test_unparseable_source_urls_are_text_and_the_conversation_restores(
+    context: Any, home: Path
+) -> None:
+    """Sources at URLs the browser cannot parse show as text; reloading restores it all."""
+    with LiveServer(create_app(home_assistant(home, source=UnparseableUrlSource()))) as live:
+        page = open_page(context, live.url)
+        ask(page, "What's happening with Apple?")
+        expect(answers(page).last.locator(".confidence")).to_be_visible()
+        ask(page, "What's happening with Tesla?")
+        expect(answers(page).last.locator(".confidence")).to_be_visible()
+        page.reload()
+        page.wait_for_selector("body[data-ready=true]")
+        expect(page.locator("#log li.msg")).to_have_count(4)
+        expect(answers(page).last).to_contain_text("Tesla, Inc.")
+        sources = answers(page).last.locator(".sources li")
+        expect(sources).to_have_count(len(UNPARSEABLE_URLS))
+        for i, url in enumerate(UNPARSEABLE_URLS):
+            expect(sources.nth(i)).to_have_text(f"Odd {i} — {url}")
+        assert answers(page).last.locator(".sources a").count() == 0
+        shot(page, "20-unparseable-urls-as-text")

@@ -45,10 +45,63 @@ def test_serve_binds_loopback_by_default_and_warns_otherwise(
     assert main(["serve", "--source", "mock"]) == 0
     assert calls[-1]["host"] == "127.0.0.1" and calls[-1]["port"] == 8000
     assert "warning" not in capsys.readouterr().err
-    assert main(["serve", "--host", "0.0.0.0", "--port", "9000", "--source", "mock"]) == 0
+    wide = ["serve", "--host", "0.0.0.0", "--port", "9000", "--source", "mock"]
+    assert main([*wide, "--allowed-host", "research.lan"]) == 0
     assert calls[-1]["host"] == "0.0.0.0" and calls[-1]["port"] == 9000
     assert "warning: serving on 0.0.0.0, not loopback" in capsys.readouterr().err
     assert main(["serve", "--port", "70000"]) == 2
+
+
+def test_serving_beyond_loopback_needs_allowed_host_names(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], home: Path
+) -> None:
+    """``--host 0.0.0.0`` without ``--allowed-host`` refuses to start, in one line."""
+    import uvicorn
+
+    calls: list[Any] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: calls.append(app))
+    assert 2 == main(["serve", "--host", "0.0.0.0", "--source", "mock"])
+    expected = (
+        "research-fsm: serving on 0.0.0.0 (beyond loopback) needs --allowed-host NAME for "
+        "each name the page is reached by (there is no login: anyone who can reach it can "
+        "use it)\n"
+    )
+    assert (expected, []) == (capsys.readouterr().err, calls)
+    assert 2 == main(["serve", "--host", "0.0.0.0", "--allowed-host", "*", "--source", "mock"])
+    assert "allowed host '*' is not a host name" in capsys.readouterr().err
+
+
+def test_a_rebound_host_name_is_refused_when_serving_beyond_loopback(
+    monkeypatch: pytest.MonkeyPatch, home: Path
+) -> None:
+    """Bound to 0.0.0.0, a DNS-rebinding page (another ``Host``) can neither ask nor read."""
+    import uvicorn
+    from starlette.testclient import TestClient
+
+    apps: list[Any] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: apps.append(app))
+    wide = ["serve", "--host", "0.0.0.0", "--allowed-host", "research.lan", "--source", "mock"]
+    assert 0 == main(wide)
+    body = {"thread_id": "web-0123456789abcdef", "text": "Apple"}
+    with TestClient(apps[0], base_url="http://attacker.example:8000") as client:
+        rebound = [
+            client.post("/api/ask", json=body, headers={"origin": "http://attacker.example:8000"}),
+            client.get("/api/threads/web-0123456789abcdef"),
+        ]
+    with TestClient(apps[0], base_url="http://research.lan:8000") as client:
+        evil = client.post("/api/ask", json=body, headers={"origin": "http://attacker.example"})
+        own = client.post("/api/ask", json=body, headers={"origin": "http://research.lan:8000"})
+    assert [400, 400, 403, 200] == [r.status_code for r in [*rebound, evil, own]]
+
+
+def test_the_help_says_there_is_no_login(capsys: pytest.CaptureFixture[str]) -> None:
+    """``serve --help`` says there is no login and names ``--allowed-host``."""
+    with pytest.raises(SystemExit):
+        main(["serve", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert ["There is no login", "--allowed-host NAME"] == [
+        phrase for phrase in ["There is no login", "--allowed-host NAME"] if phrase in out
+    ]
 
 
 def test_loopback_names() -> None:

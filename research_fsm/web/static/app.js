@@ -1,6 +1,9 @@
 // research-fsm's page: plain JavaScript, no framework, no build step.
 // Every text from the server is put in the page with textContent (never as HTML),
-// and only http(s) URLs become links, so nothing from the web can inject HTML.
+// and only http(s) URLs the browser parses become links, so nothing from the web can
+// inject HTML. Answers and reports come as Markdown already parsed by the server into a
+// tree of allow-listed elements (see web/_markdown.py), built here with createElement
+// against the same allow-list.
 "use strict";
 (() => {
   const THREAD_KEY = "research-fsm-thread";
@@ -87,28 +90,82 @@
       container.append(p);
     }
   }
-  function link(url, text) {
+  // an http(s) URL the browser parses (https://x.example:99999/ does not), else null
+  function safeUrl(url) {
     if (typeof url !== "string" || !/^https?:\/\//i.test(url)) return null;
-    const a = el("a", null, text || url);
+    try {
+      const parsed = new URL(url);
+      return parsed.protocol === "http:" || parsed.protocol === "https:" ? parsed : null;
+    } catch (_) {
+      return null;
+    }
+  }
+  function makeLink(a, url) {
     a.href = url;
     a.rel = "noopener noreferrer";
     a.target = "_blank";
     return a;
+  }
+  function link(url, text) {
+    return safeUrl(url) ? makeLink(el("a", null, text || url), url) : null;
   }
   function renderSources(container, sources) {
     if (!sources || !sources.length) return;
     const list = el("ul", "sources");
     for (const source of sources) {
       const item = el("li");
-      const a = link(source.url, source.title);
-      if (a) {
-        item.append(a, el("span", "muted", " " + new URL(source.url).host));
+      if (source.id) item.append(el("span", "cite", "[" + source.id + "] "));
+      const parsed = safeUrl(source.url);
+      if (parsed) {
+        item.append(link(source.url, source.title), el("span", "muted", " " + parsed.host));
       } else {
-        item.textContent = [source.title, source.url].filter(Boolean).join(" — ");
+        item.append([source.title, source.url].filter(Boolean).join(" — "));
       }
       list.append(item);
     }
     container.append(el("p", "sources-title", "Sources"), list);
+  }
+
+  // -- Markdown: the server's tree of allow-listed elements, built element by element --
+  const TAGS = new Set(("p h1 h2 h3 h4 h5 h6 ul ol li strong em code pre blockquote hr br a " +
+    "table thead tbody tr th td span").split(" "));
+  const ATTRIBUTES = { a: ["href", "class"], th: ["class"], td: ["class"], span: ["class"],
+    ol: ["start"] };
+  function buildTree(parent, nodes, depth) {
+    if (!Array.isArray(nodes) || depth > 60) return;
+    for (const node of nodes) {
+      if (typeof node === "string") {
+        parent.append(document.createTextNode(node));
+        continue;
+      }
+      if (!node || typeof node !== "object" || !TAGS.has(node.t)) continue;
+      const child = document.createElement(node.t);
+      const attrs = node.a && typeof node.a === "object" ? node.a : {};
+      for (const name of ATTRIBUTES[node.t] || []) {
+        const value = attrs[name];
+        if (typeof value !== "string") continue;
+        if (name === "href") {
+          if (safeUrl(value)) makeLink(child, value);
+        } else if (name === "class") {
+          child.className = value.replace(/[^a-z -]/g, "");
+        } else if (/^\d{1,6}$/.test(value)) {
+          child.setAttribute(name, value);
+        }
+      }
+      buildTree(child, node.c, depth + 1);
+      parent.append(child.tagName === "TABLE" ? wrapTable(child) : child);
+    }
+  }
+  function wrapTable(table) {
+    const box = el("div", "table-box");
+    box.append(table);
+    return box;
+  }
+  function renderMarkdown(container, tree, lang) {
+    container.replaceChildren();
+    container.classList.add("markdown");
+    if (lang) container.lang = lang;
+    buildTree(container, tree, 0);
   }
   function scrollDown() {
     const log = $("log");
@@ -129,7 +186,8 @@
   }
   function showAnswer(turn, data) {
     turn.bubble.classList.remove("streaming");
-    renderText(turn.bubble, data.text);
+    if (Array.isArray(data.tree)) renderMarkdown(turn.bubble, data.tree);
+    else renderText(turn.bubble, data.text);
     renderSources(turn.bubble, data.sources);
     if (data.confidence_label) {
       const level = data.confidence >= 8 ? "high" : data.confidence >= 5 ? "medium" : "low";
@@ -217,6 +275,9 @@
     if (!data) return;
     for (const message of data.messages) {
       const turn = addMessage(message.role === "user" ? "user" : "assistant", message.text);
+      if (message.role !== "user" && Array.isArray(message.tree)) {
+        renderMarkdown(turn.bubble, message.tree);
+      }
       renderSources(turn.bubble, message.sources);
     }
     if (data.pending) {
@@ -226,21 +287,47 @@
   }
 
   // -- reports and deep research --
-  function fileLinks(container, files) {
+  function fileLinks(container, files, inline) {
     if (!files || !files.length) return;
-    const row = el("p", "files");
+    const row = inline ? container : el("p", "files");
     for (const file of files) {
       const a = el("a", "download", "Download " + file.name);
       a.href = file.url;
       a.setAttribute("download", "");
       row.append(a);
     }
-    container.append(row);
+    if (!inline) container.append(row);
   }
+  // a whole report (its [S#] link to the sources), in its language, in the panel;
+  // "Full width" shows it over the page, Escape or the button closes it
+  function showReport(output, data) {
+    const article = el("article", "report");
+    renderMarkdown(article, data.tree, data.language);
+    const bar = el("p", "files");
+    const widen = el("button", "widen", "Full width");
+    widen.type = "button";
+    widen.addEventListener("click", () => {
+      const wide = !article.classList.contains("wide");
+      article.classList.toggle("wide", wide);
+      widen.classList.toggle("wide", wide);
+      widen.textContent = wide ? "Close" : "Full width";
+    });
+    bar.append(widen);
+    output.append(bar, article);
+    fileLinks(bar, data.files, true);
+  }
+  document.addEventListener("keydown", (event) => {
+    if (event.key !== "Escape") return;
+    for (const button of document.querySelectorAll("button.widen.wide")) button.click();
+  });
   function reportHandlers(output, progress) {
     return {
       progress,
       report: (data) => {
+        if (Array.isArray(data.tree) && data.tree.length) {
+          showReport(output, data); // the report itself, in its language
+          return;
+        }
         output.append(el("p", "result", data.summary));
         fileLinks(output, data.files);
       },
@@ -269,13 +356,11 @@
       token: (data) => { draft.textContent += data.text; },
       deep: (data) => {
         draft.remove();
-        if (data.summary) renderText(output.appendChild(el("div", "result")), data.summary);
-        const points = [...data.key_points, ...data.steps, ...data.caveats];
-        if (points.length) {
-          const list = el("ul", "points");
-          for (const point of points) list.append(el("li", null, point));
-          output.append(list);
+        if (Array.isArray(data.tree) && data.tree.length) {
+          showReport(output, data);
+          return;
         }
+        if (data.summary) renderText(output.appendChild(el("div", "result")), data.summary);
         renderSources(output, data.sources);
         fileLinks(output, data.files);
       },
