@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 
@@ -133,16 +132,21 @@ async def test_fail_with_raises_the_given_error() -> None:
     assert error is caught.value
 
 
-async def test_delay_defaults_to_zero_and_can_be_set() -> None:
-    """Searches are instant by default and wait `delay` seconds (concurrently) when asked."""
-    start = time.perf_counter()
+async def test_delay_defaults_to_zero_and_can_be_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Searches sleep only when asked: `delay` seconds in every search."""
+    slept: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        await real_sleep(0)
+
+    monkeypatch.setattr(asyncio, "sleep", sleep)
     await MockDataSource().search("Apple", SearchContext())
-    instant = time.perf_counter() - start
-    start = time.perf_counter()
+    instant = list(slept)
     source = MockDataSource(delay=0.05)
     await asyncio.gather(*(source.search("Apple", SearchContext()) for _ in range(3)))
-    delayed = time.perf_counter() - start
-    assert (True, True) == (instant < 0.04, 0.05 <= delayed < 0.5)
+    assert ([], [0.05, 0.05, 0.05]) == (instant, slept)
 
 
 async def test_mock_is_available_and_lists_five_companies() -> None:
