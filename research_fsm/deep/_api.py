@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from ..common.writer import check_pdf_fonts
 from ..documents import DOCS_ENV, DocumentIndex, documents_folder_from_env
 from ..engine import (
     CheckpointStore,
@@ -157,6 +158,7 @@ def check_request(
     if unknown or not formats:
         shown = repr(unknown[0]) if unknown else "none"
         raise InvalidResearchRequest(f"report format {shown} is not supported; use md and/or pdf")
+    check_pdf_fonts(language, formats)
     if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= 10:
         raise InvalidResearchRequest(f"top_k must be an integer from 1 to 10, got {top_k!r}")
     if (

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ..common.writer import check_pdf_fonts
 from ..engine import (
     CheckpointStore,
     CompiledGraph,
@@ -111,6 +112,7 @@ def check_request(name: object, language: str, formats: tuple[str, ...]) -> str:
     unknown = [f for f in formats if f not in ("md", "pdf")]
     if unknown:
         raise InvalidReportRequest(f"unknown report format {unknown[0]!r}; use md and/or pdf")
+    check_pdf_fonts(language, formats)
     return " ".join(name.split())
 
 
