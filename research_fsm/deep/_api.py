@@ -28,7 +28,7 @@ from ._graph import build_deep_graph
 from ._model import DEFAULT_THRESHOLD, DEFAULT_TOP_K, DeepState, Language
 from ._report import session_meta, supported_claims
 from ._search import DocumentSearch, TopicSearch, WebSearch
-from ._session import new_session_id, session_folder, write_stage
+from ._session import new_session_folder, session_folder, write_stage
 
 __all__ = [
     "DOCS_ENV",
@@ -319,8 +319,10 @@ class DeepRunner:
             )
         if folder is not None:
             await self.documents(str(folder))
-        sid = session_id or new_session_id()
-        path = await asyncio.to_thread(session_folder, self.root, sid)
+        if session_id is None:
+            sid, path = await asyncio.to_thread(new_session_folder, self.root)
+        else:
+            sid, path = session_id, await asyncio.to_thread(session_folder, self.root, session_id)
         value: dict[str, Any] = {
             "topic": clean,
             "language": language,
