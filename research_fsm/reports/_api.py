@@ -27,6 +27,7 @@ from ._compose import sources_json
 from ._graph import build_report_graph
 from ._model import Language, Quality, ReportState
 from ._research import Describe
+from ._store import check_out_folder
 
 __all__ = ["CompanyNotFound", "InvalidReportRequest", "Report", "ReportProgress", "ReportRunner"]
 
@@ -231,6 +232,8 @@ class ReportRunner:
     ) -> tuple[dict[str, Any], str]:
         """The run input and a new thread id."""
         query = check_request(name, language, formats)
+        if out is not None:
+            check_out_folder(out)
         value = {
             "query": query,
             "language": language,
