@@ -16,10 +16,13 @@ from html import escape
 from io import BytesIO
 from typing import Final, Literal
 
+from ._jafont import MissingFontError
+
 __all__ = [
     "Block",
     "DocSection",
     "Document",
+    "MissingFontError",
     "bullets",
     "check_pdf_fonts",
     "md_escape",
