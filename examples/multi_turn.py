@@ -15,6 +15,11 @@ import tempfile
 from research_fsm import JsonFileCheckpointStore, ResearchAssistant, configure_logging
 from research_fsm.sources import MockDataSource
 
+MOCK_LABEL = (
+    "mock data: the figures below come from MockDataSource, made up for this demo "
+    "(not real market data)\n"
+)
+
 QUESTIONS = (
     "What's happening with Apple?",
     "What about their stock?",
@@ -25,6 +30,7 @@ QUESTIONS = (
 
 async def main() -> None:
     configure_logging()  # warnings only, on stderr
+    print(MOCK_LABEL)
     with tempfile.TemporaryDirectory() as directory:
         assistant = ResearchAssistant(
             source=MockDataSource(), store=JsonFileCheckpointStore(directory)

@@ -27,10 +27,16 @@ from research_fsm import (
 )
 from research_fsm.sources import MockDataSource
 
+MOCK_LABEL = (
+    "mock data: the figures below come from MockDataSource, made up for this demo "
+    "(not real market data)\n"
+)
+
 
 async def main() -> None:
     configure_logging()  # warnings only, on stderr
     question = "How is Microsoft's stock doing?"
+    print(MOCK_LABEL)
     with tempfile.TemporaryDirectory() as directory:
         assistant = ResearchAssistant(
             source=MockDataSource(), store=JsonFileCheckpointStore(directory)

@@ -17,13 +17,14 @@ import asyncio
 import os
 import tempfile
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from opentelemetry import trace
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from research_fsm import ResearchAssistant, configure_logging
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import ReadableSpan
 
 SHOWN = (
     "research_fsm.status",
@@ -66,6 +67,13 @@ def print_tree(spans: Sequence[ReadableSpan]) -> None:
 
 
 async def main() -> None:
+    try:  # the SDK is the application's choice: the otel extra, not a dependency
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    except ImportError:
+        print("skipped: opentelemetry-sdk is not installed (pip install -e '.[otel]')")
+        return
     configure_logging()  # warnings only, on stderr
     exporter = InMemorySpanExporter()
     provider = TracerProvider()

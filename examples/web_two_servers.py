@@ -123,8 +123,16 @@ async def drive(sockets: list[Path]) -> dict[str, bool]:
 
 def main() -> int:
     print("two servers on one database: a conversation moves between them")
-    if importlib.util.find_spec("uvicorn") is None:
-        print("skipped: uvicorn is not installed (pip install -e '.[web]')")
+    extras = {
+        "uvicorn": "web",
+        "starlette": "web",
+        "psycopg": "postgres",
+        "psycopg_pool": "postgres",
+    }
+    missing = [name for name in extras if importlib.util.find_spec(name) is None]
+    if missing:
+        needed = ",".join(sorted({extras[name] for name in missing}))
+        print(f"skipped: {', '.join(missing)} not installed (pip install -e '.[{needed}]')")
         return 0
     with ExitStack() as stack:
         store = os.environ.get("RESEARCH_FSM_STORE", "").strip() or throwaway_database(stack)

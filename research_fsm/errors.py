@@ -11,6 +11,7 @@ The hierarchy (where each error is importable from)::
     ├── InvalidReportRequest (ValueError)     research_fsm.reports
     ├── CompanyNotFound (LookupError)         research_fsm.reports
     ├── ReportStoreError (OSError)            research_fsm.reports
+    ├── MissingFontError (RuntimeError)       research_fsm.common.writer (pdf-ja extra)
     ├── InvalidResearchRequest (ValueError)   research_fsm.deep
     │   └── NoResearchSource
     ├── DataSourceError                       research_fsm.sources

@@ -15,6 +15,7 @@ BUILTIN_BASES = {
     "InvalidReportRequest": ValueError,
     "CompanyNotFound": LookupError,
     "ReportStoreError": OSError,
+    "MissingFontError": RuntimeError,
     "InvalidResearchRequest": ValueError,
     "NoResearchSource": ValueError,
     "DataSourceError": Exception,

@@ -21,8 +21,13 @@ MARKERS: dict[str, list[str]] = {
         "company:   Apple Inc.",
         "interrupt -> clarity",
     ],
-    "multi_turn": ["[2] user: What about their stock?", "about: Tesla, Inc. and Apple Inc."],
+    "multi_turn": [
+        "mock data: the figures below come from MockDataSource",
+        "[2] user: What about their stock?",
+        "about: Tesla, Inc. and Apple Inc.",
+    ],
     "streaming": [
+        "mock data: the figures below come from MockDataSource",
         "synthesis  Writing the answer...",
         "MSFT trading at $378",
         "company: Microsoft Corporation",
@@ -75,6 +80,43 @@ def test_example_runs(name: str, tmp_path: Path) -> None:
     assert result.returncode == 0, output
     for marker in MARKERS[name]:
         assert marker in result.stdout, f"{marker!r} missing from the output of {name}.py\n{output}"
+
+
+BLOCKER = """import os, sys
+for name in filter(None, os.environ.get("BLOCKED_MODULES", "").split(",")):
+    sys.modules[name] = None  # import fails, find_spec finds nothing: as if not installed
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "blocked", "said"),
+    [
+        ("tracing", "opentelemetry.sdk", "skipped: opentelemetry-sdk is not installed"),
+        ("web_two_servers", "starlette", "skipped: starlette not installed"),
+        ("web_two_servers", "psycopg,psycopg_pool", "skipped: psycopg, psycopg_pool not"),
+    ],
+)
+def test_example_without_its_extra_explains_and_exits_0(
+    name: str, blocked: str, said: str, tmp_path: Path
+) -> None:
+    """Without its extra (made unimportable), the example says what is missing and exits 0."""
+    (tmp_path / "sitecustomize.py").write_text(BLOCKER, encoding="utf-8")
+    env = {
+        **os.environ,
+        "RESEARCH_FSM_HOME": str(tmp_path),
+        "BLOCKED_MODULES": blocked,
+        "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)]),
+    }
+    env.pop("RESEARCH_FSM_STORE", None)
+    result = subprocess.run(
+        [sys.executable, str(EXAMPLES / f"{name}.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert (0, "", True) == (result.returncode, result.stderr, said in result.stdout)
 
 
 def test_web_two_servers_moves_a_conversation_between_processes(

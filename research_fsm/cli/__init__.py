@@ -2,9 +2,22 @@
 report and reports (``_reports``), deep and sessions (``_deep``), serve (``_serve``).
 
 ``main`` is the entry point of ``research-fsm``, ``python -m research_fsm`` and
-``python -m research_fsm.cli``.
+``python -m research_fsm.cli``. It loads the commands itself, so Ctrl-C while they load
+ends in one line too (exit status 130).
 """
 
-from ._main import main
+from __future__ import annotations
+
+import sys
 
 __all__ = ["main"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``research-fsm`` and ``python -m research_fsm``."""
+    try:
+        from ._main import main as run
+    except KeyboardInterrupt:
+        print("research-fsm: interrupted", file=sys.stderr)
+        return 130
+    return run(argv)

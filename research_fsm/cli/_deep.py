@@ -110,7 +110,7 @@ async def run_deep(args: argparse.Namespace, assistant: ResearchAssistant) -> in
         print(for_terminal(f"- {point}"))
     if report.status == "no_sources":
         print(for_terminal(report.markdown.split("\n\n")[2] if report.markdown else ""))
-    print(report.paths[0] if report.paths else "")
+    print("\n".join(map(str, report.paths)))  # report.md, then report.pdf when written
     print(for_terminal(_summary_line(report)))
     return 0
 

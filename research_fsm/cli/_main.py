@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import io
 import json
+import os
 import re
 import secrets
 import sys
@@ -28,11 +30,14 @@ from ._serve import add_serve_parser, run_serve
 __all__ = ["main"]
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NEEDS_ANSWER = 0, 1, 2, 3
+EXIT_ADDRESS, EXIT_INTERRUPTED = 4, 130
 EXIT_CODES = """exit status:
-  0  answered
-  1  error (data source, storage, bad conversation)
-  2  bad usage (empty or too long question, bad thread id)
-  3  the assistant asked back and needs an answer (research-fsm answer --thread ID ...)"""
+  0    answered (also when the reader of the output stops early, as head does)
+  1    error (data source, storage, bad conversation)
+  2    bad usage (empty or too long question, bad thread id)
+  3    the assistant asked back and needs an answer (research-fsm answer --thread ID ...)
+  4    serve: the address cannot be listened on (port in use, or not allowed)
+  130  interrupted (Ctrl-C)"""
 
 
 class CliError(Exception):
@@ -304,28 +309,44 @@ def _tolerant_stdio() -> None:
             stream.reconfigure(errors=errors)
 
 
+def _output_closed() -> int:
+    """The reader of stdout went away (``| head``): no message, exit status 0, and
+    nothing more is written (stdout goes to /dev/null so the exit's flush is quiet)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout without a file descriptor (a test's buffer)
+        pass
+    return EXIT_OK
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``research-fsm`` and ``python -m research_fsm``."""
-    _tolerant_stdio()
-    args = _parser().parse_args(argv)
     try:
+        _tolerant_stdio()
+        args = _parser().parse_args(argv)
         configure_logging()
         if args.command == "serve":
             return run_serve(args)
         return asyncio.run(_main(args))
+    except BrokenPipeError:
+        return _output_closed()
     except CliError as exc:
-        print(f"research-fsm: {exc}", file=sys.stderr)
-        return exc.code
+        return _fail(str(exc), exc.code)
     except ResearchError as exc:
-        print(f"research-fsm: {exc}", file=sys.stderr)
         usage = isinstance(exc, (InvalidReportRequest, InvalidResearchRequest))
-        return EXIT_USAGE if usage else EXIT_ERROR
+        return _fail(str(exc), EXIT_USAGE if usage else EXIT_ERROR)
     except (EngineError, ValueError, OSError) as exc:  # ValueError: e.g. a bad LOG_LEVEL
-        print(f"research-fsm: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+        return _fail(str(exc), EXIT_ERROR)
     except KeyboardInterrupt:
-        print("research-fsm: interrupted", file=sys.stderr)
-        return 130
+        return _fail("interrupted", EXIT_INTERRUPTED)
     except Exception as exc:  # a bug: still one line, never a traceback
-        print(f"research-fsm: unexpected error: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+        return _fail(f"unexpected error: {type(exc).__name__}: {exc}", EXIT_ERROR)
+
+
+def _fail(message: str, code: int) -> int:
+    """One line on stderr; the exit status ``code`` (a closed stderr is no further error)."""
+    with contextlib.suppress(BrokenPipeError, ValueError):
+        print(f"research-fsm: {message}", file=sys.stderr, flush=True)
+    return code

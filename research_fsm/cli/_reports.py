@@ -70,6 +70,12 @@ async def _follow(events: AsyncIterator[ReportProgress | Report], quiet: bool) -
     raise RuntimeError("the report run ended without a report")
 
 
+def _print_paths(report: Report) -> None:
+    """The report's files, one a line: report.md, then report.pdf when written."""
+    shown = [str(p) for p in report.paths if Path(p).suffix in (".md", ".pdf")]
+    print("\n".join(shown) if shown else "")
+
+
 async def run_report(args: argparse.Namespace, assistant: ResearchAssistant) -> int:
     """Run (or continue) a report; 0 saved, 3 needs an answer."""
     if args.resume:
@@ -94,7 +100,7 @@ async def run_report(args: argparse.Namespace, assistant: ResearchAssistant) -> 
     if args.json:
         print(_as_json(report))
     else:
-        print(report.paths[0] if report.paths else "")
+        _print_paths(report)
         print(for_terminal(report.summary_line()))
     return 0
 
@@ -107,7 +113,7 @@ async def answer_report(thread: str, text: str, assistant: ResearchAssistant) ->
     if report.status == "needs_clarification":
         print(for_terminal(report.question or ""))
         return 3
-    print(report.paths[0] if report.paths else "")
+    _print_paths(report)
     print(for_terminal(report.summary_line()))
     return 0
 

@@ -4,12 +4,28 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import socket
 import sys
 from typing import Any
 
 __all__ = ["add_serve_parser", "run_serve"]
 
-EXIT_USAGE = 2
+EXIT_USAGE, EXIT_ADDRESS = 2, 4
+
+
+def address_problem(host: str, port: int) -> str | None:
+    """Why the page cannot listen on ``host:port`` (in use, not allowed, unknown host),
+    found by binding it for a moment as the server will; ``None`` when it can."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        for family, kind, proto, _, address in infos:
+            with socket.socket(family, kind, proto) as probe:
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does
+                probe.bind(address)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        return f"cannot listen on {host} port {port}: {reason}; choose another with --port"
+    return None
 
 
 def add_serve_parser(sub: Any) -> None:
@@ -21,7 +37,9 @@ def add_serve_parser(sub: Any) -> None:
         "each agent's progress and the answer as it is written, and write reports. "
         "Binds to 127.0.0.1 unless told otherwise; needs: pip install 'research-fsm[web]'. "
         "There is no login: anyone who can reach the address can use the assistant and its "
-        "API keys, so serving beyond loopback needs --allowed-host.",
+        "API keys, so serving beyond loopback needs --allowed-host. "
+        "Exit status: 0 stopped with Ctrl-C, 2 bad usage or the web extra missing, "
+        "4 the address cannot be listened on (port in use, or not allowed).",
     )
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     serve.add_argument(
@@ -41,7 +59,8 @@ def add_serve_parser(sub: Any) -> None:
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    """Serve until interrupted; 2 when the ``web`` extra is missing or the port is bad."""
+    """Serve until interrupted; 2 when the ``web`` extra is missing or the options are bad,
+    4 when the address cannot be listened on (checked before the page is announced)."""
     missing = [
         m for m in ("starlette", "uvicorn", "markdown_it") if importlib.util.find_spec(m) is None
     ]
@@ -67,7 +86,21 @@ def run_serve(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"research-fsm: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    serve(
-        args.host, args.port, docs=args.docs, assistant=assistant, allowed_hosts=args.allowed_host
-    )
+    problem = address_problem(args.host, args.port)
+    if problem is not None:
+        print(f"research-fsm: {problem}", file=sys.stderr)
+        return EXIT_ADDRESS
+    try:
+        serve(
+            args.host,
+            args.port,
+            docs=args.docs,
+            assistant=assistant,
+            allowed_hosts=args.allowed_host,
+        )
+    except SystemExit as exc:  # the server could not start after all (taken meanwhile)
+        if exc.code in (0, None):
+            return 0
+        print(f"research-fsm: cannot listen on {args.host} port {args.port}", file=sys.stderr)
+        return EXIT_ADDRESS
     return 0

@@ -2,9 +2,10 @@
 tables) rendered as Markdown and as PDF, in English or Japanese.
 
 It knows nothing about companies: reports and deep research both build a ``Document``
-and call ``to_markdown`` / ``to_pdf``. PDFs use reportlab with its
-built-in CID fonts (Helvetica for English, HeiseiKakuGo-W5 / HeiseiMin-W3 for Japanese),
-so no font file is needed and the text stays selectable.
+and call ``to_markdown`` / ``to_pdf``. PDFs use reportlab: Helvetica for English (one
+of the PDF standard fonts every reader has), and for Japanese Noto Sans JP, embedded
+as a subset (``_jafont``; the ``pdf-ja`` extra ships it), so the glyphs show on a
+machine without Japanese fonts and the text stays selectable.
 """
 
 from __future__ import annotations
@@ -15,11 +16,15 @@ from html import escape
 from io import BytesIO
 from typing import Final, Literal
 
+from ._jafont import MissingFontError
+
 __all__ = [
     "Block",
     "DocSection",
     "Document",
+    "MissingFontError",
     "bullets",
+    "check_pdf_fonts",
     "drop_urls",
     "md_escape",
     "md_url",
@@ -133,26 +138,44 @@ def _inline(text: str) -> str:
     return html.replace("\x01", "").replace("\x02", "")
 
 
-def _fonts(language: str) -> tuple[str, str]:
-    if language != "ja":
-        return "Helvetica", "Helvetica-Bold"
-    from reportlab.pdfbase import pdfmetrics
-    from reportlab.pdfbase.cidfonts import UnicodeCIDFont
+def check_pdf_fonts(language: str, formats: tuple[str, ...]) -> None:
+    """Before a run that will write a PDF: ``MissingFontError`` when a Japanese PDF is
+    asked for and the ``pdf-ja`` extra that ships its font is not installed."""
+    if language == "ja" and "pdf" in formats:
+        from ._jafont import font_file
 
-    for name in ("HeiseiMin-W3", "HeiseiKakuGo-W5"):
-        pdfmetrics.registerFont(UnicodeCIDFont(name))
-    return "HeiseiMin-W3", "HeiseiKakuGo-W5"
+        font_file()
+
+
+def _text(doc: Document) -> str:
+    """Every character the document shows (for the Japanese font's subset)."""
+    parts = [doc.title]
+    for section in doc.sections:
+        parts.append(section.title)
+        for block in section.blocks:
+            for item in block.items:
+                parts.extend([item] if isinstance(item, str) else item)
+    return "".join(parts)
+
+
+def _fonts(doc: Document) -> tuple[str, str]:
+    if doc.language != "ja":
+        return "Helvetica", "Helvetica-Bold"
+    from ._jafont import japanese_fonts
+
+    return japanese_fonts(_text(doc))
 
 
 def to_pdf(doc: Document) -> bytes:
-    """The document as PDF bytes (blocking and CPU-bound: call it from a thread)."""
+    """The document as PDF bytes (blocking and CPU-bound: call it from a thread).
+    Japanese needs the ``pdf-ja`` extra: ``MissingFontError`` without it."""
     from reportlab.lib import colors
     from reportlab.lib.pagesizes import A4
     from reportlab.lib.styles import ParagraphStyle
     from reportlab.lib.units import mm
     from reportlab.platypus import ListFlowable, Paragraph, SimpleDocTemplate, Spacer, Table
 
-    body_font, bold_font = _fonts(doc.language)
+    body_font, bold_font = _fonts(doc)
     wrap = "CJK" if doc.language == "ja" else "LTR"
     base = ParagraphStyle("body", fontName=body_font, fontSize=10, leading=14, wordWrap=wrap)
     h1 = ParagraphStyle("h1", parent=base, fontName=bold_font, fontSize=17, leading=22)

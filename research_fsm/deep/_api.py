@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from ..common.writer import check_pdf_fonts
 from ..documents import DOCS_ENV, DocumentIndex, documents_folder_from_env
 from ..engine import (
     CheckpointStore,
@@ -27,7 +28,7 @@ from ._graph import build_deep_graph
 from ._model import DEFAULT_THRESHOLD, DEFAULT_TOP_K, DeepState, Language
 from ._report import session_meta, supported_claims
 from ._search import DocumentSearch, TopicSearch, WebSearch
-from ._session import new_session_id, session_folder, write_stage
+from ._session import new_session_folder, session_folder, write_stage
 
 __all__ = [
     "DOCS_ENV",
@@ -157,6 +158,7 @@ def check_request(
     if unknown or not formats:
         shown = repr(unknown[0]) if unknown else "none"
         raise InvalidResearchRequest(f"report format {shown} is not supported; use md and/or pdf")
+    check_pdf_fonts(language, formats)
     if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= 10:
         raise InvalidResearchRequest(f"top_k must be an integer from 1 to 10, got {top_k!r}")
     if (
@@ -317,8 +319,10 @@ class DeepRunner:
             )
         if folder is not None:
             await self.documents(str(folder))
-        sid = session_id or new_session_id()
-        path = await asyncio.to_thread(session_folder, self.root, sid)
+        if session_id is None:
+            sid, path = await asyncio.to_thread(new_session_folder, self.root)
+        else:
+            sid, path = session_id, await asyncio.to_thread(session_folder, self.root, session_id)
         value: dict[str, Any] = {
             "topic": clean,
             "language": language,

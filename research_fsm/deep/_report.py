@@ -8,6 +8,7 @@ every text the report prints, so a citation can only point at something retrieve
 
 from __future__ import annotations
 
+import asyncio
 import re
 from typing import Any, Final
 
@@ -197,7 +198,7 @@ class ReportWriter:
         doc = compose(final, generated_at, ctx.thread_id)
         files: dict[str, Any] = {"report.md": to_markdown(doc)}
         if "pdf" in state.formats:
-            files["report.pdf"] = to_pdf(doc)
+            files["report.pdf"] = await asyncio.to_thread(to_pdf, doc)
         meta = session_meta(final, ctx.thread_id)
         meta |= {"status": "completed" if outcome == "ok" else outcome, "finished_at": generated_at}
         files["session.json"] = meta

@@ -30,6 +30,7 @@ from ..common.files import ReportStoreError, write_file
 __all__ = [
     "SessionEntry",
     "list_sessions",
+    "new_session_folder",
     "new_session_id",
     "read_session",
     "session_folder",
@@ -45,13 +46,34 @@ def sessions_home() -> Path:
 
 
 def new_session_id(now: datetime | None = None) -> str:
-    """``deep-<UTC timestamp>-<random>``: sortable, unique, a valid thread id."""
+    """``deep-<UTC timestamp>-<64 random bits>``: sortable, unique, a valid thread id."""
     stamp = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
-    return f"deep-{stamp}-{secrets.token_hex(3)}"
+    return f"deep-{stamp}-{secrets.token_hex(8)}"
+
+
+def new_session_folder(root: Path) -> tuple[str, Path]:
+    """A new session id and its folder, created (0700) by this call alone: an id whose
+    folder exists already is never reused, so two sessions never share a folder."""
+    try:
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ReportStoreError(f"cannot create the sessions folder {root}: {exc}") from exc
+    for _ in range(100):
+        session_id = new_session_id()
+        path = root / session_id
+        try:
+            path.mkdir(mode=0o700)
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise ReportStoreError(f"cannot create the session folder {path}: {exc}") from exc
+        return session_id, path
+    raise ReportStoreError(f"cannot find a free session folder name in {root}")
 
 
 def session_folder(root: Path, session_id: str) -> Path:
-    """Create (0700) and return the session's folder."""
+    """Create (0700) and return the folder of a session whose id the caller chose
+    (generated ids go through ``new_session_folder``)."""
     path = root / session_id
     try:
         root.mkdir(mode=0o700, parents=True, exist_ok=True)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ..common.writer import check_pdf_fonts
 from ..engine import (
     CheckpointStore,
     CompiledGraph,
@@ -26,6 +27,7 @@ from ._compose import sources_json
 from ._graph import build_report_graph
 from ._model import Language, Quality, ReportState
 from ._research import Describe
+from ._store import check_out_folder
 
 __all__ = ["CompanyNotFound", "InvalidReportRequest", "Report", "ReportProgress", "ReportRunner"]
 
@@ -111,6 +113,7 @@ def check_request(name: object, language: str, formats: tuple[str, ...]) -> str:
     unknown = [f for f in formats if f not in ("md", "pdf")]
     if unknown:
         raise InvalidReportRequest(f"unknown report format {unknown[0]!r}; use md and/or pdf")
+    check_pdf_fonts(language, formats)
     return " ".join(name.split())
 
 
@@ -229,6 +232,8 @@ class ReportRunner:
     ) -> tuple[dict[str, Any], str]:
         """The run input and a new thread id."""
         query = check_request(name, language, formats)
+        if out is not None:
+            check_out_folder(out)
         value = {
             "query": query,
             "language": language,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import tempfile
 import unicodedata
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -31,6 +32,21 @@ def slug(name: str) -> str:
     ascii_text = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode()
     cleaned = _NOT_SLUG.sub("-", ascii_text.lower()).strip("-")[:MAX_SLUG].strip("-")
     return cleaned or "company"
+
+
+def check_out_folder(root: Path) -> None:
+    """Before a run that will save under ``root``: create it (0700) if missing and make
+    and remove an empty folder in it, so a folder that cannot take a report (``/proc``,
+    a file, no permission) is refused at once, by name, instead of after the research."""
+    if root.exists() and not root.is_dir():
+        raise ReportStoreError(f"cannot save reports in {root}: it is not a folder")
+    try:
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        probe = Path(tempfile.mkdtemp(prefix=".write-check-", dir=root))
+        probe.rmdir()
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise ReportStoreError(f"cannot save reports in {root}: {reason}") from exc
 
 
 def new_report_dir(root: Path, company: str, now: datetime | None = None) -> Path:

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Final
 
+from ..common.writer import MissingFontError
 from ..deep import DeepProgress, DeepText, InvalidResearchRequest, ResearchReport
 from ..engine import EngineError, InvalidResumeToken, StaleResumeToken, ThreadBusy
 from ..qa import Answer, InvalidQuestion, Progress, Reply, Token
@@ -50,6 +51,7 @@ _ERRORS: Final[tuple[tuple[type[Exception], int, str | None], ...]] = (
     (InvalidReportRequest, 400, None),
     (InvalidResearchRequest, 400, None),
     (CompanyNotFound, 404, None),
+    (MissingFontError, 501, None),
     (DataSourceError, 502, None),
     (EngineError, 500, None),
 )

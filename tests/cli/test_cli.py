@@ -121,7 +121,7 @@ def test_ask_help_mentions_exit_status_3(tmp_path: Path) -> None:
     """``ask --help`` documents that a question asked back exits with status 3."""
     result = cli(tmp_path, "ask", "--help")
     assert result.returncode == 0
-    assert "3  the assistant asked back and needs an answer" in result.stdout
+    assert "3    the assistant asked back and needs an answer" in result.stdout
 
 
 def test_history_shows_the_question_asked_back(tmp_path: Path) -> None:

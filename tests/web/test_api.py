@@ -293,3 +293,17 @@ def test_no_secret_reaches_the_browser(home: Path, monkeypatch: pytest.MonkeyPat
         bodies.append(post(client, "/api/ask", thread_id=THREAD, text="Apple?").text)
         bodies.append(post(client, "/api/clarify", token="rt1.x.y", text="Apple").text)
     assert not any("tvly-very-secret-key" in body for body in bodies)
+
+
+def test_a_japanese_pdf_without_its_font_is_a_clear_error(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Japanese PDF asked for without the pdf-ja extra: 501 naming the extra, no 'unexpected'."""
+    from research_fsm.common import _jafont
+
+    def no_font() -> None:
+        raise _jafont.MissingFontError("Japanese PDFs need the Noto Sans JP font: pip install x")
+
+    monkeypatch.setattr(_jafont, "font_file", no_font)
+    response = post(client, "/api/report", company="Toyota", lang="ja", pdf=True)
+    assert (501, True) == (response.status_code, "Noto Sans JP" in response.json()["message"])
