@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ...common.names import ask_choices, find_companies, typed_companies
+from ...common.names import ask_choices, mentions
 from ...common.text import clean_text, is_japanese
 from ...engine import NodeContext, Replace
 from ...llm import LLM, LLMError, fit_to_budget
@@ -154,10 +154,24 @@ class ClarityAgent:
         intent = detect_intent(query)
         previous = state.detected_company
         answering = state.clarification_attempts > 0
-        names = find_companies(self.index, query)
-        if not names and not (previous and refers_back(query)):
-            names = typed_companies(self.index, query)
-        if is_comparison(query) or (len(names) > 1 and intent in ("overview", "comparison")):
+        found = mentions(self.index, query)
+        names = found.names
+        comparing = is_comparison(query)
+        if not found.choices and (
+            (not names and not (previous and refers_back(query)))
+            or (comparing and len(names) < 2)
+        ):
+            found = mentions(self.index, query, typed=True)
+            names = found.names if found.names or found.choices else names
+        if found.choices:
+            lang = "ja" if is_japanese(query) else state.language
+            return ClarityVerdict(
+                is_clear=False,
+                intent=intent,
+                choices=found.choices,
+                clarification_needed=ask_choices(found.choices, lang),
+            )
+        if comparing or (len(names) > 1 and intent in ("overview", "comparison")):
             intent = "comparison"
             if previous and (refers_back(query) or len(names) < 2) and previous not in names:
                 names.insert(0, previous)
