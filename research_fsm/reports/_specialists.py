@@ -26,8 +26,6 @@ from ..sources import (
     format_money,
     parse_money,
     split_people,
-    split_people_names,
-    split_products,
 )
 from ._model import Fact, ReportState, Section, Source, SpecialistName
 from ._research import sources_of
@@ -161,9 +159,9 @@ def _market(
 def _product(profile: CompanyProfile, urls: list[str]) -> list[Fact]:
     data = profile.metadata
     raw = {
-        "products": data.products and ", ".join(split_products(data.products)),
+        "products": ", ".join(profile.product_items()),
         "key_people": data.key_people and split_people(data.key_people),
-        "founders": data.founder and ", ".join(split_people_names(data.founder)),
+        "founders": ", ".join(profile.founder_names()),
         "headquarters": data.headquarters and clean_value(data.headquarters),
         "founded": data.founded and clean_founded(data.founded),
     }

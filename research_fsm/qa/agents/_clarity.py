@@ -158,8 +158,7 @@ class ClarityAgent:
         names = found.names
         comparing = is_comparison(query)
         if not found.choices and (
-            (not names and not (previous and refers_back(query)))
-            or (comparing and len(names) < 2)
+            (not names and not (previous and refers_back(query))) or (comparing and len(names) < 2)
         ):
             found = mentions(self.index, query, typed=True)
             names = found.names if found.names or found.choices else names
