@@ -56,10 +56,18 @@ async def resolve_company(
 
 
 def sources_of(findings: ResearchFindings, agent: str) -> list[Source]:
-    """The findings' sources as retrieved ``Source`` entries (now, by ``agent``)."""
+    """The findings' sources as ``Source`` entries (now, by ``agent``); those of the
+    bundled directory name its data set (they were not fetched)."""
     now = utc_now()
+    dataset = findings.raw_data.get("dataset")
     return [
-        Source(title=ref.title, url=ref.url, retrieved_at=now, agent=agent)
+        Source(
+            title=ref.title,
+            url=ref.url,
+            retrieved_at=now,
+            agent=agent,
+            dataset=str(dataset) if dataset else None,
+        )
         for ref in findings.sources
     ]
 

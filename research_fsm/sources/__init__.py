@@ -24,7 +24,14 @@ from ._base import (
 )
 from ._directory import DirectorySource
 from ._factory import DATA_SOURCE_ENV, DATA_SOURCE_KINDS, create_data_source
-from ._format import Money, format_money, parse_money, split_people_names, split_products
+from ._format import (
+    Money,
+    fiscal_year,
+    format_money,
+    parse_money,
+    split_people_names,
+    split_products,
+)
 from ._index import CompanyIndex, CompanyMatch
 from ._mock import MOCK_FIELDS, MockDataSource
 from ._peers import PeerRanking
@@ -64,6 +71,7 @@ __all__ = [
     "clean_founded",
     "clean_value",
     "create_data_source",
+    "fiscal_year",
     "format_money",
     "parse_money",
     "split_people",
