@@ -193,6 +193,11 @@ def clean_products(value: str | None, company: str = "") -> str | None:
         return None
     items = [clean_value(item) for item in split_products(_brand_split(text, company))]
     items = [item for item in items if item]
+    if re.search(r"[,;]", text):  # items the infobox separated: a repeat is a repeat
+        unique: dict[str, str] = {}
+        for item in items:
+            unique.setdefault(item.lower(), item)
+        items = list(unique.values())
     keys = [item.lower() for item in items]
     broken = any(
         item.endswith(("&", " and", ":", "(", "+"))
