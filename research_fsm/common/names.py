@@ -18,6 +18,7 @@ __all__ = [
     "ask_choices",
     "find_companies",
     "mentions",
+    "pick_choice",
     "typed_companies",
 ]
 
@@ -384,6 +385,19 @@ def mentions(index: CompanyIndex, text: str, *, typed: bool = False) -> Mentions
         if refs and refs[0].name not in names:
             names.append(refs[0].name)
     return Mentions(names)
+
+
+_ANSWER_FILLERS: Final = frozenset({"the", "a", "an", "one", "mean", "that", "it", "is", "its"})
+
+
+def pick_choice(choices: list[str], answer: str) -> str | None:
+    """The one offered company an answer to "which one?" names by some of its words
+    ("heavy industries" among the Mitsubishis), or ``None``."""
+    words = {token.norm for token in tokenize(answer)} - _NOT_NAME_WORDS - _ANSWER_FILLERS
+    if not words:
+        return None
+    fitting = [choice for choice in choices if words <= {token.norm for token in tokenize(choice)}]
+    return fitting[0] if len(fitting) == 1 else None
 
 
 def typed_companies(index: CompanyIndex, text: str) -> list[str]:

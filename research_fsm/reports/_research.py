@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..common.files import utc_now
-from ..common.names import MAX_CHOICES, ask_choices, mentions
+from ..common.names import MAX_CHOICES, ask_choices, mentions, pick_choice
 from ..common.text import is_japanese
 from ..engine import NodeContext, Suspend
 from ..sources import CompanyIndex, DataSource, ResearchFindings, SearchContext
@@ -97,7 +97,9 @@ class Researcher:
         return await self._resolve(state, state.query)
 
     async def resume(self, state: ReportState, value: object, ctx: NodeContext) -> Any:
-        return await self._resolve(state, str(value))
+        _, offered = await resolve_company(self.index, state.query, self.describe)
+        picked = pick_choice(offered, str(value))  # "electric" among the Mitsubishis
+        return await self._resolve(state, picked or str(value))
 
     async def _resolve(self, state: ReportState, text: str) -> dict[str, Any] | Suspend:
         company, choices = await resolve_company(self.index, text, self.describe)

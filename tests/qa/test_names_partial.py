@@ -9,6 +9,7 @@ import pytest
 
 from research_fsm.engine import MemoryCheckpointStore
 from research_fsm.qa import ResearchAssistant
+from research_fsm.reports import Report
 from research_fsm.sources import DirectorySource
 
 DEUTSCHE = [
@@ -118,3 +119,33 @@ async def test_report_on_a_partial_name(tmp_path: Path, monkeypatch: pytest.Monk
     offline = ResearchAssistant(source=DirectorySource(), store=MemoryCheckpointStore())
     report = await offline.report("Delta")
     assert ("completed", "Delta Air Lines") == (report.status, report.company)
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "company"),
+    [
+        ("Tell me about Mitsubishi", "heavy industries", "Mitsubishi Heavy Industries"),
+        ("Tell me about Deutsche", "the bank", "Deutsche Bank"),
+    ],
+)
+async def test_answering_which_one_by_part_of_its_name(
+    offline: ResearchAssistant, question: str, answer: str, company: str
+) -> None:
+    """ "Which one?" is answered by the words that tell the offered companies apart."""
+    first = await offline.ask(question, thread_id="t")
+    assert first.token is not None
+    reply = await offline.clarify(first.token, answer)
+    assert ("answered", company) == (reply.status, reply.company)
+
+
+async def test_report_which_one_by_part_of_its_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A report on "Mitsubishi" answered with "electric" is about Mitsubishi Electric."""
+    monkeypatch.setenv("RESEARCH_FSM_HOME", str(tmp_path))
+    offline = ResearchAssistant(source=DirectorySource(), store=MemoryCheckpointStore())
+    first = await offline.report("Mitsubishi")
+    events = [event async for event in offline.continue_report(first.thread_id, answer="electric")]
+    report = events[-1]
+    assert isinstance(report, Report)
+    assert ("completed", "Mitsubishi Electric") == (report.status, report.company)

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ...common.names import ask_choices, mentions
+from ...common.names import ask_choices, mentions, pick_choice
 from ...common.text import clean_text, is_japanese
 from ...engine import NodeContext, Replace
 from ...llm import LLM, LLMError, fit_to_budget
@@ -154,6 +154,14 @@ class ClarityAgent:
         intent = detect_intent(query)
         previous = state.detected_company
         answering = state.clarification_attempts > 0
+        picked = pick_choice(state.clarification_choices, query) if answering else None
+        if picked is not None:
+            return ClarityVerdict(
+                is_clear=True,
+                detected_company=picked,
+                intent=intent,
+                reasoning="the company picked among those offered",
+            )
         found = mentions(self.index, query)
         names = found.names
         comparing = is_comparison(query)
