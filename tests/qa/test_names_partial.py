@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from research_fsm.engine import MemoryCheckpointStore
+from research_fsm.llm import ScriptedLLM
 from research_fsm.qa import ResearchAssistant
 from research_fsm.reports import Report
 from research_fsm.sources import DirectorySource
@@ -149,3 +150,17 @@ async def test_report_which_one_by_part_of_its_name(
     report = events[-1]
     assert isinstance(report, Report)
     assert ("completed", "Mitsubishi Electric") == (report.status, report.company)
+
+
+async def test_llm_guess_of_an_ambiguous_name_asks_which() -> None:
+    """With an LLM that guesses "Mitsubishi Corporation" for "Mitsubishi", the assistant
+    still asks which of the eight, listing them."""
+    llm = ScriptedLLM(
+        {"clarity": [{"is_clear": True, "detected_company": "Mitsubishi Corporation"}]}
+    )
+    assistant = ResearchAssistant(llm=llm, source=DirectorySource(), store=MemoryCheckpointStore())
+    reply = await assistant.ask("Tell me about Mitsubishi", thread_id="t")
+    assert ("needs_clarification", MITSUBISHI) == (
+        reply.status,
+        reply.state.clarification_choices,
+    )

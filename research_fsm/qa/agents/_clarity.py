@@ -138,6 +138,16 @@ class ClarityAgent:
         verdict = _cleaned(reply.value)
         if verdict.intent not in INTENTS:
             verdict = verdict.model_copy(update={"intent": detect_intent(query)})
+        found = mentions(self.index, query)
+        if found.choices and not (verdict.cancelled or verdict.off_topic):
+            # the directory has several companies of that name: the user says which
+            lang = "ja" if is_japanese(query) else state.language
+            return ClarityVerdict(
+                is_clear=False,
+                intent=verdict.intent,
+                choices=found.choices,
+                clarification_needed=ask_choices(found.choices, lang),
+            )
         if verdict.detected_company:
             ref = self.index.resolve(verdict.detected_company, fuzzy=True)
             if ref is not None:
