@@ -65,6 +65,9 @@ JA_NAMES: Final[dict[str, str]] = {
     "日立製作所": "Hitachi",
     "日立": "Hitachi",
     "三菱UFJ": "Mitsubishi UFJ Financial Group",
+    "三菱": "Mitsubishi",
+    "三井": "Mitsui",
+    "住友": "Sumitomo",
     "三井住友フィナンシャル": "Sumitomo Mitsui Financial Group",
     "みずほ": "Mizuho Financial Group",
     "富士通": "Fujitsu",
@@ -289,7 +292,9 @@ def _stands_alone(text: str, start: int, end: int) -> bool:
 _NOT_NAME_WORDS: Final = frozenset({"i", "you", "tell", "whats", "please", "about", "me"})
 
 
-def _japanese_companies(index: CompanyIndex, text: str) -> list[str]:
+def _japanese_keys(text: str) -> list[str]:
+    """The ``JA_NAMES`` keys written in ``text`` as words of their own, longest first
+    where they overlap, in order of appearance."""
     found: list[tuple[int, str]] = []
     taken: list[tuple[int, int]] = []
     for key in _JA_KEYS:
@@ -297,12 +302,19 @@ def _japanese_companies(index: CompanyIndex, text: str) -> list[str]:
         while start >= 0:
             end = start + len(key)
             if not any(a < end and start < b for a, b in taken) and _stands_alone(text, start, end):
-                ref = index.resolve(JA_NAMES[key])
-                if ref is not None:
-                    found.append((start, ref.name))
+                found.append((start, key))
                 taken.append((start, end))
             start = text.find(key, end)
-    return list(dict.fromkeys(name for _, name in sorted(found)))
+    return [key for _, key in sorted(found)]
+
+
+def _japanese_companies(index: CompanyIndex, text: str) -> list[str]:
+    names = []
+    for key in _japanese_keys(text):
+        ref = index.resolve(JA_NAMES[key])
+        if ref is not None:
+            names.append(ref.name)
+    return list(dict.fromkeys(names))
 
 
 _SLOT_BEFORE: Final = frozenset({"about", "vs", "versus", "to", "with", "and", "or", "compare"})
@@ -365,6 +377,10 @@ def mentions(index: CompanyIndex, text: str, *, typed: bool = False) -> Mentions
     companies ("Deutsche", "Mitsubishi") gives those companies as ``choices``.
     """
     names = find_companies(index, text)
+    for key in _japanese_keys(text) if is_japanese(text) else []:
+        found = index.candidates(JA_NAMES[key])
+        if len(found) > 1:  # 三菱: eight companies
+            return Mentions(names, [ref.name for ref in found][:MAX_CHOICES])
     for match in index.find_in_text(text):
         found = index.candidates(match.matched)
         if len(found) > 1:

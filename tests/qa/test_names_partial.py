@@ -80,6 +80,7 @@ async def test_one_match_answers(offline: ResearchAssistant, question: str, comp
         ("Tell me about Deutsche", DEUTSCHE),
         ("deutsche", DEUTSCHE),
         ("Tell me about Mitsubishi", MITSUBISHI),
+        ("三菱について教えて", MITSUBISHI),
     ],
 )
 async def test_several_matches_ask_which(
