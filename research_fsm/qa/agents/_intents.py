@@ -128,15 +128,15 @@ _CURRENT_EVENTS: Final = re.compile(
 
 def asks_current_events(text: str) -> bool:
     """Whether an overview question asks what is happening now ("What's going on with
-    Tesla?"): news answer it, a profile only rounds the answer off."""
+    Tesla?"): the news answer it as much as the profile does."""
     return bool(_CURRENT_EVENTS.search(text))
 
 
 def answer_topics(intent: str, query: str = "") -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The topics that answer a question of ``intent`` and those that round it off;
-    for an overview that asks what is happening now, the news answer it."""
+    for an overview that asks what is happening now, the news answer it too."""
     if intent == "overview" and asks_current_events(query):
-        return ("news",), ("overview", "financials")
+        return ("overview", "news"), ("financials",)
     return INTENT_TOPICS.get(intent, INTENT_TOPICS["overview"])
 
 
