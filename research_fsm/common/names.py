@@ -317,6 +317,39 @@ def _japanese_companies(index: CompanyIndex, text: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+_DESCRIPTIVE: Final = frozenset(
+    [
+        "american",
+        "british",
+        "swiss",
+        "japanese",
+        "german",
+        "french",
+        "european",
+        "chinese",
+        "korean",
+        "indian",
+        "canadian",
+        "dutch",
+        "italian",
+        "spanish",
+        "international",
+        "national",
+        "global",
+        "world",
+        "first",
+        "standard",
+        "public",
+        "federal",
+        "central",
+        "western",
+        "northern",
+        "southern",
+        "eastern",
+    ]
+)
+"""Words that start several companies' names but, alone, describe ("American companies")."""
+
 _SLOT_BEFORE: Final = frozenset({"about", "vs", "versus", "to", "with", "and", "or", "compare"})
 _SLOT_AFTER: Final = frozenset({"vs", "versus", "and", "or"})
 _CLAUSE_END_RE: Final = re.compile(r"\s*(?:[?.!,;:]|$)")
@@ -339,7 +372,7 @@ def _typed_word(text: str, tokens: list[Token], position: int) -> bool:
     (unless one that is also a company's name, in a name's place: "about intel"), a
     place or too short (two letters only when it is the whole text: "ko")."""
     word = tokens[position].norm
-    if word in _NOT_NAME_WORDS or word in PLACES or not word.isalnum():
+    if word in _NOT_NAME_WORDS or word in PLACES or word in _DESCRIPTIVE or not word.isalnum():
         return False
     if len(word) < (2 if len(tokens) == 1 else 3):
         return False
@@ -392,7 +425,9 @@ def mentions(index: CompanyIndex, text: str, *, typed: bool = False) -> Mentions
             continue
         if typed and _typed_word(text, tokens, position):
             refs = index.candidates(token.raw)
-        elif token.raw[:1].isupper() and token.norm not in COMMON_WORDS | _NOT_NAME_WORDS:
+        elif token.raw[:1].isupper() and token.norm not in (
+            COMMON_WORDS | _NOT_NAME_WORDS | PLACES | _DESCRIPTIVE
+        ):
             refs = index.starting_with(token.raw)
         else:
             continue

@@ -65,6 +65,8 @@ async def test_comparisons_typed_in_lower_case(
         ("tell me about delta", "Delta Air Lines"),
         ("Tell me about Mitsubishi Electric", "Mitsubishi Electric"),
         ("whats up with nvidea", "Nvidia"),
+        ("How does Toyota rank among companies in Japan?", "Toyota"),
+        ("Tell me about Apple and its American rivals", "Apple Inc."),
     ],
 )
 async def test_one_match_answers(offline: ResearchAssistant, question: str, company: str) -> None:
