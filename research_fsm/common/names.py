@@ -7,8 +7,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Final
 
-from ..sources import COMMON_WORDS, PLACES, CompanyIndex, tokenize
-from ..sources._text import ORDINARY_WORDS, Token
+from ..sources import COMMON_WORDS, ORDINARY_WORDS, PLACES, CompanyIndex, Token, tokenize
 from .text import is_japanese
 
 __all__ = [

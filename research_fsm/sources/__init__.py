@@ -37,7 +37,7 @@ from ._mock import MOCK_FIELDS, MockDataSource
 from ._peers import PeerRanking
 from ._profiles import CompanyProfile, clean_founded, clean_value, split_people
 from ._ref import CompanyRef
-from ._text import COMMON_WORDS, LEGAL_SUFFIXES, tokenize
+from ._text import COMMON_WORDS, LEGAL_SUFFIXES, ORDINARY_WORDS, Token, tokenize
 from ._websearch import TavilyWebSearch, WebResult, WebSearch
 from ._words import PLACES
 
@@ -50,6 +50,7 @@ __all__ = [
     "INTENTS",
     "LEGAL_SUFFIXES",
     "MOCK_FIELDS",
+    "ORDINARY_WORDS",
     "PLACES",
     "CompanyIndex",
     "CompanyMatch",
@@ -66,6 +67,7 @@ __all__ = [
     "SearchResult",
     "SourceRef",
     "TavilyWebSearch",
+    "Token",
     "WebResult",
     "WebSearch",
     "clean_founded",
