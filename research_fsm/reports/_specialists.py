@@ -150,11 +150,11 @@ def _position(profile: CompanyProfile, peers: dict[str, Any], language: str) -> 
     if language == "ja" and peers["position"] is not None:
         text = (
             f"{profile.name}は、ディレクトリで{peers['industry']}に分類される売上高の数値がある"
-            f"{peers['total']}社中、売上高で第{peers['position']}位です。"
+            f"{peers['total']}社中、売上高で第{peers['position']}位です"
         )
-        return text + (
-            f"（ほか{unranked}社は比較できる売上高の数値がありません）" if unranked else ""
-        )
+        if unranked:
+            text += f"（ほか{unranked}社は比較できる売上高の数値がありません）"
+        return text + "。"
     sentence = str(peers["sentence"])
     if unranked and peers["position"] is not None:
         sentence = sentence.removesuffix(".") + (

@@ -50,7 +50,7 @@ async def test_rank_says_how_many_could_not_be_ranked(home: Path) -> None:
 async def test_japanese_rank_says_how_many_could_not_be_ranked(home: Path) -> None:
     """The Japanese rank sentence counts the unranked companies too."""
     report = await offline_report("AMD", language="ja")
-    assert re.search(r"（ほか\d+社は比較できる売上高の数値がありません）", report.markdown)
+    assert re.search(r"（ほか\d+社は比較できる売上高の数値がありません）。", report.markdown)
 
 
 async def test_figures_of_different_years_are_labelled(home: Path) -> None:
