@@ -18,6 +18,7 @@ __all__ = [
     "find_companies",
     "mentions",
     "pick_choice",
+    "slot_name",
     "typed_companies",
 ]
 
@@ -438,6 +439,23 @@ def mentions(index: CompanyIndex, text: str, *, typed: bool = False) -> Mentions
 
 
 _ANSWER_FILLERS: Final = frozenset({"the", "a", "an", "one", "mean", "that", "it", "is", "its"})
+
+
+def slot_name(text: str) -> str | None:
+    """A word in any case where a company name goes that no company has ("tell me about
+    acme" -> "acme"): the name to say was not found, rather than asking which company."""
+    tokens = tokenize(text)
+    for position, token in enumerate(tokens):
+        word = token.norm
+        if (
+            len(tokens) > 1
+            and word.isalpha()
+            and len(word) >= 3
+            and word not in COMMON_WORDS | _NOT_NAME_WORDS | PLACES | _DESCRIPTIVE
+            and _in_name_slot(text, tokens, position)
+        ):
+            return token.raw
+    return None
 
 
 def pick_choice(choices: list[str], answer: str) -> str | None:

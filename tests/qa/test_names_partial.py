@@ -167,3 +167,19 @@ async def test_llm_guess_of_an_ambiguous_name_asks_which() -> None:
         reply.status,
         reply.state.clarification_choices,
     )
+
+
+@pytest.mark.parametrize(
+    ("question", "sentence"),
+    [
+        ("tell me about acme", 'I couldn\'t find specific information about "acme".'),
+        ("compare apple vs zork", 'I couldn\'t find "zork" in my sources'),
+    ],
+)
+async def test_unknown_lower_case_name_says_not_found(
+    offline: ResearchAssistant, question: str, sentence: str
+) -> None:
+    """A lower-case name no company has is answered "not found", not asked back nor
+    silently dropped from a comparison."""
+    reply = await offline.ask(question, thread_id="t")
+    assert ("answered", True) == (reply.status, sentence in reply.text)

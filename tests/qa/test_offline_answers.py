@@ -264,13 +264,14 @@ async def test_greeting_is_not_thanked(offline: ResearchAssistant) -> None:
     assert reply.text.startswith("Hello! I'm a company research assistant.")
 
 
-async def test_unknown_lowercase_word_is_asked_back_not_dismissed(
+async def test_unknown_lowercase_word_is_looked_up_not_dismissed(
     offline: ResearchAssistant,
 ) -> None:
-    """ "tell me about acme" may be a company: it is asked back, not called off-topic."""
+    """ "tell me about acme" may be a company: it is looked up and said not found, not
+    called off-topic."""
     reply = await offline.ask("tell me about acme", thread_id="u")
-    assert "needs_clarification" == reply.status
-    assert reply.text.startswith("Which company would you like me to research?")
+    assert "answered" == reply.status
+    assert reply.text.startswith('I couldn\'t find specific information about "acme".')
 
 
 async def test_comparison_with_an_unknown_company_says_so(offline: ResearchAssistant) -> None:

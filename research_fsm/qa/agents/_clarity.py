@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ...common.names import ask_choices, mentions, pick_choice
+from ...common.names import ask_choices, mentions, pick_choice, slot_name
 from ...common.text import clean_text, is_japanese
 from ...engine import NodeContext, Replace
 from ...llm import LLM, LLMError, fit_to_budget
@@ -229,7 +229,7 @@ class ClarityAgent:
                     choices=matches,
                     clarification_needed=ask_choices(matches, lang),
                 )
-        candidate = name_candidate(query)
+        candidate = name_candidate(query) or slot_name(query)
         place = bool(candidate) and str(candidate).lower() in PLACES
         if place:
             candidate = None
@@ -250,7 +250,7 @@ class ClarityAgent:
         rest = query
         for match in self.index.find_in_text(query):
             rest = rest.replace(match.matched, " , ")
-        candidate = name_candidate(rest)
+        candidate = name_candidate(rest) or slot_name(rest)
         return None if candidate is None or candidate.lower() in PLACES else candidate
 
     def _best_guess(self, state: ResearchState, query: str) -> str | None:
