@@ -4,12 +4,26 @@ katakana and kanji; and the question asked back when several companies fit."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import Final
 
-from ..sources import COMMON_WORDS, PLACES, CompanyIndex, tokenize
+from ..sources import COMMON_WORDS, ORDINARY_WORDS, PLACES, CompanyIndex, Token, tokenize
 from .text import is_japanese
 
-__all__ = ["JA_NAMES", "ask_choices", "find_companies", "typed_companies"]
+__all__ = [
+    "JA_NAMES",
+    "MAX_CHOICES",
+    "Mentions",
+    "ask_choices",
+    "find_companies",
+    "mentions",
+    "pick_choice",
+    "slot_name",
+    "typed_companies",
+]
+
+MAX_CHOICES: Final = 10
+"""Most companies offered when a name fits several."""
 
 JA_NAMES: Final[dict[str, str]] = {
     # the best-known foreign companies
@@ -51,6 +65,9 @@ JA_NAMES: Final[dict[str, str]] = {
     "日立製作所": "Hitachi",
     "日立": "Hitachi",
     "三菱UFJ": "Mitsubishi UFJ Financial Group",
+    "三菱": "Mitsubishi",
+    "三井": "Mitsui",
+    "住友": "Sumitomo",
     "三井住友フィナンシャル": "Sumitomo Mitsui Financial Group",
     "みずほ": "Mizuho Financial Group",
     "富士通": "Fujitsu",
@@ -275,7 +292,9 @@ def _stands_alone(text: str, start: int, end: int) -> bool:
 _NOT_NAME_WORDS: Final = frozenset({"i", "you", "tell", "whats", "please", "about", "me"})
 
 
-def _japanese_companies(index: CompanyIndex, text: str) -> list[str]:
+def _japanese_keys(text: str) -> list[str]:
+    """The ``JA_NAMES`` keys written in ``text`` as words of their own, longest first
+    where they overlap, in order of appearance."""
     found: list[tuple[int, str]] = []
     taken: list[tuple[int, int]] = []
     for key in _JA_KEYS:
@@ -283,33 +302,186 @@ def _japanese_companies(index: CompanyIndex, text: str) -> list[str]:
         while start >= 0:
             end = start + len(key)
             if not any(a < end and start < b for a, b in taken) and _stands_alone(text, start, end):
-                ref = index.resolve(JA_NAMES[key])
-                if ref is not None:
-                    found.append((start, ref.name))
+                found.append((start, key))
                 taken.append((start, end))
             start = text.find(key, end)
-    return list(dict.fromkeys(name for _, name in sorted(found)))
+    return [key for _, key in sorted(found)]
+
+
+def _japanese_companies(index: CompanyIndex, text: str) -> list[str]:
+    names = []
+    for key in _japanese_keys(text):
+        ref = index.resolve(JA_NAMES[key])
+        if ref is not None:
+            names.append(ref.name)
+    return list(dict.fromkeys(names))
+
+
+_DESCRIPTIVE: Final = frozenset(
+    [
+        "american",
+        "british",
+        "swiss",
+        "japanese",
+        "german",
+        "french",
+        "european",
+        "chinese",
+        "korean",
+        "indian",
+        "canadian",
+        "dutch",
+        "italian",
+        "spanish",
+        "international",
+        "national",
+        "global",
+        "world",
+        "first",
+        "standard",
+        "public",
+        "federal",
+        "central",
+        "western",
+        "northern",
+        "southern",
+        "eastern",
+    ]
+)
+"""Words that start several companies' names but, alone, describe ("American companies")."""
+
+_SLOT_BEFORE: Final = frozenset({"about", "vs", "versus", "to", "with", "and", "or", "compare"})
+_SLOT_AFTER: Final = frozenset({"vs", "versus", "and", "or"})
+_CLAUSE_END_RE: Final = re.compile(r"\s*(?:[?.!,;:]|$)")
+
+
+def _in_name_slot(text: str, tokens: list[Token], position: int) -> bool:
+    """Whether the word at ``position`` stands where a company name goes: after
+    "about", "vs", "compare ... to" and before the end of the clause ("tell me about
+    intel", "nvidia vs intel?"), or before "vs" ("intel vs amd")."""
+    token = tokens[position]
+    before = tokens[position - 1].norm if position else ""
+    after = tokens[position + 1].norm if position + 1 < len(tokens) else ""
+    rest = text[token.start + len(token.raw) :]
+    clause_ends = after in _SLOT_AFTER or bool(_CLAUSE_END_RE.match(rest))
+    return len(tokens) == 1 or (before in _SLOT_BEFORE and clause_ends) or after in _SLOT_AFTER
+
+
+def _typed_word(text: str, tokens: list[Token], position: int) -> bool:
+    """Whether a word may be a company name typed in any case: not a common word
+    (unless one that is also a company's name, in a name's place: "about intel"), a
+    place or too short (two letters only when it is the whole text: "ko")."""
+    word = tokens[position].norm
+    if word in _NOT_NAME_WORDS or word in PLACES or word in _DESCRIPTIVE or not word.isalnum():
+        return False
+    if len(word) < (2 if len(tokens) == 1 else 3):
+        return False
+    if word in COMMON_WORDS:
+        return word not in ORDINARY_WORDS and _in_name_slot(text, tokens, position)
+    return True
+
+
+@dataclass(frozen=True, slots=True)
+class Mentions:
+    """The companies a text names, or the candidates of a name that fits several."""
+
+    names: list[str] = field(default_factory=list)
+    """Companies named, in order."""
+    choices: list[str] = field(default_factory=list)
+    """When a name fits several companies ("Deutsche", "Mitsubishi"): those companies."""
+
+
+def _spans(index: CompanyIndex, text: str) -> list[tuple[int, int]]:
+    spans, start = [], 0
+    for match in index.find_in_text(text):
+        found = text.find(match.matched, start)
+        if found >= 0:
+            spans.append((found, found + len(match.matched)))
+            start = found + len(match.matched)
+    return spans
+
+
+def mentions(index: CompanyIndex, text: str, *, typed: bool = False) -> Mentions:
+    """The companies ``text`` names, as a person means them.
+
+    Names, aliases and tickers as ``find_companies`` finds them; a capitalised word
+    that starts one company's name ("Delta" -> Delta Air Lines); with ``typed``, also
+    words in any case as ``typed_companies`` reads them. A name that fits several
+    companies ("Deutsche", "Mitsubishi") gives those companies as ``choices``.
+    """
+    names = find_companies(index, text)
+    for key in _japanese_keys(text) if is_japanese(text) else []:
+        found = index.candidates(JA_NAMES[key])
+        if len(found) > 1:  # 三菱: eight companies
+            return Mentions(names, [ref.name for ref in found][:MAX_CHOICES])
+    for match in index.find_in_text(text):
+        found = index.candidates(match.matched)
+        if len(found) > 1:
+            return Mentions(names, [ref.name for ref in found][:MAX_CHOICES])
+    spans = _spans(index, text)
+    tokens = tokenize(text)
+    for position, token in enumerate(tokens):
+        if any(a <= token.start < b for a, b in spans):
+            continue
+        if typed and _typed_word(text, tokens, position):
+            refs = index.candidates(token.raw)
+        elif token.raw[:1].isupper() and token.norm not in (
+            COMMON_WORDS | _NOT_NAME_WORDS | PLACES | _DESCRIPTIVE
+        ):
+            refs = index.starting_with(token.raw)
+        else:
+            continue
+        if len(refs) > 1:
+            return Mentions(names, [ref.name for ref in refs][:MAX_CHOICES])
+        if refs and refs[0].name not in names:
+            names.append(refs[0].name)
+    return Mentions(names)
+
+
+_ANSWER_FILLERS: Final = frozenset({"the", "a", "an", "one", "mean", "that", "it", "is", "its"})
+
+
+def slot_name(text: str) -> str | None:
+    """A word in any case where a company name goes that no company has ("tell me about
+    acme" -> "acme"): the name to say was not found, rather than asking which company."""
+    tokens = tokenize(text)
+    for position, token in enumerate(tokens):
+        word = token.norm
+        if (
+            len(tokens) > 1
+            and word.isalpha()
+            and len(word) >= 3
+            and word not in COMMON_WORDS | _NOT_NAME_WORDS | PLACES | _DESCRIPTIVE
+            and _in_name_slot(text, tokens, position)
+        ):
+            return token.raw
+    return None
+
+
+def pick_choice(choices: list[str], answer: str) -> str | None:
+    """The one offered company an answer to "which one?" names by some of its words
+    ("heavy industries" among the Mitsubishis), or ``None``."""
+    words = {token.norm for token in tokenize(answer)} - _NOT_NAME_WORDS - _ANSWER_FILLERS
+    if not words:
+        return None
+    fitting = [choice for choice in choices if words <= {token.norm for token in tokenize(choice)}]
+    return fitting[0] if len(fitting) == 1 else None
 
 
 def typed_companies(index: CompanyIndex, text: str) -> list[str]:
     """Companies written the way people type them when nothing else matched: lower-case
-    tickers ("msft"), typos ("micrsoft", "nvidea") and names in any case. A word of
-    two letters counts only when it is the whole text (an answer like "ko")."""
+    tickers ("msft"), typos ("micrsoft", "nvidea"), names in any case and the start of
+    one company's name ("delta"). A word of two letters counts only when it is the
+    whole text (an answer like "ko"); a word that is also a company's name ("intel")
+    only where a name goes ("tell me about intel")."""
     tokens = tokenize(text)
     found: list[str] = []
-    for token in tokens:
-        word = token.norm
-        if (
-            word in COMMON_WORDS
-            or word in _NOT_NAME_WORDS
-            or word in PLACES
-            or not word.isalnum()
-            or len(word) < (2 if len(tokens) == 1 else 3)
-        ):
+    for position, token in enumerate(tokens):
+        if not _typed_word(text, tokens, position):
             continue
-        ref = index.resolve(token.raw, fuzzy=True) or index.closest(token.raw)
-        if ref is not None and ref.name not in found:
-            found.append(ref.name)
+        refs = index.candidates(token.raw)
+        if len(refs) == 1 and refs[0].name not in found:
+            found.append(refs[0].name)
     return found
 
 

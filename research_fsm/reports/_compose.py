@@ -47,8 +47,12 @@ def _fact_line(fact: Fact, lang: str, ids: dict[str, str]) -> str:
     value = md_escape(fact.value)
     line = f"**{label}**: {value}{_cite(fact, ids)}"
     if fact.computed_from:
-        parts = text(lang, "list_sep").join(fact_label(lang, key) for key in fact.computed_from)
-        line += f" _({text(lang, 'computed', parts=parts)})_"
+        names = [fact_label(lang, key) for key in fact.computed_from]
+        if len(fact.periods) == len(names):  # figures of different years: say which
+            names = [f"{name} ({period})" for name, period in zip(names, fact.periods, strict=True)]
+        parts = text(lang, "list_sep").join(names)
+        phrase = "computed_mixed" if fact.periods else "computed"
+        line += f" _({text(lang, phrase, parts=parts)})_"
     return line
 
 
@@ -102,7 +106,15 @@ def _verification(state: ReportState, lang: str) -> DocSection:
             for part, points in quality.breakdown.items()
         ]
         blocks.append(bullets(parts))
-    blocks.append(paragraph(text(lang, "grounding")))
+        blocks.append(paragraph(text(lang, "score_meaning")))
+    sources = numbered_sources(state)
+    if not sources:
+        grounding = "grounding_none"
+    elif all(source.dataset for source in sources):
+        grounding = "grounding_offline"
+    else:
+        grounding = "grounding"
+    blocks.append(paragraph(text(lang, grounding)))
     return DocSection(text(lang, "verification"), blocks)
 
 
@@ -121,6 +133,13 @@ def _metadata(state: ReportState, lang: str, generated_at: str) -> DocSection:
     return DocSection(text(lang, "metadata"), [table([("", ""), *rows])])
 
 
+def _when(source: Source, lang: str) -> str:
+    """ "retrieved <time>", or where an offline source comes from (nothing was fetched)."""
+    if source.dataset:
+        return text(lang, "bundled", dataset=md_escape(source.dataset))
+    return f"{text(lang, 'retrieved')} {source.retrieved_at}"
+
+
 def compose(state: ReportState, generated_at: str) -> Document:
     """The report of a finished run."""
     lang = state.language
@@ -131,7 +150,7 @@ def compose(state: ReportState, generated_at: str) -> Document:
     sections += [_section(name, getattr(state, name), lang, ids) for name in SECTIONS]
     sections.append(_methodology(state, lang))
     listed = [
-        f"[{ids[s.url]}] {md_escape(drop_urls(s.title))} — {md_url(s.url)} ({text(lang, 'retrieved')} {s.retrieved_at})"
+        f"[{ids[s.url]}] {md_escape(drop_urls(s.title))} — {md_url(s.url)} ({_when(s, lang)})"
         for s in sources
     ]
     sections.append(DocSection(text(lang, "sources"), [bullets(listed)]))

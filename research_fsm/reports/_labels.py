@@ -21,6 +21,7 @@ TEXT: Final[dict[str, dict[str, str]]] = {
         "none_found": "Nothing found for this section.",
         "missing": "Not found",
         "computed": "computed from {parts}",
+        "computed_mixed": "computed from {parts}; figures of different fiscal years",
         "method_source": "Data source: {source}.",
         "method_iterations": "Research iterations: {iterations}.",
         "method_agents": (
@@ -31,6 +32,10 @@ TEXT: Final[dict[str, dict[str, str]]] = {
         "method_missing": "What was missing: {items}.",
         "method_nothing_missing": "Nothing the specialists look for was missing.",
         "score": "Quality score: {score}/100 ({method}).",
+        "score_meaning": (
+            "The score measures coverage: how many of the fields the specialists look "
+            "for were found and sourced. It does not check that the figures are accurate."
+        ),
         "rules": "rule-based",
         "llm": "scored by the LLM",
         "breakdown": "{part}: {points}/{maximum}",
@@ -38,6 +43,16 @@ TEXT: Final[dict[str, dict[str, str]]] = {
             "Every figure above is taken from the listed sources or computed from them "
             "(labelled); every [S#] refers to a source retrieved for this report."
         ),
+        "grounding_offline": (
+            "Every figure above is taken from the bundled offline directory or computed from "
+            "it (labelled); every [S#] refers to a page the directory cites, not fetched for "
+            "this report."
+        ),
+        "grounding_none": (
+            "No source is listed for this report, so nothing above could be checked "
+            "against a source."
+        ),
+        "bundled": "cited by the bundled directory, {dataset}; not fetched",
         "generated_at": "Generated at",
         "data_source": "Data source",
         "model": "Model",
@@ -71,6 +86,7 @@ TEXT: Final[dict[str, dict[str, str]]] = {
         "none_found": "このセクションの情報は見つかりませんでした。",
         "missing": "見つからなかった項目",
         "computed": "{parts}から算出",
+        "computed_mixed": "{parts}から算出、会計年度の異なる数値",
         "method_source": "データソース：{source}。",
         "method_iterations": "調査の反復回数：{iterations}回。",
         "method_agents": (
@@ -80,6 +96,10 @@ TEXT: Final[dict[str, dict[str, str]]] = {
         "method_missing": "不足していた項目：{items}。",
         "method_nothing_missing": "専門エージェントが探した項目に不足はありません。",
         "score": "品質スコア：{score}/100（{method}）。",
+        "score_meaning": (
+            "このスコアは網羅性（専門エージェントが探す項目のうち、出典付きで見つかった割合）を"
+            "示すもので、数値の正確さを検証したものではありません。"
+        ),
         "rules": "ルールによる採点",
         "llm": "LLMによる採点",
         "breakdown": "{part}：{points}/{maximum}",
@@ -87,6 +107,13 @@ TEXT: Final[dict[str, dict[str, str]]] = {
             "上記の数値はすべて出典に記載されたもの、またはそこから算出したもの（明記）です。"
             "[S#] はすべて本レポートのために取得した出典を指します。"
         ),
+        "grounding_offline": (
+            "上記の数値はすべて同梱のオフラインディレクトリに記載されたもの、またはそこから"
+            "算出したもの（明記）です。[S#] はディレクトリが出典として挙げるページを指し、"
+            "本レポートのために取得したものではありません。"
+        ),
+        "grounding_none": "このレポートには出典がないため、上記の内容は出典で確認できていません。",
+        "bundled": "同梱ディレクトリ（{dataset}）の出典、取得はしていません",
         "generated_at": "作成日時",
         "data_source": "データソース",
         "model": "モデル",

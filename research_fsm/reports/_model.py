@@ -42,6 +42,9 @@ class Source(BaseModel):
     """When it was retrieved (ISO-8601 UTC)."""
     agent: str
     """The agent that retrieved it."""
+    dataset: str | None = None
+    """For a source that a bundled offline data set cites (nothing was fetched for the
+    report): that data set, e.g. ``"pytickersymbols 1.17.5"``."""
 
 
 class Fact(BaseModel):
@@ -59,6 +62,9 @@ class Fact(BaseModel):
     """For a computed figure: the keys of the facts it is computed from."""
     label: str | None = None
     """A label for keys the writer does not know (facts extracted by Claude)."""
+    periods: list[str] = Field(default_factory=list)
+    """For a figure computed from figures of different fiscal years: the year of each
+    (in ``computed_from`` order), so that the report labels the mix."""
 
 
 class Section(BaseModel):

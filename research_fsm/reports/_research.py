@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..common.files import utc_now
-from ..common.names import ask_choices, find_companies, typed_companies
+from ..common.names import MAX_CHOICES, ask_choices, mentions, pick_choice
 from ..common.text import is_japanese
 from ..engine import NodeContext, Suspend
 from ..sources import CompanyIndex, DataSource, ResearchFindings, SearchContext
@@ -30,19 +30,25 @@ async def resolve_company(
     index: CompanyIndex, text: str, describe: Describe | None
 ) -> tuple[str | None, list[str]]:
     """The company ``text`` names, or ``(None, choices)`` when several fit (none: empty)."""
-    named = find_companies(index, text)
-    if len(named) == 1:
-        return named[0], []
-    if len(named) > 1:
-        return None, named[:3]
-    ref = index.resolve(text, fuzzy=True)
-    if ref is not None:
-        return ref.name, []
-    typed = typed_companies(index, text)
-    if len(typed) == 1:
-        return typed[0], []
-    if typed:
-        return None, typed[:3]
+    found = mentions(index, text)
+    if found.choices:
+        return None, found.choices
+    if len(found.names) == 1:
+        return found.names[0], []
+    if len(found.names) > 1:
+        return None, found.names[:3]
+    refs = index.candidates(text)
+    if len(refs) == 1:
+        return refs[0].name, []
+    if refs:
+        return None, [ref.name for ref in refs][:MAX_CHOICES]
+    typed = mentions(index, text, typed=True)
+    if typed.choices:
+        return None, typed.choices
+    if len(typed.names) == 1:
+        return typed.names[0], []
+    if typed.names:
+        return None, typed.names[:3]
     described = await describe(text) if describe is not None else []
     if len(described) == 1:
         return described[0], []
@@ -50,10 +56,18 @@ async def resolve_company(
 
 
 def sources_of(findings: ResearchFindings, agent: str) -> list[Source]:
-    """The findings' sources as retrieved ``Source`` entries (now, by ``agent``)."""
+    """The findings' sources as ``Source`` entries (now, by ``agent``); those of the
+    bundled directory name its data set (they were not fetched)."""
     now = utc_now()
+    dataset = findings.raw_data.get("dataset")
     return [
-        Source(title=ref.title, url=ref.url, retrieved_at=now, agent=agent)
+        Source(
+            title=ref.title,
+            url=ref.url,
+            retrieved_at=now,
+            agent=agent,
+            dataset=str(dataset) if dataset else None,
+        )
         for ref in findings.sources
     ]
 
@@ -83,7 +97,9 @@ class Researcher:
         return await self._resolve(state, state.query)
 
     async def resume(self, state: ReportState, value: object, ctx: NodeContext) -> Any:
-        return await self._resolve(state, str(value))
+        _, offered = await resolve_company(self.index, state.query, self.describe)
+        picked = pick_choice(offered, str(value))  # "electric" among the Mitsubishis
+        return await self._resolve(state, picked or str(value))
 
     async def _resolve(self, state: ReportState, text: str) -> dict[str, Any] | Suspend:
         company, choices = await resolve_company(self.index, text, self.describe)

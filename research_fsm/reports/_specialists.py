@@ -8,6 +8,7 @@ it was given (facts citing anything else are dropped).
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any, Final
 
@@ -23,11 +24,10 @@ from ..sources import (
     SearchContext,
     clean_founded,
     clean_value,
+    fiscal_year,
     format_money,
     parse_money,
     split_people,
-    split_people_names,
-    split_products,
 )
 from ._model import Fact, ReportState, Section, Source, SpecialistName
 from ._research import sources_of
@@ -89,7 +89,21 @@ def _ratio(key: str, part: str, whole: str, facts: dict[str, Fact]) -> Fact | No
         return None
     value = f"{100 * top.amount / bottom.amount:.1f}%"
     urls = facts[part].urls
-    return Fact(key=key, value=value, urls=urls, computed_from=[part, whole])
+    periods = _mixed_periods(facts[part], facts[whole])
+    return Fact(key=key, value=value, urls=urls, computed_from=[part, whole], periods=periods)
+
+
+def _mixed_periods(*facts: Fact) -> list[str]:
+    """The period of each fact as written ("FY23", "March 31, 2025") when their fiscal
+    years differ, else none."""
+    years = [fiscal_year(fact.value) for fact in facts]
+    if None in years or len(set(years)) == 1:
+        return []
+    periods = []
+    for fact, year in zip(facts, years, strict=True):
+        written = re.findall(r"\(([^()]*\d[^()]*)\)", fact.value)
+        periods.append(written[0].strip() if written else str(year))
+    return periods
 
 
 def _per_employee(facts: dict[str, Fact]) -> Fact | None:
@@ -104,6 +118,7 @@ def _per_employee(facts: dict[str, Fact]) -> Fact | None:
         value=value,
         urls=facts["revenue"].urls,
         computed_from=["revenue", "employees"],
+        periods=_mixed_periods(facts["revenue"], facts["employees"]),
     )
 
 
@@ -129,12 +144,23 @@ def _financial(profile: CompanyProfile, urls: list[str]) -> list[Fact]:
 
 
 def _position(profile: CompanyProfile, peers: dict[str, Any], language: str) -> str:
-    if language != "ja" or peers["position"] is None:
-        return str(peers["sentence"])
-    return (
-        f"{profile.name}は、ディレクトリで{peers['industry']}に分類される{peers['total']}社中、"
-        f"売上高で第{peers['position']}位です。"
-    )
+    """The company's rank, with how many of the industry could not be ranked: the
+    denominator counts only companies with a comparable revenue figure."""
+    unranked = int(str(peers.get("unranked") or 0))
+    if language == "ja" and peers["position"] is not None:
+        text = (
+            f"{profile.name}は、ディレクトリで{peers['industry']}に分類される売上高の数値がある"
+            f"{peers['total']}社中、売上高で第{peers['position']}位です"
+        )
+        if unranked:
+            text += f"（ほか{unranked}社は比較できる売上高の数値がありません）"
+        return text + "。"
+    sentence = str(peers["sentence"])
+    if unranked and peers["position"] is not None:
+        sentence = sentence.removesuffix(".") + (
+            f" ({unranked} more {'has' if unranked == 1 else 'have'} no comparable revenue figure)."
+        )
+    return sentence
 
 
 def _market(
@@ -161,9 +187,9 @@ def _market(
 def _product(profile: CompanyProfile, urls: list[str]) -> list[Fact]:
     data = profile.metadata
     raw = {
-        "products": data.products and ", ".join(split_products(data.products)),
+        "products": ", ".join(profile.product_items()),
         "key_people": data.key_people and split_people(data.key_people),
-        "founders": data.founder and ", ".join(split_people_names(data.founder)),
+        "founders": ", ".join(profile.founder_names()),
         "headquarters": data.headquarters and clean_value(data.headquarters),
         "founded": data.founded and clean_founded(data.founded),
     }

@@ -24,13 +24,20 @@ from ._base import (
 )
 from ._directory import DirectorySource
 from ._factory import DATA_SOURCE_ENV, DATA_SOURCE_KINDS, create_data_source
-from ._format import Money, format_money, parse_money, split_people_names, split_products
+from ._format import (
+    Money,
+    fiscal_year,
+    format_money,
+    parse_money,
+    split_people_names,
+    split_products,
+)
 from ._index import CompanyIndex, CompanyMatch
 from ._mock import MOCK_FIELDS, MockDataSource
 from ._peers import PeerRanking
 from ._profiles import CompanyProfile, clean_founded, clean_value, split_people
 from ._ref import CompanyRef
-from ._text import COMMON_WORDS, LEGAL_SUFFIXES, tokenize
+from ._text import COMMON_WORDS, LEGAL_SUFFIXES, ORDINARY_WORDS, Token, tokenize
 from ._websearch import TavilyWebSearch, WebResult, WebSearch
 from ._words import PLACES
 
@@ -43,6 +50,7 @@ __all__ = [
     "INTENTS",
     "LEGAL_SUFFIXES",
     "MOCK_FIELDS",
+    "ORDINARY_WORDS",
     "PLACES",
     "CompanyIndex",
     "CompanyMatch",
@@ -59,11 +67,13 @@ __all__ = [
     "SearchResult",
     "SourceRef",
     "TavilyWebSearch",
+    "Token",
     "WebResult",
     "WebSearch",
     "clean_founded",
     "clean_value",
     "create_data_source",
+    "fiscal_year",
     "format_money",
     "parse_money",
     "split_people",

@@ -24,7 +24,7 @@ from ._base import (
     SourceRef,
 )
 from ._describe import DescriptionIndex
-from ._format import fiscal_year, format_money, split_people_names, split_products
+from ._format import fiscal_year, format_money, split_products
 from ._index import CompanyIndex
 from ._peers import PeerIndex, PeerRanking
 from ._profiles import CompanyProfile, clean_founded, clean_value, load_profiles, split_people
@@ -252,8 +252,8 @@ def profile_findings(profile: CompanyProfile, peers: PeerRanking | None = None) 
     from the profile or the directory."""
     data = profile.metadata
     key_people = data.key_people and split_people(data.key_people)
-    founders = data.founder and ", ".join(split_people_names(data.founder))
-    products = data.products and ", ".join(split_products(data.products))
+    founders = ", ".join(profile.founder_names())
+    products = ", ".join(profile.product_items())
     sources = []
     if profile.wikipedia_url:
         sources.append(SourceRef(title=f"{profile.name} - Wikipedia", url=profile.wikipedia_url))

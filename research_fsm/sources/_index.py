@@ -36,6 +36,10 @@ FUZZY_CUTOFF: Final = 0.88
 TYPO_CUTOFF: Final = 0.8
 """Lowest ratio ``closest`` accepts: one wrong letter in a six-letter name ("nvidea")."""
 
+AMBIGUOUS_OTHERS: Final = 2
+"""Other companies whose names start with a short name ("Mitsubishi") that make it
+ambiguous: "Mitsubishi" fits eight companies, "Apple" only Apple Inc. and one REIT."""
+
 
 class CompanyMatch(BaseModel):
     """A company mentioned in a text."""
@@ -120,6 +124,7 @@ class CompanyIndex:
             for ref in refs:
                 self._add(ref)
         self._by_key: dict[str, list[int]] = {}
+        self._by_prefix: dict[str, list[int]] = {}
         self._by_ticker: dict[str, list[int]] = {}
         self._fuzzy: dict[str, set[str]] = {}
         self._build_lookups()
@@ -173,6 +178,12 @@ class CompanyIndex:
                     ids = self._by_key.setdefault(key, [])
                     if entry_id not in ids:
                         ids.append(entry_id)
+        for entry_id, entry in enumerate(self._entries):
+            words = key_of(entry.ref.name).split()
+            for length in range(1, len(words)):
+                prefix = " ".join(words[:length])
+                if prefix not in ORDINARY_WORDS:
+                    self._by_prefix.setdefault(prefix, []).append(entry_id)
         # Primary tickers first so that they win over other companies' secondary ones.
         for primary in (True, False):
             for entry_id, entry in enumerate(self._entries):
@@ -209,6 +220,45 @@ class CompanyIndex:
             if found is not None:
                 return self._ref(self._by_key[found[0]][0])
         return None
+
+    def candidates(self, name: str, *, fuzzy: bool = True) -> list[CompanyRef]:
+        """The companies ``name`` may mean, as a person means it: one when it names a
+        company (name, alias, ticker, one typo, or the start of one company's name:
+        "Delta" -> Delta Air Lines), several when it starts the names of several
+        ("Deutsche", or "Mitsubishi": Mitsubishi Corporation's short name and the
+        start of seven more), none when nothing fits."""
+        text = name.strip()
+        key = key_of(text)
+        if not key:
+            return []
+        prefixed = self._by_prefix.get(key, [])
+        exact = self._by_key.get(key) or self._by_key.get(key_of(short_name(text)))
+        if exact:
+            entry_id = exact[0]
+            others = [other for other in prefixed if other != entry_id]
+            if self._short_name_only(entry_id, key) and len(others) >= AMBIGUOUS_OTHERS:
+                return [self._ref(other) for other in [entry_id, *others]]
+            return [self._ref(entry_id)]
+        ref = self.resolve(text, fuzzy=fuzzy) or (self.closest(text) if fuzzy else None)
+        if ref is not None:
+            return [ref]
+        return [self._ref(entry_id) for entry_id in prefixed]
+
+    def starting_with(self, name: str) -> list[CompanyRef]:
+        """The companies whose names start with the words of ``name`` and go on
+        ("Deutsche" -> Deutsche Bank, Deutsche Börse, ...); none for an ordinary word."""
+        return [self._ref(entry_id) for entry_id in self._by_prefix.get(key_of(name), [])]
+
+    def _short_name_only(self, entry_id: int, key: str) -> bool:
+        """Whether ``key`` reaches the entry only as its name without legal suffix
+        ("Mitsubishi" for "Mitsubishi Corporation"), not as its name or an alias."""
+        ref = self._entries[entry_id].ref
+        if key == key_of(ref.name):
+            return False
+        short = key_of(short_name(ref.name))
+        return key == short and not any(
+            key == key_of(alias) for alias in ref.aliases if key_of(alias) != short
+        )
 
     def closest(self, word: str, *, cutoff: float = TYPO_CUTOFF) -> CompanyRef | None:
         """The company whose one-word name ``word`` (any case) is a typo of, at most

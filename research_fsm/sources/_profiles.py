@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ._format import strip_wiki_residue
+from ._format import split_people_names, split_products, strip_wiki_residue
 from ._ref import CompanyRef
 from ._text import short_name
 
@@ -137,6 +137,23 @@ class CompanyProfile(BaseModel):
     """ISINs of the shares."""
     indices: list[str] = Field(default_factory=list)
     """Indices the company is a constituent of, per ``pytickersymbols``."""
+    checked: bool = False
+    """Whether the fields were checked at load time (``_clean``): then founders and
+    products are ``"; "``-separated lists, or one item as written."""
+
+    def product_items(self) -> list[str]:
+        """The products, one item each."""
+        value = self.metadata.products
+        if not value:
+            return []
+        return value.split("; ") if self.checked else split_products(value)
+
+    def founder_names(self) -> list[str]:
+        """The founders, one name each."""
+        value = self.metadata.founder
+        if not value:
+            return []
+        return value.split("; ") if self.checked else split_people_names(value)
 
     @property
     def tickers(self) -> list[str]:
@@ -183,7 +200,17 @@ def _merge_record(target: dict[str, Any], record: dict[str, Any], index: str) ->
 
 
 def load_profiles() -> list[CompanyProfile]:
-    """Read every company of the data ``pytickersymbols`` bundles (blocking)."""
+    """Read every company of the data ``pytickersymbols`` bundles (blocking), each
+    field checked and repaired or dropped (see ``_clean``)."""
+    from ._clean import DirectoryCheck  # _clean builds on this module
+
+    raw = load_raw_profiles()
+    check = DirectoryCheck(raw)
+    return [check.clean(profile) for profile in raw]
+
+
+def load_raw_profiles() -> list[CompanyProfile]:
+    """Every company of the data as bundled, unchecked (blocking)."""
     module: Any = importlib.import_module("pytickersymbols")
     data = module.PyTickerSymbols()
     merged: dict[str, dict[str, Any]] = {}

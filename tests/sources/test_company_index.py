@@ -165,3 +165,40 @@ def test_resolve_fuzzy_cases(index: CompanyIndex, name: str, expected: str | Non
     """Fuzzy resolve takes one typo'd word in any case, never ordinary words or phrases."""
     ref = index.resolve(name, fuzzy=True)
     assert expected == (ref.name if ref else None)
+
+
+def test_candidates_of_names_as_a_person_means_them() -> None:
+    """candidates: a name, a ticker, a typo or the start of one company's name gives
+    it alone; a short name or start shared by several gives them all; else none."""
+    index = CompanyIndex(
+        [
+            CompanyRef(name="Mitsubishi Corporation", aliases=["Mitsubishi"], tickers=["8058.T"]),
+            CompanyRef(name="Mitsubishi Motors", tickers=["7211.T"]),
+            CompanyRef(name="Mitsubishi Electric", tickers=["6503.T"]),
+            CompanyRef(name="Apple Inc.", aliases=["Apple"], tickers=["AAPL"]),
+            CompanyRef(name="Apple Hospitality REIT, Inc.", tickers=["APLE"]),
+            CompanyRef(name="Delta Air Lines", tickers=["DAL"]),
+            CompanyRef(name="Nvidia", tickers=["NVDA"]),
+        ]
+    )
+    found = {
+        text: [ref.name for ref in index.candidates(text)]
+        for text in (
+            "Mitsubishi",
+            "mitsubishi electric",
+            "Apple",
+            "delta",
+            "nvidea",
+            "aapl",
+            "Acme",
+        )
+    }
+    assert {
+        "Mitsubishi": ["Mitsubishi Corporation", "Mitsubishi Motors", "Mitsubishi Electric"],
+        "mitsubishi electric": ["Mitsubishi Electric"],
+        "Apple": ["Apple Inc."],
+        "delta": ["Delta Air Lines"],
+        "nvidea": ["Nvidia"],
+        "aapl": ["Apple Inc."],
+        "Acme": [],
+    } == found

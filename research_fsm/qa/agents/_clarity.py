@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ...common.names import ask_choices, find_companies, typed_companies
+from ...common.names import ask_choices, mentions, pick_choice, slot_name
 from ...common.text import clean_text, is_japanese
 from ...engine import NodeContext, Replace
 from ...llm import LLM, LLMError, fit_to_budget
@@ -138,6 +138,16 @@ class ClarityAgent:
         verdict = _cleaned(reply.value)
         if verdict.intent not in INTENTS:
             verdict = verdict.model_copy(update={"intent": detect_intent(query)})
+        found = mentions(self.index, query)
+        if found.choices and not (verdict.cancelled or verdict.off_topic):
+            # the directory has several companies of that name: the user says which
+            lang = "ja" if is_japanese(query) else state.language
+            return ClarityVerdict(
+                is_clear=False,
+                intent=verdict.intent,
+                choices=found.choices,
+                clarification_needed=ask_choices(found.choices, lang),
+            )
         if verdict.detected_company:
             ref = self.index.resolve(verdict.detected_company, fuzzy=True)
             if ref is not None:
@@ -154,10 +164,31 @@ class ClarityAgent:
         intent = detect_intent(query)
         previous = state.detected_company
         answering = state.clarification_attempts > 0
-        names = find_companies(self.index, query)
-        if not names and not (previous and refers_back(query)):
-            names = typed_companies(self.index, query)
-        if is_comparison(query) or (len(names) > 1 and intent in ("overview", "comparison")):
+        picked = pick_choice(state.clarification_choices, query) if answering else None
+        if picked is not None:
+            return ClarityVerdict(
+                is_clear=True,
+                detected_company=picked,
+                intent=intent,
+                reasoning="the company picked among those offered",
+            )
+        found = mentions(self.index, query)
+        names = found.names
+        comparing = is_comparison(query)
+        if not found.choices and (
+            (not names and not (previous and refers_back(query))) or (comparing and len(names) < 2)
+        ):
+            found = mentions(self.index, query, typed=True)
+            names = found.names if found.names or found.choices else names
+        if found.choices:
+            lang = "ja" if is_japanese(query) else state.language
+            return ClarityVerdict(
+                is_clear=False,
+                intent=intent,
+                choices=found.choices,
+                clarification_needed=ask_choices(found.choices, lang),
+            )
+        if comparing or (len(names) > 1 and intent in ("overview", "comparison")):
             intent = "comparison"
             if previous and (refers_back(query) or len(names) < 2) and previous not in names:
                 names.insert(0, previous)
@@ -198,7 +229,7 @@ class ClarityAgent:
                     choices=matches,
                     clarification_needed=ask_choices(matches, lang),
                 )
-        candidate = name_candidate(query)
+        candidate = name_candidate(query) or slot_name(query)
         place = bool(candidate) and str(candidate).lower() in PLACES
         if place:
             candidate = None
@@ -219,7 +250,7 @@ class ClarityAgent:
         rest = query
         for match in self.index.find_in_text(query):
             rest = rest.replace(match.matched, " , ")
-        candidate = name_candidate(rest)
+        candidate = name_candidate(rest) or slot_name(rest)
         return None if candidate is None or candidate.lower() in PLACES else candidate
 
     def _best_guess(self, state: ResearchState, query: str) -> str | None:

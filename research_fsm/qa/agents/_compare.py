@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from ...sources import FACT_KEYS, ResearchFindings, parse_money
+from ...sources import FACT_KEYS, ResearchFindings, fiscal_year, parse_money
 
 __all__ = ["MARGIN_LABEL", "comparison_table", "difference_sentences", "net_margin"]
 
@@ -50,6 +50,17 @@ def net_margin(findings: ResearchFindings) -> float | None:
     return 100 * income.amount / revenue.amount
 
 
+def _mixed_years_note(findings: ResearchFindings, lang: str) -> str:
+    """ " (revenue FY2024, net income FY2023)" when the margin mixes fiscal years."""
+    revenue = fiscal_year(findings.facts.get("revenue"))
+    income = fiscal_year(findings.facts.get("net_income"))
+    if revenue is None or income is None or revenue == income:
+        return ""
+    if lang == "ja":
+        return f"（売上高{revenue}、純利益{income}：年度が異なる）"
+    return f" (revenue {revenue}, net income {income}: different years)"
+
+
 def _cell(text: str) -> str:
     return text.replace("|", "/").replace("\n", " ")
 
@@ -68,7 +79,11 @@ def comparison_table(items: list[ResearchFindings], lang: str = "en") -> str | N
         if key == "net_income":
             margins = [net_margin(item) for item in items]
             if all(margin is not None for margin in margins):
-                cells = " | ".join(f"{margin:.1f}%" for margin in margins if margin is not None)
+                cells = " | ".join(
+                    f"{margin:.1f}%" + _mixed_years_note(item, lang)
+                    for item, margin in zip(items, margins, strict=True)
+                    if margin is not None
+                )
                 rows.append(f"| {MARGIN_LABEL['ja' if lang == 'ja' else 'en']} | {cells} |")
     return "\n".join(rows)
 

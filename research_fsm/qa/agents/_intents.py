@@ -12,6 +12,8 @@ __all__ = [
     "INTENT_FIELDS",
     "INTENT_TOPICS",
     "TOPIC_FIELDS",
+    "answer_topics",
+    "asks_current_events",
     "coverage_score",
     "covered_topics",
     "detect_intent",
@@ -117,6 +119,27 @@ def detect_intent(text: str) -> str:
     return "overview"
 
 
+_CURRENT_EVENTS: Final = re.compile(
+    r"\b(what'?s|what is|whats) (going on|new|happening|up)\b|\bgoing on\b|\bhappening\b"
+    r"|\bthese days\b|\bup to\b|どうなって|近況",
+    re.I,
+)
+
+
+def asks_current_events(text: str) -> bool:
+    """Whether an overview question asks what is happening now ("What's going on with
+    Tesla?"): the news answer it as much as the profile does."""
+    return bool(_CURRENT_EVENTS.search(text))
+
+
+def answer_topics(intent: str, query: str = "") -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The topics that answer a question of ``intent`` and those that round it off;
+    for an overview that asks what is happening now, the news answer it too."""
+    if intent == "overview" and asks_current_events(query):
+        return ("overview", "news"), ("financials",)
+    return INTENT_TOPICS.get(intent, INTENT_TOPICS["overview"])
+
+
 def covered_topics(findings: ResearchFindings) -> set[str]:
     """The topics the findings hold; a topic the source says it never has is not
     covered even when a field that could hold it is filled (directory listings are
@@ -136,13 +159,14 @@ def _share(topics: tuple[str, ...], covered: set[str]) -> float:
     return sum(topic in covered for topic in topics) / len(topics) if topics else 1.0
 
 
-def coverage_score(findings: ResearchFindings | None, intent: str) -> int:
-    """0-10: how much of what ``intent`` asks the findings cover: 7 points for the
-    topics that answer it, 3 for the ones that round it off. A question about
-    strategy answered with a profile scores low, however complete the profile."""
+def coverage_score(findings: ResearchFindings | None, intent: str, query: str = "") -> int:
+    """0-10: how much of what ``intent`` (and the question ``query``) asks the findings
+    cover: 7 points for the topics that answer it, 3 for the ones that round it off. A
+    question about strategy answered with a profile scores low, however complete the
+    profile; so does "What's going on with Tesla?" answered without news."""
     if findings is None:
         return 0
-    required, wanted = INTENT_TOPICS.get(intent, INTENT_TOPICS["overview"])
+    required, wanted = answer_topics(intent, query)
     covered = covered_topics(findings)
     score = 10 * (
         REQUIRED_WEIGHT * _share(required, covered)

@@ -58,7 +58,8 @@ class ResearchAgent:
         findings = None if isinstance(main, str) else main.findings
         confidence = 0
         if findings is not None and not isinstance(main, str):
-            confidence = min(main.confidence, coverage_score(findings, state.query_intent))
+            coverage = coverage_score(findings, state.query_intent, state.original_query)
+            confidence = min(main.confidence, coverage)
         compared = [r.findings for r in results[1:] if not isinstance(r, str) and r.findings]
         log_step(
             ctx,

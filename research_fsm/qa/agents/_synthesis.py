@@ -113,6 +113,14 @@ def confidence_prefix(score: int, lang: str = "en") -> str:
     return MEDIUM_PREFIX if score >= CONFIDENCE_MEDIUM_THRESHOLD else LOW_PREFIX
 
 
+def _prefix(score: int, lacking: str | None, lang: str) -> str:
+    """The disclaimer for ``score``; none for a medium score when the answer says what it
+    lacks (the plain sentence, "The offline directory has no news", says it better)."""
+    if lacking and score >= CONFIDENCE_MEDIUM_THRESHOLD:
+        return ""
+    return confidence_prefix(score, lang)
+
+
 def off_topic_answer(state: ResearchState) -> str:
     """What the assistant does, for a message that is not about companies."""
     query = state.original_query
@@ -251,7 +259,8 @@ def compose_answer(state: ResearchState) -> str:
     findings = state.research_findings
     assert findings is not None
     intent, lang = state.query_intent, state.language
-    parts = [confidence_prefix(state.confidence_score, lang)]
+    lacking = missing_sentence(findings, intent, lang)
+    parts = [_prefix(state.confidence_score, lacking, lang)]
     if intent == "comparison" and state.comparison_findings:
         parts.extend(_comparison(state, findings, lang))
     else:
@@ -262,7 +271,7 @@ def compose_answer(state: ResearchState) -> str:
         )
         parts.append(intro)
         parts.append("\n\n".join(_section(findings, intent, lang)))
-    parts.append(missing_sentence(findings, intent, lang) or "")
+    parts.append(lacking or "")
     parts.append(_not_found(state, lang))
     parts.append(_as_of(findings, lang) or "")
     parts.append(sources_block([findings, *state.comparison_findings], lang))
@@ -333,7 +342,7 @@ class SynthesisAgent:
             f"<conversation>\n{as_data(state.conversation_summary or 'none')}\n</conversation>\n"
             f"<findings>\n{payload}\n</findings>"
         )
-        prefix = confidence_prefix(state.confidence_score)
+        prefix = _prefix(state.confidence_score, lacking if lacking != "nothing" else None, "en")
         if prefix:
             ctx.emit("token", prefix + "\n\n")
         try:
