@@ -5,7 +5,8 @@ The engine's names (``StateGraph``, ``Suspend``, ``MemoryCheckpointStore``...) a
 importable from here and from ``research_fsm.engine``; ``JsonFileCheckpointStore``, the
 durable default, from here and from ``research_fsm.stores``; the assistant's
 (``ResearchAssistant``, ``Reply``... from ``research_fsm.qa``; ``ResearchError``,
-the root of its errors) load on first use, so ``import research_fsm`` stays fast.
+the root of its errors) load on first use, the engine's too, so ``import research_fsm``
+stays fast (and the command line can answer Ctrl-C while it loads).
 
 The packages, bottom up: ``engine`` and ``stores``; ``llm``, ``sources`` and
 ``documents``; ``common`` (what the apps share); the apps ``reports``, ``deep`` (deep
@@ -18,12 +19,9 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .engine import *  # noqa: F403
-from .engine import __all__ as _engine_all
-from .stores import JsonFileCheckpointStore as JsonFileCheckpointStore
-
 if TYPE_CHECKING:
     from ._logging import configure_logging as configure_logging
+    from .engine import *  # noqa: F403
     from .errors import ResearchError as ResearchError
     from .qa import Answer as Answer
     from .qa import InvalidQuestion as InvalidQuestion
@@ -32,10 +30,69 @@ if TYPE_CHECKING:
     from .qa import ResearchAssistant as ResearchAssistant
     from .qa import ResearchState as ResearchState
     from .qa import Token as Token
+    from .stores import JsonFileCheckpointStore as JsonFileCheckpointStore
 
 __version__ = "0.1.0"
 
+_ENGINE = (
+    "END",
+    "START",
+    "BranchInfo",
+    "BranchStatus",
+    "Checkpoint",
+    "CheckpointConflict",
+    "CheckpointStore",
+    "CompiledGraph",
+    "Completed",
+    "CorruptCheckpoint",
+    "Emitted",
+    "EngineError",
+    "ErrorInfo",
+    "Event",
+    "GraphValidationError",
+    "IncompatibleCheckpoint",
+    "InvalidResumeToken",
+    "InvalidUpdate",
+    "Lease",
+    "LeaseLost",
+    "MemoryCheckpointStore",
+    "NodeContext",
+    "NodeFailed",
+    "NodeFinished",
+    "NodeStarted",
+    "NodeTimeout",
+    "Reducer",
+    "Replace",
+    "RetryPolicy",
+    "RoutingError",
+    "RunResult",
+    "RunStream",
+    "Send",
+    "StaleResumeToken",
+    "StateGraph",
+    "StateSerializationError",
+    "StateSnapshot",
+    "StepLimitExceeded",
+    "StoreWriteError",
+    "Suspend",
+    "SuspendToken",
+    "Suspended",
+    "Suspension",
+    "ThreadBusy",
+    "ThreadNotFound",
+    "ThreadSuspended",
+    "UnsafeStoreDirectory",
+    "add",
+    "append",
+    "is_transient",
+    "replace",
+    "validate_thread_id",
+)
+"""The engine's names (``research_fsm.engine.__all__``; a test keeps the two equal)."""
+
 _LAZY = {
+    **dict.fromkeys(_ENGINE, "engine"),
+    "JsonFileCheckpointStore": "stores",
     "Answer": "qa",
     "InvalidQuestion": "qa",
     "Progress": "qa",
@@ -47,7 +104,7 @@ _LAZY = {
     "configure_logging": "_logging",
 }
 
-__all__ = sorted([*_engine_all, *_LAZY, "JsonFileCheckpointStore", "__version__"])
+__all__ = sorted([*_LAZY, "__version__"])
 
 
 def __getattr__(name: str) -> Any:

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -32,9 +34,11 @@ def cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 INTERRUPT_WHILE_LOADING = """
 import sys
+
+import pytest
 class CtrlC:
     def find_spec(self, name, path=None, target=None):
-        if name == "research_fsm.qa":
+        if name == MODULE:
             raise KeyboardInterrupt
         return None
 sys.meta_path.insert(0, CtrlC())
@@ -43,10 +47,12 @@ sys.exit(main(["ask", "Who is the CEO of Apple?"]))
 """
 
 
-def test_ctrl_c_while_the_commands_load_is_one_line(tmp_path: Path) -> None:
-    """Ctrl-C while the CLI loads its commands: exit 130 and one line, no traceback."""
+@pytest.mark.parametrize("module", ["research_fsm.engine", "research_fsm.qa"])
+def test_ctrl_c_while_the_commands_load_is_one_line(tmp_path: Path, module: str) -> None:
+    """Ctrl-C while the CLI loads (the engine, the commands): exit 130 and one line."""
+    script = f"MODULE = {module!r}\n" + INTERRUPT_WHILE_LOADING
     done = subprocess.run(
-        [sys.executable, "-c", INTERRUPT_WHILE_LOADING],
+        [sys.executable, "-c", script],
         capture_output=True,
         text=True,
         env=_env(tmp_path),
