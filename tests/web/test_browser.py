@@ -1,6 +1,6 @@
 """The page in a real browser: Debian's Chromium driven by Playwright, against uvicorn.
 
-Marked ``slow`` (``pytest -m slow`` runs them; ``.ci/run`` does). Skipped, saying why, when /usr/bin/chromium or the playwright package is missing
+Marked ``slow`` (``pytest -m slow -n 0`` runs them; ``.ci/run`` does). Skipped, saying why, when /usr/bin/chromium or the playwright package is missing
 (``.ci/run`` installs both). A screenshot of every step is saved under
 ``$RESEARCH_FSM_ARTIFACTS/web`` (default ``test-artifacts/web``).
 """
