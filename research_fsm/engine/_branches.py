@@ -8,7 +8,7 @@ record per branch, keyed by branch id (``node[index]``, nested ``outer[0]/inner[
 ``{"i": index, "p": owner branch id ("" at the top), "node": next node | None,
 "status": ..., "join": node | END, "updates": [{"n": node, "u": {field: value},
 "r": [fields replaced]}], "item": ..., "at": suspension id, "payload": ...,
-"error": {...}}``
+"error": {...}, "k": key of the next node execution (graphs with subgraphs)}``
 
 ``Checkpoint.state`` stays the state the outermost fan-out started from; a
 branch's own view is that state plus its updates, replayed.
@@ -66,6 +66,7 @@ class Branch:
     resume_value: Any = NO_VALUE
     resumed_from: str | None = None
     pending_error: ErrorInfo | None = None
+    key: str | None = None  # the next node execution's key, in graphs with subgraphs
 
 
 @dataclass(slots=True, eq=False)
@@ -327,6 +328,8 @@ def record(branch: Branch) -> dict[str, Any]:
     }
     if branch.item is not NO_ITEM:
         saved["item"] = branch.item
+    if branch.key is not None:
+        saved["k"] = branch.key
     if branch.status == "suspended":
         saved["at"], saved["payload"] = branch.at, branch.payload
     elif branch.error is not None:

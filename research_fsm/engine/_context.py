@@ -41,6 +41,10 @@ class NodeContext:
     """In a branch started by ``Send(node, item)``: the item; otherwise ``None``."""
     branch: str | None = None
     """The parallel branch this node runs in (``None`` outside fan-outs)."""
+    scope: str | None = field(default=None, repr=False)
+    """In a parallel branch of a graph with subgraphs: the key of this node execution
+    (saved with the branch), from which a subgraph node derives its child thread;
+    otherwise ``None``."""
     _sink: Callable[[Event], None] | None = field(default=None, repr=False)
     _log: Any = field(default=None, repr=False)
 
@@ -48,6 +52,12 @@ class NodeContext:
         """Send ``data`` to stream consumers now, while the node still runs."""
         if self._sink is not None:
             self._sink(Emitted(node=self.node, kind=kind, data=data, branch=self.branch))
+
+    @property
+    def sink(self) -> Callable[[Event], None] | None:
+        """Where the run's events go while it is streamed (``None``: it is not); a
+        subgraph node passes its child run's events on through it."""
+        return self._sink
 
     @property
     def log(self) -> Any:

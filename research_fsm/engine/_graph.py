@@ -15,6 +15,7 @@ from ._errors import GraphValidationError
 from ._memory import MemoryCheckpointStore
 from ._plan import NodeCall, NodeSpec, Plan, ResumeCall, RouterSpec
 from ._state import StateSchema
+from ._subgraph import InputFn, OutputFn, Subgraph
 from ._topology import Topology
 from ._types import END, START, RetryPolicy
 from ._validate import validate
@@ -81,13 +82,6 @@ def _adapt_method_node(name: str, node: object, run: Callable[..., Any]) -> Node
 def _adapt_node(name: str, node: object) -> NodeSpecCalls:
     """The node's code as ``call(state, ctx)``, its ``resume``, and whether it takes ctx;
     ``GraphValidationError`` naming the node when it cannot be called so."""
-    if isinstance(node, CompiledGraph):
-        raise GraphValidationError(
-            [
-                f"node `{name}` is a compiled graph, which cannot be a node: call its `run` "
-                "from an async node and return the fields the parent needs"
-            ]
-        )
     if isinstance(node, type):
         raise GraphValidationError(
             [f"node `{name}`: pass an instance of `{node.__name__}`, not the class"]
@@ -155,6 +149,7 @@ class StateGraph(Generic[StateT]):
         self.fanouts: list[tuple[str, tuple[str, ...]]] = []
         self.joins: list[tuple[tuple[str, ...], str]] = []
         self.routers: dict[str, RouterSpec] = {}
+        self.subgraphs: dict[str, Subgraph] = {}
         self._problems: list[str] = []
 
     def add_node(
@@ -165,10 +160,17 @@ class StateGraph(Generic[StateT]):
         retry: RetryPolicy | None = None,
         timeout: float | None = None,
         on_error: str | None = None,
+        input: InputFn | None = None,
+        output: OutputFn | None = None,
     ) -> StateGraph[StateT]:
-        """Add a node: an async ``(state)`` / ``(state, ctx)`` callable, or an
+        """Add a node: an async ``(state)`` / ``(state, ctx)`` callable, an
         object with ``async def run(self, state, ctx)`` and optionally
-        ``async def resume(self, state, value, ctx)``.
+        ``async def resume(self, state, value, ctx)``, or a ``CompiledGraph``
+        (a subgraph: it runs as this one node, on a child thread of its own).
+
+        A subgraph gets the fields its state shares with this graph's by name and
+        gives back the ones it changed; ``input(parent_state)`` (the child's input)
+        and ``output(child_state)`` (this graph's update) map states that differ.
 
         A node that returns ``Suspend`` and has no ``resume`` method is called
         again from the top on resume (with ``ctx.resume_value`` set), so it must
@@ -189,7 +191,21 @@ class StateGraph(Generic[StateT]):
             raise GraphValidationError(
                 [f"node `{name}`: retry must be a RetryPolicy, got {retry!r}"]
             )
-        call, resume, takes_ctx = _adapt_node(name, node)
+        call: NodeCall
+        resume: ResumeCall | None
+        if isinstance(node, CompiledGraph):
+            sub = Subgraph(name, node, self.state_model, input, output)
+            self.subgraphs[name] = sub
+            call, resume, takes_ctx = sub.run, sub.resume, True
+        elif input is not None or output is not None:
+            raise GraphValidationError(
+                [
+                    f"node `{name}`: `input=` and `output=` map a subgraph's state; "
+                    f"`{getattr(node, '__name__', type(node).__name__)}` is not a compiled graph"
+                ]
+            )
+        else:
+            call, resume, takes_ctx = _adapt_node(name, node)
         self.nodes[name] = NodeSpec(
             name=name,
             call=call,
@@ -269,16 +285,20 @@ class StateGraph(Generic[StateT]):
         )
         return self
 
-    def validate(self) -> Topology:
+    def validate(self, *, store: CheckpointStore | None = None) -> Topology:
         """Raise ``GraphValidationError`` listing every problem, if any; else return
-        the graph's fan-outs and joins worked out."""
+        the graph's fan-outs and joins worked out. ``store``: the one the graph is
+        compiled with, which its subgraphs must share."""
+        problems = list(self._problems)
+        for sub in self.subgraphs.values():
+            problems += sub.problems(store, self.state_model)
         return validate(
             nodes=self.nodes,
             edges=self.edges,
             fanouts=self.fanouts,
             joins=self.joins,
             routers=self.routers,
-            problems=self._problems,
+            problems=problems,
         )
 
     def compile(
@@ -323,8 +343,8 @@ class StateGraph(Generic[StateT]):
             raise GraphValidationError(
                 [f"max_concurrency must be None or an int >= 1, got {max_concurrency!r}"]
             )
-        topology = self.validate()
         store = store or MemoryCheckpointStore()
+        topology = self.validate(store=store)
         plan = Plan(
             schema=self.schema,
             nodes=dict(self.nodes),
@@ -337,5 +357,6 @@ class StateGraph(Generic[StateT]):
             step_limit=step_limit,
             store=store,
             max_concurrency=max_concurrency,
+            subgraphs=bool(self.subgraphs),
         )
         return CompiledGraph(plan, self.state_model)

@@ -135,6 +135,7 @@ class ParallelRun:
                 join=fork.join,
                 state=base,
                 item=item,
+                key=os.urandom(8).hex() if self.plan.subgraphs else None,
             )
             branches.append(branch)
             self._publish(branch)
@@ -159,6 +160,7 @@ class ParallelRun:
                 at=saved.get("at"),
                 payload=saved.get("payload"),
                 error=saved.get("error"),
+                key=saved.get("k"),
             )
             if branch.status == "forked":
                 branch.frame = self._rebuild(branch.state, branch.id)
@@ -286,6 +288,7 @@ class ParallelRun:
             _sink=self.sink,
             branch=branch.id,
             item=None if branch.item is NO_ITEM else branch.item,
+            scope=branch.key,
         )
         branch.pending_error = None
         if branch.resume_value is not NO_VALUE:
@@ -361,6 +364,8 @@ class ParallelRun:
             self._fresh.add(id(saved))  # merged without validating again
             branch.updates.append(saved)
         branch.state = state
+        if branch.key is not None:  # the branch's next node execution is a new one
+            branch.key = os.urandom(8).hex()
         self._started -= 1
         self.step += 1
         self.path.append(node)

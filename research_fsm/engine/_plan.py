@@ -100,3 +100,6 @@ class Plan:
     """Where the checkpoints go."""
     max_concurrency: int | None
     """How many branch nodes of one run may execute at once (``None``: no cap)."""
+    subgraphs: bool = False
+    """Whether a node runs a child graph (``_subgraph``): parallel branches then key
+    each node execution (``NodeContext.scope``), saved with the branch."""

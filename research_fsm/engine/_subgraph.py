@@ -1,0 +1,265 @@
+"""Subgraphs: a compiled graph run as one node of another (``add_node(name, child)``).
+
+The child runs on a thread of its own, in the parent's store, whose id the parent
+step derives (``child_thread``): the same step of the same run always finds the same
+child thread, so after a crash, a failure or a suspension the child goes on from its
+own latest checkpoint and no finished child step runs again. What the node does
+depends on where that child thread is:
+
+* none yet: run the child from START on the parent's shared fields (or ``input``);
+* running or failed (the parent stopped while the child ran): ``run(None)`` on it;
+* suspended: suspend the parent with the child's first suspension; the parent's
+  token resumes this node, which resumes the child with the value;
+* completed (the parent stopped after the child finished): take its final state.
+
+Its final state becomes the parent's update: the shared fields it changed (through
+the parent's reducers), or what ``output`` returns.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import inspect
+import re
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel
+
+from ._compiled import CompiledGraph
+from ._context import NodeContext
+from ._events import Completed, Event, Suspended
+from ._state import StateSchema
+from ._tokens import first_token
+from ._types import RunResult, Suspend, SuspendToken
+from .store import CheckpointStore
+
+__all__ = ["Subgraph", "child_thread"]
+
+InputFn = Callable[..., Any]
+"""``input(parent_state)`` or ``input(parent_state, item)`` (``item``: the ``Send``
+item of the branch, else ``None``): the child's input (a dict or a child state model)."""
+OutputFn = Callable[[Any], Any]
+"""``output(child_state)``: the parent's update (a dict or a partial parent model)."""
+
+_NODE_PART = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def child_thread(parent: str, node: str, run_id: str, position: str) -> str:
+    """The child thread of subgraph node ``node`` at ``position`` of the parent's run.
+
+    ``<parent>.<node>.<16 hex>``, the hex a digest of the parent thread, node, run and
+    position (the step, or in a parallel branch the key saved with the branch); when
+    that is no valid thread id (a node name with other characters, or longer than
+    128), ``sub.<32 hex>``."""
+    digest = hashlib.sha256(f"{parent}\n{node}\n{run_id}\n{position}".encode()).hexdigest()
+    derived = f"{parent}.{node}.{digest[:16]}"
+    if len(derived) <= 128 and _NODE_PART.fullmatch(node):
+        return derived
+    return f"sub.{digest[:32]}"
+
+
+def _annotation(model: type[BaseModel], name: str) -> Any:
+    info = model.model_fields[name]
+    return (info.annotation, tuple(repr(m) for m in info.metadata))
+
+
+class Subgraph:
+    """The node that runs a compiled child graph (built by ``StateGraph.add_node``)."""
+
+    def __init__(
+        self,
+        name: str,
+        child: CompiledGraph[Any],
+        parent: type[BaseModel],
+        input: InputFn | None,
+        output: OutputFn | None,
+    ) -> None:
+        self.name = name
+        self.child = child
+        self.input = input
+        self.output = output
+        self.parent_schema = StateSchema(parent)
+        child_fields = child.state_model.model_fields
+        self.shared = tuple(f for f in parent.model_fields if f in child_fields)
+        self.input_takes_item = input is not None and _takes_two(input)
+
+    # -- compile-time checks ----------------------------------------------------
+
+    def problems(self, store: CheckpointStore | None, parent: type[BaseModel]) -> list[str]:
+        """What stops this child from running inside ``parent`` on ``store`` (``None``:
+        the store is not known yet)."""
+        found: list[str] = []
+        name = self.name
+        child = self.child.state_model
+        if store is not None and self.child.store is not store:
+            found.append(
+                f"node `{name}`: its child graph keeps checkpoints in {self.child.store!r:.80}, "
+                f"the parent in {store!r:.80}: compile the child with the parent's store "
+                "(`compile(store=...)`), so its checkpoints live under the parent's thread"
+            )
+        clashing = [f for f in self.shared if _annotation(parent, f) != _annotation(child, f)]
+        if clashing and (self.input is None or self.output is None):
+            missing = " and ".join(
+                f"`{w}=`"
+                for w, fn in (("input", self.input), ("output", self.output))
+                if fn is None
+            )
+            details = ", ".join(
+                f"`{f}` ({_shown(parent, f)} in `{parent.__name__}`, {_shown(child, f)} in "
+                f"`{child.__name__}`)"
+                for f in clashing
+            )
+            found.append(
+                f"node `{name}`: fields shared by name differ in type: {details}; "
+                f"pass {missing} to map the states"
+            )
+        if self.input is None:
+            required = [
+                f
+                for f, info in child.model_fields.items()
+                if info.is_required() and f not in parent.model_fields
+            ]
+            if required:
+                found.append(
+                    f"node `{name}`: the child's required field(s) "
+                    f"{', '.join(f'`{f}`' for f in required)} are not in `{parent.__name__}`: "
+                    "pass `input=` (parent state -> the child's input)"
+                )
+        if not self.shared and (self.input is None or self.output is None):
+            found.append(
+                f"node `{name}`: `{child.__name__}` shares no field with `{parent.__name__}`: "
+                "pass `input=` and `output=` to map the states"
+            )
+        return found
+
+    # -- the node ------------------------------------------------------------
+
+    async def run(self, state: BaseModel, ctx: NodeContext) -> Any:
+        """Run (or go on with) the child of this step; its result as this node's."""
+        thread = self._thread(ctx)
+        latest = await self.child.store.load_latest(thread)
+        if latest is not None and latest.status == "suspended":
+            # The parent stopped after the child suspended: suspend it again.
+            snapshot = await self.child.get_state(thread)
+            assert snapshot is not None and snapshot.suspension is not None
+            return Suspend(snapshot.suspension.payload)
+        return await self._go_on(state, thread, latest is None, None, ctx)
+
+    async def resume(self, state: BaseModel, value: Any, ctx: NodeContext) -> Any:
+        """The parent's token was resumed: resume the child with ``value``."""
+        thread = self._thread(ctx)
+        latest = await self.child.store.load_latest(thread)
+        resume = None
+        if latest is not None and latest.status == "suspended":
+            resume = (await first_token(self.child.store, latest), value)
+        # Else the child took the value and stopped (or finished) before the parent saved.
+        return await self._go_on(state, thread, latest is None, resume, ctx)
+
+    async def _go_on(
+        self,
+        state: BaseModel,
+        thread: str,
+        new: bool,
+        resume: tuple[SuspendToken, Any] | None,
+        ctx: NodeContext,
+    ) -> Any:
+        """Start, continue or resume the child; its final state as this node's update
+        (a ``Suspend`` when it suspended). A finished child is not run again."""
+        given = self._input(state, ctx.item)
+        if resume is None and not new:
+            latest = await self.child.store.load_latest(thread)
+            if latest is not None and latest.status == "completed":
+                snapshot = await self.child.get_state(thread)
+                assert snapshot is not None
+                return self._update(state, given, snapshot.state)
+        result = await self._call(thread, given if new else None, resume, ctx)
+        if result.status == "suspended":
+            assert result.suspension is not None
+            return Suspend(result.suspension.payload)
+        return self._update(state, given, result.state)
+
+    def _thread(self, ctx: NodeContext) -> str:
+        if ctx.branch is None:
+            position = f"s{ctx.step}"
+        elif ctx.scope is not None:
+            position = f"k{ctx.scope}"
+        else:  # a branch saved before the graph had subgraphs
+            position = f"b{ctx.branch}.{ctx.step}"
+        return child_thread(ctx.thread_id, self.name, ctx.run_id, position)
+
+    # -- running the child -----------------------------------------------------
+
+    async def _call(
+        self,
+        thread: str,
+        given: Any,
+        resume: tuple[SuspendToken, Any] | None,
+        ctx: NodeContext,
+    ) -> RunResult[Any]:
+        child = self.child
+        sink = ctx.sink
+        if sink is None:
+            if resume is not None:
+                return await child.resume(resume[0], resume[1])
+            return await child.run(given, thread_id=thread)
+        relay = _relay(sink, self.name, ctx.branch)
+        stream = (
+            child.stream(given, thread_id=thread)
+            if resume is None
+            else child.stream_resume(resume[0], resume[1])
+        )
+        async with stream:
+            async for event in stream:
+                relay(event)
+        assert stream.result is not None
+        return stream.result
+
+    def _input(self, state: BaseModel, item: Any) -> Any:
+        """The child's input: ``input(state)`` (``input(state, item)`` in a ``Send``
+        branch when it takes two arguments), else the shared fields, a ``Send``
+        item's keys (a dict) over them."""
+        if self.input is not None:
+            return self.input(state, item) if self.input_takes_item else self.input(state)
+        given = {f: getattr(state, f) for f in self.shared}
+        if isinstance(item, dict):
+            given.update((k, v) for k, v in item.items() if k in self.shared)
+        return given
+
+    def _update(self, state: BaseModel, given: Any, final: BaseModel) -> Any:
+        """The parent's update: ``output(final)``, else the shared fields the child
+        changed from what it was given, through the parent's reducers."""
+        if self.output is not None:
+            return self.output(final)
+        before = dict(given) if isinstance(given, dict) else {}
+        start = state.model_copy(update={f: before[f] for f in self.shared if f in before})
+        after = state.model_copy(update={f: getattr(final, f) for f in self.shared})
+        return self.parent_schema.changes_of(start, after)
+
+
+def _takes_two(fn: Callable[..., Any]) -> bool:
+    try:
+        inspect.signature(fn).bind(None, None)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _shown(model: type[BaseModel], name: str) -> str:
+    annotation = model.model_fields[name].annotation
+    return getattr(annotation, "__name__", None) or repr(annotation)
+
+
+def _relay(sink: Callable[[Event], None], node: str, branch: str | None) -> Callable[[Event], None]:
+    """A sink for the child's events: each passed on with its node as ``node/child``
+    (and its branch after the parent's), the child's end events left out."""
+
+    def relay(event: Event) -> None:
+        if isinstance(event, (Suspended, Completed)):
+            return
+        inner = event.branch
+        joined = inner if branch is None else (branch if inner is None else f"{branch}/{inner}")
+        sink(dataclasses.replace(event, node=f"{node}/{event.node}", branch=joined))
+
+    return relay
