@@ -32,7 +32,7 @@ from ._context import NodeContext
 from ._events import Completed, Event, Suspended
 from ._state import StateSchema
 from ._tokens import first_token
-from ._types import RunResult, Suspend, SuspendToken
+from ._types import Checkpoint, RunResult, Suspend, SuspendToken
 from .store import CheckpointStore
 
 __all__ = ["Subgraph", "child_thread"]
@@ -145,7 +145,7 @@ class Subgraph:
             snapshot = await self.child.get_state(thread)
             assert snapshot is not None and snapshot.suspension is not None
             return Suspend(snapshot.suspension.payload)
-        return await self._go_on(state, thread, latest is None, None, ctx)
+        return await self._go_on(state, thread, latest, None, ctx)
 
     async def resume(self, state: BaseModel, value: Any, ctx: NodeContext) -> Any:
         """The parent's token was resumed: resume the child with ``value``."""
@@ -155,26 +155,25 @@ class Subgraph:
         if latest is not None and latest.status == "suspended":
             resume = (await first_token(self.child.store, latest), value)
         # Else the child took the value and stopped (or finished) before the parent saved.
-        return await self._go_on(state, thread, latest is None, resume, ctx)
+        return await self._go_on(state, thread, latest, resume, ctx)
 
     async def _go_on(
         self,
         state: BaseModel,
         thread: str,
-        new: bool,
+        latest: Checkpoint | None,
         resume: tuple[SuspendToken, Any] | None,
         ctx: NodeContext,
     ) -> Any:
-        """Start, continue or resume the child; its final state as this node's update
-        (a ``Suspend`` when it suspended). A finished child is not run again."""
+        """Start, continue or resume the child (``latest``: its thread's latest
+        checkpoint); its final state as this node's update (a ``Suspend`` when it
+        suspended). A finished child is not run again."""
         given = self._input(state, ctx.item)
-        if resume is None and not new:
-            latest = await self.child.store.load_latest(thread)
-            if latest is not None and latest.status == "completed":
-                snapshot = await self.child.get_state(thread)
-                assert snapshot is not None
-                return self._update(state, given, snapshot.state)
-        result = await self._call(thread, given if new else None, resume, ctx)
+        if resume is None and latest is not None and latest.status == "completed":
+            snapshot = await self.child.get_state(thread)
+            assert snapshot is not None
+            return self._update(state, given, snapshot.state)
+        result = await self._call(thread, given if latest is None else None, resume, ctx)
         if result.status == "suspended":
             assert result.suspension is not None
             return Suspend(result.suspension.payload)

@@ -130,16 +130,6 @@ def test_a_node_that_cannot_be_called_as_a_node_is_refused_by_add_node(
     assert expected == build_error(lambda: one_node(node))
 
 
-def test_a_compiled_graph_passed_as_a_node_is_refused_by_add_node() -> None:
-    """A compiled graph is not a node: add_node says so and what to do instead."""
-    child = one_node(_noop).compile()
-    expected = (
-        "node `child` is a compiled graph, which cannot be a node: call its `run` from an "
-        "async node and return the fields the parent needs"
-    )
-    assert expected == build_error(lambda: StateGraph(Counter).add_node("child", child))
-
-
 async def _noop(state: Counter) -> None:
     return None
 
