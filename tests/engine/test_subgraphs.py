@@ -9,6 +9,7 @@ resuming the wrong child, a subgraph's state leaking from one call into the next
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter as Tally
 from typing import Annotated, Any
 
@@ -31,6 +32,7 @@ from research_fsm.engine import (
     StaleResumeToken,
     StateGraph,
     Suspend,
+    ThreadBusy,
     append,
 )
 from research_fsm.engine._subgraph import child_thread
@@ -463,3 +465,166 @@ def test_child_thread_ids_are_valid_and_fall_back_for_odd_names() -> None:
     assert child_thread("t1", "research", "r", "s1") != child_thread("t1", "research", "r", "s2")
     assert child_thread("t1", "a b", "r", "s1").startswith("sub.")
     assert len(child_thread("x" * 128, "n", "r", "s1")) == 36
+
+
+class FailOnce:
+    """A store that fails the first save matching ``when`` (as a full disk would)."""
+
+    def __init__(self, inner: CheckpointStore, when: Any) -> None:
+        self.inner = inner
+        self.when = when
+        self.failed = False
+        self.saves_changes = inner.saves_changes
+
+    async def acquire(self, thread_id: str) -> Any:
+        return await self.inner.acquire(thread_id)
+
+    async def load_latest(self, thread_id: str) -> Any:
+        return await self.inner.load_latest(thread_id)
+
+    async def save(self, checkpoint: Any) -> None:
+        if not self.failed and self.when(checkpoint):
+            self.failed = True
+            raise OSError("no space left on device")
+        await self.inner.save(checkpoint)
+
+    def history(self, thread_id: str) -> Any:
+        return self.inner.history(thread_id)
+
+    async def delete(self, thread_id: str) -> None:
+        await self.inner.delete(thread_id)
+
+    async def secret(self) -> bytes:
+        return await self.inner.secret()
+
+
+async def test_a_child_suspended_before_the_parent_saved_is_not_run_again(
+    store: CheckpointStore,
+) -> None:
+    """The child saved its suspension but the parent's save failed: ``run(None)``
+    suspends the parent again from the child's saved suspension (``ask.run`` once),
+    and the new token resumes it."""
+    calls: Tally[str] = Tally()
+    flaky = FailOnce(store, lambda cp: cp.thread_id == "p" and cp.status == "suspended")
+    app = parent_graph(flaky, child_graph(flaky, calls, ask=True), calls)  # type: ignore[arg-type]
+    with pytest.raises(OSError, match="no space"):
+        await app.run({"topic": "t"}, thread_id="p")
+    again = await app.run(None, thread_id="p")
+    assert again.suspension is not None and again.suspension.payload["question"] == "ask?"
+    done = await app.resume(again.suspension.token, "ok")
+    assert done.state.notes == ["plan:t", "gather:t", "ask=ok", "analyse:t", "write:t"]
+    assert set(calls.values()) == {1}
+
+
+async def test_racing_resumes_of_one_token_resume_the_child_once(store: CheckpointStore) -> None:
+    """Three resumes of the parent's token at once: one resumes the child, the others
+    get ThreadBusy (or StaleResumeToken); the child's resume code ran once."""
+    calls: Tally[str] = Tally()
+
+    class SlowAsk(AskInChild):
+        async def resume(self, state: Any, value: Any, ctx: NodeContext) -> dict[str, Any]:
+            await asyncio.sleep(0.05)
+            return await super().resume(state, value, ctx)
+
+    graph = StateGraph(Inner)
+    graph.add_node("ask", SlowAsk(calls)).add_edge(START, "ask").add_edge("ask", END)
+    app = parent_graph(store, graph.compile(store=store), calls)
+    first = await app.run({"topic": "t"}, thread_id="p")
+    assert first.suspension is not None
+    token = first.suspension.token
+    outcomes = await asyncio.gather(
+        *(app.resume(token, f"v{i}") for i in range(3)), return_exceptions=True
+    )
+    won = [o for o in outcomes if not isinstance(o, BaseException)]
+    lost = [type(o) for o in outcomes if isinstance(o, BaseException)]
+    assert len(won) == 1 and set(lost) <= {ThreadBusy, StaleResumeToken}, outcomes
+    assert calls["ask.resume"] == 1
+    assert [n for n in won[0].state.notes if n.startswith("ask=")] == [
+        f"ask=v{outcomes.index(won[0])}"
+    ]
+
+
+async def test_the_child_s_own_token_racing_the_parent_s_resumes_once(
+    store: CheckpointStore,
+) -> None:
+    """The child's token (from its thread's snapshot) and the parent's resumed at once:
+    the child's resume code runs once; the parent then finishes with that answer."""
+    calls: Tally[str] = Tally()
+    child = child_graph(store, calls, ask=True)
+    app = parent_graph(store, child, calls)
+    first = await app.run({"topic": "t"}, thread_id="p")
+    assert first.suspension is not None
+    run_id = (await store.load_latest("p")).run_id  # type: ignore[union-attr]
+    inner = await child.get_state(child_thread("p", "research", run_id, "s1"))
+    assert inner is not None and inner.suspension is not None
+    outcomes = await asyncio.gather(
+        app.resume(first.suspension.token, "parent"),
+        child.resume(inner.suspension.token, "child"),
+        return_exceptions=True,
+    )
+    assert calls["ask.resume"] == 1, outcomes
+    latest = await app.get_state("p")
+    assert latest is not None
+    if latest.status == "suspended":  # the child's own resume won: the parent goes on
+        assert latest.suspension is not None
+        done = await app.resume(latest.suspension.token, "unused")
+        notes = done.state.notes
+    else:
+        notes = latest.state.notes
+    answers = [n for n in notes if n.startswith("ask=")]
+    assert len(answers) == 1 and calls["ask.resume"] == 1 and calls["analyse"] == 1
+
+
+async def test_a_suspension_in_the_child_ends_the_parent_s_stream(store: CheckpointStore) -> None:
+    """Streamed, a suspension inside the child ends the parent's stream with the
+    parent's ``Suspended`` event (the child's own is not passed on)."""
+    calls: Tally[str] = Tally()
+    app = parent_graph(store, child_graph(store, calls, ask=True), calls)
+    kinds: list[str] = []
+    async with app.stream({"topic": "t"}, thread_id="p") as events:
+        async for event in events:
+            kinds.append(f"{type(event).__name__}:{getattr(event, 'node', '')}")
+    assert kinds[-1] == "Suspended:" and kinds.count("Suspended:") == 1
+    assert "NodeStarted:research/ask" in kinds and "NodeFinished:research" not in kinds
+    assert events.result is not None and events.result.suspension is not None
+    resumed: list[str] = []
+    async with app.stream_resume(events.result.suspension.token, "y") as events:
+        async for event in events:
+            resumed.append(f"{type(event).__name__}:{getattr(event, 'node', '')}")
+    assert resumed == [
+        "NodeStarted:research",
+        "NodeStarted:research/ask",
+        "NodeFinished:research/ask",
+        "NodeStarted:research/analyse",
+        "NodeFinished:research/analyse",
+        "NodeFinished:research",
+        "NodeStarted:write",
+        "NodeFinished:write",
+        "Completed:",
+    ]
+
+
+async def test_a_timed_out_subgraph_node_goes_on_inside_the_child(store: CheckpointStore) -> None:
+    """The subgraph node's ``timeout`` cancels the child mid-step (its lease let go);
+    ``run(None)`` goes on inside the child from that step."""
+    calls: Tally[str] = Tally()
+    release = asyncio.Event()
+
+    async def wait(state: Inner) -> dict[str, Any]:
+        calls["wait"] += 1
+        await release.wait()
+        return {"notes": ["waited"]}
+
+    graph = StateGraph(Inner)
+    graph.add_node("gather", note("gather", calls)).add_node("wait", wait)
+    graph.add_edge(START, "gather").add_edge("gather", "wait").add_edge("wait", END)
+    parent = StateGraph(Outer)
+    parent.add_node("research", graph.compile(store=store), timeout=0.2)
+    parent.add_edge(START, "research").add_edge("research", END)
+    app = parent.compile(store=store)
+    with pytest.raises(NodeFailed, match=r"did not finish within 0\.2 s"):
+        await app.run({"topic": "t"}, thread_id="p")
+    release.set()
+    done = await app.run(None, thread_id="p")
+    assert done.state.notes == ["gather:t", "waited"]
+    assert calls == Tally({"gather": 1, "wait": 2})
