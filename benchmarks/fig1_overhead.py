@@ -26,6 +26,7 @@ from ._common import (
     timed,
 )
 from ._graphs import STEPS, build_langgraph, build_rfsm, check_final, lg_input, question_input
+from ._subgraphs import subgraph_rows
 
 TITLE = "Engine overhead per step, no persistence"
 GOAL_US = 30.0
@@ -145,6 +146,8 @@ def run(sizes: Sizes, peer: bool) -> FigureResult:
                     fmt(None if wall is None else wall * STEPS[scenario]),
                 ]
             )
+    sub_rows, detail["subgraph"], sub_table = subgraph_rows(sizes, peer)
+    fig.rows.extend(sub_rows)
     fig.detail = detail
     fig.detail_md = [
         f"{n} runs per batch, {sizes.reps} repetitions, engines alternating; medians.",
@@ -152,5 +155,9 @@ def run(sizes: Sizes, peer: bool) -> FigureResult:
         *md_table(
             ["path", "engine", "µs/step (median)", "µs/step (best)", "CPU µs/step", "µs/run"], table
         ),
+        "",
+        "A 3-node subgraph inside a parent (before -> child a -> b -> c -> after):",
+        "",
+        *sub_table,
     ]
     return fig
