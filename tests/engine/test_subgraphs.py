@@ -628,3 +628,127 @@ async def test_a_timed_out_subgraph_node_goes_on_inside_the_child(store: Checkpo
     done = await app.run(None, thread_id="p")
     assert done.state.notes == ["gather:t", "waited"]
     assert calls == Tally({"gather": 1, "wait": 2})
+
+
+async def test_a_failed_child_in_a_branch_goes_on_from_its_saved_key(
+    store: CheckpointStore,
+) -> None:
+    """A child in a ``Send`` branch fails; ``run(None)`` rebuilds the fan-out from its
+    saved records and each branch finds its own child again by the key saved with the
+    branch: only the failed child step runs again."""
+    calls: Tally[str] = Tally()
+    broken = {"b"}
+
+    async def flaky(state: Inner) -> dict[str, Any]:
+        calls[f"flaky:{state.topic}"] += 1
+        if state.topic in broken:
+            broken.discard(state.topic)
+            raise RuntimeError(f"{state.topic} failed")
+        return {"notes": [f"flaky:{state.topic}"]}
+
+    inner = StateGraph(Inner)
+    inner.add_node("gather", note("gather", calls)).add_node("flaky", flaky)
+    inner.add_edge(START, "gather").add_edge("gather", "flaky").add_edge("flaky", END)
+    graph = StateGraph(Outer)
+    graph.add_node("research", inner.compile(store=store))
+    graph.add_node("write", note("write", calls))
+    graph.add_router(
+        START,
+        lambda s: [Send("research", {"topic": t}) for t in "abc"],
+        ["research"],
+        join="write",
+    )
+    graph.add_edge("research", "write").add_edge("write", END)
+    app = graph.compile(store=store)
+    with pytest.raises(NodeFailed, match="b failed"):
+        await app.run({}, thread_id="p")
+    done = await app.run(None, thread_id="p")
+    assert done.state.notes == [
+        "gather:a",
+        "flaky:a",
+        "gather:b",
+        "flaky:b",
+        "gather:c",
+        "flaky:c",
+        "write:",
+    ]
+    assert calls["gather"] == 3 and calls["flaky:b"] == 2
+    assert calls["flaky:a"] == 1 and calls["flaky:c"] == 1
+
+
+async def test_a_subgraph_run_again_in_a_branch_and_in_a_repeated_fan_out_is_new(
+    store: CheckpointStore,
+) -> None:
+    """The same branch runs the subgraph twice (a loop inside the branch), and the
+    fan-out itself runs twice in one run (same branch ids): every execution is a new
+    child, never a finished one taken again."""
+    calls: Tally[str] = Tally()
+
+    class Count(BaseModel):
+        n: int = 0
+        seen: Annotated[list[int], append] = []
+
+    async def bump(state: Count) -> dict[str, Any]:
+        calls["bump"] += 1
+        return {"n": state.n + 1, "seen": [state.n + 1]}
+
+    inner = StateGraph(Count).add_node("bump", bump)
+    inner.add_edge(START, "bump").add_edge("bump", END)
+    graph = StateGraph(Count)
+    graph.add_node(
+        "sub", inner.compile(store=store), input=lambda s: {"n": s.n}, output=lambda c: {"n": c.n}
+    )
+
+    async def fan(state: Count) -> None:
+        return None
+
+    async def join(state: Count) -> dict[str, Any]:
+        return {"seen": [state.n]}
+
+    graph.add_node("fan", fan).add_node("join", join)
+    graph.add_edge(START, "fan")
+    graph.add_router("fan", lambda s: ["sub"], ["sub"], join="join")
+    graph.add_router(
+        "sub", lambda s: "again" if s.n % 2 else "done", {"again": "sub", "done": "join"}
+    )
+    graph.add_router("join", lambda s: "more" if s.n < 4 else "end", {"more": "fan", "end": END})
+    result = await graph.compile(store=store).run({}, thread_id="p")
+    assert result.state.seen == [2, 4]  # the joins: two loops in the branch each fan-out
+    assert calls["bump"] == 4
+
+
+async def test_bad_input_from_a_mapping_names_the_node_and_the_field(
+    store: CheckpointStore,
+) -> None:
+    """``input=`` giving a field the child lacks fails the subgraph node naming it; an
+    ``output=`` giving one the parent lacks does too."""
+    calls: Tally[str] = Tally()
+    child = child_graph(store, calls)
+    for kwargs, field in (
+        ({"input": lambda s: {"bogus": 1}}, "bogus"),
+        ({"output": lambda c: {"nothing": 2}}, "nothing"),
+    ):
+        graph = StateGraph(Outer).add_node("research", child, **kwargs)
+        graph.add_edge(START, "research").add_edge("research", END)
+        with pytest.raises(NodeFailed) as failed:
+            await graph.compile(store=store).run({}, thread_id=f"p-{field}")
+        assert failed.value.node == "research"
+        assert f"`{field}`" in str(failed.value)
+
+
+async def test_nested_events_carry_the_whole_path(store: CheckpointStore) -> None:
+    """A grandchild's events are ``research/deep/gather``."""
+    calls: Tally[str] = Tally()
+    middle = StateGraph(Inner).add_node("deep", child_graph(store, calls))
+    middle.add_edge(START, "deep").add_edge("deep", END)
+    app = parent_graph(store, middle.compile(store=store), calls)
+    async with app.stream({"topic": "t"}, thread_id="p") as events:
+        started = [e.node async for e in events if isinstance(e, NodeStarted)]
+    assert started == [
+        "plan",
+        "research",
+        "research/deep",
+        "research/deep/gather",
+        "research/deep/analyse",
+        "write",
+    ]
