@@ -34,7 +34,7 @@ from ._context import NodeContext
 from ._errors import EngineError, InvalidUpdate, LeaseLost, NodeFailed, StepLimitExceeded
 from ._events import NodeFinished, NodeStarted, Sink
 from ._plan import NO_ITEM, Fork, Plan
-from ._steps import NO_VALUE, NodeError, cannot_suspend, invoke, route, save
+from ._steps import NO_VALUE, ChildSuspend, NodeError, cannot_suspend, invoke, route, save
 from ._tracing import RunTrace
 from ._types import END, CheckpointStatus, ErrorInfo, Suspend
 
@@ -397,6 +397,8 @@ class ParallelRun:
         if self.tracing is not None:  # the resume links to (and continues) this run's trace
             saved = self._records[branch.id]
             self._records[branch.id] = {**saved, "trace": self.tracing.traceparent()}
+        if isinstance(out, ChildSuspend):  # a subgraph's: which child suspension it is
+            self._records[branch.id] = {**self._records[branch.id], "child": out.child}
         self._last_node = node
         self._soon()
 

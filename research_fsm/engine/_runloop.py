@@ -29,7 +29,16 @@ from ._events import Completed, Event, NodeFinished, NodeStarted, Sink, Suspende
 from ._parallel import ParallelRun
 from ._plan import Fork, NodeSpec, Plan
 from ._restore import Start, begin
-from ._steps import NO_VALUE, NodeError, cannot_suspend, invoke, route, save, save_failure
+from ._steps import (
+    NO_VALUE,
+    ChildSuspend,
+    NodeError,
+    cannot_suspend,
+    invoke,
+    route,
+    save,
+    save_failure,
+)
 from ._tokens import branch_suspensions, sign
 from ._tracing import RunTrace, start_run
 from ._types import END, START, ErrorInfo, RunResult, Suspend, SuspendToken, Suspension
@@ -318,6 +327,8 @@ async def _suspend(
     state = schema.apply(state, schema.as_changes(out.update, origin), origin, changes)
     path.append(node)
     saved = {"node": node, "payload": out.payload}
+    if isinstance(out, ChildSuspend):  # a subgraph's: which child suspension it is
+        saved["child"] = out.child
     if tracing is not None:  # the resume links to (and continues) this run's trace
         saved["trace"] = tracing.traceparent()
     checkpoint_id = await save(

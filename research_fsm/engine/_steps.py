@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,6 +23,7 @@ from .store import CheckpointStore
 
 __all__ = [
     "NO_VALUE",
+    "ChildSuspend",
     "NodeError",
     "cannot_suspend",
     "fork",
@@ -34,6 +36,15 @@ __all__ = [
 
 NO_VALUE: Any = object()
 """No resume value: the node (or branch) is not being resumed."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChildSuspend(Suspend):
+    """A subgraph node's ``Suspend`` (``_subgraph``): the child's suspension it passes
+    on, saved with the parent's (``"child"``), so a resume answers that one only."""
+
+    child: str = ""
+    """The id the child's suspension token names."""
 
 
 class NodeError(Exception):

@@ -8,8 +8,10 @@ depends on where that child thread is:
 
 * none yet: run the child from START on the parent's shared fields (or ``input``);
 * running or failed (the parent stopped while the child ran): ``run(None)`` on it;
-* suspended: suspend the parent with the child's first suspension; the parent's
-  token resumes this node, which resumes the child with the value;
+* suspended: suspend the parent with the child's first suspension (saved with the
+  parent's, ``_steps.ChildSuspend``); the parent's token resumes this node, which
+  resumes that suspension of the child with the value (when the child has moved on
+  to another one, it passes that on instead: the value is never given twice);
 * completed (the parent stopped after the child finished): take its final state.
 
 Its final state becomes the parent's update: the shared fields it changed (through
@@ -31,8 +33,9 @@ from ._compiled import CompiledGraph
 from ._context import NodeContext
 from ._events import Completed, Event, Suspended
 from ._state import StateSchema
+from ._steps import ChildSuspend
 from ._tokens import first_token
-from ._types import Checkpoint, RunResult, Suspend, SuspendToken
+from ._types import Checkpoint, RunResult, SuspendToken
 from .store import CheckpointStore
 
 __all__ = ["Subgraph", "child_thread"]
@@ -142,20 +145,44 @@ class Subgraph:
         latest = await self.child.store.load_latest(thread)
         if latest is not None and latest.status == "suspended":
             # The parent stopped after the child suspended: suspend it again.
-            snapshot = await self.child.get_state(thread)
-            assert snapshot is not None and snapshot.suspension is not None
-            return Suspend(snapshot.suspension.payload)
+            return await self._suspended(thread)
         return await self._go_on(state, thread, latest, None, ctx)
 
     async def resume(self, state: BaseModel, value: Any, ctx: NodeContext) -> Any:
-        """The parent's token was resumed: resume the child with ``value``."""
+        """The parent's token was resumed: resume the child's suspension it passed on
+        with ``value``."""
         thread = self._thread(ctx)
         latest = await self.child.store.load_latest(thread)
         resume = None
         if latest is not None and latest.status == "suspended":
-            resume = (await first_token(self.child.store, latest), value)
+            token = await first_token(self.child.store, latest)
+            passed = await self._passed_on(ctx)
+            if passed is not None and token.checkpoint_id != passed:
+                # The child took the value and suspended again before the parent saved
+                # that: pass the new suspension on; the value is not given twice.
+                return await self._suspended(thread)
+            resume = (token, value)
         # Else the child took the value and stopped (or finished) before the parent saved.
         return await self._go_on(state, thread, latest, resume, ctx)
+
+    async def _suspended(self, thread: str) -> ChildSuspend:
+        """The child's (first) pending suspension, passed on to the parent."""
+        snapshot = await self.child.get_state(thread)
+        assert snapshot is not None and snapshot.suspension is not None
+        suspension = snapshot.suspension
+        return ChildSuspend(suspension.payload, child=suspension.token.checkpoint_id)
+
+    async def _passed_on(self, ctx: NodeContext) -> str | None:
+        """The child suspension the parent's suspension passed on (saved with it)."""
+        parent = await self.child.store.load_latest(ctx.thread_id)
+        if parent is None:
+            return None
+        if ctx.branch is None:
+            saved = parent.suspension or {}
+        else:
+            saved = (parent.branches or {}).get(ctx.branch) or {}
+        child = saved.get("child")
+        return child if isinstance(child, str) else None
 
     async def _go_on(
         self,
@@ -176,7 +203,8 @@ class Subgraph:
         result = await self._call(thread, given if latest is None else None, resume, ctx)
         if result.status == "suspended":
             assert result.suspension is not None
-            return Suspend(result.suspension.payload)
+            suspension = result.suspension
+            return ChildSuspend(suspension.payload, child=suspension.token.checkpoint_id)
         return self._update(state, given, result.state)
 
     def _thread(self, ctx: NodeContext) -> str:

@@ -752,3 +752,33 @@ async def test_nested_events_carry_the_whole_path(store: CheckpointStore) -> Non
         "research/deep/analyse",
         "write",
     ]
+
+
+async def test_an_answer_is_not_given_to_the_child_s_next_question(store: CheckpointStore) -> None:
+    """The child took the answer to its first question and asked a second, but the
+    parent's save of that failed: resuming the first token again does not answer the
+    second question with the first answer; it passes the second question on."""
+    calls: Tally[str] = Tally()
+    suspended_saves = Tally[str]()
+
+    def second_parent_suspension(cp: Any) -> bool:
+        if cp.thread_id != "p" or cp.status != "suspended":
+            return False
+        suspended_saves["p"] += 1
+        return suspended_saves["p"] == 2
+
+    flaky = FailOnce(store, second_parent_suspension)
+    graph = StateGraph(Inner)
+    graph.add_node("one", AskInChild(calls, "one")).add_node("two", AskInChild(calls, "two"))
+    graph.add_edge(START, "one").add_edge("one", "two").add_edge("two", END)
+    app = parent_graph(flaky, graph.compile(store=flaky), calls)  # type: ignore[arg-type]
+    first = await app.run({"topic": "t"}, thread_id="p")
+    assert first.suspension is not None
+    with pytest.raises(OSError, match="no space"):
+        await app.resume(first.suspension.token, "a")
+    again = await app.resume(first.suspension.token, "a-again")
+    assert again.status == "suspended" and again.suspension is not None
+    assert again.suspension.payload["question"] == "two?"
+    done = await app.resume(again.suspension.token, "b")
+    assert done.state.notes == ["plan:t", "one=a", "two=b", "write:t"]
+    assert calls["one.resume"] == 1 and calls["two.resume"] == 1
