@@ -107,12 +107,14 @@ def encode_body(
     ``aliases`` maps field names to the keys they are written under. (The file
     store's lines and the Postgres store's rows hold this.)"""
     header = {name: getattr(cp, name) for name in _HEADER_FIELDS}
+    if cp.origin is not None:  # a checkpoint written by hand (update_state, fork...)
+        header["origin"] = cp.origin
     try:  # one call for the whole header; ``v`` first
         parts = [
             '{"v":' + ("3" if cp.branches else "2") + "," + _HEADER_ENCODER.encode(header)[1:-1]
         ]
     except (TypeError, ValueError) as exc:
-        name = next(n for n in _HEADER_FIELDS if not _encodable(header[n]))
+        name = next(n for n in header if not _encodable(header[n]))
         path, detail = find_unserializable(header[name], name)
         raise StateSerializationError(cp.last_node, path, detail or str(exc)) from None
     if changes is not None:
@@ -284,11 +286,24 @@ def fold(
     branches = _branches_of(data, previous)
     try:
         checkpoint = Checkpoint(
-            **{name: data[name] for name in _HEADER_FIELDS}, state=state, branches=branches
+            **{name: data[name] for name in _HEADER_FIELDS},
+            state=state,
+            branches=branches,
+            origin=_origin_of(data),
         )
         return checkpoint, state
     except (KeyError, TypeError) as exc:
         raise Damaged(f"missing field {exc}") from None
+
+
+def _origin_of(data: dict[str, Any]) -> dict[str, str] | None:
+    """A line's ``Checkpoint.origin`` (lines of older versions have none)."""
+    origin = data.get("origin")
+    if origin is None:
+        return None
+    if not isinstance(origin, dict) or not all(isinstance(v, str) for v in origin.values()):
+        raise Damaged("bad origin")
+    return origin
 
 
 def _state_of(
