@@ -202,10 +202,12 @@ class Damaged(Exception):
     """A line that cannot be trusted."""
 
 
-def scan_bytes(raw: bytes, thread_id: str) -> Scan:
+def scan_bytes(raw: bytes, thread_id: str, until: int | None = None) -> Scan:
     """A segment's checkpoints oldest first (each with its whole state), up to the
-    first unfinished (torn) or damaged line. Runs of zero bytes where a line would
-    start are padding, not data (a line holds no zero byte: it is JSON)."""
+    first unfinished (torn) or damaged line (``until``: or up to the checkpoint at
+    that seq: a partial scan, for reads of older checkpoints). Runs of zero bytes
+    where a line would start are padding, not data (a line holds no zero byte: it is
+    JSON)."""
     scan = Scan(thread_id)
     state: dict[str, Any] = {}
     previous: Checkpoint | None = None
@@ -232,6 +234,8 @@ def scan_bytes(raw: bytes, thread_id: str) -> Scan:
         if len(scan.records) == 1:
             scan.base = offset
         scan.good_size, scan.tail = offset, line[-TAIL:]
+        if until is not None and checkpoint.seq >= until:
+            break
     if not scan.records and not scan.problem:  # made, then its writer was killed
         scan.problem, scan.reason = "torn", "empty segment"
     return scan

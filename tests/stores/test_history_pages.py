@@ -19,8 +19,9 @@ from .test_store_contract import looping
 async def test_a_file_store_page_reads_only_the_segments_around_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A page deep in a thread of four segments reads the newest segment (keep counts
-    from it) and the one holding the page, not the others; load likewise."""
+    """A page deep in a thread of four segments reads the segment holding the page, up
+    to the page (and under ``keep`` the newest too, which keep counts from), not the
+    others; load likewise."""
     store = JsonFileCheckpointStore(tmp_path / "s", durability="none")
     await looping(store, 500).run({}, thread_id="t")
     whole = [cp async for cp in store.history("t")]
@@ -28,19 +29,30 @@ async def test_a_file_store_page_reads_only_the_segments_around_it(
     scanned: list[int] = []
     original = Segments.scan
 
-    def counting(self: Segments, stem: str, first: int, thread_id: str) -> Any:
-        scanned.append(first)
-        return original(self, stem, first, thread_id)
+    def counting(self: Segments, stem: str, first: int, thread_id: str, until: Any = None) -> Any:
+        scan = original(self, stem, first, thread_id, until)
+        scanned.append((first, len(scan.records)))
+        return scan
 
     monkeypatch.setattr(Segments, "scan", counting)
     at_200 = next(cp for cp in whole if cp.seq == 200)
     page = [cp async for cp in store.history("t", limit=5, before=at_200.checkpoint_id)]
     assert [199, 198, 197, 196, 195] == [cp.seq for cp in page]
-    assert {385, 129} == set(scanned)
+    assert [(129, 72)] == scanned  # lines 129 to 200
     scanned.clear()
     found = await store.load("t", at_200.checkpoint_id)
     assert found is not None and found.checkpoint_id == at_200.checkpoint_id
-    assert {385, 129} == set(scanned)
+    assert [(129, 72)] == scanned
+    scanned.clear()
+    at_130 = next(cp for cp in whole if cp.seq == 130)
+    page = [cp async for cp in store.history("t", limit=3, before=at_130.checkpoint_id)]
+    assert [129, 128, 127] == [cp.seq for cp in page]
+    assert [(129, 2), (1, 128)] == scanned
+    scanned.clear()
+    kept = JsonFileCheckpointStore(tmp_path / "s", durability="none", keep=1000)
+    page = [cp async for cp in kept.history("t", limit=5, before=at_200.checkpoint_id)]
+    assert [199, 198, 197, 196, 195] == [cp.seq for cp in page]
+    assert {385, 129} == {first for first, _ in scanned}
 
 
 async def test_a_postgres_page_folds_at_most_a_full_rows_worth(

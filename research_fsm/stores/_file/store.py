@@ -448,9 +448,15 @@ class JsonFileCheckpointStore:
     ) -> list[Checkpoint] | None:
         """Up to ``limit`` checkpoints, newest first, older than checkpoint ``at``
         (``inclusive``: from it); ``None`` when the thread has no (unpruned)
-        checkpoint ``at``. Reads the newest segment (which ``keep`` counts from),
-        the one holding ``at`` (its id says which, for an engine's id) and those
-        the page spans; an id of another kind is looked for segment by segment."""
+        checkpoint ``at``. Without ``keep``, an engine's id ``at`` names the
+        segment holding it: that one is read up to ``at``, then the older ones the
+        page spans. Else reads the newest segment too (which ``keep`` counts from);
+        an id of another kind is looked for segment by segment."""
+        hint = None if at is None else seq_hint(at)
+        if hint is not None and self.keep is None:
+            below = self._page_below(thread_id, stem, limit, at, hint, inclusive)
+            if below is not None:
+                return below
         segments, scans, _ = self._segments.chain(thread_id, stem)
 
         def scan_of(first: int) -> Scan | None:
@@ -488,6 +494,40 @@ class JsonFileCheckpointStore:
             if first <= oldest:
                 break
         return page
+
+    def _page_below(
+        self,
+        thread_id: str,
+        stem: str,
+        limit: int | None,
+        at: str | None,
+        hint: int,
+        inclusive: bool,
+    ) -> list[Checkpoint] | None:
+        """``_page`` from the segment the listed segments say holds seq ``hint``, read
+        up to it, and the older ones; ``None`` if checkpoint ``at`` is not there."""
+        segments = self._segments.live(stem)[0]
+        older = [first for first in segments if first <= hint]
+        try:
+            scan = self._segments.scan(stem, older[0], thread_id, until=hint) if older else None
+        except FileNotFoundError:
+            return None
+        target = scan.records[-1] if scan is not None and scan.records else None
+        if target is None or not hint_matches(hint, target.seq) or target.checkpoint_id != at:
+            return None
+        page = [target] if inclusive else []
+        records = scan.records[:-1] if scan is not None else []
+        for first in older:
+            if first != older[0]:
+                try:
+                    records = self._segments.scan(stem, first, thread_id).records
+                except FileNotFoundError:  # pruned meanwhile
+                    continue
+            for checkpoint in reversed(records):
+                if limit is not None and len(page) >= limit:
+                    return page
+                page.append(checkpoint)
+        return page[:limit]
 
     @staticmethod
     def _find(
