@@ -8,7 +8,9 @@ SHA-256 of the JSON) and a newline. A segment's first line holds the whole state
 (``"state"``); every later line holds only its step's changes (``"set"``: the
 fields set, ``"append"``: which of them got items appended at the end). Lines
 carrying parallel-branch records (``"branches"`` whole, or ``"bset"``/``"bdel"``
-as changes to the line before) are version 3; the others version 2.
+as changes to the line before) are version 3; the others version 2. A checkpoint
+written by hand (``update_state``, ``fork``...) carries its ``"origin"`` in the header;
+older readers ignore it.
 
 ``<thread>.idx`` lists the live segments: their first seqs, 12 digits each,
 newest first, separated by spaces, ending with a newline.

@@ -17,6 +17,7 @@ from research_fsm.engine import (
     CheckpointStore,
     InvalidUpdate,
     NodeFailed,
+    NodeFinished,
     StaleResumeToken,
     StateGraph,
     ThreadBusy,
@@ -410,3 +411,14 @@ async def test_history_says_what_wrote_each_checkpoint(store: CheckpointStore) -
     assert ["run", "run", "rewind", "update", "run", "run", "run"] == kinds
     forked = [s async for s in app.history("f")]
     assert [("fork", ("t", first))] == [(s.origin, s.forked_from) for s in forked]
+
+
+async def test_stream_from_a_past_checkpoint(store: CheckpointStore) -> None:
+    """``stream(..., checkpoint_id=past)`` streams the new line's nodes, as ``run`` runs them."""
+    app = chain("a", "b", store=store)
+    await app.run({}, thread_id="t")
+    start = (await ids(app, "t"))[-1]
+    async with app.stream(None, thread_id="t", checkpoint_id=start) as events:
+        finished = [e.node async for e in events if isinstance(e, NodeFinished)]
+    assert ["a", "b"] == finished
+    assert 2 == (await app.get_state("t")).state.n  # type: ignore[union-attr]
