@@ -164,6 +164,22 @@ def test_parallel_example_prints_its_documented_result(tmp_path: Path) -> None:
     assert expected == result.stdout.strip().splitlines()
 
 
+def test_history_editing_example_prints_its_documented_result(tmp_path: Path) -> None:
+    """The engine guide's history-editing example runs and prints what its comments show."""
+    block = only_block(ROOT / "docs" / "engine.md", "update_state(")
+    result = run_block(block, tmp_path)
+    assert result.returncode == 0, result.stderr
+    expected = [
+        "update write",
+        "['write'] ['intro to tides', 'details', 'sources', 'conclusion']",
+        "suspended True",
+        "True suspended",
+        "[('rewind', 'suspended'), ('run', 'completed'), ('update', 'running')]",
+        "[('run', 'suspended'), ('run', 'running'), ('run', 'running')]",
+    ]
+    assert expected == result.stdout.strip().splitlines()
+
+
 def test_markers_sit_on_python_blocks() -> None:
     """Every docs-test comment is understood and sits right above a Python fence."""
     for path in DOC_FILES:

@@ -13,6 +13,7 @@ from ._compiled import CompiledGraph
 from ._context import NodeContext
 from ._errors import (
     CheckpointConflict,
+    CheckpointNotFound,
     CorruptCheckpoint,
     EngineError,
     GraphValidationError,
@@ -28,8 +29,10 @@ from ._errors import (
     StepLimitExceeded,
     StoreWriteError,
     ThreadBusy,
+    ThreadExists,
     ThreadNotFound,
     UnsafeStoreDirectory,
+    UpdateRefused,
 )
 from ._events import Completed, Emitted, Event, NodeFinished, NodeStarted, Suspended
 from ._graph import StateGraph
@@ -62,6 +65,7 @@ __all__ = [
     "BranchStatus",
     "Checkpoint",
     "CheckpointConflict",
+    "CheckpointNotFound",
     "CheckpointStore",
     "CompiledGraph",
     "Completed",
@@ -100,9 +104,11 @@ __all__ = [
     "Suspended",
     "Suspension",
     "ThreadBusy",
+    "ThreadExists",
     "ThreadNotFound",
     "ThreadSuspended",
     "UnsafeStoreDirectory",
+    "UpdateRefused",
     "add",
     "append",
     "is_transient",

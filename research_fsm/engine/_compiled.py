@@ -5,7 +5,8 @@ A call goes down in a straight line: ``_execute`` takes the thread's lease and
 calls ``_runloop.run``, which starts where ``_restore.begin`` says and runs node
 after node (one step's pieces in ``_steps``; fan-outs in ``_parallel``). Everything
 the run loop reads of the graph is its ``Plan`` (``_plan``); resume tokens are in
-``_tokens``."""
+``_tokens``; a thread's history edited by hand (``update_state``, a run from a past
+checkpoint, ``fork``) in ``_edit``."""
 
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
-from ._errors import IncompatibleCheckpoint, ThreadBusy
-from ._events import Sink
+from ._edit import check_as_node, fork, rewind, update
+from ._errors import CheckpointNotFound, IncompatibleCheckpoint, ThreadBusy
+from ._events import Sink, Suspended
 from ._mermaid import to_mermaid
 from ._plan import Plan
 from ._restore import restore
@@ -28,12 +30,13 @@ from ._types import (
     BranchInfo,
     Checkpoint,
     ErrorInfo,
+    Origin,
     RunResult,
     StateSnapshot,
     SuspendToken,
     Suspension,
 )
-from .store import Lease, validate_thread_id
+from .store import Lease, validate_limit, validate_thread_id
 
 __all__ = ["CompiledGraph"]
 
@@ -60,14 +63,24 @@ class CompiledGraph(Generic[StateT]):
     # -- public API ------------------------------------------------------------
 
     async def run(
-        self, input: dict[str, Any] | BaseModel | None, *, thread_id: str
+        self,
+        input: dict[str, Any] | BaseModel | None,
+        *,
+        thread_id: str,
+        checkpoint_id: str | None = None,
     ) -> RunResult[StateT]:
         """Run the thread from START with ``input`` merged into its state.
 
         ``input=None`` continues a run that stopped midway (crash, cancellation,
         failure). On a finished thread, new input starts the next turn.
+
+        ``checkpoint_id``: continue from that past checkpoint of the thread instead of
+        its latest, starting a new line of history (the latest line's resume tokens
+        become stale); with ``input=None`` on a suspended checkpoint, returns the
+        suspension again with a new token.
         """
-        return await self._execute(validate_thread_id(thread_id), input, None, None)
+        thread_id = validate_thread_id(thread_id)
+        return await self._execute(thread_id, input, None, None, checkpoint_id)
 
     async def resume(self, token: SuspendToken | str, value: Any) -> RunResult[StateT]:
         """Answer a suspension: the suspended node's ``resume`` gets ``value``."""
@@ -75,26 +88,93 @@ class CompiledGraph(Generic[StateT]):
         return await self._execute(token.thread_id, None, (token, value), None)
 
     def stream(
-        self, input: dict[str, Any] | BaseModel | None, *, thread_id: str
+        self,
+        input: dict[str, Any] | BaseModel | None,
+        *,
+        thread_id: str,
+        checkpoint_id: str | None = None,
     ) -> RunStream[StateT]:
         """Like ``run`` but yields events as they happen (use ``async with``)."""
         thread_id = validate_thread_id(thread_id)
-        return RunStream(lambda sink: self._execute(thread_id, input, None, sink))
+        return RunStream(lambda sink: self._execute(thread_id, input, None, sink, checkpoint_id))
 
     def stream_resume(self, token: SuspendToken | str, value: Any) -> RunStream[StateT]:
         """Like ``resume`` but yields events as they happen (use ``async with``)."""
         parsed = parse_token(token)
         return RunStream(lambda sink: self._execute(parsed.thread_id, None, (parsed, value), sink))
 
-    async def get_state(self, thread_id: str) -> StateSnapshot[StateT] | None:
-        """The thread's latest snapshot, or ``None`` if the thread does not exist."""
-        latest = await self.store.load_latest(validate_thread_id(thread_id))
+    async def get_state(
+        self, thread_id: str, *, checkpoint_id: str | None = None
+    ) -> StateSnapshot[StateT] | None:
+        """The thread's latest snapshot, or ``None`` if the thread does not exist;
+        with ``checkpoint_id``, that past snapshot (``CheckpointNotFound`` if the
+        thread has no such checkpoint)."""
+        thread_id = validate_thread_id(thread_id)
+        if checkpoint_id is not None:
+            found = await self.store.load(thread_id, checkpoint_id)
+            if found is None:
+                raise CheckpointNotFound(thread_id, checkpoint_id)
+            return await self._snapshot(found)
+        latest = await self.store.load_latest(thread_id)
         return None if latest is None else await self._snapshot(latest)
 
-    async def history(self, thread_id: str) -> AsyncIterator[StateSnapshot[StateT]]:
-        """Every saved snapshot of the thread, newest first."""
-        async for checkpoint in self.store.history(validate_thread_id(thread_id)):
+    async def history(
+        self, thread_id: str, *, limit: int | None = None, before: str | None = None
+    ) -> AsyncIterator[StateSnapshot[StateT]]:
+        """The thread's saved snapshots, newest first: every line of its history
+        (each snapshot's ``parent_id`` tells the lines apart). ``limit``: at most
+        that many; ``before``: only those saved before that checkpoint (the last
+        ``checkpoint_id`` of the previous page). A page reads no more of the thread
+        than it needs. ``CheckpointNotFound`` when ``before`` is not the thread's."""
+        thread_id = validate_thread_id(thread_id)
+        limit = validate_limit(limit)
+        async for checkpoint in self.store.history(thread_id, limit=limit, before=before):
             yield await self._snapshot(checkpoint)
+
+    async def update_state(
+        self,
+        thread_id: str,
+        values: dict[str, Any] | BaseModel | None,
+        *,
+        as_node: str | None = None,
+    ) -> StateSnapshot[StateT]:
+        """Save a new checkpoint with ``values`` merged into the thread's state through
+        the reducers; returns its snapshot.
+
+        With ``as_node``, as if that node had just returned ``values``: the run goes on
+        (``run(None, thread_id=...)``) where its edge or router leads. Without, where the
+        run goes is unchanged. Takes the thread's lease: ``ThreadBusy`` while a run holds
+        it. A suspended thread is refused (``UpdateRefused``) unless ``as_node`` is the
+        suspended node: the update then answers the suspension, whose tokens become stale.
+        """
+        thread_id = validate_thread_id(thread_id)
+        as_node = check_as_node(self._plan, as_node)
+        lease = await self._acquire(thread_id)
+        try:
+            saved = await update(self._plan, thread_id, values, as_node)
+            if saved is None:  # as_node started a fan-out: its saved start
+                saved = await self.store.load_latest(thread_id)
+                assert saved is not None
+            return await self._snapshot(saved)
+        finally:
+            await lease.release()
+
+    async def fork(
+        self, thread_id: str, checkpoint_id: str | None, new_thread_id: str
+    ) -> StateSnapshot[StateT]:
+        """Copy the thread's checkpoint ``checkpoint_id`` (``None``: its latest) to the
+        new thread ``new_thread_id``, which goes on from there on its own (``run``,
+        ``resume`` with its own tokens). A fan-out in flight is copied whole: finished
+        branches are not run again. ``ThreadExists`` if ``new_thread_id`` has
+        checkpoints; ``CheckpointNotFound`` if ``thread_id`` has no such checkpoint."""
+        thread_id = validate_thread_id(thread_id)
+        new_thread_id = validate_thread_id(new_thread_id)
+        lease = await self._acquire(new_thread_id)
+        try:
+            copy = await fork(self._plan, thread_id, checkpoint_id, new_thread_id)
+            return await self._snapshot(copy)
+        finally:
+            await lease.release()
 
     async def delete_thread(self, thread_id: str) -> None:
         """Forget a thread; its resume tokens become stale."""
@@ -129,6 +209,9 @@ class CompiledGraph(Generic[StateT]):
         state = restore(self._plan, cp, nodes=False)  # a snapshot needs no node of the graph
         if isinstance(state, IncompatibleCheckpoint):
             raise state
+        written = cp.origin or {}
+        by = written.get("by")
+        origin: Origin = by if by in ("update", "rewind", "fork") else "run"  # type: ignore[assignment]
         return StateSnapshot(
             state=state,  # type: ignore[arg-type]
             status=cp.status,
@@ -139,7 +222,28 @@ class CompiledGraph(Generic[StateT]):
             error=ErrorInfo(**cp.error) if cp.error else None,
             suspensions=tuple(suspensions),
             branches=branches,
+            parent_id=written["checkpoint_id"] if by == "rewind" else cp.parent_id,
+            origin=origin,
+            forked_from=(written["thread_id"], written["checkpoint_id"]) if by == "fork" else None,
         )
+
+    async def _suspended_again(self, copy: Checkpoint, sink: Sink) -> RunResult[StateT]:
+        """``run(None, checkpoint_id=...)`` on a suspended checkpoint: its suspension,
+        with the new line's token."""
+        snapshot = await self._snapshot(copy)
+        assert snapshot.suspension is not None
+        result: RunResult[StateT] = RunResult(
+            status="suspended",
+            state=snapshot.state,
+            path=[],
+            checkpoint_id=copy.checkpoint_id,
+            thread_id=copy.thread_id,
+            suspension=snapshot.suspension,
+            suspensions=snapshot.suspensions,
+        )
+        if sink is not None:
+            sink(Suspended(suspension=snapshot.suspension, result=result))
+        return result
 
     # -- a call: the thread's lease around the run ------------------------------
 
@@ -166,6 +270,7 @@ class CompiledGraph(Generic[StateT]):
         input: dict[str, Any] | BaseModel | None,
         resume: tuple[SuspendToken, Any] | None,
         sink: Sink,
+        checkpoint_id: str | None = None,
     ) -> RunResult[StateT]:
         if resume is not None:
             await verify(self.store, resume[0])
@@ -174,6 +279,10 @@ class CompiledGraph(Generic[StateT]):
         if task is not None:
             self._holders[thread_id] = task
         try:
+            if checkpoint_id is not None:
+                copy = await rewind(self._plan, thread_id, checkpoint_id)
+                if copy is not None and input is None and copy.status == "suspended":
+                    return await self._suspended_again(copy, sink)
             return await run(self._plan, thread_id, input, resume, sink)
         finally:
             if self._holders.get(thread_id) is task:

@@ -12,6 +12,7 @@ from collections.abc import Hashable, Sequence
 
 __all__ = [
     "CheckpointConflict",
+    "CheckpointNotFound",
     "CorruptCheckpoint",
     "EngineError",
     "GraphValidationError",
@@ -26,7 +27,9 @@ __all__ = [
     "StepLimitExceeded",
     "StoreWriteError",
     "ThreadBusy",
+    "ThreadExists",
     "ThreadNotFound",
+    "UpdateRefused",
 ]
 
 
@@ -130,6 +133,41 @@ class ThreadNotFound(EngineError, LookupError):
     def __init__(self, thread_id: str, hint: str = "") -> None:
         self.thread_id = thread_id
         super().__init__(f"thread `{thread_id}` does not exist{hint}")
+
+
+class ThreadExists(EngineError, ValueError):
+    """``fork`` was asked to copy onto a thread that already has checkpoints."""
+
+    def __init__(self, thread_id: str) -> None:
+        self.thread_id = thread_id
+        super().__init__(
+            f"thread `{thread_id}` already exists: fork onto a new thread id, or "
+            "delete_thread it first"
+        )
+
+
+class CheckpointNotFound(EngineError, LookupError):
+    """A ``checkpoint_id`` that is not one of the thread's checkpoints: unknown, of
+    another thread, or pruned by the store's ``keep``."""
+
+    def __init__(self, thread_id: str, checkpoint_id: str) -> None:
+        self.thread_id = thread_id
+        self.checkpoint_id = checkpoint_id
+        shown = checkpoint_id if len(checkpoint_id) <= 64 else checkpoint_id[:64] + "..."
+        super().__init__(
+            f"thread `{thread_id}` has no checkpoint {shown!r}: it is unknown, belongs to "
+            "another thread, or was pruned by the store's keep; history(thread_id) lists "
+            "the thread's checkpoints"
+        )
+
+
+class UpdateRefused(EngineError, RuntimeError):
+    """``update_state`` cannot change the thread as it is now (it waits on a
+    suspension the update does not answer, or parallel branches are in flight)."""
+
+    def __init__(self, thread_id: str, reason: str) -> None:
+        self.thread_id = thread_id
+        super().__init__(f"update_state refused on thread `{thread_id}`: {reason}")
 
 
 class InvalidResumeToken(EngineError, ValueError):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import secrets
 from collections.abc import AsyncIterator
 
-from ._errors import CheckpointConflict, ThreadBusy
+from ._errors import CheckpointConflict, CheckpointNotFound, ThreadBusy
 from ._types import Checkpoint
-from .store import validate_keep
+from .store import hint_matches, seq_hint, validate_keep
 
 __all__ = ["MemoryCheckpointStore"]
 
@@ -65,9 +65,38 @@ class MemoryCheckpointStore:
         if self._keep is not None and len(history) > self._keep:
             del history[: len(history) - self._keep]
 
-    async def history(self, thread_id: str) -> AsyncIterator[Checkpoint]:
-        for checkpoint in reversed(list(self._threads.get(thread_id, ()))):
+    async def history(
+        self, thread_id: str, *, limit: int | None = None, before: str | None = None
+    ) -> AsyncIterator[Checkpoint]:
+        history = self._threads.get(thread_id, [])
+        end = len(history)
+        if before is not None:
+            at = self._position(history, before)
+            if at is None:
+                raise CheckpointNotFound(thread_id, before)
+            end = at
+        start = 0 if limit is None else max(0, end - limit)
+        for checkpoint in history[start:end][::-1]:
             yield checkpoint
+
+    async def load(self, thread_id: str, checkpoint_id: str) -> Checkpoint | None:
+        history = self._threads.get(thread_id, [])
+        at = self._position(history, checkpoint_id)
+        return None if at is None else history[at]
+
+    @staticmethod
+    def _position(history: list[Checkpoint], checkpoint_id: str) -> int | None:
+        """Where ``checkpoint_id`` is in ``history`` (its seq says, for an engine's id)."""
+        hint = seq_hint(checkpoint_id)
+        if history and hint is not None:  # the engine's seqs follow on from the first kept
+            at = (hint - history[0].seq) & 0xFFFFFFFF
+            found = history[at] if at < len(history) else None
+            if found and hint_matches(hint, found.seq) and found.checkpoint_id == checkpoint_id:
+                return at
+        for at in range(len(history) - 1, -1, -1):  # an id of another kind
+            if history[at].checkpoint_id == checkpoint_id:
+                return at
+        return None
 
     async def delete(self, thread_id: str) -> None:
         if thread_id in self._held:

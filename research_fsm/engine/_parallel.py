@@ -96,11 +96,13 @@ class ParallelRun:
         state: BaseModel,
         changes: dict[str, int | None] | None,
         last_node: str | None,
+        origin: dict[str, str] | None = None,
     ) -> None:
-        """Checkpoint the start of ``fork`` after ``last_node`` produced ``state``."""
+        """Checkpoint the start of ``fork`` after ``last_node`` produced ``state``
+        (``origin``: written by hand, see ``Checkpoint.origin``)."""
         self._root = self._frame(fork, state, "")
         self._last_node = last_node
-        await self._save("running", self._root.join, state, changes, full=True)
+        await self._save("running", self._root.join, state, changes, full=True, origin=origin)
 
     async def run(self) -> Continue | None:
         """Run the fan-out to its end: where the run goes on, or ``None`` when branches
@@ -552,6 +554,7 @@ class ParallelRun:
         *,
         full: bool = False,
         error: dict[str, str] | None = None,
+        origin: dict[str, str] | None = None,
     ) -> None:
         """Save a checkpoint with the records as they are (``full``: all of them,
         else the store may write just the ones changed since the last save)."""
@@ -574,6 +577,7 @@ class ParallelRun:
                 changes=changes,
                 branches=branches,
                 changed_branches=changed,
+                origin=origin,
             )
         except BaseException:
             if changed is not None:

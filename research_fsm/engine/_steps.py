@@ -5,7 +5,6 @@ a checkpoint. Below them is only the ``Plan`` (``_plan``) they read."""
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -19,7 +18,7 @@ from ._errors import NodeTimeout, RoutingError
 from ._fresh import fresh_copy
 from ._plan import NO_ITEM, Fork, NodeSpec, Plan
 from ._types import END, Checkpoint, CheckpointStatus, Send, Suspend
-from .store import CheckpointStore
+from .store import CheckpointStore, new_checkpoint_id
 
 __all__ = [
     "NO_VALUE",
@@ -198,10 +197,12 @@ async def save(
     changes: dict[str, int | None] | None = None,
     branches: dict[str, dict[str, Any]] | None = None,
     changed_branches: tuple[str, ...] | None = None,
+    origin: dict[str, str] | None = None,
 ) -> str:
     """Save a checkpoint after ``parent_id``; returns its id. ``changes``: the
-    fields the step changed, for stores that save just those."""
-    checkpoint_id = os.urandom(12).hex()
+    fields the step changed, for stores that save just those; ``origin``: how a
+    checkpoint not made by a run's step came about (``Checkpoint.origin``)."""
+    checkpoint_id = new_checkpoint_id(seq)
     await store.save(
         Checkpoint(
             thread_id=thread_id,
@@ -220,6 +221,7 @@ async def save(
             changes=changes,
             branches=branches,
             changed_branches=changed_branches,
+            origin=origin,
         )
     )
     return checkpoint_id

@@ -20,6 +20,7 @@ __all__ = [
     "Checkpoint",
     "CheckpointStatus",
     "ErrorInfo",
+    "Origin",
     "RetryOn",
     "RetryPolicy",
     "RunResult",
@@ -40,6 +41,7 @@ END = "__end__"
 StateT = TypeVar("StateT", bound=BaseModel)
 
 RunStatus = Literal["completed", "suspended"]
+Origin = Literal["run", "update", "rewind", "fork"]
 CheckpointStatus = Literal["running", "suspended", "completed", "failed"]
 BranchStatus = Literal["pending", "forked", "suspended", "failed", "done"]
 
@@ -307,6 +309,17 @@ class StateSnapshot(Generic[StateT]):
     branches: tuple[BranchInfo, ...] = ()
     """The branches of an unfinished fan-out (which finished, which are pending);
     ``next`` is then the node that runs after the fan-out."""
+    parent_id: str | None = None
+    """The checkpoint this one follows in its line of history: the one saved before
+    it, or, for the first checkpoint of a line continued from a past checkpoint
+    (``run(..., checkpoint_id=...)``), that past checkpoint. ``None`` for a thread's
+    first checkpoint."""
+    origin: Origin = "run"
+    """What wrote it: ``"run"`` (a run's step), ``"update"`` (``update_state``),
+    ``"rewind"`` (a run continued from a past checkpoint: its copy, starting the new
+    line) or ``"fork"`` (``fork``: the new thread's first checkpoint)."""
+    forked_from: tuple[str, str] | None = None
+    """For a fork's first checkpoint: the thread and checkpoint it was copied from."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -359,3 +372,10 @@ class Checkpoint:
     changed_branches: tuple[str, ...] | None = None
     """Set with ``changes``: ids of the branch records added, replaced or removed
     since the parent checkpoint (``None``: unknown, save them all)."""
+    origin: dict[str, str] | None = None
+    """How a checkpoint not made by a run's step came about (``None``: a run's step),
+    saved with it: ``{"by": "update"}`` for ``update_state`` (with ``"as_node"`` when
+    given); ``{"by": "rewind", "checkpoint_id": past}`` for the first checkpoint of a
+    new line of history continued from the thread's checkpoint ``past``, whose state
+    it copies; ``{"by": "fork", "thread_id": source, "checkpoint_id": past}`` for the
+    first checkpoint of a thread made by ``fork``."""

@@ -11,6 +11,7 @@ so is a store of your own.
 from __future__ import annotations
 
 import functools
+import os
 import re
 import types
 import typing
@@ -25,12 +26,39 @@ __all__ = [
     "MAX_NESTING",
     "CheckpointStore",
     "Lease",
+    "hint_matches",
     "loose_fields",
+    "new_checkpoint_id",
+    "seq_hint",
     "validate_keep",
+    "validate_limit",
     "validate_thread_id",
 ]
 
 _THREAD_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
+_ENGINE_ID = re.compile(r"[0-9a-f]{24}")
+
+
+def new_checkpoint_id(seq: int) -> str:
+    """A new checkpoint id for position ``seq`` of its thread: 24 lowercase hex
+    digits, the low 32 bits of ``seq`` then 64 random bits (so a store can find a
+    checkpoint by id without reading the thread: ``seq_hint``)."""
+    return f"{seq & 0xFFFFFFFF:08x}{os.urandom(8).hex()}"
+
+
+def seq_hint(checkpoint_id: str) -> int | None:
+    """Where in its thread ``checkpoint_id`` probably is: the low 32 bits of its
+    ``seq`` for an id made by ``new_checkpoint_id`` (``None`` when it cannot be one).
+    Only a hint: ids of older versions are random, so a store checks the checkpoint
+    it finds there and else looks further."""
+    if not isinstance(checkpoint_id, str) or _ENGINE_ID.fullmatch(checkpoint_id) is None:
+        return None
+    return int(checkpoint_id[:8], 16)
+
+
+def hint_matches(hint: int | None, seq: int) -> bool:
+    """Whether a checkpoint at ``seq`` is where ``seq_hint`` points."""
+    return hint is not None and hint == seq & 0xFFFFFFFF
 
 
 def validate_thread_id(thread_id: object) -> str:
@@ -56,6 +84,14 @@ def validate_keep(keep: object) -> int | None:
     if keep is None or (isinstance(keep, int) and not isinstance(keep, bool) and keep >= 1):
         return keep
     raise ValueError(f"keep must be None (keep all) or an int >= 1, got {keep!r}")
+
+
+def validate_limit(limit: object) -> int | None:
+    """Return a page's ``limit`` if valid (``None``, or an int >= 1), else raise
+    ``ValueError`` naming it and the allowed values."""
+    if limit is None or (isinstance(limit, int) and not isinstance(limit, bool) and limit >= 1):
+        return limit
+    raise ValueError(f"limit must be None (every checkpoint) or an int >= 1, got {limit!r}")
 
 
 @runtime_checkable
@@ -102,8 +138,20 @@ class CheckpointStore(Protocol):
         """
         ...
 
-    def history(self, thread_id: str) -> AsyncIterator[Checkpoint]:
-        """The thread's checkpoints, newest first."""
+    def history(
+        self, thread_id: str, *, limit: int | None = None, before: str | None = None
+    ) -> AsyncIterator[Checkpoint]:
+        """The thread's checkpoints, newest first: at most ``limit`` of them
+        (``None``: all), and with ``before``, only those saved before checkpoint
+        ``before`` (paging: pass the last one of the previous page). Reads no more
+        of the thread than the page needs, as far as the store can. Raises
+        ``CheckpointNotFound`` when ``before`` is not one of the thread's
+        checkpoints (a checkpoint ``keep`` pruned counts as gone)."""
+        ...
+
+    async def load(self, thread_id: str, checkpoint_id: str) -> Checkpoint | None:
+        """The thread's checkpoint ``checkpoint_id`` with its whole state, or ``None``
+        when the thread has no such checkpoint (or ``keep`` pruned it)."""
         ...
 
     async def delete(self, thread_id: str) -> None:

@@ -8,7 +8,9 @@ SHA-256 of the JSON) and a newline. A segment's first line holds the whole state
 (``"state"``); every later line holds only its step's changes (``"set"``: the
 fields set, ``"append"``: which of them got items appended at the end). Lines
 carrying parallel-branch records (``"branches"`` whole, or ``"bset"``/``"bdel"``
-as changes to the line before) are version 3; the others version 2.
+as changes to the line before) are version 3; the others version 2. A checkpoint
+written by hand (``update_state``, ``fork``...) carries its ``"origin"`` in the header;
+older readers ignore it.
 
 ``<thread>.idx`` lists the live segments: their first seqs, 12 digits each,
 newest first, separated by spaces, ending with a newline.
@@ -107,12 +109,14 @@ def encode_body(
     ``aliases`` maps field names to the keys they are written under. (The file
     store's lines and the Postgres store's rows hold this.)"""
     header = {name: getattr(cp, name) for name in _HEADER_FIELDS}
+    if cp.origin is not None:  # a checkpoint written by hand (update_state, fork...)
+        header["origin"] = cp.origin
     try:  # one call for the whole header; ``v`` first
         parts = [
             '{"v":' + ("3" if cp.branches else "2") + "," + _HEADER_ENCODER.encode(header)[1:-1]
         ]
     except (TypeError, ValueError) as exc:
-        name = next(n for n in _HEADER_FIELDS if not _encodable(header[n]))
+        name = next(n for n in header if not _encodable(header[n]))
         path, detail = find_unserializable(header[name], name)
         raise StateSerializationError(cp.last_node, path, detail or str(exc)) from None
     if changes is not None:
@@ -200,10 +204,12 @@ class Damaged(Exception):
     """A line that cannot be trusted."""
 
 
-def scan_bytes(raw: bytes, thread_id: str) -> Scan:
+def scan_bytes(raw: bytes, thread_id: str, until: int | None = None) -> Scan:
     """A segment's checkpoints oldest first (each with its whole state), up to the
-    first unfinished (torn) or damaged line. Runs of zero bytes where a line would
-    start are padding, not data (a line holds no zero byte: it is JSON)."""
+    first unfinished (torn) or damaged line (``until``: or up to the checkpoint at
+    that seq: a partial scan, for reads of older checkpoints). Runs of zero bytes
+    where a line would start are padding, not data (a line holds no zero byte: it is
+    JSON)."""
     scan = Scan(thread_id)
     state: dict[str, Any] = {}
     previous: Checkpoint | None = None
@@ -230,6 +236,8 @@ def scan_bytes(raw: bytes, thread_id: str) -> Scan:
         if len(scan.records) == 1:
             scan.base = offset
         scan.good_size, scan.tail = offset, line[-TAIL:]
+        if until is not None and checkpoint.seq >= until:
+            break
     if not scan.records and not scan.problem:  # made, then its writer was killed
         scan.problem, scan.reason = "torn", "empty segment"
     return scan
@@ -284,11 +292,24 @@ def fold(
     branches = _branches_of(data, previous)
     try:
         checkpoint = Checkpoint(
-            **{name: data[name] for name in _HEADER_FIELDS}, state=state, branches=branches
+            **{name: data[name] for name in _HEADER_FIELDS},
+            state=state,
+            branches=branches,
+            origin=_origin_of(data),
         )
         return checkpoint, state
     except (KeyError, TypeError) as exc:
         raise Damaged(f"missing field {exc}") from None
+
+
+def _origin_of(data: dict[str, Any]) -> dict[str, str] | None:
+    """A line's ``Checkpoint.origin`` (lines of older versions have none)."""
+    origin = data.get("origin")
+    if origin is None:
+        return None
+    if not isinstance(origin, dict) or not all(isinstance(v, str) for v in origin.values()):
+        raise Damaged("bad origin")
+    return origin
 
 
 def _state_of(

@@ -113,6 +113,10 @@ class Statements:
     """The schema's lease function: unlock, lock and read in one statement (``_pgleases``)."""
     load_latest: sql.Composed
     history: sql.Composed
+    locate: sql.Composed
+    """The thread's newest seq, and the seq of one of its checkpoints (``history`` pages)."""
+    page: sql.Composed
+    """The rows a page of ``history`` folds: from the full row at or below its oldest."""
     delete: sql.Composed
     read_secret: sql.Composed
     write_secret: sql.Composed
@@ -133,6 +137,8 @@ class Statements:
             ).format(**names),
             load_latest=sql.SQL(_LOAD_LATEST).format(**names),
             history=sql.SQL(_HISTORY).format(**names),
+            locate=sql.SQL(_LOCATE).format(**names),
+            page=sql.SQL(_PAGE).format(**names),
             delete=sql.SQL("DELETE FROM {checkpoints} WHERE thread_id = %s").format(**names),
             read_secret=sql.SQL(
                 "SELECT convert_from(body, 'UTF8') FROM {checkpoints} "
@@ -200,6 +206,30 @@ ORDER BY seq
 _HISTORY = """
 SELECT seq, full_row, checkpoint_id, body FROM {checkpoints}
 WHERE thread_id = %(thread)s ORDER BY seq
+"""
+
+# A page of the history starts by finding the thread's newest seq (``keep`` counts from
+# it) and the checkpoint the page is relative to: at the seq its id names (an engine's
+# id starts with it, see ``research_fsm.engine.store.seq_hint``: one primary-key probe),
+# else (an id of another kind) among the thread's rows. COALESCE evaluates the second
+# look-up only when the first found nothing.
+_LOCATE = """
+SELECT (SELECT max(seq) FROM {checkpoints} WHERE thread_id = %(thread)s),
+    COALESCE(
+        (SELECT seq FROM {checkpoints}
+         WHERE thread_id = %(thread)s AND seq = %(hint)s AND checkpoint_id = %(id)s),
+        (SELECT seq FROM {checkpoints}
+         WHERE thread_id = %(thread)s AND checkpoint_id = %(id)s LIMIT 1))
+"""
+
+# The rows below ``end`` from the newest full row at or below ``low`` (the page's oldest
+# seq): a page folds at most one full row's worth of rows more than it shows.
+_PAGE = """
+SELECT seq, full_row, checkpoint_id, body FROM {checkpoints}
+WHERE thread_id = %(thread)s AND seq < %(end)s AND seq >= COALESCE((
+    SELECT max(seq) FROM {checkpoints}
+    WHERE thread_id = %(thread)s AND full_row AND seq <= %(low)s), 0)
+ORDER BY seq
 """
 
 # Server-side functions (PL/pgSQL, versioned by name, created with the table or on the

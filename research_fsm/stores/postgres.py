@@ -32,8 +32,14 @@ from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 from pydantic import BaseModel
 
-from research_fsm.engine import Checkpoint, CheckpointConflict, LeaseLost, StoreWriteError
-from research_fsm.engine.store import validate_keep, validate_thread_id
+from research_fsm.engine import (
+    Checkpoint,
+    CheckpointConflict,
+    CheckpointNotFound,
+    LeaseLost,
+    StoreWriteError,
+)
+from research_fsm.engine.store import seq_hint, validate_keep, validate_thread_id
 
 from ._pgcommon import StoreUnavailable, cursor
 from ._pgconnections import Connections, safe_dsn
@@ -199,8 +205,18 @@ class PostgresCheckpointStore(Connections):
             new_head = _Head(cp.checkpoint_id, cp.seq, head.full_seq, changes, slide(window, raw))
         self._remember(thread_id, new_head)
 
-    async def history(self, thread_id: str) -> AsyncIterator[Checkpoint]:
+    async def history(
+        self, thread_id: str, *, limit: int | None = None, before: str | None = None
+    ) -> AsyncIterator[Checkpoint]:
         validate_thread_id(thread_id)
+        if limit is not None or before is not None:  # a page: read just its rows
+            page = await self._page(thread_id, limit, before, inclusive=False)
+            if page is None:
+                assert before is not None
+                raise CheckpointNotFound(thread_id, before)
+            for checkpoint in page:
+                yield checkpoint
+            return
 
         async def read(conn: AsyncConnection[Any]) -> list[tuple[Any, ...]]:
             cur = await cursor(conn).execute(self._queries["history"], {"thread": thread_id})
@@ -213,6 +229,51 @@ class PostgresCheckpointStore(Connections):
             checkpoints = checkpoints[-self.keep :]
         for cp in reversed(checkpoints):
             yield cp
+
+    async def load(self, thread_id: str, checkpoint_id: str) -> Checkpoint | None:
+        validate_thread_id(thread_id)
+        page = await self._page(thread_id, 1, checkpoint_id, inclusive=True)
+        return page[0] if page else None
+
+    async def _page(
+        self, thread_id: str, limit: int | None, at: str | None, *, inclusive: bool
+    ) -> list[Checkpoint] | None:
+        """Up to ``limit`` checkpoints, newest first, older than checkpoint ``at``
+        (``inclusive``: from it); ``None`` when the thread has no (unpruned)
+        checkpoint ``at``. Two round trips on one connection: find the page, read
+        its rows (from the full row at or below its oldest)."""
+
+        async def read(conn: AsyncConnection[Any]) -> tuple[int, list[tuple[Any, ...]]] | None:
+            hint = seq_hint(at) if at is not None else None
+            params = {
+                "thread": thread_id,
+                "hint": -1 if hint is None else hint,
+                "id": None if at is None else stored_id(at),
+            }
+            cur = await cursor(conn).execute(self._queries["locate"], params)
+            located = await cur.fetchone()
+            newest, found = located if located is not None else (None, None)
+            if newest is None:
+                return None if at is not None else (0, [])
+            oldest = newest - self.keep + 1 if self.keep is not None else 0
+            if at is None:
+                end = newest + 1
+            elif found is None or found < oldest:
+                return None
+            else:
+                end = found + 1 if inclusive else found
+            low = oldest if limit is None else max(oldest, end - limit)
+            params = {"thread": thread_id, "end": end, "low": low}
+            cur = await cursor(conn).execute(self._queries["page"], params)
+            return low, await cur.fetchall()
+
+        result = await self._run(thread_id, "read the history", read)
+        if result is None:
+            return None
+        low, rows = result
+        folder = Folder(thread_id)
+        checkpoints = [folder.add(s, f, bytes(k), bytes(b)) for s, f, k, b in rows]
+        return [cp for cp in reversed(checkpoints) if cp.seq >= low][:limit]
 
     async def delete(self, thread_id: str) -> None:
         await self._open_for(validate_thread_id(thread_id), "delete the thread")

@@ -25,6 +25,7 @@ EXPECTED_ALL = [
     "BranchStatus",
     "Checkpoint",
     "CheckpointConflict",
+    "CheckpointNotFound",
     "CheckpointStore",
     "CompiledGraph",
     "Completed",
@@ -63,9 +64,11 @@ EXPECTED_ALL = [
     "Suspended",
     "Suspension",
     "ThreadBusy",
+    "ThreadExists",
     "ThreadNotFound",
     "ThreadSuspended",
     "UnsafeStoreDirectory",
+    "UpdateRefused",
     "add",
     "append",
     "is_transient",
@@ -99,8 +102,12 @@ def test_store_module_exports_what_store_authors_need() -> None:
         "MAX_NESTING",
         "CheckpointStore",
         "Lease",
+        "hint_matches",
         "loose_fields",
+        "new_checkpoint_id",
+        "seq_hint",
         "validate_keep",
+        "validate_limit",
         "validate_thread_id",
     ] == store_module.__all__
     assert (engine.CheckpointStore, engine.Lease, engine.validate_thread_id) == (
@@ -136,6 +143,9 @@ ERRORS = {
     "StoreWriteError": OSError,
     "IncompatibleCheckpoint": LookupError,
     "UnsafeStoreDirectory": PermissionError,
+    "CheckpointNotFound": LookupError,
+    "ThreadExists": ValueError,
+    "UpdateRefused": RuntimeError,
 }
 
 

@@ -15,6 +15,7 @@ from research_fsm.engine import (
     START,
     Checkpoint,
     CheckpointConflict,
+    CheckpointNotFound,
     CheckpointStore,
     Lease,
     MemoryCheckpointStore,
@@ -253,3 +254,133 @@ def test_every_store_says_whether_it_saves_only_changes(store: CheckpointStore) 
     """``saves_changes`` is part of the store protocol: a bool on every store."""
     expected = not isinstance(store, MemoryCheckpointStore)
     assert expected is store.saves_changes
+
+
+# -- history pages and single checkpoints ---------------------------------------------
+
+
+def looping(store: CheckpointStore, steps: int) -> Any:
+    """One node that runs ``steps`` times: ``steps + 1`` checkpoints of engine ids."""
+    graph = StateGraph(Counter)
+
+    async def tick(state: Counter) -> dict[str, Any]:
+        return {"n": state.n + 1, "log": [str(state.n + 1)]}
+
+    graph.add_node("tick", tick).add_edge(START, "tick")
+    graph.add_router("tick", lambda s: "tick" if s.n < steps else END, ["tick", END])
+    return graph.compile(store=store, step_limit=steps + 5)
+
+
+async def pages(store: CheckpointStore, thread: str, size: int) -> list[list[Checkpoint]]:
+    """The thread's history read a page of ``size`` at a time."""
+    found: list[list[Checkpoint]] = []
+    before: str | None = None
+    while True:
+        page = [cp async for cp in store.history(thread, limit=size, before=before)]
+        if not page:
+            return found
+        found.append(page)
+        before = page[-1].checkpoint_id
+
+
+async def test_history_pages_add_up_to_the_whole_history(store: CheckpointStore) -> None:
+    """Pages (limit, before = the last of the previous page) across the stores' segments
+    and full rows add up to history() exactly, each with its whole state."""
+    await looping(store, 300).run({}, thread_id="t")
+    whole = [cp async for cp in store.history("t")]
+    assert 301 == len(whole)
+    paged = await pages(store, "t", 7)
+    assert [7] * 43 == [len(page) for page in paged]
+    flat = [cp for page in paged for cp in page]
+    assert [cp.checkpoint_id for cp in whole] == [cp.checkpoint_id for cp in flat]
+    assert list(range(300, -1, -1)) == [state_of(cp).n for cp in flat]
+    assert [str(i) for i in range(1, 151)] == state_of(flat[150]).log
+    assert [cp.seq for cp in whole[:5]] == [cp.seq async for cp in store.history("t", limit=5)]
+    middle = whole[100].checkpoint_id
+    assert [cp.checkpoint_id for cp in whole[101:]] == [
+        cp.checkpoint_id async for cp in store.history("t", before=middle)
+    ]
+    assert [] == [cp async for cp in store.history("t", before=whole[-1].checkpoint_id)]
+
+
+async def test_history_pages_with_ids_of_any_kind(store: CheckpointStore) -> None:
+    """Checkpoints whose ids are not the engine's (another writer's, an older version's)
+    page and load too."""
+    parent = None
+    saved = []
+    for seq in range(1, 8):
+        cp = checkpoint(seq, parent)
+        await store.save(cp)
+        parent = cp.checkpoint_id
+        saved.append(cp)
+    paged = await pages(store, "t", 3)
+    assert [[7, 6, 5], [4, 3, 2], [1]] == [[cp.seq for cp in page] for page in paged]
+    third = await store.load("t", saved[2].checkpoint_id)
+    assert third is not None
+    assert (3, Counter(n=3)) == (third.seq, state_of(third))
+
+
+async def test_history_before_an_unknown_checkpoint_is_refused(store: CheckpointStore) -> None:
+    """``before`` naming no checkpoint of the thread (unknown, or another thread's)
+    raises CheckpointNotFound naming both."""
+    await looping(store, 3).run({}, thread_id="t")
+    await looping(store, 3).run({}, thread_id="other")
+    foreign = [cp.checkpoint_id async for cp in store.history("other")][1]
+    for wrong in (foreign, "nope", "0" * 24):
+        with pytest.raises(CheckpointNotFound) as caught:
+            _ = [cp async for cp in store.history("t", limit=2, before=wrong)]
+        assert ("t", wrong) == (caught.value.thread_id, caught.value.checkpoint_id)
+        assert f"thread `t` has no checkpoint {wrong!r}" in str(caught.value)
+    with pytest.raises(CheckpointNotFound):
+        _ = [cp async for cp in store.history("nobody", before=foreign)]
+    assert [] == [cp async for cp in store.history("nobody", limit=3)]
+
+
+async def test_load_finds_one_checkpoint_with_its_whole_state(store: CheckpointStore) -> None:
+    """load(thread, id) is that checkpoint as history() gives it; ``None`` for an id
+    that is not the thread's."""
+    await looping(store, 200).run({}, thread_id="t")
+    whole = [cp async for cp in store.history("t")]
+    for index in (0, 1, 72, 150, 200):
+        wanted = whole[index]
+        found = await store.load("t", wanted.checkpoint_id)
+        assert found is not None
+        assert (wanted.checkpoint_id, wanted.seq, wanted.status, wanted.next) == (
+            found.checkpoint_id,
+            found.seq,
+            found.status,
+            found.next,
+        )
+        assert state_of(wanted) == state_of(found)
+    assert None is await store.load("t", "0" * 24)
+    assert None is await store.load("u", whole[3].checkpoint_id)
+
+
+async def test_pages_and_load_see_what_keep_keeps(
+    make_store: Callable[..., CheckpointStore],
+) -> None:
+    """Under keep=N, pages and load show the newest N checkpoints, as history() does,
+    even where the store still holds older ones on disk."""
+    store = make_store(keep=3)
+    compiled = looping(store, 9)
+    await compiled.run({}, thread_id="t")
+    kept = [cp async for cp in store.history("t")]
+    assert [9, 8, 7] == [state_of(cp).n for cp in kept]
+    assert [[9, 8], [7]] == [[state_of(cp).n for cp in page] for page in await pages(store, "t", 2)]
+    old = kept[-1].checkpoint_id
+    assert [] == [cp async for cp in store.history("t", before=old)]
+    assert (await store.load("t", old)) is not None
+
+
+async def test_a_checkpoint_keep_pruned_is_gone_for_pages_and_load(
+    make_store: Callable[..., CheckpointStore],
+) -> None:
+    """Under keep=N an older checkpoint (on disk or not) is not found, like an unknown one."""
+    store = make_store(keep=3)
+    compiled = chain("a", store=store)
+    first = await compiled.run({}, thread_id="t")
+    for _ in range(4):
+        await compiled.run({}, thread_id="t")
+    assert None is await store.load("t", first.checkpoint_id)
+    with pytest.raises(CheckpointNotFound):
+        _ = [cp async for cp in store.history("t", limit=1, before=first.checkpoint_id)]

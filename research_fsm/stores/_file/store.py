@@ -33,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Literal
 
@@ -42,11 +42,12 @@ from pydantic import BaseModel
 from research_fsm.engine import (
     Checkpoint,
     CheckpointConflict,
+    CheckpointNotFound,
     CorruptCheckpoint,
     StoreWriteError,
     ThreadBusy,
 )
-from research_fsm.engine.store import validate_keep, validate_thread_id
+from research_fsm.engine.store import hint_matches, seq_hint, validate_keep, validate_thread_id
 
 from .._logformat import SCHEMA_VERSION, TAIL, Scan, aliases_of, encode_line
 from .append import cut_back, open_at_end, write_line
@@ -409,8 +410,18 @@ class JsonFileCheckpointStore:
         if leased and known:  # nothing but unfinished segments (now removed): a new thread
             unlink(self.fs, self._segments.list_path(stem))
 
-    async def history(self, thread_id: str) -> AsyncIterator[Checkpoint]:
+    async def history(
+        self, thread_id: str, *, limit: int | None = None, before: str | None = None
+    ) -> AsyncIterator[Checkpoint]:
         stem = file_stem(validate_thread_id(thread_id))
+        if limit is not None or before is not None:  # a page: read just its segments
+            page = await self._worker.run(self._page, thread_id, stem, limit, before, False)
+            if page is None:
+                assert before is not None
+                raise CheckpointNotFound(thread_id, before)
+            for checkpoint in page:
+                yield checkpoint
+            return
         segments, scans, _ = await self._worker.run(self._segments.chain, thread_id, stem)
         left = self.keep  # older checkpoints may wait on disk for their segment to go
         for first in segments:
@@ -426,6 +437,116 @@ class JsonFileCheckpointStore:
                         return
                     left -= 1
                 yield checkpoint
+
+    async def load(self, thread_id: str, checkpoint_id: str) -> Checkpoint | None:
+        stem = file_stem(validate_thread_id(thread_id))
+        page = await self._worker.run(self._page, thread_id, stem, 1, checkpoint_id, True)
+        return page[0] if page else None
+
+    def _page(
+        self, thread_id: str, stem: str, limit: int | None, at: str | None, inclusive: bool
+    ) -> list[Checkpoint] | None:
+        """Up to ``limit`` checkpoints, newest first, older than checkpoint ``at``
+        (``inclusive``: from it); ``None`` when the thread has no (unpruned)
+        checkpoint ``at``. Without ``keep``, an engine's id ``at`` names the
+        segment holding it: that one is read up to ``at``, then the older ones the
+        page spans. Else reads the newest segment too (which ``keep`` counts from);
+        an id of another kind is looked for segment by segment."""
+        hint = None if at is None else seq_hint(at)
+        if hint is not None and self.keep is None:
+            below = self._page_below(thread_id, stem, limit, at, hint, inclusive)
+            if below is not None:
+                return below
+        segments, scans, _ = self._segments.chain(thread_id, stem)
+
+        def scan_of(first: int) -> Scan | None:
+            if first not in scans:
+                try:
+                    scans[first] = self._segments.scan(stem, first, thread_id)
+                except FileNotFoundError:  # pruned meanwhile
+                    return None
+            return scans[first]
+
+        newest = next(
+            (scan.records[-1].seq for f in segments if (scan := scan_of(f)) and scan.records),
+            None,
+        )
+        if newest is None:
+            return None if at is not None else []
+        oldest = newest - self.keep + 1 if self.keep is not None else 0
+        end = newest + 1  # the page holds seqs below ``end``
+        if at is not None:
+            found = self._find(segments, scan_of, at)
+            if found is None or found < oldest:
+                return None
+            end = found + 1 if inclusive else found
+        page: list[Checkpoint] = []
+        for first in segments:  # newest first: segment ``first`` holds seqs from ``first``
+            if first >= end:
+                continue
+            scan = scan_of(first)
+            for checkpoint in reversed(scan.records if scan is not None else ()):
+                if checkpoint.seq >= end:
+                    continue
+                if checkpoint.seq < oldest or (limit is not None and len(page) >= limit):
+                    return page
+                page.append(checkpoint)
+            if first <= oldest:
+                break
+        return page
+
+    def _page_below(
+        self,
+        thread_id: str,
+        stem: str,
+        limit: int | None,
+        at: str | None,
+        hint: int,
+        inclusive: bool,
+    ) -> list[Checkpoint] | None:
+        """``_page`` from the segment the listed segments say holds seq ``hint``, read
+        up to it, and the older ones; ``None`` if checkpoint ``at`` is not there."""
+        segments = self._segments.live(stem)[0]
+        older = [first for first in segments if first <= hint]
+        try:
+            scan = self._segments.scan(stem, older[0], thread_id, until=hint) if older else None
+        except FileNotFoundError:
+            return None
+        target = scan.records[-1] if scan is not None and scan.records else None
+        if target is None or not hint_matches(hint, target.seq) or target.checkpoint_id != at:
+            return None
+        page = [target] if inclusive else []
+        records = scan.records[:-1] if scan is not None else []
+        for first in older:
+            if first != older[0]:
+                try:
+                    records = self._segments.scan(stem, first, thread_id).records
+                except FileNotFoundError:  # pruned meanwhile
+                    continue
+            for checkpoint in reversed(records):
+                if limit is not None and len(page) >= limit:
+                    return page
+                page.append(checkpoint)
+        return page[:limit]
+
+    @staticmethod
+    def _find(
+        segments: list[int], scan_of: Callable[[int], Scan | None], checkpoint_id: str
+    ) -> int | None:
+        """The seq of checkpoint ``checkpoint_id``, or ``None``."""
+        hint = seq_hint(checkpoint_id)
+        if hint is not None:
+            holder = next((f for f in segments if f <= hint), None)
+            scan = scan_of(holder) if holder is not None else None
+            for checkpoint in scan.records if scan is not None else ():
+                if hint_matches(hint, checkpoint.seq) and checkpoint.checkpoint_id == checkpoint_id:
+                    return checkpoint.seq
+        for first in segments:  # an id of another kind (or made before this version)
+            scan = scan_of(first)
+            for checkpoint in scan.records if scan is not None else ():
+                if checkpoint.checkpoint_id == checkpoint_id:
+                    return checkpoint.seq
+        return None
 
     # -- the rest ----------------------------------------------------------------
 

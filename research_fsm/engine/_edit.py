@@ -1,0 +1,251 @@
+"""A thread's history edited by hand: ``update_state``, a run continued from a past
+checkpoint (a new line of history), and ``fork`` onto a new thread.
+
+Each writes one checkpoint with ``save`` (``Checkpoint.origin`` says which kind), with
+the lease of the thread it writes held by the caller (``CompiledGraph``), so it never
+races a run; a store's save is all or nothing, so a crash leaves the thread as it
+was. The store's log stays one line of checkpoints (each saved after the thread's
+latest): a new line of history is the copy of the past checkpoint it continues from,
+saved after the latest, and the snapshots show that copy's parent as the past
+checkpoint. Nothing here runs unless one of these is called.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from pydantic import BaseModel
+
+from ._errors import (
+    CheckpointNotFound,
+    IncompatibleCheckpoint,
+    InvalidUpdate,
+    ThreadExists,
+    ThreadNotFound,
+    UpdateRefused,
+)
+from ._parallel import ParallelRun
+from ._plan import Fork, Plan
+from ._restore import restore
+from ._steps import now, route
+from ._tokens import in_order
+from ._types import END, Checkpoint, CheckpointStatus
+from .store import new_checkpoint_id
+
+__all__ = ["check_as_node", "fork", "rewind", "update"]
+
+
+def check_as_node(plan: Plan, as_node: object) -> str | None:
+    """``as_node`` if it is ``None`` or a node of the graph, else ``InvalidUpdate``
+    naming it and the nodes."""
+    if as_node is None or (isinstance(as_node, str) and as_node in plan.nodes):
+        return as_node
+    raise InvalidUpdate(
+        f"update_state: as_node {as_node!r} is not a node of this graph; nodes are: "
+        f"{', '.join(plan.nodes)}"
+    )
+
+
+async def update(
+    plan: Plan,
+    thread_id: str,
+    values: dict[str, Any] | BaseModel | None,
+    as_node: str | None,
+) -> Checkpoint | None:
+    """Save the thread's latest state with ``values`` merged through the reducers, as
+    if ``as_node`` had just run (routing from it) or, without ``as_node``, leaving
+    where the run goes unchanged. Returns the checkpoint saved (``None``: ``as_node``
+    routes to a fan-out, whose start was saved; ``load_latest`` has it)."""
+    store = plan.store
+    schema = plan.schema
+    latest = await store.load_latest(thread_id)
+    if latest is None:
+        raise ThreadNotFound(thread_id, "; start it with run(input, thread_id=...) first")
+    state = _restored(plan, latest)
+    if latest.branches:
+        ids = ", ".join(branch_id for branch_id, _ in in_order(latest.branches))
+        raise UpdateRefused(
+            thread_id,
+            f"parallel branches are in flight ({ids}); a fan-out's state cannot be "
+            "changed until its branches meet: resume its suspended branches, or "
+            "run(None, ...) to finish it, then update",
+        )
+    if latest.status == "suspended":
+        node = (latest.suspension or {}).get("node")
+        if as_node != node:
+            raise UpdateRefused(
+                thread_id,
+                f"it is suspended at node `{node}`: answer it with resume(token, value), "
+                f"or pass as_node={node!r} to answer it with these values instead (its "
+                "resume tokens then become stale)",
+            )
+    origin = "update_state" if as_node is None else f"update_state(as_node={as_node!r})"
+    if values is not None and not isinstance(values, (dict, BaseModel)):
+        raise InvalidUpdate(
+            f"{origin}: values must be a dict of field changes or a partial "
+            f"`{schema.model.__name__}`, got {type(values).__name__}"
+        )
+    changes: dict[str, int | None] | None = {} if plan.tracks else None
+    state = schema.apply(state, schema.as_changes(values, origin), origin, changes)
+    written = {"by": "update"}
+    status: CheckpointStatus = "running" if latest.status == "failed" else latest.status
+    next_node, step = latest.next, latest.step
+    if as_node is not None:
+        written["as_node"] = as_node
+        target = await route(plan, as_node, state)
+        step += 1
+        if isinstance(target, Fork):
+            fan = ParallelRun(
+                plan,
+                thread_id,
+                latest.run_id,
+                None,
+                [],
+                seq=latest.seq,
+                parent_id=latest.checkpoint_id,
+                step=step,
+            )
+            await fan.begin(target, state, changes, as_node, origin=written)
+            return None
+        status = "completed" if target == END else "running"
+        next_node = None if target == END else target
+    checkpoint = Checkpoint(
+        thread_id=thread_id,
+        checkpoint_id=new_checkpoint_id(latest.seq + 1),
+        parent_id=latest.checkpoint_id,
+        seq=latest.seq + 1,
+        run_id=latest.run_id,
+        step=step,
+        status=status,
+        next=next_node,
+        state=state,
+        created_at=now(),
+        last_node=as_node,
+        changes=changes,
+        origin=written,
+    )
+    await store.save(checkpoint)
+    return checkpoint
+
+
+async def rewind(plan: Plan, thread_id: str, checkpoint_id: str) -> Checkpoint | None:
+    """Start a new line of history from the thread's past checkpoint ``checkpoint_id``:
+    save its copy after the latest (the abandoned line's resume tokens go stale).
+    Returns the copy (``None`` when ``checkpoint_id`` is the latest: nothing to do)."""
+    store = plan.store
+    latest = await store.load_latest(thread_id)
+    if latest is None:
+        raise ThreadNotFound(thread_id)
+    if latest.checkpoint_id == checkpoint_id:
+        return None
+    past = await store.load(thread_id, checkpoint_id)
+    if past is None:
+        raise CheckpointNotFound(thread_id, checkpoint_id)
+    state = _restored(plan, past)
+    branches = _rekeyed(past.branches)
+    copy = _copy(
+        past,
+        thread_id=thread_id,
+        seq=latest.seq + 1,
+        parent_id=latest.checkpoint_id,
+        state=state,
+        branches=branches,
+        origin={"by": "rewind", "checkpoint_id": checkpoint_id},
+    )
+    if plan.tracks:  # the store may save just what differs from the latest
+        before = restore(plan, latest, nodes=False)
+        if not isinstance(before, IncompatibleCheckpoint):
+            copy.changes = {
+                name: None
+                for name in plan.schema.fields
+                if getattr(before, name) != getattr(state, name)
+            }
+            old = latest.branches or {}
+            new = branches or {}
+            copy.changed_branches = tuple(k for k in {**old, **new} if old.get(k) != new.get(k))
+    await store.save(copy)
+    return copy
+
+
+async def fork(
+    plan: Plan, thread_id: str, checkpoint_id: str | None, new_thread_id: str
+) -> Checkpoint:
+    """Copy the thread's checkpoint ``checkpoint_id`` (``None``: its latest) onto the
+    new thread ``new_thread_id`` (its lease held by the caller) as its first
+    checkpoint: state, where the run goes, and a fan-out's branch records whole
+    (finished branches' results, suspended ones with their payloads)."""
+    store = plan.store
+    if thread_id == new_thread_id or await store.load_latest(new_thread_id) is not None:
+        raise ThreadExists(new_thread_id)
+    if checkpoint_id is None:
+        past = await store.load_latest(thread_id)
+        if past is None:
+            raise ThreadNotFound(thread_id)
+    else:
+        past = await store.load(thread_id, checkpoint_id)
+        if past is None:
+            raise CheckpointNotFound(thread_id, checkpoint_id)
+    copy = _copy(
+        past,
+        thread_id=new_thread_id,
+        seq=1,
+        parent_id=None,
+        state=_restored(plan, past),
+        branches=past.branches,
+        origin={"by": "fork", "thread_id": thread_id, "checkpoint_id": past.checkpoint_id},
+    )
+    await store.save(copy)
+    return copy
+
+
+def _restored(plan: Plan, checkpoint: Checkpoint) -> BaseModel:
+    state = restore(plan, checkpoint)
+    if isinstance(state, IncompatibleCheckpoint):
+        raise state
+    return state
+
+
+def _copy(
+    past: Checkpoint,
+    *,
+    thread_id: str,
+    seq: int,
+    parent_id: str | None,
+    state: BaseModel,
+    branches: dict[str, dict[str, Any]] | None,
+    origin: dict[str, str],
+) -> Checkpoint:
+    """``past`` saved anew at ``seq`` of ``thread_id``: where its run goes, unchanged."""
+    return Checkpoint(
+        thread_id=thread_id,
+        checkpoint_id=new_checkpoint_id(seq),
+        parent_id=parent_id,
+        seq=seq,
+        run_id=past.run_id,
+        step=past.step,
+        status=past.status,
+        next=past.next,
+        state=state,
+        created_at=now(),
+        suspension=past.suspension,
+        error=past.error,
+        last_node=past.last_node,
+        branches=branches,
+        origin=origin,
+    )
+
+
+def _rekeyed(
+    branches: dict[str, dict[str, Any]] | None,
+) -> dict[str, dict[str, Any]] | None:
+    """``branches`` with a new suspension id for each suspended one: the tokens
+    issued for them on the abandoned line answer nothing on the new one."""
+    if not branches:
+        return branches
+    return {
+        branch_id: {**record, "at": os.urandom(12).hex()}
+        if record.get("status") == "suspended"
+        else record
+        for branch_id, record in branches.items()
+    }
