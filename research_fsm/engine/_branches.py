@@ -8,7 +8,8 @@ record per branch, keyed by branch id (``node[index]``, nested ``outer[0]/inner[
 ``{"i": index, "p": owner branch id ("" at the top), "node": next node | None,
 "status": ..., "join": node | END, "updates": [{"n": node, "u": {field: value},
 "r": [fields replaced]}], "item": ..., "at": suspension id, "payload": ...,
-"error": {...}, "k": key of the next node execution (graphs with subgraphs)}``
+"error": {...}, "k": key of the next node execution (graphs with subgraphs), "child":
+the child suspension a suspended subgraph node passed on}``
 
 ``Checkpoint.state`` stays the state the outermost fan-out started from; a
 branch's own view is that state plus its updates, replayed.
@@ -67,6 +68,7 @@ class Branch:
     resumed_from: str | None = None
     pending_error: ErrorInfo | None = None
     key: str | None = None  # the next node execution's key, in graphs with subgraphs
+    child: str | None = None  # a suspended subgraph node: the child suspension passed on
 
 
 @dataclass(slots=True, eq=False)
@@ -332,6 +334,8 @@ def record(branch: Branch) -> dict[str, Any]:
         saved["k"] = branch.key
     if branch.status == "suspended":
         saved["at"], saved["payload"] = branch.at, branch.payload
+        if branch.child is not None:
+            saved["child"] = branch.child
     elif branch.error is not None:
         saved["error"] = branch.error
     return saved

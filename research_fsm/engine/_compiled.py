@@ -16,7 +16,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
-from ._edit import check_as_node, fork, rewind, update
+from ._edit import check_as_node, check_checkpoint_id, fork, rewind, update
 from ._errors import CheckpointNotFound, IncompatibleCheckpoint, ThreadBusy
 from ._events import Sink, Suspended
 from ._mermaid import to_mermaid
@@ -80,6 +80,7 @@ class CompiledGraph(Generic[StateT]):
         suspension again with a new token.
         """
         thread_id = validate_thread_id(thread_id)
+        checkpoint_id = check_checkpoint_id(checkpoint_id)
         return await self._execute(thread_id, input, None, None, checkpoint_id)
 
     async def resume(self, token: SuspendToken | str, value: Any) -> RunResult[StateT]:
@@ -96,6 +97,7 @@ class CompiledGraph(Generic[StateT]):
     ) -> RunStream[StateT]:
         """Like ``run`` but yields events as they happen (use ``async with``)."""
         thread_id = validate_thread_id(thread_id)
+        checkpoint_id = check_checkpoint_id(checkpoint_id)
         return RunStream(lambda sink: self._execute(thread_id, input, None, sink, checkpoint_id))
 
     def stream_resume(self, token: SuspendToken | str, value: Any) -> RunStream[StateT]:
@@ -110,6 +112,7 @@ class CompiledGraph(Generic[StateT]):
         with ``checkpoint_id``, that past snapshot (``CheckpointNotFound`` if the
         thread has no such checkpoint)."""
         thread_id = validate_thread_id(thread_id)
+        checkpoint_id = check_checkpoint_id(checkpoint_id)
         if checkpoint_id is not None:
             found = await self.store.load(thread_id, checkpoint_id)
             if found is None:
@@ -128,6 +131,7 @@ class CompiledGraph(Generic[StateT]):
         than it needs. ``CheckpointNotFound`` when ``before`` is not the thread's."""
         thread_id = validate_thread_id(thread_id)
         limit = validate_limit(limit)
+        before = check_checkpoint_id(before, "before")
         async for checkpoint in self.store.history(thread_id, limit=limit, before=before):
             yield await self._snapshot(checkpoint)
 
@@ -168,6 +172,7 @@ class CompiledGraph(Generic[StateT]):
         branches are not run again. ``ThreadExists`` if ``new_thread_id`` has
         checkpoints; ``CheckpointNotFound`` if ``thread_id`` has no such checkpoint."""
         thread_id = validate_thread_id(thread_id)
+        checkpoint_id = check_checkpoint_id(checkpoint_id)
         new_thread_id = validate_thread_id(new_thread_id)
         lease = await self._acquire(new_thread_id)
         try:

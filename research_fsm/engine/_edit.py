@@ -33,7 +33,17 @@ from ._tokens import in_order
 from ._types import END, Checkpoint, CheckpointStatus
 from .store import new_checkpoint_id
 
-__all__ = ["check_as_node", "fork", "rewind", "update"]
+__all__ = ["check_as_node", "check_checkpoint_id", "fork", "rewind", "update"]
+
+
+def check_checkpoint_id(value: object, name: str = "checkpoint_id") -> str | None:
+    """``value`` if it is ``None`` or a non-empty str, else ``ValueError`` naming it."""
+    if value is None or (isinstance(value, str) and value):
+        return value
+    raise ValueError(
+        f"{name} must be a checkpoint id (a non-empty str from a snapshot or result) or "
+        f"None, got {value!r}"
+    )
 
 
 def check_as_node(plan: Plan, as_node: object) -> str | None:

@@ -163,6 +163,7 @@ class ParallelRun:
                 payload=saved.get("payload"),
                 error=saved.get("error"),
                 key=saved.get("k"),
+                child=saved.get("child"),
             )
             if branch.status == "forked":
                 branch.frame = self._rebuild(branch.state, branch.id)
@@ -393,14 +394,14 @@ class ParallelRun:
         branch.status = "suspended"
         branch.payload = out.payload
         branch.at = os.urandom(12).hex()
+        # A subgraph's: which child suspension it passed on (``None``: not a subgraph).
+        branch.child = out.child if isinstance(out, ChildSuspend) else None
         self._started -= 1
         self.path.append(node)
         self._publish(branch)
         if self.tracing is not None:  # the resume links to (and continues) this run's trace
             saved = self._records[branch.id]
             self._records[branch.id] = {**saved, "trace": self.tracing.traceparent()}
-        if isinstance(out, ChildSuspend):  # a subgraph's: which child suspension it is
-            self._records[branch.id] = {**self._records[branch.id], "child": out.child}
         self._last_node = node
         self._soon()
 

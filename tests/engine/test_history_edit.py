@@ -422,3 +422,15 @@ async def test_stream_from_a_past_checkpoint(store: CheckpointStore) -> None:
         finished = [e.node async for e in events if isinstance(e, NodeFinished)]
     assert ["a", "b"] == finished
     assert 2 == (await app.get_state("t")).state.n  # type: ignore[union-attr]
+
+
+async def test_a_checkpoint_id_that_is_not_a_str_is_refused(store: CheckpointStore) -> None:
+    """A checkpoint id of another type (or empty) is a ValueError naming the argument."""
+    app = chain("a", store=store)
+    await app.run({}, thread_id="t")
+    with pytest.raises(ValueError, match="checkpoint_id must be a checkpoint id"):
+        await app.run(None, thread_id="t", checkpoint_id=7)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="before must be a checkpoint id"):
+        _ = [s async for s in app.history("t", before="")]
+    with pytest.raises(ValueError, match=r"checkpoint_id must be a checkpoint id .*, got 3"):
+        await app.fork("t", 3, "u")  # type: ignore[arg-type]

@@ -1,4 +1,5 @@
-"""Subgraphs across real processes, on a ``JsonFileCheckpointStore(durability="fsync")``:
+"""Subgraphs across real processes, on a ``JsonFileCheckpointStore(durability="fsync")``
+(with each kind of lease) and on PostgreSQL:
 a process SIGKILLed inside the child (mid-step, after a resume, between the child's
 last checkpoint and the parent's) is continued by a new process, and no child step
 that finished runs again; processes racing to resume one child's token: one wins.
@@ -12,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -23,10 +25,9 @@ from typing import Any
 
 import pytest
 
-from research_fsm.stores import JsonFileCheckpointStore
 from research_fsm.stores._file import fs as _fs
 
-pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("lock_kind")]
+pytestmark = pytest.mark.slow
 
 PROCS = Path(__file__).parent / "_procs"
 REPO = Path(__file__).resolve().parents[2]
@@ -47,13 +48,31 @@ def load_proc(name: str) -> ModuleType:
 child = load_proc("subgraph_child")
 
 
+@pytest.fixture(params=["file-range", "file-flock", "postgres"])
+def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """Where the children keep checkpoints: the file store with each kind of lease, or
+    a schema of its own on the session's PostgreSQL server."""
+    kind: str = request.param
+    if kind == "postgres":
+        pytest.importorskip("psycopg", reason="the postgres extra (psycopg) is not installed")
+        server = request.getfixturevalue("postgres_server")
+        return {"dsn": server.dsn, "schema": f"sub_{secrets.token_hex(4)}"}
+    if kind == "file-range" and not _fs.OFD_LOCKS:
+        pytest.skip("this system has no open-file-description locks")
+    monkeypatch.setattr(_fs, "RANGE_LOCKS", kind == "file-range")
+    return {}
+
+
 class Files:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, backend: dict[str, Any]) -> None:
         self.root = root
         root.mkdir(parents=True, exist_ok=True)
         self.store = root / "store"
         self.effects = root / "effects.txt"
         self.gate = root / "gate"
+        self.backend = dict(backend)
+        if "schema" in self.backend:  # each round a schema of its own
+            self.backend["schema"] += f"_{secrets.token_hex(2)}"
 
     def command(self, op: str, **extra: Any) -> dict[str, Any]:
         return {
@@ -62,6 +81,7 @@ class Files:
             "effects": str(self.effects),
             "gate": str(self.gate),
             "range_locks": _fs.RANGE_LOCKS,
+            **self.backend,
             **extra,
         }
 
@@ -132,12 +152,12 @@ NOTES = ["plan", "gather", "slow", "answer=yes", "analyse", "write"]
 
 
 async def test_sigkill_mid_child_step_then_run_none_goes_on_inside_the_child(
-    tmp_path: Path,
+    tmp_path: Path, backend: dict[str, Any]
 ) -> None:
     """Killed while the child's ``slow`` works (``gather`` saved): ``run(None)`` in a new
     process runs ``slow`` again and nothing before it: not the parent's ``plan``, not
     the child's ``gather``."""
-    files = Files(tmp_path)
+    files = Files(tmp_path, backend)
     kill_when(files, files.command("run", thread="t", slow_gate=True), "slow")
     before = files.counts()
     assert before == Counter({"plan": 1, "plan-done": 1, "gather": 1, "gather-done": 1, "slow": 1})
@@ -152,13 +172,13 @@ async def test_sigkill_mid_child_step_then_run_none_goes_on_inside_the_child(
 
 
 async def test_sigkill_in_the_child_after_a_resume_goes_on_with_the_answer_given(
-    tmp_path: Path,
+    tmp_path: Path, backend: dict[str, Any]
 ) -> None:
     """Killed inside the child after its suspended node took the answer (``analyse``
     runs): the parent is still suspended, and resuming its token again in a new
     process goes on inside the child from ``analyse``; the answer is not taken again
     (the second value is not used) and ``ask`` never runs again."""
-    files = Files(tmp_path)
+    files = Files(tmp_path, backend)
     first = run_child(files, files.command("run", thread="t"), "run")
     assert first["status"] == "suspended"
     kill_when(
@@ -177,10 +197,12 @@ async def test_sigkill_in_the_child_after_a_resume_goes_on_with_the_answer_given
     assert files.counts()["resume:second"] == 0
 
 
-async def test_sigkill_after_the_child_finished_before_the_parent_saved(tmp_path: Path) -> None:
+async def test_sigkill_after_the_child_finished_before_the_parent_saved(
+    tmp_path: Path, backend: dict[str, Any]
+) -> None:
     """Killed between the child's last checkpoint and the parent's (in ``output``):
     the next process takes the finished child's state; no child node runs again."""
-    files = Files(tmp_path)
+    files = Files(tmp_path, backend)
     first = run_child(files, files.command("run", thread="t"), "run")
     kill_when(
         files,
@@ -196,13 +218,15 @@ async def test_sigkill_after_the_child_finished_before_the_parent_saved(tmp_path
     assert {k for k, n in total.items() if n > 1} == {"output"}  # the mapping, no node
 
 
-async def test_racing_resumes_of_a_child_s_token_run_its_resume_once(tmp_path: Path) -> None:
+async def test_racing_resumes_of_a_child_s_token_run_its_resume_once(
+    tmp_path: Path, backend: dict[str, Any]
+) -> None:
     """Three processes resume the token of a suspension inside the child at once (or
     staggered): one runs the child's resume code and finishes both runs; the others
     get ThreadBusy or StaleResumeToken."""
     seen: set[str] = set()
     for number, (hold, after) in enumerate([(0.3, (0.0, 0.0, 0.0)), (0.0, (0.0, 0.5, 0.5))]):
-        files = Files(tmp_path / f"round-{number}")
+        files = Files(tmp_path / f"round-{number}", backend)
         first = run_child(files, files.command("run", thread="t"), "run")
         go = files.root / "go"
         procs = []
@@ -223,6 +247,12 @@ async def test_racing_resumes_of_a_child_s_token_run_its_resume_once(tmp_path: P
         resumes = [k for k in files.counts() if k.startswith("resume:")]
         assert [f"resume:w{winners[0]}"] == resumes
         assert 1 == files.counts()["write"]
-        state = await child.app(JsonFileCheckpointStore(files.store)).get_state("t")
+        store = child.open_store(files.command("check"))
+        try:
+            state = await child.app(store).get_state("t")
+        finally:
+            close = getattr(store, "aclose", None)
+            if close is not None:
+                await close()
         assert state is not None and state.status == "completed"
     assert seen <= LOSERS and seen

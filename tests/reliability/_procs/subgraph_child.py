@@ -1,7 +1,8 @@
 """Child program of the subgraph process tests: one command, then it exits.
 
 Usage: ``python subgraph_child.py COMMAND_JSON``. The command names its ``store``
-directory (a ``JsonFileCheckpointStore`` with durability "fsync"), the ``effects``
+directory (a ``JsonFileCheckpointStore`` with durability "fsync"), or a PostgreSQL
+``dsn`` and ``schema`` (a ``PostgresCheckpointStore``), the ``effects``
 file where node code records what it did (one fsynced line per side effect:
 ``<what> <pid>``), the ``gate`` file the gated nodes wait for, and the ``op``:
   ``{"op": "run", "thread": id}`` a new run on the thread;
@@ -129,8 +130,19 @@ def app(store: CheckpointStore) -> CompiledGraph[Notes]:
     return outer.compile(store=store)
 
 
+def open_store(command: dict[str, Any]) -> CheckpointStore:
+    """The command's store: PostgreSQL when it names a ``dsn`` (and ``schema``), else
+    the file store in ``store``."""
+    if command.get("dsn"):
+        from research_fsm.stores.postgres import PostgresCheckpointStore
+
+        return PostgresCheckpointStore(command["dsn"], schema=command["schema"])
+    return JsonFileCheckpointStore(Path(command["store"]), durability="fsync")
+
+
 async def work(command: dict[str, Any]) -> dict[str, Any]:
-    store = JsonFileCheckpointStore(Path(command["store"]), durability="fsync")
+    store = open_store(command)
+    await store.load_latest("warm-up")  # connect (and migrate) before working
     graph = app(store)
     go = command.get("go")
     if go is not None:
@@ -147,6 +159,10 @@ async def work(command: dict[str, Any]) -> dict[str, Any]:
             result = await graph.resume(command["token"], command["value"])
     except EngineError as exc:
         return {"outcome": type(exc).__name__, "pid": os.getpid(), "message": str(exc)}
+    finally:
+        close = getattr(store, "aclose", None)
+        if close is not None:
+            await close()
     token = None if result.suspension is None else str(result.suspension.token)
     return {
         "outcome": "ok",
