@@ -9,6 +9,7 @@ are in ``research_fsm.stores``, built on the store protocol in
 ``research_fsm.engine.store``.
 """
 
+from ._command import Command
 from ._compiled import CompiledGraph
 from ._context import NodeContext
 from ._errors import (
@@ -17,7 +18,10 @@ from ._errors import (
     EngineError,
     GraphValidationError,
     IncompatibleCheckpoint,
+    InvalidCommand,
     InvalidResumeToken,
+    InvalidResumeValue,
+    InvalidStreamMode,
     InvalidUpdate,
     LeaseLost,
     NodeFailed,
@@ -63,6 +67,7 @@ __all__ = [
     "Checkpoint",
     "CheckpointConflict",
     "CheckpointStore",
+    "Command",
     "CompiledGraph",
     "Completed",
     "CorruptCheckpoint",
@@ -72,7 +77,10 @@ __all__ = [
     "Event",
     "GraphValidationError",
     "IncompatibleCheckpoint",
+    "InvalidCommand",
     "InvalidResumeToken",
+    "InvalidResumeValue",
+    "InvalidStreamMode",
     "InvalidUpdate",
     "Lease",
     "LeaseLost",

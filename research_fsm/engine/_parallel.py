@@ -30,6 +30,7 @@ from ._branches import (
     replay,
     walk,
 )
+from ._command import Command, command_target
 from ._context import NodeContext
 from ._errors import EngineError, InvalidUpdate, LeaseLost, NodeFailed, StepLimitExceeded
 from ._events import NodeFinished, NodeStarted, Sink
@@ -307,15 +308,20 @@ class ParallelRun:
             sink(NodeStarted(node=node, step=ctx.step, branch=branch.id))
         began = time.perf_counter() if sink is not None else 0.0
         origin = plan.origins[node]
+        goto: Any = None
         try:
             if self._limiter is None:
                 out = await self._call(spec, branch.state, ctx, ctx.resuming)
             else:
                 async with self._limiter.slot():
                     out = await self._call(spec, branch.state, ctx, ctx.resuming)
-            if isinstance(out, Suspend):
-                await self._suspend(branch, node, out, origin)
-                return False
+            if type(out) is not dict:
+                if isinstance(out, Suspend):
+                    await self._suspend(branch, node, out, origin)
+                    return False
+                if type(out) is Command:
+                    goto = out.goto
+                    out = out.update
             update = schema.as_changes(out, origin)
             state = schema.apply(branch.state, update, origin)
         except (NodeError, InvalidUpdate) as failure:
@@ -327,7 +333,10 @@ class ParallelRun:
                 self._publish(branch)
             raise BranchFailure(branch, node, ctx.step, cause, spec.on_error) from cause
         try:
-            target = await route(plan, node, state)
+            if goto is None:
+                target = await route(plan, node, state)
+            else:
+                target = command_target(plan, node, goto)
         except Exception as exc:
             self._started -= 1
             raise BranchFailure(branch, node, ctx.step, exc, None, routing=True) from exc
