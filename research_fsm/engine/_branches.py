@@ -66,6 +66,8 @@ class Branch:
     resume_value: Any = NO_VALUE
     resumed_from: str | None = None
     pending_error: ErrorInfo | None = None
+    breakpoint: tuple[str, str] | None = None  # paused: ("before"/"after", the node)
+    past_breakpoint: bool = False  # resumed from a pause: the next node runs
 
 
 @dataclass(slots=True, eq=False)
@@ -329,6 +331,8 @@ def record(branch: Branch) -> dict[str, Any]:
         saved["item"] = branch.item
     if branch.status == "suspended":
         saved["at"], saved["payload"] = branch.at, branch.payload
+        if branch.breakpoint is not None:
+            saved["breakpoint"] = list(branch.breakpoint)
     elif branch.error is not None:
         saved["error"] = branch.error
     return saved

@@ -32,9 +32,16 @@ from ._branches import (
 )
 from ._command import Command, command_target
 from ._context import NodeContext
-from ._errors import EngineError, InvalidUpdate, LeaseLost, NodeFailed, StepLimitExceeded
+from ._errors import (
+    EngineError,
+    InvalidResumeValue,
+    InvalidUpdate,
+    LeaseLost,
+    NodeFailed,
+    StepLimitExceeded,
+)
 from ._events import NodeFinished, NodeStarted, Sink
-from ._plan import NO_ITEM, Fork, Plan
+from ._plan import NO_ITEM, Breakpoints, Fork, Plan
 from ._steps import NO_VALUE, NodeError, cannot_suspend, invoke, route, save
 from ._tracing import RunTrace
 from ._types import END, CheckpointStatus, ErrorInfo, Suspend
@@ -61,8 +68,10 @@ class ParallelRun:
         parent_id: str | None,
         step: int,
         tracing: RunTrace | None = None,
+        stops: Breakpoints | None = None,
     ) -> None:
         self.plan = plan
+        self.stops = stops
         self.thread_id = thread_id
         self.run_id = run_id
         self.sink = sink
@@ -119,7 +128,14 @@ class ParallelRun:
             branch.status = "pending"
             branch.resumed_from = branch.at
             branch.at = None
-            branch.resume_value = resume[1]
+            if branch.breakpoint is None:
+                branch.resume_value = resume[1]
+            else:  # a pause at a breakpoint: the branch goes on with its next node
+                where, paused = branch.breakpoint
+                if resume[1] is not None:
+                    raise InvalidResumeValue(self.thread_id, paused, where, resume[1])
+                branch.breakpoint = None
+                branch.past_breakpoint = True
         return await self._run_root()
 
     # -- frames ----------------------------------------------------------------
@@ -161,6 +177,9 @@ class ParallelRun:
                 payload=saved.get("payload"),
                 error=saved.get("error"),
             )
+            paused = saved.get("breakpoint")
+            if paused is not None:
+                branch.breakpoint = (paused[0], paused[1])
             if branch.status == "forked":
                 branch.frame = self._rebuild(branch.state, branch.id)
             branches.append(branch)
@@ -302,6 +321,12 @@ class ParallelRun:
         sink = self.sink
         node = branch.node
         assert node is not None
+        stops = self.stops
+        if stops is not None:
+            if node in stops.before and not branch.past_breakpoint:
+                self._pause(branch, "before", node)
+                return False
+            branch.past_breakpoint = False
         spec = plan.nodes[node]
         ctx = self._context(branch, node)
         if sink is not None:
@@ -342,6 +367,16 @@ class ParallelRun:
             raise BranchFailure(branch, node, ctx.step, exc, None, routing=True) from exc
         self._advance(frame, branch, node, state, update, target)
         self._last_node = node
+        if stops is not None and node in stops.after and branch.status == "pending":
+            self._pause(branch, "after", node)
+            if sink is not None:
+                duration = time.perf_counter() - began
+                sink(
+                    NodeFinished(
+                        node=node, step=ctx.step, update=update, duration=duration, branch=branch.id
+                    )
+                )
+            return False
         if branch.status == "done":
             self._soon()  # saved at once; the join waits for it, the branch need not
         else:
@@ -402,6 +437,19 @@ class ParallelRun:
             saved = self._records[branch.id]
             self._records[branch.id] = {**saved, "trace": self.tracing.traceparent()}
         self._last_node = node
+        self._soon()
+
+    def _pause(self, branch: Branch, where: str, node: str) -> None:
+        """Pause the branch at a breakpoint ``where`` ``node`` (saved soon, as a
+        suspension is)."""
+        branch.status = "suspended"
+        branch.payload = None
+        branch.breakpoint = (where, node)
+        branch.at = os.urandom(12).hex()
+        self._publish(branch)
+        if self.tracing is not None:  # the resume links to (and continues) this run's trace
+            saved = self._records[branch.id]
+            self._records[branch.id] = {**saved, "trace": self.tracing.traceparent()}
         self._soon()
 
     async def _join_children(self, branch: Branch) -> bool:

@@ -98,6 +98,7 @@ async def _loop(
             parent_id=parent_id,
             step=step,
             tracing=tracing,
+            stops=stops,
         )
 
     if start.fanout is not None:  # an unfinished fan-out goes on first
