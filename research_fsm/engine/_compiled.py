@@ -76,7 +76,11 @@ class CompiledGraph(Generic[StateT]):
         ``interrupt_before``/``interrupt_after``: this call's breakpoints, in place
         of the compiled ones (``[]``: none).
         """
-        stops = self._stops(interrupt_before, interrupt_after)
+        stops = (
+            self._plan.breakpoints
+            if interrupt_before is None and interrupt_after is None
+            else self._stops(interrupt_before, interrupt_after)
+        )
         return await self._execute(validate_thread_id(thread_id), input, None, None, stops)
 
     async def resume(

@@ -128,6 +128,7 @@ class ParallelRun:
             branch.status = "pending"
             branch.resumed_from = branch.at
             branch.at = None
+            branch.past_breakpoint = True  # its next node runs without pausing
             if branch.breakpoint is None:
                 branch.resume_value = resume[1]
             else:  # a pause at a breakpoint: the branch goes on with its next node
@@ -135,7 +136,6 @@ class ParallelRun:
                 if resume[1] is not None:
                     raise InvalidResumeValue(self.thread_id, paused, where, resume[1])
                 branch.breakpoint = None
-                branch.past_breakpoint = True
         return await self._run_root()
 
     # -- frames ----------------------------------------------------------------

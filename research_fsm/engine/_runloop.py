@@ -81,7 +81,8 @@ async def _loop(
     seq = start.seq
     parent_id = start.parent_id
     resume_value = start.resume_value
-    past_breakpoint = start.past_breakpoint  # resumed from a pause: the next node runs
+    # Resumed (from a pause or a node's Suspend): the next node runs without pausing.
+    past_breakpoint = start.past_breakpoint or resume_value is not NO_VALUE
     path: list[str] = []
     fan: ParallelRun | None = None
     outcome: Continue | None = None

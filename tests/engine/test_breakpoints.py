@@ -15,6 +15,7 @@ from research_fsm.engine import (
     InvalidResumeValue,
     StaleResumeToken,
     StateGraph,
+    Suspend,
     Suspended,
     ThreadSuspended,
 )
@@ -192,3 +193,49 @@ async def test_unknown_breakpoint_nodes_are_named_with_the_nodes(option: str) ->
     with pytest.raises(GraphValidationError, match=f"{option} must be a list"):
         graph.compile(**{option: "a"})
     assert await app.get_state("t") is None  # refused before the thread was touched
+
+
+async def test_resuming_a_nodes_own_suspension_does_not_pause_before_it(
+    store: CheckpointStore,
+) -> None:
+    class Ask:
+        async def run(self, state: Counter, ctx: Any) -> Any:
+            return Suspend("name?")
+
+        async def resume(self, state: Counter, value: Any, ctx: Any) -> dict[str, Any]:
+            return {"log": [f"got {value}"]}
+
+    graph = StateGraph(Counter)
+    graph.add_node("a", recorder("a")).add_node("ask", Ask())
+    graph.add_edge(START, "a").add_edge("a", "ask").add_edge("ask", END)
+    app = graph.compile(store=store, interrupt_before=["ask"])
+    paused = await app.run({}, thread_id="t")
+    assert paused.suspension is not None and paused.suspension.breakpoint == "before"
+    asked = await app.resume(paused.suspension.token, None)
+    assert asked.suspension is not None
+    assert (asked.suspension.breakpoint, asked.suspension.payload) == (None, "name?")
+    done = await app.resume(asked.suspension.token, "Ada")
+    assert (done.status, done.path, done.state.log) == ("completed", ["ask"], ["a", "got Ada"])
+
+
+async def test_a_branch_resumed_from_its_suspension_does_not_pause_before_it(
+    store: CheckpointStore,
+) -> None:
+    class Ask:
+        async def run(self, state: Counter, ctx: Any) -> Any:
+            return Suspend("?")
+
+        async def resume(self, state: Counter, value: Any, ctx: Any) -> dict[str, Any]:
+            return {"log": [value]}
+
+    calls: list[str] = []
+    graph = StateGraph(Counter)
+    graph.add_node("ask", Ask()).add_node("other", logger("other", calls))
+    graph.add_node("join", logger("join", calls))
+    graph.add_edge(START, ["ask", "other"]).add_edge(["ask", "other"], "join")
+    graph.add_edge("join", END)
+    app = graph.compile(store=store)
+    asked = await app.run({}, thread_id="t")
+    assert [s.node for s in asked.suspensions] == ["ask"]
+    done = await app.resume(asked.suspensions[0].token, "x", interrupt_before=["ask"])
+    assert done.status == "completed" and done.state.log == ["x", "other", "join"]
