@@ -244,7 +244,11 @@ def test_destinations_and_an_edge_or_router_are_refused() -> None:
 
 @pytest.mark.parametrize(
     ("destinations", "message"),
-    [("a", "must be a list of node names"), ([], "lists no nodes"), ([1], "must be a list of node names")],
+    [
+        ("a", "must be a list of node names"),
+        ([], "lists no nodes"),
+        ([1], "must be a list of node names"),
+    ],
 )
 def test_bad_destinations_name_the_node(destinations: Any, message: str) -> None:
     graph = StateGraph(Counter)
