@@ -9,6 +9,7 @@ are in ``research_fsm.stores``, built on the store protocol in
 ``research_fsm.engine.store``.
 """
 
+from ._command import Command
 from ._compiled import CompiledGraph
 from ._context import NodeContext
 from ._errors import (
@@ -18,7 +19,10 @@ from ._errors import (
     EngineError,
     GraphValidationError,
     IncompatibleCheckpoint,
+    InvalidCommand,
     InvalidResumeToken,
+    InvalidResumeValue,
+    InvalidStreamMode,
     InvalidUpdate,
     LeaseLost,
     NodeFailed,
@@ -67,6 +71,7 @@ __all__ = [
     "CheckpointConflict",
     "CheckpointNotFound",
     "CheckpointStore",
+    "Command",
     "CompiledGraph",
     "Completed",
     "CorruptCheckpoint",
@@ -76,7 +81,10 @@ __all__ = [
     "Event",
     "GraphValidationError",
     "IncompatibleCheckpoint",
+    "InvalidCommand",
     "InvalidResumeToken",
+    "InvalidResumeValue",
+    "InvalidStreamMode",
     "InvalidUpdate",
     "Lease",
     "LeaseLost",

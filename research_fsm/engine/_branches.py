@@ -69,6 +69,8 @@ class Branch:
     pending_error: ErrorInfo | None = None
     key: str | None = None  # the next node execution's key, in graphs with subgraphs
     child: str | None = None  # a suspended subgraph node: the child suspension passed on
+    breakpoint: tuple[str, str] | None = None  # paused: ("before"/"after", the node)
+    past_breakpoint: bool = False  # resumed from a pause: the next node runs
 
 
 @dataclass(slots=True, eq=False)
@@ -336,6 +338,8 @@ def record(branch: Branch) -> dict[str, Any]:
         saved["at"], saved["payload"] = branch.at, branch.payload
         if branch.child is not None:
             saved["child"] = branch.child
+        if branch.breakpoint is not None:
+            saved["breakpoint"] = list(branch.breakpoint)
     elif branch.error is not None:
         saved["error"] = branch.error
     return saved

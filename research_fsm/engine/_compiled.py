@@ -11,16 +11,18 @@ checkpoint, ``fork``) in ``_edit``."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
+from ._breakpoints import breakpoints
 from ._edit import check_as_node, check_checkpoint_id, fork, rewind, update
 from ._errors import CheckpointNotFound, IncompatibleCheckpoint, ThreadBusy
 from ._events import Sink, Suspended
 from ._mermaid import to_mermaid
-from ._plan import Plan
+from ._modes import StreamMode, parse_modes
+from ._plan import Breakpoints, Plan
 from ._restore import restore
 from ._runloop import run
 from ._stream import RunStream
@@ -68,6 +70,8 @@ class CompiledGraph(Generic[StateT]):
         *,
         thread_id: str,
         checkpoint_id: str | None = None,
+        interrupt_before: Sequence[str] | None = None,
+        interrupt_after: Sequence[str] | None = None,
     ) -> RunResult[StateT]:
         """Run the thread from START with ``input`` merged into its state.
 
@@ -78,15 +82,32 @@ class CompiledGraph(Generic[StateT]):
         its latest, starting a new line of history (the latest line's resume tokens
         become stale); with ``input=None`` on a suspended checkpoint, returns the
         suspension again with a new token.
+
+        ``interrupt_before``/``interrupt_after``: this call's breakpoints, in place
+        of the compiled ones (``[]``: none).
         """
         thread_id = validate_thread_id(thread_id)
         checkpoint_id = check_checkpoint_id(checkpoint_id)
-        return await self._execute(thread_id, input, None, None, checkpoint_id)
+        stops = (
+            self._plan.breakpoints
+            if interrupt_before is None and interrupt_after is None
+            else self._stops(interrupt_before, interrupt_after)
+        )
+        return await self._execute(thread_id, input, None, None, stops, checkpoint_id)
 
-    async def resume(self, token: SuspendToken | str, value: Any) -> RunResult[StateT]:
-        """Answer a suspension: the suspended node's ``resume`` gets ``value``."""
+    async def resume(
+        self,
+        token: SuspendToken | str,
+        value: Any,
+        *,
+        interrupt_before: Sequence[str] | None = None,
+        interrupt_after: Sequence[str] | None = None,
+    ) -> RunResult[StateT]:
+        """Answer a suspension: the suspended node's ``resume`` gets ``value``
+        (a pause at a breakpoint takes ``None`` and goes on)."""
+        stops = self._stops(interrupt_before, interrupt_after)
         token = parse_token(token)
-        return await self._execute(token.thread_id, None, (token, value), None)
+        return await self._execute(token.thread_id, None, (token, value), None, stops)
 
     def stream(
         self,
@@ -94,16 +115,41 @@ class CompiledGraph(Generic[StateT]):
         *,
         thread_id: str,
         checkpoint_id: str | None = None,
+        mode: StreamMode | Sequence[StreamMode] = "events",
+        interrupt_before: Sequence[str] | None = None,
+        interrupt_after: Sequence[str] | None = None,
     ) -> RunStream[StateT]:
-        """Like ``run`` but yields events as they happen (use ``async with``)."""
+        """Like ``run`` but yields events as they happen (use ``async with``).
+
+        ``mode``: ``"events"`` (the events), ``"updates"`` (``{node: update}``),
+        ``"values"`` (the state after each step), ``"custom"`` (``ctx.emit``'s
+        ``Emitted`` events), or a list of them (``(mode, chunk)`` pairs)."""
         thread_id = validate_thread_id(thread_id)
         checkpoint_id = check_checkpoint_id(checkpoint_id)
-        return RunStream(lambda sink: self._execute(thread_id, input, None, sink, checkpoint_id))
+        modes = parse_modes(mode)
+        stops = self._stops(interrupt_before, interrupt_after)
+        return RunStream(
+            lambda sink: self._execute(thread_id, input, None, sink, stops, checkpoint_id), modes
+        )
 
-    def stream_resume(self, token: SuspendToken | str, value: Any) -> RunStream[StateT]:
-        """Like ``resume`` but yields events as they happen (use ``async with``)."""
+    def stream_resume(
+        self,
+        token: SuspendToken | str,
+        value: Any,
+        *,
+        mode: StreamMode | Sequence[StreamMode] = "events",
+        interrupt_before: Sequence[str] | None = None,
+        interrupt_after: Sequence[str] | None = None,
+    ) -> RunStream[StateT]:
+        """Like ``resume`` but yields events as they happen (use ``async with``);
+        ``mode`` as for ``stream``."""
         parsed = parse_token(token)
-        return RunStream(lambda sink: self._execute(parsed.thread_id, None, (parsed, value), sink))
+        modes = parse_modes(mode)
+        stops = self._stops(interrupt_before, interrupt_after)
+        return RunStream(
+            lambda sink: self._execute(parsed.thread_id, None, (parsed, value), sink, stops),
+            modes,
+        )
 
     async def get_state(
         self, thread_id: str, *, checkpoint_id: str | None = None
@@ -189,6 +235,16 @@ class CompiledGraph(Generic[StateT]):
         """A Mermaid flowchart of the nodes, edges and router branches."""
         return to_mermaid(self._plan)
 
+    def _stops(self, before: object, after: object) -> Breakpoints | None:
+        """A call's breakpoints: the compiled ones unless the call names its own."""
+        if before is None and after is None:
+            return self._plan.breakpoints
+        compiled = self._plan.breakpoints
+        if compiled is not None:
+            before = compiled.before if before is None else before
+            after = compiled.after if after is None else after
+        return breakpoints(self._plan.nodes, before, after)
+
     # -- snapshots ---------------------------------------------------------------
 
     async def _snapshot(self, cp: Checkpoint) -> StateSnapshot[StateT]:
@@ -198,7 +254,12 @@ class CompiledGraph(Generic[StateT]):
             token = await sign(self.store, cp.thread_id, cp.checkpoint_id)
             suspension = cp.suspension
             suspensions.append(
-                Suspension(node=suspension["node"], payload=suspension["payload"], token=token)
+                Suspension(
+                    node=suspension["node"],
+                    payload=suspension["payload"],
+                    token=token,
+                    breakpoint=suspension.get("breakpoint"),
+                )
             )
         if cp.branches:
             branches = tuple(
@@ -275,6 +336,7 @@ class CompiledGraph(Generic[StateT]):
         input: dict[str, Any] | BaseModel | None,
         resume: tuple[SuspendToken, Any] | None,
         sink: Sink,
+        stops: Breakpoints | None = None,
         checkpoint_id: str | None = None,
     ) -> RunResult[StateT]:
         if resume is not None:
@@ -288,7 +350,7 @@ class CompiledGraph(Generic[StateT]):
                 copy = await rewind(self._plan, thread_id, checkpoint_id)
                 if copy is not None and input is None and copy.status == "suspended":
                     return await self._suspended_again(copy, sink)
-            return await run(self._plan, thread_id, input, resume, sink)
+            return await run(self._plan, thread_id, input, resume, sink, stops)
         finally:
             if self._holders.get(thread_id) is task:
                 del self._holders[thread_id]

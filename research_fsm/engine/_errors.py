@@ -16,7 +16,10 @@ __all__ = [
     "CorruptCheckpoint",
     "EngineError",
     "GraphValidationError",
+    "InvalidCommand",
     "InvalidResumeToken",
+    "InvalidResumeValue",
+    "InvalidStreamMode",
     "InvalidUpdate",
     "LeaseLost",
     "NodeFailed",
@@ -68,6 +71,42 @@ class RoutingError(EngineError, LookupError):
         super().__init__(
             f"router of node `{source}` {verb} {key!r}, which is not one of its "
             f"declared {what}s: {allowed_text}"
+        )
+
+
+class InvalidCommand(RoutingError):
+    """A node's ``Command(goto=...)`` names a place it did not declare in
+    ``add_node(..., destinations=[...])`` (or the node declares none, or a node
+    with destinations returned no ``goto``)."""
+
+    def __init__(self, node: str, goto: object, allowed: Sequence[str], reason: str) -> None:
+        self.source = self.node = node
+        self.key = self.goto = goto
+        self.allowed = list(allowed)
+        Exception.__init__(self, f"node `{node}` {reason}")
+
+
+class InvalidStreamMode(EngineError, ValueError):
+    """``stream(..., mode=...)`` names a mode that does not exist."""
+
+    def __init__(self, mode: object, allowed: Sequence[str]) -> None:
+        self.mode = mode
+        self.allowed = list(allowed)
+        super().__init__(
+            f"stream mode {mode!r} does not exist; the modes are "
+            f"{', '.join(repr(m) for m in self.allowed)} (or a list of them)"
+        )
+
+
+class InvalidResumeValue(EngineError, ValueError):
+    """A run paused at a breakpoint was resumed with a value: resume it with ``None``."""
+
+    def __init__(self, thread_id: str, node: str, where: str, value: object) -> None:
+        self.thread_id = thread_id
+        self.node = node
+        super().__init__(
+            f"thread `{thread_id}` is paused at a breakpoint {where} node `{node}`, which "
+            f"takes no value: resume it with None (got {value!r:.80})"
         )
 
 

@@ -8,7 +8,16 @@ from typing import Any
 
 from ._types import RunResult, Suspension
 
-__all__ = ["Completed", "Emitted", "Event", "NodeFinished", "NodeStarted", "Sink", "Suspended"]
+__all__ = [
+    "Completed",
+    "Emitted",
+    "Event",
+    "NodeFinished",
+    "NodeStarted",
+    "Sink",
+    "StepState",
+    "Suspended",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -74,5 +83,15 @@ class Completed:
 Event = NodeStarted | NodeFinished | Emitted | Suspended | Completed
 """Any event a stream yields."""
 
-Sink = Callable[[Event], None] | None
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StepState:
+    """The whole state after a step outside parallel branches (or after a fan-out's
+    merge): what the ``"values"`` stream mode yields; other modes skip it."""
+
+    state: Any
+    """The run's state after the step."""
+
+
+Sink = Callable[[Event | StepState], None] | None
 """Where a run sends its events: a stream's queue, or ``None`` (a run that is not streamed)."""

@@ -10,6 +10,8 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
+from ._breakpoints import breakpoints
+from ._command import command_router
 from ._compiled import CompiledGraph
 from ._errors import GraphValidationError
 from ._memory import MemoryCheckpointStore
@@ -150,6 +152,7 @@ class StateGraph(Generic[StateT]):
         self.joins: list[tuple[tuple[str, ...], str]] = []
         self.routers: dict[str, RouterSpec] = {}
         self.subgraphs: dict[str, Subgraph] = {}
+        self.commands: dict[str, RouterSpec] = {}
         self._problems: list[str] = []
 
     def add_node(
@@ -162,6 +165,7 @@ class StateGraph(Generic[StateT]):
         on_error: str | None = None,
         input: InputFn | None = None,
         output: OutputFn | None = None,
+        destinations: Sequence[str] | None = None,
     ) -> StateGraph[StateT]:
         """Add a node: an async ``(state)`` / ``(state, ctx)`` callable, an
         object with ``async def run(self, state, ctx)`` and optionally
@@ -175,7 +179,11 @@ class StateGraph(Generic[StateT]):
         A node that returns ``Suspend`` and has no ``resume`` method is called
         again from the top on resume (with ``ctx.resume_value`` set), so it must
         be safe to re-run; give it a ``resume`` method to run its pre-suspend
-        code exactly once. A ``(state)``-only node cannot suspend."""
+        code exactly once. A ``(state)``-only node cannot suspend.
+
+        ``destinations``: the nodes (or END) the node may go to by returning
+        ``Command(goto=...)``; such a node routes by its ``Command`` only (no edge or
+        router out of it), and its branches meet where a router's would."""
         if not isinstance(name, str) or not name:
             raise GraphValidationError([f"node name must be a non-empty str, got {name!r}"])
         if name in _RESERVED:
@@ -191,6 +199,8 @@ class StateGraph(Generic[StateT]):
             raise GraphValidationError(
                 [f"node `{name}`: retry must be a RetryPolicy, got {retry!r}"]
             )
+        if destinations is not None:
+            self._add_destinations(name, destinations)
         call: NodeCall
         resume: ResumeCall | None
         if isinstance(node, CompiledGraph):
@@ -217,6 +227,28 @@ class StateGraph(Generic[StateT]):
             schema=self.schema,
         )
         return self
+
+    def _add_destinations(self, name: str, destinations: object) -> None:
+        if isinstance(destinations, str) or not _is_names(destinations):
+            raise GraphValidationError(
+                [
+                    f"node `{name}`: destinations must be a list of node names (or END), "
+                    f"got {destinations!r:.80}"
+                ]
+            )
+        assert isinstance(destinations, (list, tuple))
+        if not destinations:
+            raise GraphValidationError([f"node `{name}`: destinations lists no nodes"])
+        if START in destinations:
+            self._problems.append(f"node `{name}`: destinations name START; list nodes or END")
+        targets = [d for d in dict.fromkeys(destinations) if d != START]
+        self.commands[name] = RouterSpec(
+            source=name,
+            fn=command_router(name, targets),
+            is_async=False,
+            targets={d: d for d in targets},
+            command=True,
+        )
 
     def add_edge(
         self, source: str | Sequence[str], target: str | Sequence[str]
@@ -292,14 +324,26 @@ class StateGraph(Generic[StateT]):
         problems = list(self._problems)
         for sub in self.subgraphs.values():
             problems += sub.problems(store, self.state_model)
+        problems += [
+            f"node `{name}` has both destinations and a router: a node with destinations "
+            "routes by the Command it returns"
+            for name in self.commands
+            if name in self.routers
+        ]
         return validate(
             nodes=self.nodes,
             edges=self.edges,
             fanouts=self.fanouts,
             joins=self.joins,
-            routers=self.routers,
+            routers=self._all_routers(),
             problems=problems,
         )
+
+    def _all_routers(self) -> dict[str, RouterSpec]:
+        """The routers, and the destinations of nodes that return ``Command``."""
+        if not self.commands:
+            return self.routers
+        return {**self.routers, **self.commands}
 
     def compile(
         self,
@@ -307,6 +351,8 @@ class StateGraph(Generic[StateT]):
         store: CheckpointStore | None = None,
         step_limit: int = 50,
         max_concurrency: int | None = None,
+        interrupt_before: Sequence[str] | None = None,
+        interrupt_after: Sequence[str] | None = None,
     ) -> CompiledGraph[StateT]:
         """Validate the graph and return a runnable ``CompiledGraph``.
 
@@ -314,6 +360,8 @@ class StateGraph(Generic[StateT]):
         ``step_limit`` bounds the node executions of one ``run``/``resume`` call,
         in every branch. ``max_concurrency`` caps the branch nodes of one run that
         execute at once (the rest wait their turn, in order); ``None``: no cap.
+        ``interrupt_before``/``interrupt_after``: nodes every run pauses before/after
+        (a breakpoint: a suspension resumed with ``None``); a call may name its own.
         """
         if store is not None and not isinstance(store, CheckpointStore):
             members = (
@@ -343,14 +391,16 @@ class StateGraph(Generic[StateT]):
             raise GraphValidationError(
                 [f"max_concurrency must be None or an int >= 1, got {max_concurrency!r}"]
             )
+        stops = breakpoints(self.nodes, interrupt_before, interrupt_after)
+        routers = self._all_routers()
         store = store or MemoryCheckpointStore()
         topology = self.validate(store=store)
         plan = Plan(
             schema=self.schema,
             nodes=dict(self.nodes),
             edges=topology.exits(),
-            routers=dict(self.routers),
-            router_joins={source: topology.router_join(source) for source in self.routers},
+            routers=dict(routers),
+            router_joins={source: topology.router_join(source) for source in routers},
             origins={name: f"node `{name}`" for name in self.nodes},
             # Only stores that save a step's changes alone need them worked out.
             tracks=store.saves_changes,
@@ -358,5 +408,6 @@ class StateGraph(Generic[StateT]):
             store=store,
             max_concurrency=max_concurrency,
             subgraphs=bool(self.subgraphs),
+            breakpoints=stops,
         )
         return CompiledGraph(plan, self.state_model)

@@ -18,7 +18,7 @@ def _label(text: str) -> str:
 
 def to_mermaid(plan: Plan) -> str:
     """Nodes as boxes, START/END as stadiums, router branches labelled with their keys,
-    ``on_error`` exits dotted; fan-outs and joins as thick arrows labelled
+    ``Command`` destinations and ``on_error`` exits dotted; fan-outs and joins as thick arrows labelled
     ``parallel`` and ``join``."""
     ids = {START: "__start__", END: "__end__"}
     for i, name in enumerate(plan.nodes):
@@ -38,7 +38,10 @@ def to_mermaid(plan: Plan) -> str:
             lines.append(f"    {ids[source]} --> {ids[target]}")
     for source, router in plan.routers.items():
         for key, target in router.targets.items():
-            lines.append(f'    {ids[source]} -->|"{_label(str(key))}"| {ids[target]}')
+            if router.command:  # a Command's destinations: dashed, as LangGraph draws them
+                lines.append(f"    {ids[source]} -.-> {ids[target]}")
+            else:
+                lines.append(f'    {ids[source]} -->|"{_label(str(key))}"| {ids[target]}')
         join = plan.router_joins.get(source)
         if join is not None:
             lines.append(f'    {ids[source]} -.->|"join"| {ids[join]}')

@@ -30,10 +30,18 @@ from ._branches import (
     replay,
     walk,
 )
+from ._command import Command, command_target
 from ._context import NodeContext
-from ._errors import EngineError, InvalidUpdate, LeaseLost, NodeFailed, StepLimitExceeded
+from ._errors import (
+    EngineError,
+    InvalidResumeValue,
+    InvalidUpdate,
+    LeaseLost,
+    NodeFailed,
+    StepLimitExceeded,
+)
 from ._events import NodeFinished, NodeStarted, Sink
-from ._plan import NO_ITEM, Fork, Plan
+from ._plan import NO_ITEM, Breakpoints, Fork, Plan
 from ._steps import NO_VALUE, ChildSuspend, NodeError, cannot_suspend, invoke, route, save
 from ._tracing import RunTrace
 from ._types import END, CheckpointStatus, ErrorInfo, Suspend
@@ -60,8 +68,10 @@ class ParallelRun:
         parent_id: str | None,
         step: int,
         tracing: RunTrace | None = None,
+        stops: Breakpoints | None = None,
     ) -> None:
         self.plan = plan
+        self.stops = stops
         self.thread_id = thread_id
         self.run_id = run_id
         self.sink = sink
@@ -120,7 +130,14 @@ class ParallelRun:
             branch.status = "pending"
             branch.resumed_from = branch.at
             branch.at = None
-            branch.resume_value = resume[1]
+            branch.past_breakpoint = True  # its next node runs without pausing
+            if branch.breakpoint is None:
+                branch.resume_value = resume[1]
+            else:  # a pause at a breakpoint: the branch goes on with its next node
+                where, paused = branch.breakpoint
+                if resume[1] is not None:
+                    raise InvalidResumeValue(self.thread_id, paused, where, resume[1])
+                branch.breakpoint = None
         return await self._run_root()
 
     # -- frames ----------------------------------------------------------------
@@ -165,6 +182,9 @@ class ParallelRun:
                 key=saved.get("k"),
                 child=saved.get("child"),
             )
+            paused = saved.get("breakpoint")
+            if paused is not None:
+                branch.breakpoint = (paused[0], paused[1])
             if branch.status == "forked":
                 branch.frame = self._rebuild(branch.state, branch.id)
             branches.append(branch)
@@ -307,21 +327,32 @@ class ParallelRun:
         sink = self.sink
         node = branch.node
         assert node is not None
+        stops = self.stops
+        if stops is not None:
+            if node in stops.before and not branch.past_breakpoint:
+                self._pause(branch, "before", node)
+                return False
+            branch.past_breakpoint = False
         spec = plan.nodes[node]
         ctx = self._context(branch, node)
         if sink is not None:
             sink(NodeStarted(node=node, step=ctx.step, branch=branch.id))
         began = time.perf_counter() if sink is not None else 0.0
         origin = plan.origins[node]
+        goto: Any = None
         try:
             if self._limiter is None:
                 out = await self._call(spec, branch.state, ctx, ctx.resuming)
             else:
                 async with self._limiter.slot():
                     out = await self._call(spec, branch.state, ctx, ctx.resuming)
-            if isinstance(out, Suspend):
-                await self._suspend(branch, node, out, origin)
-                return False
+            if type(out) is not dict:
+                if isinstance(out, Suspend):
+                    await self._suspend(branch, node, out, origin)
+                    return False
+                if type(out) is Command:
+                    goto = out.goto
+                    out = out.update
             update = schema.as_changes(out, origin)
             state = schema.apply(branch.state, update, origin)
         except (NodeError, InvalidUpdate) as failure:
@@ -333,12 +364,25 @@ class ParallelRun:
                 self._publish(branch)
             raise BranchFailure(branch, node, ctx.step, cause, spec.on_error) from cause
         try:
-            target = await route(plan, node, state)
+            if goto is None:
+                target = await route(plan, node, state)
+            else:
+                target = command_target(plan, node, goto)
         except Exception as exc:
             self._started -= 1
             raise BranchFailure(branch, node, ctx.step, exc, None, routing=True) from exc
         self._advance(frame, branch, node, state, update, target)
         self._last_node = node
+        if stops is not None and node in stops.after and branch.status == "pending":
+            self._pause(branch, "after", node)
+            if sink is not None:
+                duration = time.perf_counter() - began
+                sink(
+                    NodeFinished(
+                        node=node, step=ctx.step, update=update, duration=duration, branch=branch.id
+                    )
+                )
+            return False
         if branch.status == "done":
             self._soon()  # saved at once; the join waits for it, the branch need not
         else:
@@ -403,6 +447,19 @@ class ParallelRun:
             saved = self._records[branch.id]
             self._records[branch.id] = {**saved, "trace": self.tracing.traceparent()}
         self._last_node = node
+        self._soon()
+
+    def _pause(self, branch: Branch, where: str, node: str) -> None:
+        """Pause the branch at a breakpoint ``where`` ``node`` (saved soon, as a
+        suspension is)."""
+        branch.status = "suspended"
+        branch.payload = None
+        branch.breakpoint = (where, node)
+        branch.at = os.urandom(12).hex()
+        self._publish(branch)
+        if self.tracing is not None:  # the resume links to (and continues) this run's trace
+            saved = self._records[branch.id]
+            self._records[branch.id] = {**saved, "trace": self.tracing.traceparent()}
         self._soon()
 
     async def _join_children(self, branch: Branch) -> bool:

@@ -16,7 +16,16 @@ from ._state import StateSchema
 from ._types import RetryPolicy
 from .store import CheckpointStore
 
-__all__ = ["NO_ITEM", "Fork", "NodeCall", "NodeSpec", "Plan", "ResumeCall", "RouterSpec"]
+__all__ = [
+    "NO_ITEM",
+    "Breakpoints",
+    "Fork",
+    "NodeCall",
+    "NodeSpec",
+    "Plan",
+    "ResumeCall",
+    "RouterSpec",
+]
 
 NodeCall = Callable[[Any, Any], Awaitable[Any]]
 """``call(state, ctx)``: a node's code."""
@@ -63,6 +72,9 @@ class RouterSpec:
     """Each key the router may return, and the node (or END) it leads to."""
     join: str | None = None
     """Where the branches it starts meet, when declared."""
+    command: bool = False
+    """Whether this is a node's declared ``destinations``: it routes by the ``Command``
+    the node returns, and ``fn`` only reports a node that returned none."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,3 +115,16 @@ class Plan:
     subgraphs: bool = False
     """Whether a node runs a child graph (``_subgraph``): parallel branches then key
     each node execution (``NodeContext.scope``), saved with the branch."""
+    breakpoints: Breakpoints | None = None
+    """Where runs pause by default (``compile(interrupt_before=..., interrupt_after=...)``;
+    ``None``: nowhere)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Breakpoints:
+    """The nodes a run pauses before or after (static breakpoints)."""
+
+    before: frozenset[str]
+    """Pause before each of these nodes runs."""
+    after: frozenset[str]
+    """Pause after each of these nodes ran (its step saved)."""

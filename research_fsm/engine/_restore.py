@@ -15,7 +15,12 @@ import structlog
 from pydantic import BaseModel, ValidationError
 
 from ._branches import find_suspended
-from ._errors import IncompatibleCheckpoint, StaleResumeToken, ThreadNotFound
+from ._errors import (
+    IncompatibleCheckpoint,
+    InvalidResumeValue,
+    StaleResumeToken,
+    ThreadNotFound,
+)
 from ._plan import Plan
 from ._steps import NO_VALUE
 from ._tokens import ThreadSuspended, first_token
@@ -53,6 +58,8 @@ class Start:
     """The branch a token resumes, with its value."""
     resumed_trace: str | None
     """The trace context saved with the suspension resumed (a ``traceparent``)."""
+    past_breakpoint: bool = False
+    """The call resumes a pause at a breakpoint: ``node`` runs without pausing again."""
 
 
 async def begin(
@@ -80,8 +87,16 @@ async def begin(
     resume_value: Any = NO_VALUE
     resumed_branch: tuple[str, Any] | None = None
     resumed_trace: str | None = None
+    past_breakpoint = False
     if resume is not None:
         resume_value, resumed_branch, resumed_trace = _resumed(thread_id, latest, resume)
+        paused = None if resumed_branch is not None else (latest.suspension or {})
+        if paused and paused.get("breakpoint"):
+            if resume_value is not None:
+                where = paused["breakpoint"]
+                raise InvalidResumeValue(thread_id, paused["node"], where, resume_value)
+            resume_value = NO_VALUE
+            past_breakpoint = True
     elif latest.status == "suspended":
         raise ThreadSuspended(thread_id, await first_token(plan.store, latest))
     elif input is None:
@@ -118,6 +133,7 @@ async def begin(
         fanout=fanout,
         resumed_branch=resumed_branch,
         resumed_trace=resumed_trace,
+        past_breakpoint=past_breakpoint,
     )
 
 

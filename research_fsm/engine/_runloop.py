@@ -17,17 +17,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import Any, Literal, NoReturn
 
 import structlog
 from pydantic import BaseModel
 
 from ._branches import Continue
+from ._breakpoints import pause
+from ._command import Command, command_target
 from ._context import NodeContext
 from ._errors import EngineError, InvalidUpdate, NodeFailed, StepLimitExceeded
-from ._events import Completed, Event, NodeFinished, NodeStarted, Sink, Suspended
+from ._events import Completed, NodeFinished, NodeStarted, Sink, StepState, Suspended
 from ._parallel import ParallelRun
-from ._plan import Fork, NodeSpec, Plan
+from ._plan import Breakpoints, Fork, NodeSpec, Plan
 from ._restore import Start, begin
 from ._steps import (
     NO_VALUE,
@@ -55,9 +57,11 @@ async def run(
     input: dict[str, Any] | BaseModel | None,
     resume: tuple[SuspendToken, Any] | None,
     sink: Sink,
+    stops: Breakpoints | None = None,
 ) -> RunResult[Any]:
     """Run one call on the thread (its lease held by the caller): from where ``begin``
-    puts it, node after node, in a run span when tracing records (``_tracing``)."""
+    puts it, node after node, in a run span when tracing records (``_tracing``).
+    ``stops``: the call's breakpoints (``None``: none)."""
     begun = await begin(plan, thread_id, input, resume)
     if isinstance(begun, RunResult):  # nothing to run: run(None) on a finished thread
         return begun
@@ -65,12 +69,17 @@ async def run(
     held = [begun]  # the loop lets the starting state go as the run moves on
     del begun
     if tracing is None:
-        return await _loop(plan, thread_id, held, sink, None)
-    return await tracing.around(_loop(plan, thread_id, held, sink, tracing))
+        return await _loop(plan, thread_id, held, sink, None, stops)
+    return await tracing.around(_loop(plan, thread_id, held, sink, tracing, stops))
 
 
 async def _loop(
-    plan: Plan, thread_id: str, held: list[Start], sink: Sink, tracing: RunTrace | None
+    plan: Plan,
+    thread_id: str,
+    held: list[Start],
+    sink: Sink,
+    tracing: RunTrace | None,
+    stops: Breakpoints | None,
 ) -> RunResult[Any]:
     """The run loop (``held``: the call's start, taken out at once)."""
     start = held.pop()
@@ -81,6 +90,8 @@ async def _loop(
     seq = start.seq
     parent_id = start.parent_id
     resume_value = start.resume_value
+    # Resumed (from a pause or a node's Suspend): the next node runs without pausing.
+    past_breakpoint = start.past_breakpoint or resume_value is not NO_VALUE
     path: list[str] = []
     fan: ParallelRun | None = None
     outcome: Continue | None = None
@@ -97,6 +108,7 @@ async def _loop(
             parent_id=parent_id,
             step=step,
             tracing=tracing,
+            stops=stops,
         )
 
     if start.fanout is not None:  # an unfinished fan-out goes on first
@@ -136,6 +148,7 @@ async def _loop(
     limit = plan.step_limit
     call = invoke if tracing is None else tracing.invoke
     pending_error: ErrorInfo | None = None
+    goto: Any = None  # the last node's Command(goto=...), until routed
     while True:
         if fan is not None:  # a fan-out ended: go on where it left the run
             if outcome is None:
@@ -147,10 +160,30 @@ async def _loop(
             parent_id = fan.parent_id
             step = fan.step
             fan = None
+            if sink is not None:
+                sink(StepState(state=state))
         if node == END or node is None:
             return _completed(thread_id, state, path, parent_id, sink)
         if len(path) >= limit:
             raise StepLimitExceeded(limit, path)
+        if stops is not None:
+            if node in stops.before and not past_breakpoint:
+                return await _pause(
+                    plan,
+                    thread_id,
+                    run_id,
+                    step,
+                    seq,
+                    parent_id,
+                    "before",
+                    node,
+                    node,
+                    state,
+                    path,
+                    sink,
+                    tracing,
+                )
+            past_breakpoint = False
         spec = nodes[node]
         ctx = NodeContext(
             thread_id=thread_id,
@@ -169,26 +202,31 @@ async def _loop(
         started = _node_started(sink, node, step) if sink is not None else 0.0
         try:
             out = await call(spec, state, ctx, resuming)
-            if isinstance(out, Suspend):
-                return await _suspend(
-                    plan,
-                    thread_id,
-                    run_id,
-                    step,
-                    seq + 1,
-                    parent_id,
-                    spec,
-                    state,
-                    out,
-                    path,
-                    sink,
-                    tracing,
-                )
+            if type(out) is not dict:
+                if isinstance(out, Suspend):
+                    return await _suspend(
+                        plan,
+                        thread_id,
+                        run_id,
+                        step,
+                        seq + 1,
+                        parent_id,
+                        spec,
+                        state,
+                        out,
+                        path,
+                        sink,
+                        tracing,
+                    )
+                if type(out) is Command:
+                    goto = out.goto
+                    out = out.update
             origin = origins[node]
             update = schema.as_changes(out, origin)
             changes: dict[str, int | None] | None = {} if tracks else None
             new_state = schema.apply(state, update, origin, changes)
         except (NodeError, InvalidUpdate) as failure:
+            goto = None
             node, pending_error = await _failed(
                 store,
                 thread_id,
@@ -204,7 +242,11 @@ async def _loop(
             )
             continue
         try:
-            target = await route(plan, node, new_state)
+            if goto is None:
+                target = await route(plan, node, new_state)
+            else:
+                target = command_target(plan, node, goto)
+                goto = None
         except Exception as exc:
             await _route_failed(
                 store, thread_id, run_id, step, seq + 1, parent_id, node, state, exc
@@ -216,9 +258,28 @@ async def _loop(
             fan = fan_out()
             await fan.begin(target, state, changes, node)
             if sink is not None:
-                _node_finished(sink, node, step - 1, update, started)
+                _node_finished(sink, node, step - 1, update, started, state)
             outcome = await fan.run()
             continue
+        if stops is not None and node in stops.after and target != END:
+            if sink is not None:
+                _node_finished(sink, node, step - 1, update, started, None)
+            return await _pause(
+                plan,
+                thread_id,
+                run_id,
+                step,
+                seq,
+                parent_id,
+                "after",
+                node,
+                target,
+                state,
+                path,
+                sink,
+                tracing,
+                changes,
+            )
         seq += 1
         parent_id = await save(
             store,
@@ -234,21 +295,66 @@ async def _loop(
             changes=changes,
         )
         if sink is not None:
-            _node_finished(sink, node, step - 1, update, started)
+            _node_finished(sink, node, step - 1, update, started, state)
         node = target
 
 
-def _node_started(sink: Callable[[Event], None], node: str, step: int) -> float:
+def _node_started(sink: Callable[[Any], None], node: str, step: int) -> float:
     """Send ``NodeStarted`` (when streaming); the time the node starts."""
     sink(NodeStarted(node=node, step=step))
     return time.perf_counter()
 
 
 def _node_finished(
-    sink: Callable[[Event], None], node: str, step: int, update: dict[str, Any], started: float
+    sink: Callable[[Any], None],
+    node: str,
+    step: int,
+    update: dict[str, Any],
+    started: float,
+    state: BaseModel | None,
 ) -> None:
-    """Send ``NodeFinished`` (when streaming)."""
+    """Send ``NodeFinished`` and (unless ``None``) the state after the step (when streaming)."""
     sink(NodeFinished(node=node, step=step, update=update, duration=time.perf_counter() - started))
+    if state is not None:
+        sink(StepState(state=state))
+
+
+async def _pause(
+    plan: Plan,
+    thread_id: str,
+    run_id: str,
+    step: int,
+    seq: int,
+    parent_id: str | None,
+    where: Literal["before", "after"],
+    node: str,
+    next_node: str,
+    state: BaseModel,
+    path: list[str],
+    sink: Sink,
+    tracing: RunTrace | None,
+    changes: dict[str, int | None] | None = None,
+) -> RunResult[Any]:
+    """Pause at a breakpoint ``where`` ``node``: save it and return the suspended result."""
+    if changes is None and plan.tracks:
+        changes = {}
+    trace = None if tracing is None else tracing.traceparent()
+    return await pause(
+        plan,
+        thread_id,
+        run_id,
+        step,
+        seq + 1,
+        parent_id,
+        where,
+        node,
+        next_node,
+        state,
+        path,
+        sink,
+        trace,
+        changes=changes,
+    )
 
 
 async def _failed(
@@ -357,6 +463,7 @@ async def _suspend(
         suspensions=(suspension,),
     )
     if sink is not None:
+        sink(StepState(state=state))
         sink(Suspended(suspension=suspension, result=result))
     return result
 

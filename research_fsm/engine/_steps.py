@@ -13,6 +13,7 @@ from typing import Any
 from opentelemetry.trace import Span
 from pydantic import BaseModel
 
+from ._command import Command
 from ._context import NodeContext
 from ._errors import NodeTimeout, RoutingError
 from ._fresh import fresh_copy
@@ -103,8 +104,12 @@ async def invoke(
                     out = await coro
             if out is own:
                 return spec.schema.changes_of(state, own)
-            if type(out) is Suspend and out.update is own:
-                return Suspend(out.payload, update=spec.schema.changes_of(state, own))
+            if type(out) is not dict and getattr(out, "update", None) is own:
+                changes = spec.schema.changes_of(state, own)
+                if type(out) is Suspend:
+                    return Suspend(out.payload, update=changes)
+                if type(out) is Command:
+                    return Command(update=changes, goto=out.goto)
             return out
         except Exception as raised:
             exc: Exception = raised

@@ -13,7 +13,8 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
-from ._events import Event
+from ._events import Event, StepState
+from ._modes import chunks
 from ._types import RunResult
 
 __all__ = ["RunStream"]
@@ -23,7 +24,7 @@ _DONE: Any = object()
 
 
 async def _drive(
-    start: Callable[[Callable[[Event], None]], Awaitable[RunResult[StateT]]],
+    start: Callable[[Callable[[Any], None]], Awaitable[RunResult[StateT]]],
     queue: asyncio.Queue[Any],
 ) -> RunResult[StateT]:
     # Deliberately holds no reference to the RunStream: a stream its consumer
@@ -41,12 +42,19 @@ class RunStream(Generic[StateT]):
     Use it as ``async with graph.stream(...) as events: async for ev in events``;
     leaving the block early cancels the run and releases the thread at once.
     ``result`` holds the ``RunResult`` once the stream is exhausted.
+
+    With ``modes`` (see ``stream(..., mode=...)``) it yields each mode's chunks
+    instead of the events, tagged ``(mode, chunk)`` when ``tagged``.
     """
 
     def __init__(
-        self, start: Callable[[Callable[[Event], None]], Awaitable[RunResult[StateT]]]
+        self,
+        start: Callable[[Callable[[Any], None]], Awaitable[RunResult[StateT]]],
+        modes: tuple[tuple[str, ...], bool] | None = None,
     ) -> None:
         self._start = start
+        self._modes = modes
+        self._ready: list[Any] = []  # chunks of the last event not yet yielded
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
         self._task: asyncio.Task[RunResult[StateT]] | None = None
         self._finished = False
@@ -56,18 +64,30 @@ class RunStream(Generic[StateT]):
     def __aiter__(self) -> RunStream[StateT]:
         return self
 
-    async def __anext__(self) -> Event:
+    async def __anext__(self) -> Any:
+        """The next event (``"events"`` mode) or chunk of the modes asked for."""
+        if self._ready:
+            return self._ready.pop(0)
         if self._finished:
             raise StopAsyncIteration
         if self._task is None:
             self._task = asyncio.ensure_future(_drive(self._start, self._queue))
-        item = await self._queue.get()
-        if item is _DONE:
-            self._finished = True
-            self.result = await self._task  # raises the run's error, if any
-            raise StopAsyncIteration
-        event: Event = item
-        return event
+        while True:
+            item = await self._queue.get()
+            if item is _DONE:
+                self._finished = True
+                self.result = await self._task  # raises the run's error, if any
+                raise StopAsyncIteration
+            modes = self._modes
+            if modes is None:
+                if type(item) is StepState:  # for the "values" mode only
+                    continue
+                event: Event = item
+                return event
+            ready = chunks(modes[0], modes[1], item)
+            if ready:
+                self._ready = ready[1:]
+                return ready[0]
 
     async def aclose(self) -> None:
         """Stop the run (if still going) and wait until the thread is released."""

@@ -92,8 +92,13 @@ async def branch_suspensions(
     for branch_id, record in in_order(records):
         if record["status"] == "suspended":
             token = await sign(store, thread_id, record["at"])
+            paused = record.get("breakpoint")  # [where, node] of a pause at a breakpoint
             suspension = Suspension(
-                node=record["node"], payload=record.get("payload"), branch=branch_id, token=token
+                node=record["node"] if paused is None else paused[1],
+                payload=record.get("payload"),
+                branch=branch_id,
+                token=token,
+                breakpoint=None if paused is None else paused[0],
             )
             found.append(suspension)
     return found

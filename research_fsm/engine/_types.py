@@ -264,6 +264,9 @@ class Suspension:
     """Pass this (or its ``str``) to ``resume``."""
     branch: str | None = None
     """The parallel branch that suspended, if any (its token resumes just it)."""
+    breakpoint: Literal["before", "after"] | None = None
+    """``"before"``/``"after"`` when the run paused at a breakpoint (``interrupt_before``/
+    ``interrupt_after``) of ``node``: resume it with ``None``; else ``None``."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -127,11 +127,18 @@ class _Exits:
             elif source != START and source not in self.known:
                 problems.append(f"router on unknown node `{source}`")
             if source in exits:
-                problems.append(f"node `{source}` has both an edge and a router")
+                problems.append(
+                    f"node `{source}` has both an edge and destinations: a node with "
+                    "destinations routes by the Command it returns"
+                    if spec.command
+                    else f"node `{source}` has both an edge and a router"
+                )
             for key, target in spec.targets.items():
                 if target != END and target not in self.known:
                     problems.append(
-                        f"router of `{source}` maps key {key!r} to unknown node `{target}`"
+                        f"node `{source}` lists unknown node `{target}` in its destinations"
+                        if spec.command
+                        else f"router of `{source}` maps key {key!r} to unknown node `{target}`"
                     )
             exits.setdefault(source, []).extend(spec.targets.values())
             if spec.join is not None:

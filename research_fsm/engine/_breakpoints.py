@@ -1,0 +1,107 @@
+"""Static breakpoints: a run pauses before or after the nodes named in
+``compile(interrupt_before=..., interrupt_after=...)`` or in one call's options.
+
+A pause is an ordinary suspension (a ``suspended`` checkpoint, a signed token) whose
+saved suspension says ``breakpoint``: ``"before"`` (the checkpoint's next node is
+the one paused before) or ``"after"`` (its next node is where the node routed).
+``resume(token, None)`` goes on with the next node, which does not pause again.
+The run loop (``_runloop``) checks ``Breakpoints`` only when a call has some.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from ._errors import GraphValidationError
+from ._events import Sink, StepState, Suspended
+from ._plan import Breakpoints, Plan
+from ._steps import save
+from ._tokens import sign
+from ._types import RunResult, Suspension
+
+__all__ = ["breakpoints", "pause"]
+
+
+def _names(value: object, option: str, nodes: Collection[str]) -> frozenset[str]:
+    if value is None:
+        return frozenset()
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise GraphValidationError([f"{option} must be a list of node names, got {value!r:.80}"])
+    names = list(value)
+    unknown = [name for name in names if not isinstance(name, str) or name not in nodes]
+    if unknown:
+        shown = ", ".join(repr(name) for name in unknown)
+        raise GraphValidationError(
+            [
+                f"{option} names {shown}, which {'is not a node' if len(unknown) == 1 else 'are not nodes'}"
+                f" of the graph; its nodes are {', '.join(f'`{n}`' for n in nodes)}"
+            ]
+        )
+    return frozenset(names)
+
+
+def breakpoints(nodes: Collection[str], before: object, after: object) -> Breakpoints | None:
+    """The breakpoints named (``None`` when there are none); ``GraphValidationError``
+    naming each name that is not one of ``nodes``."""
+    stops = Breakpoints(
+        before=_names(before, "interrupt_before", nodes),
+        after=_names(after, "interrupt_after", nodes),
+    )
+    return stops if stops.before or stops.after else None
+
+
+async def pause(
+    plan: Plan,
+    thread_id: str,
+    run_id: str,
+    step: int,
+    seq: int,
+    parent_id: str | None,
+    where: Literal["before", "after"],
+    node: str,
+    next_node: str,
+    state: BaseModel,
+    path: list[str],
+    sink: Sink,
+    trace: str | None,
+    *,
+    changes: dict[str, int | None] | None,
+) -> RunResult[Any]:
+    """Save a pause ``where`` ``node`` (the run goes on at ``next_node``) and return
+    the suspended result with its token."""
+    saved: dict[str, Any] = {"node": node, "payload": None, "breakpoint": where}
+    if trace is not None:  # the resume links to (and continues) this run's trace
+        saved["trace"] = trace
+    checkpoint_id = await save(
+        plan.store,
+        thread_id,
+        run_id,
+        step,
+        seq,
+        parent_id,
+        "suspended",
+        next_node,
+        state,
+        last_node=path[-1] if path else None,
+        suspension=saved,
+        changes=changes,
+    )
+    token = await sign(plan.store, thread_id, checkpoint_id)
+    suspension = Suspension(node=node, payload=None, token=token, breakpoint=where)
+    result: RunResult[Any] = RunResult(
+        status="suspended",
+        state=state,
+        path=path,
+        checkpoint_id=checkpoint_id,
+        thread_id=thread_id,
+        suspension=suspension,
+        suspensions=(suspension,),
+    )
+    if sink is not None:
+        if where == "after":
+            sink(StepState(state=state))
+        sink(Suspended(suspension=suspension, result=result))
+    return result

@@ -1,0 +1,109 @@
+"""``Command``: a node's update and where the run goes next, returned together.
+
+A node that returns ``Command(goto=...)`` declares where it may go with
+``add_node(..., destinations=[...])``. ``StateGraph`` turns the destinations into
+a router spec marked ``command`` (so validation, join inference and the Mermaid
+drawing treat them as a router's targets); the run loop (``_runloop``, and
+``_parallel`` in branches) routes by the ``goto`` with ``command_target`` instead of
+calling a router.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ._errors import InvalidCommand
+from ._plan import NO_ITEM, Fork, Plan
+from ._types import END, Send
+
+__all__ = ["Command", "command_router", "command_target"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Command:
+    """Returned by a node: apply ``update``, then go to ``goto``.
+
+    ``goto`` is a node name (or ``END``), a list of names (they run as parallel
+    branches), or ``Send(node, item)``s (one branch per item); every node named
+    must be one of the node's ``destinations``. A ``Command`` without ``goto``
+    is an update alone: the node's edges or router decide, as for a dict.
+    """
+
+    update: Any = None
+    """The node's field changes: a dict, a partial model or ``None`` (as a node returns)."""
+    goto: str | Send | Sequence[str | Send] | None = None
+    """Where the run goes next (``None``: the node's edges or router decide)."""
+
+
+def _names(allowed: Sequence[str]) -> str:
+    return ", ".join("END" if name == END else f"`{name}`" for name in allowed) or "(none)"
+
+
+def command_router(node: str, destinations: Sequence[str]) -> Callable[[Any], Any]:
+    """The router function of a node with ``destinations``: called only when the
+    node returned no ``goto``, which is an error."""
+
+    def no_goto(state: Any) -> Any:
+        raise InvalidCommand(
+            node,
+            None,
+            destinations,
+            "declares destinations, so it must return Command(goto=...) naming one of "
+            f"them: {_names(destinations)}",
+        )
+
+    return no_goto
+
+
+def command_target(plan: Plan, node: str, goto: object) -> str | Fork:
+    """Where ``node``'s ``Command(goto=goto)`` leads: a node, END, or a ``Fork`` of
+    branches; ``InvalidCommand`` unless every place named is a declared destination."""
+    router = plan.routers.get(node)
+    if router is None or not router.command:
+        raise InvalidCommand(
+            node,
+            goto,
+            [],
+            f"returned Command(goto={goto!r}) but declares no destinations: "
+            f"add_node({node!r}, ..., destinations=[...])",
+        )
+    allowed = router.targets
+    if isinstance(goto, str):
+        if goto in allowed:
+            return goto
+        raise InvalidCommand(
+            node,
+            goto,
+            list(allowed.values()),
+            f"returned Command(goto={goto!r}), which is not one of its destinations: "
+            f"{_names(list(allowed.values()))}",
+        )
+    items = [goto] if isinstance(goto, Send) else goto
+    if not isinstance(items, (list, tuple)):
+        raise InvalidCommand(
+            node,
+            goto,
+            list(allowed.values()),
+            f"returned Command(goto={goto!r}); goto takes a node name, a list of names, "
+            "or Send(node, item)s",
+        )
+    branches = [name for name in allowed.values() if name != END]
+    starts: list[tuple[str, Any]] = []
+    for each in items:
+        if isinstance(each, Send):
+            name, item = each.node, each.item
+        else:
+            name, item = each, NO_ITEM
+        if not isinstance(name, str) or name not in allowed or name == END:
+            raise InvalidCommand(
+                node,
+                name,
+                branches,
+                f"returned Command(goto=[..., {each!r}, ...]); a branch starts at one of "
+                f"its destinations: {_names(branches)}",
+            )
+        starts.append((name, item))
+    join = plan.router_joins[node] or END
+    return Fork(tuple(starts), join) if starts else join
