@@ -81,7 +81,8 @@ async def update(
             "changed until its branches meet: resume its suspended branches, or "
             "run(None, ...) to finish it, then update",
         )
-    if latest.status == "suspended":
+    paused = latest.status == "suspended" and as_node is None and _at_breakpoint(latest)
+    if latest.status == "suspended" and not paused:
         node = (latest.suspension or {}).get("node")
         if as_node != node:
             raise UpdateRefused(
@@ -134,9 +135,18 @@ async def update(
         last_node=as_node,
         changes=changes,
         origin=written,
+        # A breakpoint's pause stays a pause: the edit is what its next node sees;
+        # the new checkpoint's token replaces the old one (get_state has it).
+        suspension=latest.suspension if paused else None,
     )
     await store.save(checkpoint)
     return checkpoint
+
+
+def _at_breakpoint(checkpoint: Checkpoint) -> bool:
+    """Whether a suspended checkpoint is a pause at a breakpoint (not a node's
+    ``Suspend``, which only ``as_node`` or ``resume`` may answer)."""
+    return bool((checkpoint.suspension or {}).get("breakpoint"))
 
 
 async def rewind(plan: Plan, thread_id: str, checkpoint_id: str) -> Checkpoint | None:

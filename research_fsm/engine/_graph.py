@@ -370,6 +370,7 @@ class StateGraph(Generic[StateT]):
                 "load_latest",
                 "save",
                 "history",
+                "load",
                 "delete",
                 "secret",
             )

@@ -18,6 +18,7 @@ from research_fsm.engine import (
     Suspend,
     Suspended,
     ThreadSuspended,
+    UpdateRefused,
 )
 
 from .helpers import Counter, chain, recorder
@@ -239,3 +240,54 @@ async def test_a_branch_resumed_from_its_suspension_does_not_pause_before_it(
     assert [s.node for s in asked.suspensions] == ["ask"]
     done = await app.resume(asked.suspensions[0].token, "x", interrupt_before=["ask"])
     assert done.status == "completed" and done.state.log == ["x", "other", "join"]
+
+
+async def test_update_state_while_paused_changes_what_the_next_node_sees(
+    store: CheckpointStore,
+) -> None:
+    """An edit at a breakpoint keeps the pause, with a new token, and the next node sees it."""
+    seen: list[int] = []
+
+    async def b(state: Counter) -> dict[str, Any]:
+        seen.append(state.n)
+        return {"log": ["b"]}
+
+    graph = StateGraph(Counter)
+    graph.add_node("a", recorder("a")).add_node("b", b)
+    graph.add_edge(START, "a").add_edge("a", "b").add_edge("b", END)
+    app = graph.compile(store=store, interrupt_before=["b"])
+    paused = await app.run({}, thread_id="t")
+    assert paused.suspension is not None
+
+    edited = await app.update_state("t", {"n": 41, "log": ["edited"]})
+    assert (edited.status, edited.next, edited.origin) == ("suspended", "b", "update")
+    assert edited.suspension is not None and edited.suspension.breakpoint == "before"
+    assert edited.suspension.token != paused.suspension.token
+    with pytest.raises(StaleResumeToken):
+        await app.resume(paused.suspension.token, None)
+
+    done = await app.resume(edited.suspension.token, None)
+    assert (done.status, done.path) == ("completed", ["b"])
+    assert [41] == seen
+    assert ["a", "edited", "b"] == done.state.log
+
+
+async def test_update_state_on_a_node_s_own_suspension_still_needs_as_node(
+    store: CheckpointStore,
+) -> None:
+    """Only a breakpoint's pause takes an edit without as_node; a Suspend is answered."""
+
+    class Ask:
+        async def run(self, state: Counter, ctx: Any) -> Suspend:
+            return Suspend("which?")
+
+        async def resume(self, state: Counter, value: Any, ctx: Any) -> dict[str, Any]:
+            return {"log": [str(value)]}
+
+    graph = StateGraph(Counter)
+    graph.add_node("ask", Ask())
+    graph.add_edge(START, "ask").add_edge("ask", END)
+    app = graph.compile(store=store)
+    await app.run({}, thread_id="t")
+    with pytest.raises(UpdateRefused, match="suspended at node `ask`"):
+        await app.update_state("t", {"n": 1})

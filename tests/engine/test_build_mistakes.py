@@ -141,7 +141,7 @@ def test_compile_refuses_a_store_that_is_not_a_checkpoint_store(store: Any) -> N
     assert message.startswith("compile(store=...) must be a CheckpointStore")
     assert f"got {type(store).__name__} " in message
     assert message.endswith(
-        "which lacks saves_changes, acquire, load_latest, save, history, delete, secret"
+        "which lacks saves_changes, acquire, load_latest, save, history, load, delete, secret"
     )
 
 

@@ -488,8 +488,11 @@ class FailOnce:
             raise OSError("no space left on device")
         await self.inner.save(checkpoint)
 
-    def history(self, thread_id: str) -> Any:
-        return self.inner.history(thread_id)
+    def history(self, thread_id: str, *, limit: Any = None, before: Any = None) -> Any:
+        return self.inner.history(thread_id, limit=limit, before=before)
+
+    async def load(self, thread_id: str, checkpoint_id: str) -> Any:
+        return await self.inner.load(thread_id, checkpoint_id)
 
     async def delete(self, thread_id: str) -> None:
         await self.inner.delete(thread_id)
