@@ -40,7 +40,7 @@ FIGURES = {
     11: "fig11_deep",
     12: "fig12_postgres",
     13: "fig13_many_threads",
-    15: "fig15_update_state",
+    14: "fig14_update_state",
 }
 DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "latest.json"
 
@@ -115,7 +115,7 @@ def _print_detail(result: FigureResult) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks",
-        description="research_fsm side by side with LangGraph (figures 1-8 of the benchmark issue, 9: parallel branches, 10: company reports, 11: deep research, 12: the PostgreSQL store, 13: a store holding many threads, 15: update_state and history pages).",
+        description="research_fsm side by side with LangGraph (figures 1-8 of the benchmark issue, 9: parallel branches, 10: company reports, 11: deep research, 12: the PostgreSQL store, 13: a store holding many threads, 14: update_state and history pages).",
     )
     parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run for CI")
     parser.add_argument("--only", metavar="N[,N...]", help="figures to run, e.g. 1,4 or 1-3")

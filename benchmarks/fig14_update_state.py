@@ -1,4 +1,4 @@
-"""Figure 15: editing a thread's state by hand (``update_state``) and reading a page of
+"""Figure 14: editing a thread's state by hand (``update_state``) and reading a page of
 its history.
 
 A thread of the benchmark graph answers one question (the happy path); then each timed
@@ -188,7 +188,7 @@ def run(sizes: Sizes, peer: bool) -> FigureResult:
     variants = ["rfsm_mem", "rfsm_file"]
     if peer:
         variants += ["lg_mem", "lg_sqlite"]
-    with temp_dir("fig15") as root:
+    with temp_dir("fig14") as root:
         asyncio.run(_verify(root))
         measured = asyncio.run(_measure(variants, root, n, sizes.reps))
     samples: dict[str, list[Sample]] = measured["samples"]
