@@ -10,13 +10,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ._index import DocumentIndex, default_cache_dir
+from ._index import DocumentIndex, default_cache_dir, default_workers
 from ._read import KINDS, SkippedFile
 from ._terms import CJK
 from ._types import (
     DamagedIndex,
     DocumentsError,
     DocumentsNotFound,
+    IndexProgress,
     IndexStats,
     NotADirectory,
     Passage,
@@ -30,11 +31,13 @@ __all__ = [
     "DocumentIndex",
     "DocumentsError",
     "DocumentsNotFound",
+    "IndexProgress",
     "IndexStats",
     "NotADirectory",
     "Passage",
     "SkippedFile",
     "default_cache_dir",
+    "default_workers",
     "documents_folder_from_env",
 ]
 
