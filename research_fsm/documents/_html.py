@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from lxml import etree
-from lxml import html as lxml_html
 
 __all__ = ["HtmlText", "html_text"]
 
@@ -170,6 +169,41 @@ _BLOCKS: Final = frozenset(
 _HEADINGS: Final = {f"h{n}": n for n in range(1, 7)}
 _PRE: Final = frozenset({"pre", "xmp", "listing", "plaintext"})
 _CELLS: Final = frozenset({"td", "th"})
+_INLINE: Final = frozenset(
+    [
+        "a",
+        "abbr",
+        "b",
+        "bdi",
+        "bdo",
+        "big",
+        "cite",
+        "code",
+        "data",
+        "del",
+        "dfn",
+        "em",
+        "font",
+        "i",
+        "ins",
+        "kbd",
+        "mark",
+        "q",
+        "s",
+        "samp",
+        "small",
+        "span",
+        "strike",
+        "strong",
+        "sub",
+        "sup",
+        "time",
+        "tt",
+        "u",
+        "var",
+        "wbr",
+    ]
+)
 _ITEMS: Final = frozenset({"li", "dt", "dd", "tr", "caption", "summary"})
 """Elements written as one line each (their paragraphs and nested lists too)."""
 _PREV_NEXT: Final = re.compile(
@@ -179,6 +213,8 @@ _PREV_NEXT: Final = re.compile(
 )
 _SPACES: Final = re.compile(r"[ \t\n\r\f\v\u00a0\u200b]+")
 _PERMALINKS: Final = frozenset({"¶", "#", "§", "🔗", "\uf0c1"})
+_PARSER: Final = etree.HTMLParser(remove_comments=True, remove_pis=True, no_network=True)
+"""Plain elements (no per-element Python class lookup, as ``lxml.html`` does)."""
 _XML_DECLARATION: Final = re.compile(r"^\s*<\?xml[^>]*\?>", re.I)
 
 
@@ -196,29 +232,28 @@ class HtmlText:
     """``(offset in text, level 1-6, heading)`` for every heading kept."""
 
 
-def _classes(element: etree._Element) -> set[str]:
-    return set(str(element.get("class") or "").split())
-
-
 def _is_chrome(element: etree._Element) -> bool:
     tag = element.tag
     if not isinstance(tag, str):
         return True  # comments, processing instructions
-    if tag.lower() in _DROP_TAGS:
+    if tag in _DROP_TAGS:
         return True
-    if element.get("hidden") is not None or element.get("aria-hidden") == "true":
+    items = element.items()
+    if not items:
+        return False
+    attributes = {name: str(value).lower() for name, value in items}
+    if "hidden" in attributes or attributes.get("aria-hidden") == "true":
         return True
-    role = str(element.get("role") or "").lower()
-    if role in _DROP_ROLES:
+    if attributes.get("role", "") in _DROP_ROLES:
         return True
-    label = str(element.get("aria-label") or "").lower()
-    if "breadcrumb" in label or label in {"navigation", "pagination", "footer"}:
+    label = attributes.get("aria-label", "")
+    if label and ("breadcrumb" in label or label in {"navigation", "pagination", "footer"}):
         return True
-    if str(element.get("rel") or "").lower() in {"prev", "next"}:
+    if attributes.get("rel", "") in {"prev", "next"}:
         return True
-    if str(element.get("id") or "").lower() in _DROP_IDS:
+    if attributes.get("id", "") in _DROP_IDS:
         return True
-    return bool(_classes(element) & _DROP_CLASSES)
+    return not _DROP_CLASSES.isdisjoint(attributes.get("class", "").split())
 
 
 class _Writer:
@@ -242,6 +277,8 @@ class _Writer:
 
     def end_line(self) -> None:
         """The current line ends (a list item, a table row, ``<br>``)."""
+        if not self.line:
+            return
         text = _SPACES.sub(" ", "".join(self.line)).strip()
         if text.endswith(" |"):  # a table row's last cell separator
             text = text[:-2].rstrip()
@@ -251,6 +288,8 @@ class _Writer:
 
     def end_block(self, heading: int = 0) -> None:
         self.end_line()
+        if not self.block:
+            return
         lines = self.block
         self.block = []
         if not lines or (len(lines) == 1 and _PREV_NEXT.match(lines[0][0])):
@@ -288,10 +327,12 @@ class _Writer:
 
 
 def _walk(element: etree._Element, out: _Writer, in_item: bool = False) -> None:
-    tag = element.tag.lower() if isinstance(element.tag, str) else ""
+    tag = element.tag if isinstance(element.tag, str) else ""
     source = element.sourceline or 0
-    if tag in _PRE:
-        out.code(element.text_content(), source)
+    if tag in _INLINE and not len(element):  # the common case first: a span of text
+        out.inline(element.text or "", source)
+    elif tag in _PRE:
+        out.code("".join(element.itertext()), source)
     elif tag == "br":
         out.end_line()
     else:
@@ -332,7 +373,7 @@ def _inside_chrome(element: etree._Element) -> bool:
 def _title(root: etree._Element, headings: list[tuple[int, int, str]]) -> str:
     found = root.find(".//title")
     if found is not None:
-        title = _SPACES.sub(" ", found.text_content()).strip()
+        title = _SPACES.sub(" ", "".join(found.itertext())).strip()
         if title:
             return title[:200]
     return headings[0][2][:200] if headings else ""
@@ -344,8 +385,10 @@ def html_text(markup: str) -> HtmlText:
     if not markup.strip():
         return HtmlText(title="", text="")
     try:
-        root = lxml_html.document_fromstring(markup)
-    except (etree.ParserError, ValueError):
+        root = etree.fromstring(markup, _PARSER)
+    except (etree.ParserError, etree.XMLSyntaxError, ValueError):
+        return HtmlText(title="", text="")
+    if root is None:
         return HtmlText(title="", text="")
     out = _Writer()
     _walk(_main(root), out)

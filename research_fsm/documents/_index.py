@@ -15,19 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import multiprocessing
 import os
+import queue
 import sqlite3
 import time
 from collections.abc import Callable
-from concurrent.futures import (
-    ALL_COMPLETED,
-    FIRST_COMPLETED,
-    Future,
-    ProcessPoolExecutor,
-    wait,
-)
-from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, Literal, TypeVar
@@ -47,6 +39,7 @@ from ._types import (
     Passage,
 )
 from ._work import Work, prepare
+from ._workers import Workers
 
 __all__ = ["DocumentIndex", "default_cache_dir", "default_workers"]
 
@@ -113,17 +106,8 @@ PROGRESS_EVERY: Final = 0.1
 """Seconds between two progress events (the first and last are always sent)."""
 POOL_FROM: Final = 12
 """Files to extract from which a process pool is worth its start (else one process)."""
-IN_FLIGHT: Final = 4
-"""Files handed to each worker process ahead (bounds the bytes held in memory)."""
 _Old = tuple[int, int, int, str]
 _Job = tuple[Found, str, "_Old | None"]
-
-
-def _pool(workers: int) -> ProcessPoolExecutor:
-    methods = multiprocessing.get_all_start_methods()
-    # never fork a process that has threads (the event loop's): a fresh interpreter
-    context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
-    return ProcessPoolExecutor(max_workers=workers, mp_context=context)
 
 
 def default_workers() -> int:
@@ -182,47 +166,36 @@ class _Builder:
         """Reuse what is unchanged; extract the rest, in worker processes when many."""
         changed = [(f, old) for f, old in olds if not self._unchanged(f, old)]
         self._tick(force=True)
-        workers = min(self.workers, len(changed))
-        if workers <= 1 or len(changed) < POOL_FROM:
+        count = min(self.workers, len(changed))
+        if count <= 1 or len(changed) < POOL_FROM:
             for found, old in changed:
                 job = self._job(found, old)
                 if job is not None:
-                    self._store(job, self._prepare(job))
+                    self._store(job, prepare(*self._args(job)))
             return
-        retry: list[_Job] = []
-        with _pool(workers) as pool:
-            pending: dict[Future[Work], _Job] = {}
-            for found, old in changed:
-                job = self._job(found, old)
-                if job is None:
-                    continue
-                pending[pool.submit(prepare, *self._args(job))] = job
-                if len(pending) >= workers * IN_FLIGHT:
-                    retry += self._collect(pending, FIRST_COMPLETED)
-            retry += self._collect(pending, ALL_COMPLETED)
-        for job in retry:  # a worker died: each of these again, alone, in a fresh process
-            with _pool(1) as pool:
-                try:
-                    work = pool.submit(prepare, *self._args(job)).result()
-                except BrokenProcessPool:
-                    work = ("extractor crashed (its process died)", [], [])
-            self._store(job, work)
+        workers = Workers(count)
+        jobs: dict[object, _Job] = {}
 
-    def _collect(self, pending: dict[Future[Work], _Job], until: str) -> list[_Job]:
-        """Store the finished jobs; the ones whose worker died, to retry."""
-        done, _ = wait(pending, return_when=until)
-        broken: list[_Job] = []
-        for future in done:
-            job = pending.pop(future)
-            try:
-                work = future.result()
-            except BrokenProcessPool:
-                broken.append(job)
-                continue
-            except Exception as exc:  # e.g. a result that does not pickle
-                work = (f"extractor failed ({type(exc).__name__})", [], [])
-            self._store(job, work)
-        return broken
+        def drain(block: bool = False) -> None:
+            while jobs:
+                try:
+                    key, work = workers.results.get(block=block)
+                except queue.Empty:
+                    return
+                self._store(jobs.pop(key), work)
+
+        try:
+            for number, (found, old) in enumerate(changed):
+                job = self._job(found, old)
+                if job is not None:
+                    jobs[number] = job
+                    workers.submit((number, *self._args(job)), drain)
+                drain()
+            while jobs:
+                drain(block=True)
+        finally:
+            workers.close()
+            workers.join()
 
     def _unchanged(self, found: Found, old: _Old | None) -> bool:
         same = old is not None and (old[1], old[2]) == (found.size, found.mtime_ns)
@@ -258,9 +231,6 @@ class _Builder:
         found = job[0]
         kind = kind_of(found.real.name) or kind_of(found.path) or "text"
         return self._data.pop(found.path), kind, found.real.name
-
-    def _prepare(self, job: _Job) -> Work:
-        return prepare(*self._args(job))
 
     def _count(self, found: Found) -> None:
         self.done += 1

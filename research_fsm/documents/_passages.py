@@ -16,6 +16,7 @@ MAX_CHARS: Final = 1200
 _PARAGRAPH: Final = re.compile(r"\n\s*\n")
 _SENTENCE_END: Final = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
 _HEADING: Final = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$", re.M)
+_NEWLINE: Final = re.compile("\n")
 _FENCE: Final = re.compile(r"^ {0,3}(?:`{3,}|~{3,})", re.M)
 
 
@@ -90,7 +91,7 @@ def split(
     each heading; ``pages`` holds each page's start offset (PDFs), ``headings``
     ``(offset, level, title)`` (default: the Markdown ``#`` lines), ``anchors``
     ``(offset, line in the file)`` when the text's lines are not the file's."""
-    newlines = [i for i, ch in enumerate(text) if ch == "\n"]
+    newlines = [] if anchors else [m.start() for m in _NEWLINE.finditer(text)]
     if headings is None:
         headings = [(m.start(), len(m.group(1)), m.group(2)) for m in _HEADING.finditer(text)]
     heading_at = [at for at, _, _ in headings]
