@@ -127,16 +127,17 @@ _DROP_IDS: Final = frozenset(
         "relations",
     ]
 )
-_MAIN_XPATHS: Final = (
-    # the most specific first: a theme's <main> often holds its side bars too
-    "//*[contains(concat(' ', normalize-space(@class), ' '), ' markdown-body ')]",
-    "//article",
-    "//*[@role='main']",
-    "//div[contains(concat(' ', normalize-space(@class), ' '), ' body ')]",
-    "//main",
-    "//div[contains(concat(' ', normalize-space(@class), ' '), ' md-content ')]",
-    "//div[contains(concat(' ', normalize-space(@class), ' '), ' document ')]",
-)
+_MAIN_RULES: Final[list[tuple[set[str] | None, bool, str]]] = [
+    # (tags, role=main, class): the most specific first, as a theme's <main> often
+    # holds its side bars too
+    (None, False, "markdown-body"),
+    ({"article"}, False, ""),
+    (None, True, ""),
+    ({"div"}, False, "body"),
+    ({"main"}, False, ""),
+    ({"div"}, False, "md-content"),
+    ({"div"}, False, "document"),
+]
 _BLOCKS: Final = frozenset(
     [
         "p",
@@ -344,8 +345,7 @@ def _walk(element: etree._Element, out: _Writer, in_item: bool = False) -> None:
         inner = in_item or tag in _ITEMS
         out.inline(element.text or "", source)
         for child in element:
-            if not _is_chrome(child):
-                _walk(child, out, inner)
+            _walk(child, out, inner)
             out.inline(child.tail or "", child.sourceline or source)
         if tag in _HEADINGS:
             out.end_block(_HEADINGS[tag])
@@ -357,11 +357,66 @@ def _walk(element: etree._Element, out: _Writer, in_item: bool = False) -> None:
             out.end_block()
 
 
+def _class_test(name: str) -> str:
+    return f"contains(concat(' ', normalize-space(@class), ' '), ' {name} ')"
+
+
+_CANDIDATES: Final = etree.XPath(
+    ".//*[@class or @role or @id or @hidden or @aria-hidden or @aria-label or @rel]"
+)
+"""The elements that may be chrome by their attributes (``_is_chrome`` reads them)."""
+
+
+def _chrome(main: etree._Element) -> list[etree._Element]:
+    """The page chrome under ``main`` (an element inside another may be listed too)."""
+    found: list[etree._Element] = list(main.iter(*_DROP_TAGS))
+    for element in _CANDIDATES(main):
+        if found and _within(element, found[-1]):
+            continue
+        if _is_chrome(element):
+            found.append(element)
+    return found
+
+
+def _within(element: etree._Element, outer: etree._Element) -> bool:
+    parent = element.getparent()
+    while parent is not None:
+        if parent is outer:
+            return True
+        parent = parent.getparent()
+    return False
+
+
+def _remove(element: etree._Element) -> None:
+    """Take ``element`` out of the tree, keeping the text that follows it."""
+    parent = element.getparent()
+    if parent is None:
+        return
+    tail = element.tail
+    if tail:
+        previous = element.getprevious()
+        if previous is not None:
+            previous.tail = (previous.tail or "") + tail
+        else:
+            parent.text = (parent.text or "") + tail
+    parent.remove(element)
+
+
 def _main(root: etree._Element) -> etree._Element:
-    for xpath in _MAIN_XPATHS:
-        found = [e for e in root.xpath(xpath) if not _inside_chrome(e)]
-        if len(found) == 1 or (found and xpath != "//article"):
-            return found[0]
+    candidates: list[list[etree._Element]] = [[] for _ in _MAIN_RULES]
+    for element in root.iter("main", "article", "div", "section"):
+        tag, classes = element.tag, f" {element.get('class') or ''} "
+        for rule, (tags, role, name) in enumerate(_MAIN_RULES):
+            if (tags is None or tag in tags) and (
+                (role and element.get("role") == "main")
+                or (name and f" {name} " in classes)
+                or (not role and not name)
+            ):
+                candidates[rule].append(element)
+    for rule, found in enumerate(candidates):
+        kept = [e for e in found if not _inside_chrome(e)]
+        if len(kept) == 1 or (kept and _MAIN_RULES[rule] != ({"article"}, False, "")):
+            return kept[0]
     body = root.find(".//body")
     return body if body is not None else root
 
@@ -390,8 +445,13 @@ def html_text(markup: str) -> HtmlText:
         return HtmlText(title="", text="")
     if root is None:
         return HtmlText(title="", text="")
+    main = _main(root)
+    etree.strip_tags(main, "span")  # highlighted code's thousands of spans, at C speed
+    for chrome in _chrome(main):
+        _remove(chrome)
+    etree.strip_tags(main, *_INLINE)  # inline markup merged into its block's text
     out = _Writer()
-    _walk(_main(root), out)
+    _walk(main, out)
     out.end_block()
     return HtmlText(
         title=_title(root, out.headings),

@@ -296,7 +296,8 @@ class _Builder:
                     HEADING_SEPARATOR.join(span.headings) or None,
                 ),
             )
-            rows.append((row.lastrowid, body, title))
+            text = body if body is not None else extracted.text[span.start : span.end]
+            rows.append((row.lastrowid, text, title))
         self.db.executemany("INSERT INTO fts(rowid, body, title) VALUES (?,?,?)", rows)
 
     def _drop(self, file_id: int) -> None:

@@ -17,8 +17,9 @@ __all__ = ["Work", "prepare", "read_frame", "write_frame"]
 
 _HEADER: Final = struct.Struct(">Q")
 
-Work = tuple[Extracted | str, list[Span], list[str]]
-"""The text (or why the file is skipped), its passages, and each passage's indexed body."""
+Work = tuple[Extracted | str, list[Span], list[str | None]]
+"""The text (or why the file is skipped), its passages, and each passage's indexed body
+(``None``: the passage's text as it is, nothing sent twice)."""
 
 
 def prepare(data: bytes, kind: str, name: str) -> Work:
@@ -35,7 +36,11 @@ def prepare(data: bytes, kind: str, name: str) -> Work:
         )
     except Exception as exc:  # a failure skips the file
         return f"extractor failed ({type(exc).__name__} while splitting)", [], []
-    bodies = [cjk_bigrams(extracted.text[span.start : span.end]) for span in spans]
+    bodies: list[str | None] = []
+    for span in spans:
+        passage = extracted.text[span.start : span.end]
+        body = cjk_bigrams(passage)
+        bodies.append(None if body == passage else body)
     return extracted, spans, bodies
 
 
