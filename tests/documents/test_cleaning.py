@@ -19,7 +19,7 @@ async def index(tmp_path: Path) -> DocumentIndex:
     """The index of a folder holding the sample pages and README."""
     root = tmp_path / "docs"
     shutil.copytree(PAGES, root)
-    opened = await DocumentIndex.open(root, cache_dir=tmp_path / "cache", workers=1)
+    opened = await DocumentIndex.open(root, cache_dir=tmp_path / "cache")
     yield opened  # type: ignore[misc]
     await opened.aclose()
 
@@ -63,9 +63,10 @@ async def test_github_header_breadcrumbs_and_footer_are_dropped(index: DocumentI
 
 async def test_titles_have_their_entities_decoded(index: DocumentIndex) -> None:
     assert "Quickstart — HTTPX 0.27 documentation" == (await only(index, "calling")).title
-    assert "rich/README.md at master · Textualize/rich · GitHub" == (
-        await only(index, "builtin")
-    ).title
+    assert (
+        "rich/README.md at master · Textualize/rich · GitHub"
+        == (await only(index, "builtin")).title
+    )
     assert "HTTPX & friends" == (await only(index, "featured")).title
 
 
@@ -153,7 +154,5 @@ async def test_package_metadata_is_titled_by_its_name(tmp_path: Path) -> None:
     async with await DocumentIndex.open(root, cache_dir=tmp_path / "cache") as index:
         found = await index.search("fully featured")
         assert ["httpx", "httpx"] == [p.title for p in found]
-        assert {"copy-METADATA.txt", "httpx-0.27.0.dist-info/METADATA"} == {
-            p.path for p in found
-        }
+        assert {"copy-METADATA.txt", "httpx-0.27.0.dist-info/METADATA"} == {p.path for p in found}
         assert [] == await index.search("certifi sniffio", match="any")

@@ -7,11 +7,15 @@ from __future__ import annotations
 import io
 import random
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from structlog.testing import capture_logs
 
-from research_fsm.documents import DocumentIndex, IndexProgress
+from research_fsm.documents import DocumentIndex
+
+if TYPE_CHECKING:
+    from research_fsm.documents import IndexProgress
 
 
 def pdf_bytes(text: str) -> bytes:
@@ -51,7 +55,7 @@ async def test_an_unsupported_pdf_filter_skips_only_that_file(tmp_path: Path) ->
     (root / "bad.pdf").write_bytes(pdf_bytes("Sleuth").replace(b"/FlateDecode", b"/FooBarDecod"))
     (root / "good.md").write_text("# Tracing\n\nMicrometer Tracing replaces Sleuth.\n")
     with capture_logs() as logs:
-        async with await DocumentIndex.open(root, cache_dir=tmp_path / "c", workers=1) as index:
+        async with await DocumentIndex.open(root, cache_dir=tmp_path / "c") as index:
             assert ["good.md"] == [p.path for p in await index.search("Sleuth")]
             (skipped,) = index.skipped
     assert "bad.pdf" == skipped.path
@@ -72,7 +76,8 @@ async def test_mutated_pdfs_never_end_a_run(tmp_path: Path, count: int) -> None:
     for number in range(count):
         (root / f"mutant-{number:03d}.pdf").write_bytes(mutate(good, rng))
     (root / "notes.md").write_text("# Notes\n\nJakarta imports replace javax imports.\n")
-    async with await DocumentIndex.open(root, cache_dir=tmp_path / "c", workers=2) as index:
+    # one worker process per core (the default), or this process on a machine of one
+    async with await DocumentIndex.open(root, cache_dir=tmp_path / "c") as index:
         assert ["notes.md"] == [p.path for p in await index.search("jakarta")]
         skipped = {s.path: s.reason for s in index.skipped}
         assert count + 1 == index.stats.files + len(skipped)
