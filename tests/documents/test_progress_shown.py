@@ -83,3 +83,23 @@ def test_the_web_page_gets_indexing_as_one_updated_step() -> None:
     assert {"files_done": 120, "files_total": 530, "mb_per_s": 3.0, "eta_s": 3.3} == payload[
         "indexing"
     ]
+
+
+async def test_identifiers_reach_the_report_untouched(tmp_path: Path) -> None:
+    """``__init__`` and ``snake_case`` in a Markdown file stay so in the report's claims."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "clients.md").write_text(
+        "# Clients\n\n"
+        "Override `Client.__init__()` to configure the client, or call __init__ again.\n\n"
+        "The configure_client helper sets the base URL of every client.\n",
+        encoding="utf-8",
+    )
+    assistant = ResearchAssistant(store=MemoryCheckpointStore())
+    try:
+        report = await assistant.deep_research("configure the client", docs=notes)
+    finally:
+        await assistant.aclose()
+    claims = " ".join([report.summary, *report.key_points, *report.steps, *report.caveats])
+    assert "Client.__init__()" in claims and "call __init__ again" in claims
+    assert "configure_client" in claims
