@@ -13,6 +13,8 @@ MIN_CHARS: Final = 600
 """A passage grows paragraph by paragraph until it has at least this many characters."""
 MAX_CHARS: Final = 1200
 """A passage never has more (a longer paragraph is cut at sentence ends)."""
+SECTION_CHARS: Final = 300
+"""A heading starts a new passage once the current one has this many characters."""
 _PARAGRAPH: Final = re.compile(r"\n\s*\n")
 _SENTENCE_END: Final = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
 _HEADING: Final = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$", re.M)
@@ -88,7 +90,7 @@ def split(
     anchors: list[tuple[int, int]] | None = None,
 ) -> list[Span]:
     """``text`` as passages of about ``MIN_CHARS``-``MAX_CHARS`` characters, a new one at
-    each heading; ``pages`` holds each page's start offset (PDFs), ``headings``
+    a heading once the current one has ``SECTION_CHARS``; ``pages`` holds each page's start offset (PDFs), ``headings``
     ``(offset, level, title)`` (default: the Markdown ``#`` lines), ``anchors``
     ``(offset, line in the file)`` when the text's lines are not the file's."""
     newlines = [] if anchors else [m.start() for m in _NEWLINE.finditer(text)]
@@ -126,7 +128,8 @@ def split(
             pages and group and bisect_right(pages, group[0][0]) != bisect_right(pages, start)
         )
         at_heading = start in heading_at if headings else False
-        if group and (end - group[0][0] > MAX_CHARS or crosses_page or (at_heading and body)):
+        new_section = at_heading and body and group[-1][1] - group[0][0] >= SECTION_CHARS
+        if group and (end - group[0][0] > MAX_CHARS or crosses_page or new_section):
             flush()
         group.append((start, end))
         body = body or not at_heading
