@@ -4,17 +4,32 @@
 figure 11 reports. The corpus is generated (deterministic): Markdown, text and HTML
 files of ~20 KB, paragraphs of sentences over a 6,000-word vocabulary in which some
 words are rare (so queries have something to rank).
+
+``python -m benchmarks.documents --html [--main DIR] [--files 500] [--out PATH]``:
+indexing a folder of documentation pages as Sphinx, MkDocs and GitHub render them
+(``_sphinx_pages``), paired in one run with another checkout (default ``../main`` of
+this repository's parent, e.g. the main branch): each checkout indexes the same folder
+cold (new index) and reopens it unchanged, in a process of its own, alternating which
+goes first. Files per second, MB/s, CPU seconds (the process and its workers) and the
+reopen time, as a table and JSON.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import os
 import random
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
+
+from ._sphinx_pages import make_pages
 
 FILES = 1_000
 FILE_BYTES = 20_000
@@ -120,19 +135,136 @@ def measure(quick: bool) -> dict[str, float]:
         return asyncio.run(_measure(Path(tmp), QUICK_FILES if quick else FILES))
 
 
+HTML_FILES = 500
+_RUNNER = """
+import asyncio, json, logging, resource, sys, time
+from pathlib import Path
+import structlog
+structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.ERROR))
+from research_fsm.documents import DocumentIndex
+
+def cpu():
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+async def main(folder, cache):
+    c0, t0 = cpu(), time.perf_counter()
+    index = await DocumentIndex.open(folder, cache_dir=Path(cache))
+    cold, cold_cpu = time.perf_counter() - t0, cpu() - c0
+    stats = index.stats
+    await index.aclose()
+    t0 = time.perf_counter()
+    index = await DocumentIndex.open(folder, cache_dir=Path(cache))
+    warm = time.perf_counter() - t0
+    reused = index.stats.reused
+    await index.aclose()
+    print(json.dumps({"cold_s": cold, "cold_cpu_s": cold_cpu, "warm_s": warm,
+        "files": stats.files, "passages": stats.passages, "reused": reused,
+        "skipped": len(index.skipped)}))
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1], sys.argv[2]))
+"""
+
+
+def _index_with(checkout: Path, folder: Path, cache: Path) -> dict[str, Any]:
+    """Index ``folder`` with the code of ``checkout`` in a process of its own."""
+    env = dict(os.environ, PYTHONPATH=str(checkout))
+    done = subprocess.run(
+        [sys.executable, "-c", _RUNNER, str(folder), str(cache)],
+        cwd=checkout,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"indexing with {checkout} failed:\n{done.stderr[-2000:]}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def measure_html(files: int, main: Path, rounds: int = 1) -> dict[str, Any]:
+    """Paired: this checkout and ``main`` index the same generated HTML folder."""
+    here = Path(__file__).resolve().parents[1]
+    runs: dict[str, list[dict[str, Any]]] = {"main": [], "this": []}
+    with tempfile.TemporaryDirectory(prefix="bench-html-") as tmp:
+        folder = Path(tmp) / "pages"
+        size = make_pages(folder, files)
+        for number in range(rounds):
+            order = [("main", main), ("this", here)]
+            for name, checkout in order if number % 2 == 0 else order[::-1]:
+                cache = Path(tmp) / f"cache-{name}-{number}"
+                runs[name].append(_index_with(checkout, folder, cache))
+    summary: dict[str, Any] = {"files": files, "mb": round(size / 1_048_576, 2), "rounds": rounds}
+    for name, results in runs.items():
+        cold = statistics.median(r["cold_s"] for r in results)
+        summary[name] = {
+            "cold_s": round(cold, 2),
+            "files_per_s": round(files / cold, 1),
+            "mb_per_s": round(size / 1_048_576 / cold, 2),
+            "cold_cpu_s": round(statistics.median(r["cold_cpu_s"] for r in results), 2),
+            "warm_reopen_s": round(statistics.median(r["warm_s"] for r in results), 3),
+            "passages": results[0]["passages"],
+            "skipped": results[0]["skipped"],
+        }
+    summary["speedup_files_per_s"] = round(
+        summary["this"]["files_per_s"] / summary["main"]["files_per_s"], 2
+    )
+    summary["speedup_cpu"] = round(summary["main"]["cold_cpu_s"] / summary["this"]["cold_cpu_s"], 2)
+    summary["cores"] = os.cpu_count()
+    summary["load_average"] = [round(x, 2) for x in os.getloadavg()]
+    return summary
+
+
+def _html_table(result: dict[str, Any]) -> str:
+    rows = [
+        "| checkout | files/s | MB/s | cold index s | CPU s | unchanged reopen s | passages |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for name in ("main", "this"):
+        r = result[name]
+        rows.append(
+            f"| {name} | {r['files_per_s']} | {r['mb_per_s']} | {r['cold_s']} | "
+            f"{r['cold_cpu_s']} | {r['warm_reopen_s']} | {r['passages']:,} |"
+        )
+    rows.append(
+        f"\n{result['files']} HTML files, {result['mb']} MB; files/s x{result['speedup_files_per_s']}"
+        f", CPU x{result['speedup_cpu']}; {result['cores']} cores, load {result['load_average']}"
+    )
+    return "\n".join(rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.documents")
     parser.add_argument(
         "--quick", action="store_true", help=f"{QUICK_FILES} files instead of {FILES}"
     )
+    parser.add_argument(
+        "--html", action="store_true", help="index an HTML folder, paired with --main"
+    )
+    parser.add_argument("--main", type=Path, default=None, help="the checkout to compare with")
+    parser.add_argument("--files", type=int, default=HTML_FILES, help="HTML pages (--html)")
+    parser.add_argument("--rounds", type=int, default=1, help="paired runs (--html)")
+    parser.add_argument("--out", type=Path, default=None, help="write the result as JSON")
     args = parser.parse_args()
     from ._common import quiet_logging
 
     quiet_logging()
+    if args.html:
+        here = Path(__file__).resolve().parents[1]
+        main_checkout = args.main or here.parent.parent / "main"
+        html_result = measure_html(args.files, main_checkout.resolve(), args.rounds)
+        print(_html_table(html_result))
+        if args.out:
+            args.out.write_text(json.dumps(html_result, indent=2) + "\n", encoding="utf-8")
+        return
     result = measure(args.quick)
     print("| measure | value |\n| --- | --- |")
     for key, value in result.items():
         print(f"| {key} | {value:,.3f} |")
+    if args.out:
+        args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -33,6 +33,12 @@ def add_deep_parsers(sub: Any) -> None:
         "--top", type=int, default=3, metavar="N", help="sources analysed in depth (default 3)"
     )
     deep.add_argument("--json", action="store_true", help="print the result as JSON")
+    deep.add_argument(
+        "--progress",
+        action="store_true",
+        help="show the documents' indexing progress bar on stderr even when it is not a "
+        "terminal (it is shown on a terminal anyway)",
+    )
     deep.add_argument("--resume", metavar="ID", help="continue an interrupted session")
     sub.add_parser("sessions", help="list deep-research sessions")
 
@@ -63,12 +69,26 @@ def _as_json(report: ResearchReport) -> str:
     )
 
 
+def _bar(event: DeepProgress, shown: bool) -> None:
+    """The indexing progress bar, rewritten in place on stderr."""
+    if event.indexing is None or not shown:
+        return
+    end = "\n" if event.finished else ""
+    print(f"\r  indexing {event.indexing.bar()}", end=end, file=sys.stderr, flush=True)
+
+
 async def _follow(
-    events: AsyncIterator[DeepProgress | DeepText | ResearchReport], quiet: bool
+    events: AsyncIterator[DeepProgress | DeepText | ResearchReport],
+    quiet: bool,
+    progress: bool = False,
 ) -> ResearchReport:
+    bar = progress or sys.stderr.isatty()
     async for event in events:
         if isinstance(event, ResearchReport):
             return event
+        if isinstance(event, DeepProgress) and event.stage == "indexing":
+            _bar(event, bar)
+            continue
         if quiet or isinstance(event, DeepText):
             continue
         where = f" ({event.branch})" if event.branch else ""
@@ -100,7 +120,7 @@ async def run_deep(args: argparse.Namespace, assistant: ResearchAssistant) -> in
         events = assistant.stream_deep_research(
             args.topic, language=args.lang, docs=args.docs, formats=formats, top_k=args.top
         )
-        report = await _follow(events, args.json)
+        report = await _follow(events, args.json, getattr(args, "progress", False))
     if args.json:
         print(_as_json(report))
         return 0

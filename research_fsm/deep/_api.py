@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
 
 from ..common.writer import check_pdf_fonts
-from ..documents import DOCS_ENV, DocumentIndex, documents_folder_from_env
+from ..documents import DOCS_ENV, DocumentIndex, IndexProgress, documents_folder_from_env
 from ..engine import (
     CheckpointStore,
     CompiledGraph,
@@ -61,12 +61,15 @@ class DeepProgress:
     """A stage started (``finished=False``) or finished; ``branch`` for the analyses."""
 
     stage: str
-    """``query_parser``, ``search``, ``relevance_filter``, ``deep_analysis``, ``synthesis``,
-    ``verification`` or ``report``."""
+    """``indexing`` (the documents folder, before the run), ``query_parser``, ``search``,
+    ``relevance_filter``, ``deep_analysis``, ``synthesis``, ``verification`` or
+    ``report``."""
     branch: str | None
     """The parallel branch (``deep_analysis[0]``, ...) or ``None``."""
     finished: bool
-    """False when it starts, True when it ends."""
+    """False when it starts (or, indexing, goes on), True when it ends."""
+    indexing: IndexProgress | None = None
+    """How far indexing the documents folder is (``indexing`` only)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,11 +274,16 @@ class DeepRunner:
         self._indexes: dict[str, DocumentSearch] = {}
         self._lock = asyncio.Lock()
 
-    async def documents(self, folder: str) -> DocumentSearch:
-        """The folder's search (its index opened, and refreshed, once per runner)."""
+    async def documents(
+        self, folder: str, progress: Callable[[IndexProgress], object] | None = None
+    ) -> DocumentSearch:
+        """The folder's search (its index opened, and refreshed, once per runner);
+        ``progress`` hears how indexing goes."""
         async with self._lock:
             if folder not in self._indexes:
-                index = await DocumentIndex.open(folder, cache_dir=self.index_dir)
+                index = await DocumentIndex.open(
+                    folder, cache_dir=self.index_dir, progress=progress
+                )
                 self._indexes[folder] = DocumentSearch(index)
             return self._indexes[folder]
 
@@ -306,9 +314,10 @@ class DeepRunner:
         top_k: int = DEFAULT_TOP_K,
         threshold: float = DEFAULT_THRESHOLD,
         session_id: str | None = None,
+        progress: Callable[[IndexProgress], object] | None = None,
     ) -> tuple[dict[str, Any], str]:
         """Check the request, pick the sources, create the session folder: the run's
-        input and the session id."""
+        input and the session id; ``progress`` hears how indexing the folder goes."""
         clean = check_request(topic, language, formats, top_k, threshold)
         folder = check_docs(docs)
         mode = self.web.mode if folder is None and self.web is not None else "docs"
@@ -318,7 +327,7 @@ class DeepRunner:
                 f"(--docs DIR, or ${DOCS_ENV}) or set TAVILY_API_KEY"
             )
         if folder is not None:
-            await self.documents(str(folder))
+            await self.documents(str(folder), progress)
         if session_id is None:
             sid, path = await asyncio.to_thread(new_session_folder, self.root)
         else:
@@ -385,15 +394,32 @@ class DeepRunner:
     ) -> AsyncIterator[DeepEvent]:
         """``DeepProgress`` per stage as it starts and finishes (the analyses at once),
         ``DeepText`` as the draft is written, then the ``ResearchReport``."""
-        value, sid = await self.start(
-            topic,
-            language=language,
-            docs=docs,
-            formats=formats,
-            top_k=top_k,
-            threshold=threshold,
-            session_id=session_id,
+        indexing: asyncio.Queue[IndexProgress] = asyncio.Queue()
+        starting = asyncio.ensure_future(
+            self.start(
+                topic,
+                language=language,
+                docs=docs,
+                formats=formats,
+                top_k=top_k,
+                threshold=threshold,
+                session_id=session_id,
+                progress=indexing.put_nowait,
+            )
         )
+        try:
+            while not starting.done() or not indexing.empty():
+                waiting = asyncio.ensure_future(indexing.get())
+                await asyncio.wait({starting, waiting}, return_when=asyncio.FIRST_COMPLETED)
+                if not waiting.done():
+                    waiting.cancel()
+                    continue
+                step = waiting.result()
+                yield DeepProgress("indexing", None, step.finished, step)
+        finally:
+            if not starting.done():
+                starting.cancel()
+        value, sid = await starting
         async for event in self.events(value, sid):
             yield event
 

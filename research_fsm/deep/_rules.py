@@ -65,7 +65,7 @@ _CAVEAT: Final = re.compile(
     re.IGNORECASE,
 )
 _ENDS: Final = re.compile(r"[.!?。！？:;)\]」]$")
-_MARKUP: Final = re.compile(r"\*\*|__|`")
+_MARKUP: Final = re.compile(r"\*\*|`|(?<!\w)__(?!\w)")  # never the `__` of `__init__`
 FactKind = Literal["step", "finding", "caveat"]
 
 

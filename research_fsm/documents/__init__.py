@@ -7,20 +7,51 @@ character bigrams) and kept up to date file by file.
 
 from __future__ import annotations
 
+import importlib
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from ._index import DocumentIndex, default_cache_dir
-from ._read import KINDS, SkippedFile
-from ._terms import CJK
-from ._types import (
-    DamagedIndex,
-    DocumentsError,
-    DocumentsNotFound,
-    IndexStats,
-    NotADirectory,
-    Passage,
-)
+if TYPE_CHECKING:  # loaded on first use: a worker process imports only what it runs
+    from ._index import DocumentIndex as DocumentIndex
+    from ._index import default_cache_dir as default_cache_dir
+    from ._index import default_workers as default_workers
+    from ._read import KINDS as KINDS
+    from ._read import SkippedFile as SkippedFile
+    from ._terms import CJK as CJK
+    from ._types import DamagedIndex as DamagedIndex
+    from ._types import DocumentsError as DocumentsError
+    from ._types import DocumentsNotFound as DocumentsNotFound
+    from ._types import IndexProgress as IndexProgress
+    from ._types import IndexStats as IndexStats
+    from ._types import NotADirectory as NotADirectory
+    from ._types import Passage as Passage
+
+_WHERE = {
+    "DocumentIndex": "._index",
+    "default_cache_dir": "._index",
+    "default_workers": "._index",
+    "KINDS": "._read",
+    "SkippedFile": "._read",
+    "CJK": "._terms",
+    "DamagedIndex": "._types",
+    "DocumentsError": "._types",
+    "DocumentsNotFound": "._types",
+    "IndexProgress": "._types",
+    "IndexStats": "._types",
+    "NotADirectory": "._types",
+    "Passage": "._types",
+}
+
+
+def __getattr__(name: str) -> Any:
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(where, __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "CJK",
@@ -30,11 +61,13 @@ __all__ = [
     "DocumentIndex",
     "DocumentsError",
     "DocumentsNotFound",
+    "IndexProgress",
     "IndexStats",
     "NotADirectory",
     "Passage",
     "SkippedFile",
     "default_cache_dir",
+    "default_workers",
     "documents_folder_from_env",
 ]
 

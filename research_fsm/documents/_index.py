@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import queue
 import sqlite3
 import time
 from collections.abc import Callable
@@ -27,21 +28,25 @@ import structlog
 
 from .._home import default_home
 from .._tracing import search_span
-from ._passages import split
-from ._read import Found, SkippedFile, discover, extract, read_bytes
+from ._read import Found, SkippedFile, discover, kind_of, read_bytes
 from ._terms import cjk_bigrams, query_terms
 from ._types import (
     DamagedIndex,
     DocumentsNotFound,
+    IndexProgress,
     IndexStats,
     NotADirectory,
     Passage,
 )
+from ._work import Work, prepare
+from ._workers import Workers
 
-__all__ = ["DocumentIndex", "default_cache_dir"]
+__all__ = ["DocumentIndex", "default_cache_dir", "default_workers"]
 
 _log = structlog.get_logger(__name__)
-SCHEMA: Final = "research-fsm-documents-1"
+SCHEMA: Final = "research-fsm-documents-2"
+HEADING_SEPARATOR: Final = "\x1f"
+"""Between the headings of a passage's heading path in the index."""
 RACY_NS: Final = 2_000_000_000
 """Files modified this close (ns) before the last check are hashed again."""
 DATA_SOURCE: Final = "documents"  # the data source name on search spans
@@ -97,14 +102,39 @@ def _open_db(path: Path, folder: Path) -> sqlite3.Connection:
     return _open_db(path, folder)
 
 
-class _Builder:
-    """One refresh of the index against the folder (runs in a worker thread)."""
+PROGRESS_EVERY: Final = 0.1
+"""Seconds between two progress events (the first and last are always sent)."""
+POOL_FROM: Final = 12
+"""Files to extract from which a process pool is worth its start (else one process)."""
+_Old = tuple[int, int, int, str]
+_Job = tuple[Found, str, "_Old | None"]
 
-    def __init__(self, db: sqlite3.Connection) -> None:
+
+def default_workers() -> int:
+    """Worker processes for extraction: one per core."""
+    return max(1, os.cpu_count() or 1)
+
+
+class _Builder:
+    """One refresh of the index against the folder (runs in a worker thread; the text
+    extraction in a process pool)."""
+
+    def __init__(
+        self,
+        db: sqlite3.Connection,
+        progress: Callable[[IndexProgress], None] | None = None,
+        workers: int = 1,
+    ) -> None:
         self.db = db
         self.read = self.reused = self.bytes_read = 0
         self.racy_after = -1
         self.skipped: list[SkippedFile] = []
+        self.progress = progress
+        self.workers = workers
+        self.started = time.perf_counter()
+        self.done = self.bytes_done = self.files_total = self.bytes_total = 0
+        self.last_event = -1.0
+        self._data: dict[str, bytes] = {}
 
     def refresh(self, files: list[Found]) -> int:
         known = {
@@ -115,11 +145,13 @@ class _Builder:
         # a file modified within the timestamp granularity of the last check may have
         # changed again with the same size and mtime: such files are hashed again
         self.racy_after = int(checked[0]) - RACY_NS if checked else -1
+        self.files_total = len(files)
+        self.bytes_total = sum(found.size for found in files)
         now = time.time_ns()
         self.db.execute("BEGIN IMMEDIATE")
         try:
-            for found in files:
-                self._one(found, known.pop(found.path, None))
+            olds = [(found, known.pop(found.path, None)) for found in files]
+            self._all(olds)
             for file_id, *_ in known.values():
                 self._drop(file_id)
             self.db.execute("INSERT OR REPLACE INTO meta VALUES ('checked_ns', ?)", (str(now),))
@@ -127,20 +159,62 @@ class _Builder:
         except BaseException:
             self.db.execute("ROLLBACK")
             raise
+        self._tick(force=True, finished=True)
         return len(known)
 
-    def _one(self, found: Found, old: tuple[int, int, int, str] | None) -> None:
+    def _all(self, olds: list[tuple[Found, _Old | None]]) -> None:
+        """Reuse what is unchanged; extract the rest, in worker processes when many."""
+        changed = [(f, old) for f, old in olds if not self._unchanged(f, old)]
+        self._tick(force=True)
+        count = min(self.workers, len(changed))
+        if count <= 1 or len(changed) < POOL_FROM:
+            for found, old in changed:
+                job = self._job(found, old)
+                if job is not None:
+                    self._store(job, prepare(*self._args(job)))
+            return
+        workers = Workers(count)
+        jobs: dict[object, _Job] = {}
+
+        def drain(block: bool = False) -> None:
+            while jobs:
+                try:
+                    key, work = workers.results.get(block=block)
+                except queue.Empty:
+                    return
+                self._store(jobs.pop(key), work)
+
+        try:
+            for number, (found, old) in enumerate(changed):
+                job = self._job(found, old)
+                if job is not None:
+                    jobs[number] = job
+                    workers.submit((number, *self._args(job)), drain)
+                drain()
+            while jobs:
+                drain(block=True)
+        finally:
+            workers.close()
+            workers.join()
+
+    def _unchanged(self, found: Found, old: _Old | None) -> bool:
         same = old is not None and (old[1], old[2]) == (found.size, found.mtime_ns)
         if same and found.mtime_ns < self.racy_after:
             self.reused += 1
-            return
+            self._count(found)
+            return True
+        return False
+
+    def _job(self, found: Found, old: _Old | None) -> _Job | None:
+        """Read and hash a file that may have changed: a job when it did, else ``None``."""
         try:
             data = read_bytes(found.real, found.root)
         except OSError as exc:
             self.skipped.append(SkippedFile(path=found.path, reason=f"cannot read it ({exc})"))
             if old is not None:
                 self._drop(old[0])
-            return
+            self._count(found)
+            return None
         digest = hashlib.sha256(data).hexdigest()
         if old is not None and old[3] == digest:
             self.db.execute(
@@ -148,14 +222,46 @@ class _Builder:
                 (found.size, found.mtime_ns, old[0]),
             )
             self.reused += 1
-            return
-        self._index(found, digest, old)
+            self._count(found)
+            return None
+        self._data[found.path] = data
+        return found, digest, old
 
-    def _index(self, found: Found, digest: str, old: tuple[int, int, int, str] | None) -> None:
-        kind = found.real.suffix.lower() or Path(found.path).suffix
-        extracted = extract(found.real, kind, found.root)
+    def _args(self, job: _Job) -> tuple[bytes, str, str]:
+        found = job[0]
+        kind = kind_of(found.real.name) or kind_of(found.path) or "text"
+        return self._data.pop(found.path), kind, found.real.name
+
+    def _count(self, found: Found) -> None:
+        self.done += 1
+        self.bytes_done += found.size
+        self._tick()
+
+    def _tick(self, *, force: bool = False, finished: bool = False) -> None:
+        if self.progress is None:
+            return
+        now = time.perf_counter()
+        if not force and now - self.last_event < PROGRESS_EVERY and self.done < self.files_total:
+            return
+        self.last_event = now
+        self.progress(
+            IndexProgress(
+                files_done=self.done,
+                files_total=self.files_total,
+                bytes_done=self.bytes_done,
+                bytes_total=self.bytes_total,
+                read=self.read,
+                seconds=now - self.started,
+                finished=finished,
+            )
+        )
+
+    def _store(self, job: _Job, work: Work) -> None:
+        found, digest, old = job
+        extracted, spans, bodies = work
         if old is not None:
             self._drop(old[0])
+        self._count(found)
         if isinstance(extracted, str):
             self.skipped.append(SkippedFile(path=found.path, reason=extracted))
             return
@@ -175,7 +281,8 @@ class _Builder:
         )
         file_id = cursor.lastrowid
         title = cjk_bigrams(extracted.title)
-        for span in split(extracted.text, extracted.pages):
+        rows = []
+        for span, body in zip(spans, bodies, strict=True):
             row = self.db.execute(
                 "INSERT INTO passages(file_id, start, end, line_start, line_end, page, heading)"
                 " VALUES (?,?,?,?,?,?,?)",
@@ -186,13 +293,12 @@ class _Builder:
                     span.line_start,
                     span.line_end,
                     span.page,
-                    span.heading,
+                    HEADING_SEPARATOR.join(span.headings) or None,
                 ),
             )
-            body = cjk_bigrams(extracted.text[span.start : span.end])
-            self.db.execute(
-                "INSERT INTO fts(rowid, body, title) VALUES (?,?,?)", (row.lastrowid, body, title)
-            )
+            text = body if body is not None else extracted.text[span.start : span.end]
+            rows.append((row.lastrowid, text, title))
+        self.db.executemany("INSERT INTO fts(rowid, body, title) VALUES (?,?,?)", rows)
 
     def _drop(self, file_id: int) -> None:
         self.db.execute(
@@ -222,14 +328,19 @@ def _check_folder(folder: str | os.PathLike[str]) -> Path:
 
 
 def _build(
-    folder: Path, cache_dir: Path, limit: int, max_files: int
+    folder: Path,
+    cache_dir: Path,
+    limit: int,
+    max_files: int,
+    progress: Callable[[IndexProgress], None] | None = None,
+    workers: int = 1,
 ) -> tuple[sqlite3.Connection, IndexStats, list[SkippedFile]]:
     started = time.perf_counter()
     cache_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     name = hashlib.sha256(str(folder).encode("utf-8", "surrogatepass")).hexdigest()[:16]
     db = _open_db(cache_dir / f"{name}.sqlite", folder)
     files, skipped = discover(folder, limit=limit, max_files=max_files)
-    builder = _Builder(db)
+    builder = _Builder(db, progress, workers)
     removed = builder.refresh(files)
     counts = db.execute("SELECT (SELECT count(*) FROM files), (SELECT count(*) FROM passages)")
     total_files, total_passages = counts.fetchone()
@@ -286,11 +397,30 @@ class DocumentIndex:
         cache_dir: Path | None = None,
         max_file_bytes: int = 50 * 1024 * 1024,
         max_files: int = 20_000,
+        progress: Callable[[IndexProgress], object] | None = None,
+        workers: int | None = None,
     ) -> DocumentIndex:
-        """Index ``folder`` (only what changed since the last time) and open it."""
+        """Index ``folder`` (only what changed since the last time) and open it.
+
+        ``progress`` is called on the event loop's thread with an ``IndexProgress`` as
+        files are looked at (at most ten times a second, and once at the end);
+        ``workers``: processes extracting text (default: one per core; 1 extracts in
+        this process). A file that cannot be read or extracted is skipped, with a
+        warning naming it, and listed in ``skipped``."""
         path = _check_folder(folder)
         cache = cache_dir if cache_dir is not None else default_cache_dir()
-        db, stats, skipped = await asyncio.to_thread(_build, path, cache, max_file_bytes, max_files)
+        report: Callable[[IndexProgress], None] | None = None
+        if progress is not None:
+            loop = asyncio.get_running_loop()
+            callback = progress
+
+            def report(event: IndexProgress) -> None:
+                loop.call_soon_threadsafe(callback, event)
+
+        count = default_workers() if workers is None else max(1, workers)
+        db, stats, skipped = await asyncio.to_thread(
+            _build, path, cache, max_file_bytes, max_files, report, count
+        )
         _log.info(
             "documents indexed",
             folder=str(path),
@@ -330,8 +460,9 @@ class DocumentIndex:
                 line_start=first,
                 line_end=last,
                 page=page,
-                heading=heading,
+                heading=heading.split(HEADING_SEPARATOR)[-1] if heading else None,
                 score=-rank,
+                headings=tuple(heading.split(HEADING_SEPARATOR)) if heading else (),
             )
             for path, title, text, start, end, first, last, page, heading, rank in rows
         ]

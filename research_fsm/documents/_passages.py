@@ -13,32 +13,39 @@ MIN_CHARS: Final = 600
 """A passage grows paragraph by paragraph until it has at least this many characters."""
 MAX_CHARS: Final = 1200
 """A passage never has more (a longer paragraph is cut at sentence ends)."""
+SECTION_CHARS: Final = 300
+"""A heading starts a new passage once the current one has this many characters."""
 _PARAGRAPH: Final = re.compile(r"\n\s*\n")
 _SENTENCE_END: Final = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
-_HEADING: Final = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.M)
+_HEADING: Final = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$", re.M)
+_NEWLINE: Final = re.compile("\n")
+_FENCE: Final = re.compile(r"^ {0,3}(?:`{3,}|~{3,})", re.M)
 
 
 @dataclass(frozen=True, slots=True)
 class Span:
-    """A passage's place: ``text[start:end]``, lines, page and heading."""
+    """A passage's place: ``text[start:end]``, the file's lines, page and headings."""
 
     start: int
     end: int
     line_start: int
     line_end: int
     page: int | None
-    heading: str | None
+    headings: tuple[str, ...]
 
 
 def _pieces(text: str) -> list[tuple[int, int]]:
-    """Paragraphs (and sentences of over-long paragraphs) as (start, end), trimmed."""
+    """Paragraphs (and sentences of over-long paragraphs) as (start, end), trimmed; a
+    fenced code block with empty lines in it stays one piece."""
     found: list[tuple[int, int]] = []
-    position = 0
+    block_start = 0
     for match in [*_PARAGRAPH.finditer(text), None]:
         end = match.start() if match is not None else len(text)
-        found += _cut(text, position, end)
+        if match is not None and len(_FENCE.findall(text, block_start, end)) % 2:
+            continue  # inside a code block: the paragraph goes on
+        found += _cut(text, block_start, end)
         if match is not None:
-            position = match.end()
+            block_start = match.end()
     return found
 
 
@@ -63,39 +70,69 @@ def _hard(start: int, end: int) -> list[tuple[int, int]]:
     return [(a, min(a + MAX_CHARS, end)) for a in range(start, end, MAX_CHARS)]
 
 
-def split(text: str, pages: list[int] | None = None) -> list[Span]:
-    """``text`` as passages of about ``MIN_CHARS``-``MAX_CHARS`` characters;
-    ``pages`` holds each page's start offset (PDFs)."""
-    newlines = [i for i, ch in enumerate(text) if ch == "\n"]
-    headings = [(m.start(), m.group(1)) for m in _HEADING.finditer(text)]
+def _paths(headings: list[tuple[int, int, str]]) -> list[tuple[str, ...]]:
+    """Each heading's path: the headings it sits under, outermost first, and itself."""
+    stack: list[tuple[int, str]] = []
+    paths = []
+    for _, level, title in headings:
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        stack.append((level, title[:200]))
+        paths.append(tuple(t for _, t in stack))
+    return paths
+
+
+def split(
+    text: str,
+    pages: list[int] | None = None,
+    *,
+    headings: list[tuple[int, int, str]] | None = None,
+    anchors: list[tuple[int, int]] | None = None,
+) -> list[Span]:
+    """``text`` as passages of about ``MIN_CHARS``-``MAX_CHARS`` characters, a new one at
+    a heading once the current one has ``SECTION_CHARS``; ``pages`` holds each page's start offset (PDFs), ``headings``
+    ``(offset, level, title)`` (default: the Markdown ``#`` lines), ``anchors``
+    ``(offset, line in the file)`` when the text's lines are not the file's."""
+    newlines = [] if anchors else [m.start() for m in _NEWLINE.finditer(text)]
+    if headings is None:
+        headings = [(m.start(), len(m.group(1)), m.group(2)) for m in _HEADING.finditer(text)]
+    heading_at = [at for at, _, _ in headings]
+    paths = _paths(headings)
+    anchor_at = [at for at, _ in anchors] if anchors else []
+
+    def line(offset: int) -> int:
+        if anchors:
+            index = bisect_right(anchor_at, offset) - 1
+            return anchors[max(index, 0)][1]
+        return bisect_right(newlines, offset - 1) + 1
+
     spans: list[Span] = []
     group: list[tuple[int, int]] = []
+    body = False  # the group holds more than headings
 
     def flush() -> None:
+        nonlocal body
         if not group:
             return
         start, end = group[0][0], group[-1][1]
-        before = [title for at, title in headings if at <= start]
+        index = bisect_right(heading_at, start) - 1
         page = bisect_right(pages, start) if pages else None
         spans.append(
-            Span(
-                start,
-                end,
-                bisect_right(newlines, start - 1) + 1,
-                bisect_right(newlines, end - 1) + 1,
-                page,
-                before[-1][:200] if before else None,
-            )
+            Span(start, end, line(start), line(end - 1), page, paths[index] if index >= 0 else ())
         )
         group.clear()
+        body = False
 
     for start, end in _pieces(text):
         crosses_page = (
             pages and group and bisect_right(pages, group[0][0]) != bisect_right(pages, start)
         )
-        if group and (end - group[0][0] > MAX_CHARS or crosses_page):
+        at_heading = start in heading_at if headings else False
+        new_section = at_heading and body and group[-1][1] - group[0][0] >= SECTION_CHARS
+        if group and (end - group[0][0] > MAX_CHARS or crosses_page or new_section):
             flush()
         group.append((start, end))
+        body = body or not at_heading
         if end - group[0][0] >= MIN_CHARS:
             flush()
     flush()

@@ -1,8 +1,10 @@
 """Finding the documents of a folder and reading their text.
 
 Markdown and text are decoded (UTF-8, then CP932 for Japanese Windows files, else
-UTF-8 with replacement characters); HTML goes through **inscriptis** (layout-aware
-HTML to text; scripts and styles dropped); PDF through **pypdf**, page by page.
+UTF-8 with replacement characters); Markdown is cleaned line for line (``_markdown``),
+HTML reduced to its main content (``_html``, lxml), PDF read through **pypdf**, page by
+page; a package's ``METADATA`` / ``PKG-INFO`` file is titled by its ``Name:``.
+``extract_data`` never raises: any failure of an extractor is a reason to skip the file.
 Nothing is ever followed out of the folder: symlinks are resolved and checked,
 hidden folders are skipped, every folder between the root and a file is opened without
 following links when the file is read (a folder swapped for a symlink after discovery
@@ -19,7 +21,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-__all__ = ["KINDS", "Extracted", "Found", "SkippedFile", "discover", "extract"]
+from ._html import html_text
+from ._markdown import markdown_text
+
+__all__ = [
+    "KINDS",
+    "NAMES",
+    "Extracted",
+    "Found",
+    "SkippedFile",
+    "discover",
+    "extract",
+    "extract_data",
+    "kind_of",
+]
 
 KINDS: Final = {
     ".md": "markdown",
@@ -30,8 +45,17 @@ KINDS: Final = {
     ".pdf": "pdf",
 }
 """File extensions indexed, and their kind; other files are ignored."""
-_TITLE: Final = re.compile(r"<title[^>]*>(.*?)</title>", re.I | re.S)
+NAMES: Final = {"METADATA": "metadata", "PKG-INFO": "metadata"}
+"""Files indexed by their whole name (a Python package's metadata), and their kind."""
 _MD_HEADING: Final = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.M)
+_HEADER: Final = re.compile(r"^([A-Za-z][A-Za-z0-9-]*):[ \t]?(.*)$")
+_KEPT_HEADERS: Final = frozenset({"name", "version", "summary"})
+
+
+def kind_of(name: str) -> str | None:
+    """The kind of a file by its name (``markdown``, ``text``, ``html``, ``pdf``,
+    ``metadata``), or ``None`` when such files are not indexed."""
+    return NAMES.get(name) or KINDS.get(Path(name).suffix.lower())
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -66,13 +90,19 @@ class Extracted:
     """A document's text."""
 
     kind: str
-    """markdown, text, html or pdf."""
+    """markdown, text, html, pdf or metadata."""
     title: str
-    """Its title (first heading, ``<title>``, PDF metadata, first line, or file name)."""
+    """Its title (first heading, ``<title>``, PDF metadata, ``Name:``, first line, or
+    file name)."""
     text: str
     """The extracted text."""
     pages: list[int] | None
     """For PDFs, each page's start offset in ``text``."""
+    headings: list[tuple[int, int, str]] | None = None
+    """``(offset, level, heading)`` of its headings; ``None``: Markdown ``#`` lines."""
+    anchors: list[tuple[int, int]] | None = None
+    """``(offset, line of the file)`` where a block of ``text`` starts (HTML); ``None``:
+    the text's lines are the file's."""
 
 
 def _inside(path: Path, root: Path) -> bool:
@@ -115,7 +145,7 @@ def discover(root: Path, *, limit: int, max_files: int) -> tuple[list[Found], li
                     skipped.append(SkippedFile(path=rel, reason="symlinked folder (not followed)"))
         dirs.sort()
         for name in sorted(files):
-            if name.startswith(".") or Path(name).suffix.lower() not in KINDS:
+            if name.startswith(".") or kind_of(name) is None:
                 continue
             rel = (base / name).relative_to(root).as_posix()
             if len(found) >= max_files:
@@ -202,34 +232,86 @@ def _pdf(data: bytes, name: str) -> Extracted | str:
         return f"unreadable PDF ({type(exc).__name__})"
     text = "".join(parts)
     return Extracted(
-        kind="pdf", title=title[:200] or _first_line(text, name), text=text, pages=pages
+        kind="pdf",
+        title=title[:200] or _first_line(text, name),
+        text=text,
+        pages=pages,
+        headings=[],
     )
 
 
 def _html(data: bytes, name: str) -> Extracted:
-    from inscriptis import get_text
+    page = html_text(_decode(data))
+    return Extracted(
+        kind="html",
+        title=page.title or _first_line(page.text, name),
+        text=page.text,
+        pages=None,
+        headings=page.headings,
+        anchors=page.anchors,
+    )
 
-    markup = _decode(data)
-    found = _TITLE.search(markup)
-    title = " ".join(found.group(1).split())[:200] if found else ""
-    text = get_text(markup) if markup.strip() else ""
-    return Extracted(kind="html", title=title or _first_line(text, name), text=text, pages=None)
+
+def _markdown(text: str, name: str, kind: str = "markdown") -> Extracted:
+    clean = markdown_text(text)
+    title = clean.title or _first_line(clean.text, name)
+    return Extracted(kind=kind, title=title, text=clean.text, pages=None, headings=clean.headings)
 
 
-def extract(path: Path, kind_of: str, root: Path | None = None) -> Extracted | str:
+def _metadata(text: str, name: str) -> Extracted:
+    """A package's metadata: titled by ``Name:``; of the headers only name, version and
+    summary are kept (line for line), the description after them read as Markdown."""
+    lines = text.split("\n")
+    package = ""
+    for number, line in enumerate(lines):
+        if not line.strip():
+            break
+        header = _HEADER.match(line)
+        if header is None:
+            continue  # a continuation line
+        if header.group(1).lower() == "name":
+            package = header.group(2).strip()
+        if header.group(1).lower() not in _KEPT_HEADERS:
+            lines[number] = ""
+    body = _markdown("\n".join(lines), name, "metadata")
+    return Extracted(
+        kind="metadata",
+        title=package[:200] or body.title,
+        text=body.text,
+        pages=None,
+        headings=body.headings,
+    )
+
+
+def extract_data(data: bytes, kind: str, name: str) -> Extracted | str:
+    """The text of a file's bytes, or why it cannot be indexed; never raises (any
+    failure of an extractor is a reason, naming the exception)."""
+    try:
+        if kind == "pdf":
+            return _pdf(data, name) if data.startswith(b"%PDF") else "not a PDF file"
+        if b"\x00" in data[:8192]:
+            return "binary file"
+        if kind == "html":
+            return _html(data, name)
+        text = _decode(data)
+        if kind == "metadata" or (kind == "text" and text.startswith("Metadata-Version:")):
+            return _metadata(text, name)
+        if kind == "markdown":
+            return _markdown(text, name)
+        return Extracted(kind=kind, title=_first_line(text, name), text=text, pages=None)
+    except RecursionError:
+        return "extractor failed (too deeply nested)"
+    except Exception as exc:  # any extractor failure skips the file
+        detail = " ".join(str(exc).split())[:120]
+        return f"extractor failed ({type(exc).__name__}{': ' + detail if detail else ''})"
+
+
+def extract(path: Path, kind_of_file: str, root: Path | None = None) -> Extracted | str:
     """The document's text, or why it cannot be indexed (a ``SkippedFile`` reason);
-    ``root``: the folder, every component below which is opened without following links."""
+    ``kind_of_file``: its kind (``kind_of``); ``root``: the folder, every component below
+    which is opened without following links."""
     try:
         data = read_bytes(path, root)
     except OSError as exc:
         return f"cannot read it ({exc.strerror or exc})"
-    kind = KINDS[kind_of]
-    name = path.name
-    if kind == "pdf":
-        return _pdf(data, name) if data.startswith(b"%PDF") else "not a PDF file"
-    if b"\x00" in data[:8192]:
-        return "binary file"
-    if kind == "html":
-        return _html(data, name)
-    text = _decode(data)
-    return Extracted(kind=kind, title=_first_line(text, name), text=text, pages=None)
+    return extract_data(data, kind_of_file, path.name)

@@ -10,6 +10,7 @@ __all__ = [
     "DamagedIndex",
     "DocumentsError",
     "DocumentsNotFound",
+    "IndexProgress",
     "IndexStats",
     "NotADirectory",
     "Passage",
@@ -54,12 +55,16 @@ class Passage:
     page: int | None
     """The PDF page it is on (1-based), else ``None``."""
     heading: str | None
-    """The Markdown heading it sits under, if any."""
+    """The heading it sits under (the innermost), if any."""
     score: float
     """BM25 relevance (higher is better)."""
+    headings: tuple[str, ...] = ()
+    """Its heading path, outermost first (``("Quickstart", "HTTP/2")``); ``heading`` is
+    the last."""
 
     def locator(self) -> str:
-        """Where it is, for a citation: ``notes/a.md, lines 3-9`` or ``guide.pdf, page 2``."""
+        """Where it is, for a citation: ``notes/a.md, lines 3-9`` or ``guide.pdf, page 2``;
+        the lines are the file's own (for HTML, of its source)."""
         if self.page is not None:
             return f"{self.path}, page {self.page}"
         lines = (
@@ -88,3 +93,49 @@ class IndexStats:
     """How long opening took."""
     bytes_read: int
     """Bytes of the files read."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IndexProgress:
+    """How far opening an index is: one per file looked at (at most ten a second), and
+    a last one with ``finished``."""
+
+    files_done: int
+    """Files looked at so far (read, reused or skipped)."""
+    files_total: int
+    """Files found in the folder."""
+    bytes_done: int
+    """Bytes of the files looked at so far."""
+    bytes_total: int
+    """Bytes of all the files found."""
+    read: int
+    """Files read and indexed so far (new or changed)."""
+    seconds: float
+    """Time since the indexing started."""
+    finished: bool = False
+    """True on the last event."""
+
+    def bytes_per_second(self) -> float:
+        """Throughput so far."""
+        return self.bytes_done / self.seconds if self.seconds > 0 else 0.0
+
+    def eta_seconds(self) -> float | None:
+        """Seconds left at the throughput so far (``None`` before any is known)."""
+        rate = self.bytes_per_second()
+        if self.finished:
+            return 0.0
+        return (self.bytes_total - self.bytes_done) / rate if rate > 0 else None
+
+    def bar(self, width: int = 24) -> str:
+        """``[#######.....]  120/530 files  3.1 MB/s  ETA 12s``: the line a terminal shows."""
+        share = self.files_done / self.files_total if self.files_total else 1.0
+        filled = round(share * width)
+        eta = self.eta_seconds()
+        left = "ETA --" if eta is None else f"ETA {eta:.0f}s"
+        if self.finished:
+            left = f"done in {self.seconds:.1f}s"
+        mbs = self.bytes_per_second() / 1_048_576
+        return (
+            f"[{'#' * filled}{'.' * (width - filled)}] {self.files_done}/{self.files_total}"
+            f" files  {mbs:.1f} MB/s  {left}"
+        )

@@ -147,6 +147,7 @@ _STEPS: Final = {
     "synthesizer": "Writing the report",
     "quality": "Checking the quality",
     "save": "Saving the files",
+    "indexing": "Indexing the documents",
     "query_parser": "Understanding the topic",
     "search": "Searching",
     "relevance_filter": "Keeping the relevant sources",
@@ -191,7 +192,21 @@ def report_events(event: ReportProgress | Report) -> Iterable[bytes]:
 
 def deep_events(event: DeepProgress | DeepText | ResearchReport) -> Iterable[bytes]:
     """A deep-research session's events: ``progress``, ``token`` (the draft), ``deep``."""
-    if isinstance(event, DeepProgress):
+    if isinstance(event, DeepProgress) and event.indexing is not None:
+        step = event.indexing
+        data = _step(event.stage, None, event.finished)
+        eta = step.eta_seconds()
+        data["message"] += f": {step.files_done}/{step.files_total} files" + (
+            "" if event.finished or eta is None else f", about {eta:.0f} s left"
+        )
+        data["indexing"] = {
+            "files_done": step.files_done,
+            "files_total": step.files_total,
+            "mb_per_s": round(step.bytes_per_second() / 1_048_576, 2),
+            "eta_s": None if eta is None else round(eta, 1),
+        }
+        yield sse("progress", data)
+    elif isinstance(event, DeepProgress):
         yield sse("progress", _step(event.stage, event.branch, event.finished))
     elif isinstance(event, DeepText):
         yield sse("token", {"text": event.text})

@@ -86,7 +86,10 @@ async def test_a_passage_is_exactly_its_place_in_the_file(folder: Path, tmp_path
         first = text.count("\n", 0, passage.start) + 1
         last = text.count("\n", 0, passage.end - 1) + 1
         assert (first, last) == (passage.line_start, passage.line_end)
+        # short sections share a passage, which knows the heading path where it starts
         assert "spring.md, lines 1-7" == passage.locator()
+        assert ("Spring Boot 3 migration",) == passage.headings
+        assert "Spring Boot 3 migration" == passage.heading
         with pytest.raises(KeyError, match="not an indexed file"):
             await index.document_text("nope.md")
 

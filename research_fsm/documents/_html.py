@@ -1,0 +1,461 @@
+"""HTML to text: the page's main content only, as a reader sees it.
+
+The page is parsed with **lxml** (entities decoded, broken markup repaired). The main
+content is the first of ``<main>``, ``[role=main]``, ``<article>``, Sphinx's
+``div.body`` / ``div.document``, MkDocs' ``div.md-content`` or GitHub's
+``.markdown-body``, else ``<body>``; inside it, page chrome is dropped: navigation
+(``<nav>``, ``[role=navigation]``, breadcrumbs, Sphinx's ``div.related`` and
+``div.sphinxsidebar``, MkDocs' side bars and tabs), headers, footers, "Previous / Next"
+links, permalink signs (``¶``), scripts, styles and forms.
+
+What is kept is written one block per paragraph (blank line between blocks), list
+items one per line with no glyph added, table rows with ``" | "`` between cells, and
+preformatted code verbatim between fence lines (```` ``` ````). Each block remembers the
+line of the original file it starts on (``anchors``), and each heading its level, so
+a passage can be cited by the file's own line numbers and by its heading path.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Final
+
+from lxml import etree
+
+__all__ = ["HtmlText", "html_text"]
+
+_DROP_TAGS: Final = frozenset(
+    [
+        "script",
+        "style",
+        "noscript",
+        "template",
+        "nav",
+        "header",
+        "footer",
+        "aside",
+        "form",
+        "button",
+        "svg",
+        "iframe",
+        "object",
+        "embed",
+        "canvas",
+        "select",
+        "textarea",
+        "input",
+        "label",
+        "head",
+        "title",
+        "meta",
+        "link",
+        "dialog",
+    ]
+)
+_DROP_ROLES: Final = frozenset(
+    ["navigation", "banner", "contentinfo", "complementary", "search", "menu", "menubar", "toolbar"]
+)
+_DROP_CLASSES: Final = frozenset(
+    [
+        "related",
+        "sphinxsidebar",
+        "sphinxsidebarwrapper",
+        "headerlink",
+        "breadcrumb",
+        "breadcrumbs",
+        "wy-breadcrumbs",
+        "wy-nav-side",
+        "wy-side-scroll",
+        "rst-versions",
+        "rst-footer-buttons",
+        "footer",
+        "prev-next-area",
+        "prev-next-footer",
+        "prev-next-bottom",
+        "bd-sidebar",
+        "bd-sidebar-primary",
+        "bd-sidebar-secondary",
+        "bd-toc",
+        "bd-header",
+        "bd-footer",
+        "bd-header-article",
+        "md-header",
+        "md-sidebar",
+        "md-footer",
+        "md-footer__inner",
+        "md-nav",
+        "md-tabs",
+        "md-search",
+        "md-source",
+        "md-clipboard",
+        "md-content__button",
+        "md-top",
+        "md-skip",
+        "md-banner",
+        "md-announce",
+        "skip-link",
+        "skip-to-content",
+        "navbar",
+        "navigation",
+        "nav-links",
+        "sidebar",
+        "toc-drawer",
+        "sticky-header",
+        "edit-this-page",
+        "copybtn",
+        "copybutton",
+        "sphinx-tabs-tab",
+        "headerlink-anchor",
+        "anchorjs-link",
+        "anchor",
+        "octicon-link",
+        "pagination",
+    ]
+)
+_DROP_IDS: Final = frozenset(
+    [
+        "sidebar",
+        "toc",
+        "navigation",
+        "nav",
+        "header",
+        "footer",
+        "breadcrumbs",
+        "searchbox",
+        "search-box",
+        "relations",
+    ]
+)
+_MAIN_RULES: Final[list[tuple[set[str] | None, bool, str]]] = [
+    # (tags, role=main, class): the most specific first, as a theme's <main> often
+    # holds its side bars too
+    (None, False, "markdown-body"),
+    ({"article"}, False, ""),
+    (None, True, ""),
+    ({"div"}, False, "body"),
+    ({"main"}, False, ""),
+    ({"div"}, False, "md-content"),
+    ({"div"}, False, "document"),
+]
+_BLOCKS: Final = frozenset(
+    [
+        "p",
+        "div",
+        "section",
+        "article",
+        "main",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "ul",
+        "ol",
+        "dl",
+        "blockquote",
+        "table",
+        "figure",
+        "figcaption",
+        "details",
+        "hr",
+        "address",
+        "center",
+        "body",
+        "html",
+        "fieldset",
+    ]
+)
+_HEADINGS: Final = {f"h{n}": n for n in range(1, 7)}
+_PRE: Final = frozenset({"pre", "xmp", "listing", "plaintext"})
+_CELLS: Final = frozenset({"td", "th"})
+_INLINE: Final = frozenset(
+    [
+        "a",
+        "abbr",
+        "b",
+        "bdi",
+        "bdo",
+        "big",
+        "cite",
+        "code",
+        "data",
+        "del",
+        "dfn",
+        "em",
+        "font",
+        "i",
+        "ins",
+        "kbd",
+        "mark",
+        "q",
+        "s",
+        "samp",
+        "small",
+        "span",
+        "strike",
+        "strong",
+        "sub",
+        "sup",
+        "time",
+        "tt",
+        "u",
+        "var",
+        "wbr",
+    ]
+)
+_ITEMS: Final = frozenset({"li", "dt", "dd", "tr", "caption", "summary"})
+"""Elements written as one line each (their paragraphs and nested lists too)."""
+_PREV_NEXT: Final = re.compile(
+    r"^\W*(?:previous|next|prev|back to top|edit on github|edit this page|view page source|"
+    r"show source|skip to (?:main )?content)\b.{0,120}$",
+    re.I | re.S,
+)
+_SPACES: Final = re.compile(r"[ \t\n\r\f\v\u00a0\u200b]+")
+_PERMALINKS: Final = frozenset({"¶", "#", "§", "🔗", "\uf0c1"})
+_PARSER: Final = etree.HTMLParser(remove_comments=True, remove_pis=True, no_network=True)
+"""Plain elements (no per-element Python class lookup, as ``lxml.html`` does)."""
+_XML_DECLARATION: Final = re.compile(r"^\s*<\?xml[^>]*\?>", re.I)
+
+
+@dataclass(slots=True, kw_only=True)
+class HtmlText:
+    """A page's readable text and where its pieces come from."""
+
+    title: str
+    """``<title>``, else the first heading, entities decoded, spaces collapsed."""
+    text: str
+    """The main content, one block per paragraph."""
+    anchors: list[tuple[int, int]] = field(default_factory=list)
+    """``(offset in text, line in the file)`` at the start of every block, ascending."""
+    headings: list[tuple[int, int, str]] = field(default_factory=list)
+    """``(offset in text, level 1-6, heading)`` for every heading kept."""
+
+
+def _is_chrome(element: etree._Element) -> bool:
+    tag = element.tag
+    if not isinstance(tag, str):
+        return True  # comments, processing instructions
+    if tag in _DROP_TAGS:
+        return True
+    items = element.items()
+    if not items:
+        return False
+    attributes = {name: str(value).lower() for name, value in items}
+    if "hidden" in attributes or attributes.get("aria-hidden") == "true":
+        return True
+    if attributes.get("role", "") in _DROP_ROLES:
+        return True
+    label = attributes.get("aria-label", "")
+    if label and ("breadcrumb" in label or label in {"navigation", "pagination", "footer"}):
+        return True
+    if attributes.get("rel", "") in {"prev", "next"}:
+        return True
+    if attributes.get("id", "") in _DROP_IDS:
+        return True
+    return not _DROP_CLASSES.isdisjoint(attributes.get("class", "").split())
+
+
+class _Writer:
+    """Blocks of text, each line with the file line it starts on."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.size = 0
+        self.anchors: list[tuple[int, int]] = []
+        self.headings: list[tuple[int, int, str]] = []
+        self.line: list[str] = []
+        self.line_source = 0
+        self.block: list[tuple[str, int]] = []
+
+    def inline(self, text: str, source: int) -> None:
+        if not text:
+            return
+        if not self.line:
+            self.line_source = source
+        self.line.append(text)
+
+    def end_line(self) -> None:
+        """The current line ends (a list item, a table row, ``<br>``)."""
+        if not self.line:
+            return
+        text = _SPACES.sub(" ", "".join(self.line)).strip()
+        if text.endswith(" |"):  # a table row's last cell separator
+            text = text[:-2].rstrip()
+        self.line = []
+        if text and text not in _PERMALINKS:
+            self.block.append((text, self.line_source))
+
+    def end_block(self, heading: int = 0) -> None:
+        self.end_line()
+        if not self.block:
+            return
+        lines = self.block
+        self.block = []
+        if not lines or (len(lines) == 1 and _PREV_NEXT.match(lines[0][0])):
+            return
+        if heading:
+            title = " ".join(text for text, _ in lines).rstrip("¶#§ ").strip()
+            if not title:
+                return
+            lines = [(title, lines[0][1])]
+        self._emit(lines, heading)
+
+    def code(self, text: str, source: int) -> None:
+        self.end_block()
+        text = text.strip("\n")
+        if not text.strip():
+            return
+        # the fence lines: one above and one below the code, as the file's lines go
+        body = [(line.rstrip(), source + n) for n, line in enumerate(text.split("\n"))]
+        self._emit([("```", max(source - 1, 1)), *body, ("```", source + len(body))], 0)
+
+    def _emit(self, lines: list[tuple[str, int]], heading: int) -> None:
+        if self.parts:
+            self.parts.append("\n\n")
+            self.size += 2
+        if heading:
+            self.headings.append((self.size, heading, lines[0][0]))
+        for number, (text, source) in enumerate(lines):
+            if number:
+                self.parts.append("\n")
+                self.size += 1
+            if not self.anchors or self.anchors[-1][1] != source:
+                self.anchors.append((self.size, source))
+            self.parts.append(text)
+            self.size += len(text)
+
+
+def _walk(element: etree._Element, out: _Writer, in_item: bool = False) -> None:
+    tag = element.tag if isinstance(element.tag, str) else ""
+    source = element.sourceline or 0
+    if tag in _INLINE and not len(element):  # the common case first: a span of text
+        out.inline(element.text or "", source)
+    elif tag in _PRE:
+        out.code("".join(element.itertext()), source)
+    elif tag == "br":
+        out.end_line()
+    else:
+        block = tag in _HEADINGS or (tag in _BLOCKS and not in_item)
+        if block:
+            out.end_block()
+        elif in_item and tag in _BLOCKS:
+            out.end_line()
+        inner = in_item or tag in _ITEMS
+        out.inline(element.text or "", source)
+        for child in element:
+            _walk(child, out, inner)
+            out.inline(child.tail or "", child.sourceline or source)
+        if tag in _HEADINGS:
+            out.end_block(_HEADINGS[tag])
+        elif tag in _ITEMS or (in_item and tag in _BLOCKS):
+            out.end_line()
+        elif tag in _CELLS:
+            out.inline(" | ", source)
+        elif block:
+            out.end_block()
+
+
+def _class_test(name: str) -> str:
+    return f"contains(concat(' ', normalize-space(@class), ' '), ' {name} ')"
+
+
+_CANDIDATES: Final = etree.XPath(
+    ".//*[@class or @role or @id or @hidden or @aria-hidden or @aria-label or @rel]"
+)
+"""The elements that may be chrome by their attributes (``_is_chrome`` reads them)."""
+
+
+def _chrome(main: etree._Element) -> list[etree._Element]:
+    """The page chrome under ``main`` (an element inside another may be listed too)."""
+    found: list[etree._Element] = list(main.iter(*_DROP_TAGS))
+    for element in _CANDIDATES(main):
+        if found and _within(element, found[-1]):
+            continue
+        if _is_chrome(element):
+            found.append(element)
+    return found
+
+
+def _within(element: etree._Element, outer: etree._Element) -> bool:
+    parent = element.getparent()
+    while parent is not None:
+        if parent is outer:
+            return True
+        parent = parent.getparent()
+    return False
+
+
+def _remove(element: etree._Element) -> None:
+    """Take ``element`` out of the tree, keeping the text that follows it."""
+    parent = element.getparent()
+    if parent is None:
+        return
+    tail = element.tail
+    if tail:
+        previous = element.getprevious()
+        if previous is not None:
+            previous.tail = (previous.tail or "") + tail
+        else:
+            parent.text = (parent.text or "") + tail
+    parent.remove(element)
+
+
+def _main(root: etree._Element) -> etree._Element:
+    candidates: list[list[etree._Element]] = [[] for _ in _MAIN_RULES]
+    for element in root.iter("main", "article", "div", "section"):
+        tag, classes = element.tag, f" {element.get('class') or ''} "
+        for rule, (tags, role, name) in enumerate(_MAIN_RULES):
+            if (tags is None or tag in tags) and (
+                (role and element.get("role") == "main")
+                or (name and f" {name} " in classes)
+                or (not role and not name)
+            ):
+                candidates[rule].append(element)
+    for rule, found in enumerate(candidates):
+        kept = [e for e in found if not _inside_chrome(e)]
+        if len(kept) == 1 or (kept and _MAIN_RULES[rule] != ({"article"}, False, "")):
+            return kept[0]
+    body = root.find(".//body")
+    return body if body is not None else root
+
+
+def _inside_chrome(element: etree._Element) -> bool:
+    return any(_is_chrome(parent) for parent in element.iterancestors())
+
+
+def _title(root: etree._Element, headings: list[tuple[int, int, str]]) -> str:
+    found = root.find(".//title")
+    if found is not None:
+        title = _SPACES.sub(" ", "".join(found.itertext())).strip()
+        if title:
+            return title[:200]
+    return headings[0][2][:200] if headings else ""
+
+
+def html_text(markup: str) -> HtmlText:
+    """The page's title and main content (see the module's docstring)."""
+    markup = _XML_DECLARATION.sub("", markup, count=1)
+    if not markup.strip():
+        return HtmlText(title="", text="")
+    try:
+        root = etree.fromstring(markup, _PARSER)
+    except (etree.ParserError, etree.XMLSyntaxError, ValueError):
+        return HtmlText(title="", text="")
+    if root is None:
+        return HtmlText(title="", text="")
+    main = _main(root)
+    etree.strip_tags(main, "span")  # highlighted code's thousands of spans, at C speed
+    for chrome in _chrome(main):
+        _remove(chrome)
+    etree.strip_tags(main, *_INLINE)  # inline markup merged into its block's text
+    out = _Writer()
+    _walk(main, out)
+    out.end_block()
+    return HtmlText(
+        title=_title(root, out.headings),
+        text="".join(out.parts),
+        anchors=out.anchors,
+        headings=out.headings,
+    )
