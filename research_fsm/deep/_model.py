@@ -125,6 +125,8 @@ class Fact(BaseModel):
     """The fact in a sentence."""
     quote: str
     """Words copied verbatim from the source's text."""
+    score: float = 0.0
+    """How well it answers the question (offline rules; 0 when Claude found it)."""
 
 
 class Analysis(BaseModel):
@@ -261,6 +263,9 @@ class DeepState(BaseModel):
     """Every query searched with, in order."""
     terms: list[str] = Field(default_factory=list)
     """The topic's key terms (relevance is measured on them)."""
+    weights: dict[str, float] = Field(default_factory=dict)
+    """The question's salient terms' weights (inverse document frequency in the documents'
+    index; empty: every term weighs 1)."""
     attempts: int = 0
     """Searches made in the current round."""
     searched_with: str = ""

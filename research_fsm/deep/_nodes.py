@@ -30,7 +30,7 @@ from ._model import (
     Source,
     Verification,
 )
-from ._search import Found, TopicSearch
+from ._search import DocumentSearch, Found, TopicSearch
 from ._session import write_stage
 from ._text import locate, terms
 
@@ -123,6 +123,14 @@ class Search:
             notes.append(f"search failed for {record.query!r}: {exc.message}")
         new, candidates = self._number(state, found, record.query)
         attempts = state.attempts + 1
+        if not state.weights and isinstance(search, DocumentSearch) and found:
+            try:
+                update_weights = await search.term_weights(state.topic)
+            except DataSourceError as exc:
+                update_weights = {}
+                notes.append(f"term weights failed: {exc.message}")
+        else:
+            update_weights = {}
         update: dict[str, Any] = {
             "sources": new,
             "candidates": candidates,
@@ -130,6 +138,8 @@ class Search:
             "notes": notes,
             "searched_with": search.name,
         }
+        if update_weights:
+            update["weights"] = update_weights
         out_of_tries = attempts >= MAX_SEARCH_ATTEMPTS
         if not candidates and out_of_tries and not state.sources and state.round == 0:
             update["outcome"] = "no_sources"
@@ -176,7 +186,7 @@ class RelevanceFilter:
         started = time.perf_counter()
         judged = {v.source for v in state.relevance}
         fresh = [s for sid in state.candidates if sid not in judged and (s := state.source(sid))]
-        verdicts = rules.relevance(state.terms, fresh)
+        verdicts = rules.relevance(state, fresh)
         usage, notes = None, []
         if self.llm is not None and fresh:
             try:
@@ -257,7 +267,7 @@ class Analyse:
 
     async def _analyse(self, state: DeepState, source: Source) -> tuple[Analysis, Usage | None]:
         if self.llm is None:
-            return rules.analyse(source, state.terms), None
+            return rules.analyse(source, state), None
         try:
             reply = await self.llm.structured(
                 agent="deep_analysis",
@@ -267,7 +277,7 @@ class Analyse:
             )
         except LLMError as exc:
             _log.warning("deep analysis: Claude failed, used the rules", error=exc.message)
-            return rules.analyse(source, state.terms), None
+            return rules.analyse(source, state), None
         facts, dropped = [], 0
         for fact in reply.value.facts[:8]:
             exact = locate(fact.quote, source.text)

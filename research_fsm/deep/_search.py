@@ -6,8 +6,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Final, Literal, Protocol, runtime_checkable
 
+from ._answer import idf, parse_question, passage_score
 from ._model import Mode
 from ._text import coverage, terms
 
@@ -15,7 +16,10 @@ if TYPE_CHECKING:
     from ..documents import DocumentIndex
     from ..sources import TavilyWebSearch
 
-__all__ = ["DocumentSearch", "Found", "StaticSearch", "TopicSearch", "WebSearch"]
+__all__ = ["POOL", "DocumentSearch", "Found", "StaticSearch", "TopicSearch", "WebSearch"]
+
+POOL: Final = 40
+"""Passages BM25 hands to the question's ranking per search."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -111,17 +115,38 @@ class WebSearch:
 
 
 class DocumentSearch:
-    """A folder of the user's own documents (indexed once, BM25-ranked)."""
+    """A folder of the user's own documents (indexed once): BM25 finds the passages that
+    hold the query's salient terms, which are then ranked for the question
+    (``_answer.passage_score``: weighted coverage, proximity, answer cues, headings)."""
 
-    name = "local documents (SQLite FTS5, BM25)"
+    name = "local documents (SQLite FTS5, BM25, ranked for the question)"
     mode: Mode = "docs"
 
     def __init__(self, index: DocumentIndex) -> None:
         self.index = index
 
+    async def term_weights(self, question: str) -> dict[str, float]:
+        """The inverse document frequency of each salient term of ``question``."""
+        parsed = parse_question(question)
+        words = [parsed.words[t] for t in parsed.terms]
+        total, counts = await self.index.frequencies(words)
+        found = idf(total, {t: counts.get(parsed.words[t], 0) for t in parsed.terms})
+        return {t: round(w, 4) for t, w in found.items()}
+
     async def search(self, query: str, *, limit: int, broadened: bool) -> list[Found]:
-        """Passages holding all the query's terms (any when ``broadened``), by BM25."""
-        passages = await self.index.search(query, limit=limit, match="any" if broadened else "all")
+        """Passages holding all the query's salient terms (any when ``broadened``), the
+        best ``POOL`` by BM25 ranked for the question; the top ``limit``."""
+        question = parse_question(query)
+        words = " ".join(question.words[t] for t in question.terms) or query
+        match: Literal["all", "any"] = "any" if broadened else "all"
+        passages = await self.index.search(words, limit=max(limit, POOL), match=match)
+        weights = await self.term_weights(query) if passages else {}
+        ranked = []
+        for order, passage in enumerate(passages):
+            context = " ".join([passage.title, passage.heading or "", _stem_of(passage.path)])
+            score, _, _ = passage_score(question, passage.text, context, weights)
+            ranked.append((-score, order, score, passage))
+        ranked.sort(key=lambda item: item[:2])
         return [
             Found(
                 kind="file",
@@ -131,8 +156,13 @@ class DocumentSearch:
                 score=passage.score,
                 position=_position(passage.page, passage.line_start, passage.line_end),
             )
-            for passage in passages
+            for _, _, _, passage in ranked[:limit]
         ]
+
+
+def _stem_of(path: str) -> str:
+    """The file's name without folders and extension, as words ("pytest-xdist")."""
+    return path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
 
 
 def _position(page: int | None, first: int, last: int) -> str:

@@ -366,6 +366,23 @@ class DocumentIndex:
             raise KeyError(f"{path!r} is not an indexed file of {self.folder}")
         return str(row[0])
 
+    async def frequencies(self, words: list[str]) -> tuple[int, dict[str, int]]:
+        """The number of passages, and of passages holding each of ``words`` (stemmed as
+        the index stems them): what inverse document frequencies are computed from."""
+        return await self._read(self._frequencies, words)
+
+    def _frequencies(self, words: list[str]) -> tuple[int, dict[str, int]]:
+        total = int(self._db.execute("SELECT count(*) FROM passages").fetchone()[0])
+        counts: dict[str, int] = {}
+        for word in words:
+            found = query_terms(word)
+            if not found:
+                continue
+            expression = " AND ".join(f'"{t}"' for t in found)
+            row = self._db.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", (expression,))
+            counts[word] = int(row.fetchone()[0])
+        return total, counts
+
     async def aclose(self) -> None:
         """Close the index file."""
         async with self._lock:
