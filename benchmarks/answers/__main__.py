@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import re
 import statistics
 import sys
 import tempfile
@@ -81,7 +80,7 @@ def score(question: dict[str, Any], folder: Path, corpus: Path) -> dict[str, Any
     if (folder / "verification.json").exists():
         checks = _load(folder / "verification.json")["history"][-1]["checks"]
     claims = [c for c in checks if c["supported"]]
-    files = {f["file"] for f in question["facts"]}
+    files = {f["file"] for f in [*question["facts"], *question.get("also", [])]}
     found = [
         any(_flat(alt) in _flat(c["text"]) for c in claims for alt in fact["any"])
         for fact in question["facts"]
@@ -95,7 +94,9 @@ def score(question: dict[str, Any], folder: Path, corpus: Path) -> dict[str, Any
         raw = (corpus / source["locator"]).read_text(encoding="utf-8")
         original += " ".join(quote.split()) in " ".join(raw.split())
         precise += in_source and source["locator"] in files
+    verdicts = _load(folder / "relevance.json") if (folder / "relevance.json").exists() else []
     return {
+        "best_passage": max((v["score"] for v in verdicts), default=0.0),
         "claims": len(claims),
         "answered": bool(claims),
         "facts": len(found),
@@ -187,14 +188,19 @@ def meets(figures: dict[str, Any]) -> bool:
 def _print(results: list[dict[str, Any]], figures: dict[str, dict[str, Any]]) -> None:
     for r in results:
         mark = "refused" if not r["answered"] else f"{r['facts_found']}/{r['facts']} facts"
-        print(f"{r['id']} [{r['kind']:12}] {mark:10} {r['seconds']:6.2f}s  {r['question']}")
+        print(
+            f"{r['id']} [{r['kind']:12}] {mark:10} {r['seconds']:5.2f}s "
+            f"best {r['best_passage']:.2f}  {r['question']}"
+        )
         if r["answered"]:
             print(f"      -> {r['summary'][:160]}  ({', '.join(r['cited_files'])})")
         for problem in r["grounding"]:
             print(f"      !! {problem}")
     print()
-    print("| split | questions | facts found | citation precision | quotes verbatim |"
-          " unanswerable refused | answerable refused | median s |")
+    print(
+        "| split | questions | facts found | citation precision | quotes verbatim |"
+        " unanswerable refused | answerable refused | median s |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for name, f in figures.items():
         print(

@@ -32,45 +32,22 @@ __all__ = [
     "parse_question",
     "passage_score",
     "score_units",
+    "side_scores",
     "units",
 ]
 
-ANSWER_CUTOFF: Final = 0.62
+ANSWER_CUTOFF: Final = 0.66
 """Least passage score for a passage to be about the question (calibrated on the dev
 set of ``benchmarks.answers``: no unanswerable question above it, no answerable one
 under it)."""
 QuestionKind = Literal["howto", "value", "compare", "yesno", "general"]
 
-_FILLERS: Final = frozenset(
-    [
-        "how",
-        "do",
-        "does",
-        "did",
-        "i",
-        "we",
-        "you",
-        "one",
-        "get",
-        "way",
-        "possible",
-        "there",
-        "exist",
-        "someone",
-        "something",
-        "thing",
-        "much",
-        "many",
-        "kind",
-        "tell",
-        "know",
-        "show",
-        "find",
-        "give",
-        "us",
-        "let",
-    ]
-)
+_FILLER_WORDS: Final = """how do does did i we you one get way possible there exist someone
+    something thing much many kind tell know show find give us let compare comparison
+    difference differences differ versus vs"""
+_FILLERS: Final = frozenset(_FILLER_WORDS.split())
+_COMPOUND: Final = re.compile(r"(?<![\w/])[a-z][a-z0-9]*/\d+(?:\.\d+)*(?![\w/])", re.IGNORECASE)
+"""A versioned name ("HTTP/2", "OAuth/2.0"): one term, so HTTP/3 is not HTTP/2."""
 _SUFFIXES: Final = ("ations", "ation", "ions", "ion", "ings", "ing", "ed", "er", "es", "e")
 _HOWTO: Final = re.compile(
     r"^\s*(?:how\s+(?:do|can|could|should|would|to)\b|how\s+is\b.*\b(?:done|set|installed)\b"
@@ -91,10 +68,17 @@ _LINK: Final = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _REF_LINK: Final = re.compile(r"!?\[([^\]]*)\]\[[^\]]*\]")
 _RST_LINK: Final = re.compile(r"`([^`<]+?)\s*<[^>]+>`_+")
 _URL: Final = re.compile(r"https?://\S+")
+_ANGLE_URL: Final = re.compile(r"\s*<https?://[^>\s]*>`?_*")
 _MARKUP: Final = re.compile(r"\*\*|``|`")
 _BULLET: Final = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 _NOISE_START: Final = re.compile(
     r"^\s*(?:<|!\[|\[!\[|\.\.\s|:[a-z]+:|\||#|={3,}|-{3,}|\*{3,}|~{3,}|\[[^\]]+\]:\s)"
+)
+_UNDERLINE: Final = re.compile(r"^\s*[=\-~^*#+]{3,}\s*$", re.MULTILINE)
+_EXCEPT: Final = re.compile(
+    r"\b(?:other\s+than|besides|except(?:\s+for)?|apart\s+from|instead\s+of|rather\s+than)"
+    r"\s+([\w.\-/]+)",
+    re.IGNORECASE,
 )
 _FENCE: Final = re.compile(r"^\s*(?:```|~~~)")
 _PROMPT: Final = re.compile(r"^\s*(?:\$|>>>|pip\s|python\s|uv\s|conda\s|npm\s)")
@@ -103,7 +87,19 @@ _IMPERATIVE: Final = re.compile(
     re.IGNORECASE,
 )
 _DIGIT: Final = re.compile(r"\d")
+_BACK_REFERENCE: Final = re.compile(r"^(?:this|that|these|it|the above)\b", re.IGNORECASE)
+_NUMERIC: Final = re.compile(
+    r"\b(?:versions?|ports?|sizes?|numbers?|limits?|how\s+(?:many|much|long|fast)|default)\b",
+    re.IGNORECASE,
+)
+FOCUS_CUTOFF: Final = 0.5
+"""A passage none of whose units (with its context) holds this much of what the question
+asks (its terms less the names of documents) loses ``FOCUS_PENALTY``."""
+FOCUS_PENALTY: Final = 0.15
 MAX_CODE_LINES: Final = 3
+"""Code lines a step keeps after its ``:``."""
+MAX_BLOCK_LINES: Final = 6
+"""Lines of a code block no sentence introduces kept as one unit."""
 """Code lines a step keeps after its ``:``."""
 
 
@@ -118,8 +114,10 @@ def stem(word: str) -> str:
 
 
 def stems(text: str) -> set[str]:
-    """The stemmed terms of ``text``."""
-    return {stem(term) for term in terms(text)}
+    """The stemmed terms of ``text``, and its versioned names ("http/2") whole."""
+    found = {stem(term) for term in terms(text)}
+    found.update(match.group().lower() for match in _COMPOUND.finditer(text))
+    return found
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -134,23 +132,49 @@ class Question:
     """Its salient terms (stemmed), in order."""
     words: Mapping[str, str] = field(default_factory=dict)
     """Each salient term's word as asked (what the index is asked about)."""
+    named: frozenset[str] = frozenset()
+    """Its terms that name a document of the folder (a product, a package)."""
     sides: tuple[frozenset[str], ...] = ()
     """For a comparison: the terms of each side."""
 
+    def focus(self) -> tuple[str, ...]:
+        """The terms that say what is asked about the things it names."""
+        return tuple(t for t in self.terms if t not in self.named) or self.terms
 
-def parse_question(text: str) -> Question:
-    """The question's kind and salient terms."""
+    def side(self, index: int) -> Question:
+        """The question about one side of a comparison (the other sides' terms left out)."""
+        others = set().union(*(s for i, s in enumerate(self.sides) if i != index))
+        kept = tuple(t for t in self.terms if t not in others)
+        return Question(
+            text=self.text, kind="general", terms=kept, words=self.words, named=self.named
+        )
+
+
+def parse_question(text: str, names: Iterable[str] = ()) -> Question:
+    """The question's kind and salient terms; ``names``: the words that name documents."""
     words: dict[str, str] = {}
-    for term in terms(text):
-        if term in _FILLERS:
+    excluded = {stem(t) for m in _EXCEPT.finditer(text) for t in terms(m.group(1))}
+    text_asked = _EXCEPT.sub(" ", text)
+    compounds = [match.group().lower() for match in _COMPOUND.finditer(text_asked)]
+    versions = {compound.split("/", 1)[1] for compound in compounds}
+    for term in terms(text_asked):
+        if term in _FILLERS or term in versions or stem(term) in excluded:
             continue
         words.setdefault(stem(term), term)
+    for compound in compounds:
+        words.setdefault(compound, compound)
+    named = frozenset(t for t in words if t in set(names) or words[t] in set(names))
     kind: QuestionKind = "general"
     sides: tuple[frozenset[str], ...] = ()
     if _COMPARE.search(text):
-        parts = [stems(part) & set(words) for part in _SIDE_SPLIT.split(_COMPARE.sub(" ", text))]
-        shared = set.intersection(*parts) if parts else set()
-        own = [frozenset(part - shared) for part in parts if part - shared]
+        if len(named) >= 2:
+            own = [frozenset({t}) for t in words if t in named]
+        else:
+            parts = [
+                stems(part) & set(words) for part in _SIDE_SPLIT.split(_COMPARE.sub(" ", text))
+            ]
+            shared = set.intersection(*parts) if parts else set()
+            own = [frozenset(part - shared) for part in parts if part - shared]
         if len(own) >= 2:
             kind, sides = "compare", tuple(own[:3])
     if kind == "general":
@@ -160,7 +184,7 @@ def parse_question(text: str) -> Question:
             kind = "yesno"
         elif _VALUE.search(text):
             kind = "value"
-    return Question(text=text, kind=kind, terms=tuple(words), words=words, sides=sides)
+    return Question(text=text, kind=kind, terms=tuple(words), words=words, named=named, sides=sides)
 
 
 def idf(passages: int, frequencies: Mapping[str, int]) -> dict[str, float]:
@@ -187,11 +211,18 @@ class Unit:
     """Whether it holds a command or code."""
     terms: frozenset[str]
     """Its stemmed terms."""
+    prose: frozenset[str] = frozenset()
+    """The stemmed terms of its words (its code left out, unless it is all code)."""
+
+    def own(self, question: Question) -> frozenset[str]:
+        """The terms it answers with: all for "how do I", else its words' only."""
+        return self.terms if question.kind == "howto" else self.prose
 
 
 def clean(text: str) -> str:
     """Link text without its target, no emphasis marks, no list glyph, one line."""
     text = _RST_LINK.sub(r"\1", _REF_LINK.sub(r"\1", _LINK.sub(r"\1", text)))
+    text = _ANGLE_URL.sub("", text)
     text = _MARKUP.sub("", _BULLET.sub("", text))
     text = re.sub(r"::$", ":", text.strip())
     return " ".join(text.split())
@@ -231,71 +262,115 @@ def _is_code(text: str, sentence: Sentence, fenced: list[tuple[int, int]]) -> bo
 
 
 def _noise(sentence: str) -> bool:
-    if _NOISE_START.match(sentence):
+    if _NOISE_START.match(sentence) or _UNDERLINE.search(sentence):
         return True
     words = re.findall(r"[^\W\d_]{2,}", _URL.sub(" ", clean(sentence)))
     return len(words) < 3
 
 
-def _code_lines(text: str, following: list[Sentence]) -> tuple[list[str], int]:
+def _code_lines(text: str, following: list[Sentence], most: int = 0) -> tuple[list[str], int]:
     """The first code lines of the code sentences in ``following`` and where they end."""
+    most = most or MAX_CODE_LINES
     lines: list[str] = []
     end = following[0].start
     for sentence in following:
         offset = sentence.start
         for line in sentence.text.split("\n"):
             stripped = line.strip()
-            if stripped and not _FENCE.match(stripped) and len(lines) < MAX_CODE_LINES:
+            if stripped and not _FENCE.match(stripped) and len(lines) < most:
                 lines.append(stripped)
                 end = offset + len(line.rstrip())
             offset += len(line) + 1
-        if len(lines) >= MAX_CODE_LINES:
+        if len(lines) >= most:
             break
     return lines, end
 
 
+def _unit(
+    text: str, start: int, end: int, statement: str, code: bool, prose: str | None = None
+) -> Unit:
+    return Unit(
+        start=start,
+        end=end,
+        statement=statement,
+        code=code,
+        terms=frozenset(stems(statement)),
+        prose=frozenset(stems(prose if prose is not None else statement)),
+    )
+
+
+def _code_units(text: str, block: list[Sentence]) -> list[Unit]:
+    """A code block no sentence introduces: its first lines as one unit ("; "-joined)."""
+    lines, last = _code_lines(text, block, MAX_BLOCK_LINES)
+    if not lines or not any(re.search(r"[a-z]{2}", line) for line in lines):
+        return []
+    first = block[0].start
+    while first < last and (text[first].isspace() or _FENCE.match(text[first:])):
+        first = text.find("\n", first) + 1 if _FENCE.match(text[first:]) else first + 1
+    return [_unit(text, first, last, "; ".join(lines), True)]
+
+
 def units(text: str) -> list[Unit]:
-    """The passage's candidate answers, in text order."""
+    """The passage's candidate answers, in text order: sentences; a sentence that
+    introduces a code block (ends in ":", or ends its paragraph right before the code)
+    with the block's first lines; a code block followed by "This ..." with that sentence;
+    and, alone, the lines of a code block no sentence introduces."""
     found = sentences(text)
     fenced = _fenced(text)
+    code = [_is_code(text, sentence, fenced) for sentence in found]
     out: list[Unit] = []
     index = 0
     while index < len(found):
         sentence = found[index]
-        index += 1
-        if _is_code(text, sentence, fenced):
+        if code[index]:
+            block = []
+            while index < len(found) and code[index]:
+                block.append(found[index])
+                index += 1
+            after = found[index] if index < len(found) else None
+            if after is not None and _BACK_REFERENCE.match(after.text) and not _noise(after.text):
+                lines, last = _code_lines(text, block)
+                statement = f"{' '.join(lines)} — {clean(after.text)}"
+                out.append(
+                    _unit(text, block[0].start, after.end, statement, True, clean(after.text))
+                )
+                index += 1
+            else:
+                out += _code_units(text, block)
             continue
+        index += 1
         if _noise(sentence.text) or len(sentence.text) > 600:
             continue
-        statement, end, code = clean(sentence.text), sentence.end, False
-        if sentence.text.rstrip().endswith(":"):
-            following = []
-            while index < len(found) and _is_code(text, found[index], fenced):
-                following.append(found[index])
+        statement, end, has_code = clean(sentence.text), sentence.end, False
+        prose = statement
+        introduces = sentence.text.rstrip().endswith(":") or _ends_paragraph(text, sentence)
+        if introduces and index < len(found) and code[index]:
+            block = []
+            while index < len(found) and code[index] and len(block) < MAX_CODE_LINES:
+                block.append(found[index])
                 index += 1
-                if len(following) >= MAX_CODE_LINES:
-                    break
-            if following:
-                lines, last = _code_lines(text, following)
+            following = found[index] if index < len(found) else None
+            if following is not None and _BACK_REFERENCE.match(following.text):
+                index -= len(block)  # the code belongs to the sentence after it
+            else:
+                lines, last = _code_lines(text, block)
                 if lines:
                     statement = f"{statement} {' '.join(lines)}"
-                    end, code = max(last, sentence.end), True
-        if len(statement) < 12:
-            continue
-        out.append(
-            Unit(
-                start=sentence.start,
-                end=end,
-                statement=statement,
-                code=code,
-                terms=frozenset(stems(statement)),
-            )
-        )
+                    end, has_code = max(last, sentence.end), True
+                while index < len(found) and code[index]:
+                    index += 1  # the rest of the block goes with it
+        if len(statement) >= 12:
+            out.append(_unit(text, sentence.start, end, statement, has_code, prose))
     return out
 
 
-def _coverage(question: Question, have: Iterable[str], weights: Mapping[str, float]) -> float:
-    wanted = question.terms
+def _ends_paragraph(text: str, sentence: Sentence) -> bool:
+    return text[sentence.end : sentence.end + 2] == "\n\n" or text[sentence.end :].startswith(
+        "\n```"
+    )
+
+
+def _coverage(wanted: tuple[str, ...], have: Iterable[str], weights: Mapping[str, float]) -> float:
     if not wanted:
         return 0.0
     present = set(have)
@@ -307,6 +382,8 @@ def _cue(question: Question, unit: Unit) -> float:
     if question.kind == "howto":
         return 0.15 if unit.code else (0.05 if _IMPERATIVE.match(unit.statement) else 0.0)
     if question.kind == "value":
+        if _NUMERIC.search(question.text) and _DIGIT.search(unit.statement):
+            return 0.1
         return 0.05 if unit.code or _DIGIT.search(unit.statement) else 0.0
     return 0.0
 
@@ -317,28 +394,61 @@ def score_units(
     """Each unit's score: its coverage (its context counts a quarter) plus the cue."""
     around = stems(context)
     scores = []
+    named = around & question.named  # "It supports ..." in the product's own document
     for unit in found:
-        own = _coverage(question, unit.terms, weights)
-        wide = _coverage(question, unit.terms | around, weights)
+        have = unit.own(question) | named
+        own = _coverage(question.terms, have, weights)
+        wide = _coverage(question.terms, have | around, weights)
         long_penalty = 0.05 if len(unit.statement) > 300 else 0.0
         scores.append(round(0.75 * own + 0.25 * wide + _cue(question, unit) - long_penalty, 4))
     return scores
+
+
+def _one(
+    question: Question, found: list[Unit], text: str, context: str, weights: Mapping[str, float]
+) -> tuple[float, list[float]]:
+    scored = score_units(question, found, context, weights)
+    around = stems(context)
+    whole = _coverage(question.terms, stems(text) | around, weights)
+    window = 0.0
+    for index in range(len(found)):
+        near = set(around)
+        for unit in found[index : index + 3]:
+            near |= unit.own(question)
+        window = max(window, _coverage(question.terms, near, weights))
+    best = max(scored, default=0.0)
+    focus = question.focus()
+    answered = max((_coverage(focus, unit.terms | around, weights) for unit in found), default=0.0)
+    score = 0.3 * whole + 0.4 * window + 0.3 * min(best, 1.0)
+    if answered < FOCUS_CUTOFF:
+        score -= FOCUS_PENALTY
+    return round(score, 4), scored
+
+
+def side_scores(
+    question: Question, text: str, context: str, weights: Mapping[str, float]
+) -> list[float]:
+    """For a comparison: how well the passage answers each side."""
+    found = units(text)
+    return [
+        _one(question.side(index), found, text, context, weights)[0]
+        for index in range(len(question.sides))
+    ]
 
 
 def passage_score(
     question: Question, text: str, context: str, weights: Mapping[str, float]
 ) -> tuple[float, list[Unit], list[float]]:
     """How well a passage answers the question (0-1), its units and their scores.
-    ``context``: its title, heading and file name."""
+    ``context``: its title, heading and file name. A comparison's passage is scored for
+    the side it answers best."""
     found = units(text)
-    scored = score_units(question, found, context, weights)
-    around = stems(context)
-    whole = _coverage(question, stems(text) | around, weights)
-    window = 0.0
-    for index in range(len(found)):
-        near = set(around)
-        for unit in found[index : index + 3]:
-            near |= unit.terms
-        window = max(window, _coverage(question, near, weights))
-    best = max(scored, default=0.0)
-    return round(0.3 * whole + 0.4 * window + 0.3 * min(best, 1.0), 4), found, scored
+    if question.kind == "compare":
+        sides = [
+            _one(question.side(index), found, text, context, weights)
+            for index in range(len(question.sides))
+        ]
+        best = max(sides, key=lambda pair: pair[0])
+        return best[0], found, best[1]
+    score, scored = _one(question, found, text, context, weights)
+    return score, found, scored

@@ -123,14 +123,10 @@ class Search:
             notes.append(f"search failed for {record.query!r}: {exc.message}")
         new, candidates = self._number(state, found, record.query)
         attempts = state.attempts + 1
+        weighed: dict[str, Any] = {}
         if not state.weights and isinstance(search, DocumentSearch) and found:
-            try:
-                update_weights = await search.term_weights(state.topic)
-            except DataSourceError as exc:
-                update_weights = {}
-                notes.append(f"term weights failed: {exc.message}")
-        else:
-            update_weights = {}
+            weights, names = await search.term_weights(state.topic)
+            weighed = {"weights": weights, "names": names}
         update: dict[str, Any] = {
             "sources": new,
             "candidates": candidates,
@@ -138,8 +134,7 @@ class Search:
             "notes": notes,
             "searched_with": search.name,
         }
-        if update_weights:
-            update["weights"] = update_weights
+        update |= weighed
         out_of_tries = attempts >= MAX_SEARCH_ATTEMPTS
         if not candidates and out_of_tries and not state.sources and state.round == 0:
             update["outcome"] = "no_sources"
@@ -166,6 +161,7 @@ class Search:
                     title=item.title,
                     locator=item.locator,
                     position=item.position,
+                    heading=item.heading,
                     text=item.text,
                     score=item.score,
                     rank=rank,

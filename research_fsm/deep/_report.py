@@ -29,7 +29,7 @@ from ._labels import label
 from ._model import Claim, DeepState, Source, Verification
 from ._session import write_stage
 
-__all__ = ["ReportWriter", "compose", "scrub"]
+__all__ = ["ReportWriter", "compose", "retrieved_urls", "scrub"]
 
 _URL: Final = re.compile(r"https?://[^\s<>\"'\])]+")
 _SECTIONS: Final = ("summary", "key_points", "steps", "caveats")
@@ -40,6 +40,16 @@ def scrub(text: str, allowed: set[str]) -> str:
     return _URL.sub(
         lambda m: m.group() if m.group().rstrip(".,;:") in allowed else "(link removed)", text
     )
+
+
+def retrieved_urls(state: DeepState) -> set[str]:
+    """The URLs a report may show: the web pages retrieved, and the addresses written in
+    the user's own documents that were retrieved (quoted as the document has them)."""
+    allowed = {s.locator for s in state.sources if s.kind == "web"}
+    for source in state.sources:
+        if source.kind == "file":
+            allowed.update(m.group().rstrip(".,;:") for m in _URL.finditer(source.text))
+    return allowed
 
 
 def _final(state: DeepState) -> Verification | None:
@@ -176,7 +186,7 @@ def _metadata(state: DeepState, lang: str, generated_at: str, session_id: str) -
 def compose(state: DeepState, generated_at: str, session_id: str) -> Document:
     """The report as a ``Document``."""
     lang = state.language
-    allowed = {s.locator for s in state.sources if s.kind == "web"}
+    allowed = retrieved_urls(state)
     sections = _body(state, lang, allowed)
     sections += [
         _methodology(state, lang, allowed),

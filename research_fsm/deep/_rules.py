@@ -21,7 +21,14 @@ from __future__ import annotations
 import re
 from typing import Final, Literal
 
-from ._answer import ANSWER_CUTOFF, Question, parse_question, passage_score, stems
+from ._answer import (
+    ANSWER_CUTOFF,
+    Question,
+    parse_question,
+    passage_score,
+    side_scores,
+    stems,
+)
 from ._model import (
     Analysis,
     Claim,
@@ -53,6 +60,12 @@ MIN_SCORE: Final = 0.45
 """Least score of a fact to be a claim beside the answer."""
 KEEP_RATIO: Final = 0.6
 """...and at least this share of the answer's score."""
+SIDE_BONUS: Final = 0.2
+"""Added to the score of each side's best passage in a comparison (so both are analysed)."""
+MIN_GAIN: Final = 0.2
+"""Share of the question's weighted focus terms a fact must add to join the answer."""
+MAX_COMPLETING: Final = 2
+"""Facts joined to the answer for the parts it leaves open."""
 _WEB_FIRST: Final = "guide official documentation"
 _WEB_RETRY: Final = "official documentation breaking changes"
 _BULLET: Final = re.compile(r"^\s*(?:[-*•>]|\d+[.)])\s+")
@@ -93,15 +106,15 @@ def gap_query(state: DeepState) -> str:
 
 
 def _context(source: Source) -> str:
-    """What a passage sits in: its document's title and its file's name."""
+    """What a passage sits in: its document's title, its heading and its file's name."""
     name = source.locator.rsplit("/", 1)[-1].rsplit(".", 1)[0] if source.kind == "file" else ""
-    return f"{source.title} {name}"
+    return f"{source.title} {source.heading or ''} {name}"
 
 
 def relevance(state: DeepState, candidates: list[Source]) -> list[Relevance]:
     """A verdict per candidate, in the order given: kept when the passage answers the
     question at ``RELEVANCE_CUTOFF`` or more (``_answer.passage_score``)."""
-    question = parse_question(state.topic)
+    question = parse_question(state.topic, state.names)
     verdicts = []
     for source in candidates:
         score, _, _ = passage_score(question, source.text, _context(source), state.weights)
@@ -112,7 +125,30 @@ def relevance(state: DeepState, candidates: list[Source]) -> list[Relevance]:
             f"(at least {RELEVANCE_CUTOFF:.0%} is about it), rank {source.rank}"
         )
         verdicts.append(Relevance(source=source.id, score=score, relevant=keep, reason=reason))
+    if question.kind == "compare":
+        _each_side(state, question, candidates, verdicts)
     return verdicts
+
+
+def _each_side(
+    state: DeepState, question: Question, candidates: list[Source], verdicts: list[Relevance]
+) -> None:
+    """A comparison analyses each side's best passage: it moves ahead of the others."""
+    per_side = [
+        side_scores(question, source.text, _context(source), state.weights) for source in candidates
+    ]
+    for side in range(len(question.sides)):
+        best = max(range(len(candidates)), key=lambda i: per_side[i][side], default=None)
+        if best is None or per_side[best][side] < RELEVANCE_CUTOFF:
+            continue
+        verdict = verdicts[best]
+        verdicts[best] = verdict.model_copy(
+            update={
+                "score": round(min(1.0, verdict.score + SIDE_BONUS), 3),
+                "relevant": True,
+                "reason": f"{verdict.reason}; the best passage for one side of the comparison",
+            }
+        )
 
 
 def _kind(sentence: str, code: bool = False) -> FactKind:
@@ -128,7 +164,7 @@ def _kind(sentence: str, code: bool = False) -> FactKind:
 def analyse(source: Source, state: DeepState) -> Analysis:
     """The source's units that answer the question best (at most ``MAX_FACTS``), in
     text order; each quote is the passage's own text, each score how well it answers."""
-    question = parse_question(state.topic)
+    question = parse_question(state.topic, state.names)
     overall, found, scored = passage_score(question, source.text, _context(source), state.weights)
     best = sorted((i for i in range(len(found)) if scored[i] > 0), key=lambda i: (-scored[i], i))
     facts = []
@@ -159,11 +195,37 @@ def _sides(state: DeepState, question: Question, ranked: list[tuple[Fact, str]])
     return chosen
 
 
+def _complete(
+    question: Question, ranked: list[tuple[Fact, str]], lead: list[int], weights: dict[str, float]
+) -> list[int]:
+    """Facts that answer the parts of the question the lead leaves open (a question asked
+    of two things, an answer spread over files), as indexes into ``ranked``: each adds at
+    least ``MIN_GAIN`` of the question's weighted focus terms."""
+    focus = set(question.focus())
+    total = sum(weights.get(t, 1.0) for t in focus)
+    covered: set[str] = set().union(*(stems(ranked[i][0].statement) for i in lead))
+    added: list[int] = []
+    for _ in range(MAX_COMPLETING):
+        best_gain, best = 0.0, -1
+        for index, (fact, _) in enumerate(ranked):
+            if index in lead or index in added:
+                continue
+            new = (stems(fact.statement) - covered) & focus
+            gain = sum(weights.get(t, 1.0) for t in new) / total if total else 0.0
+            if gain > best_gain:
+                best_gain, best = gain, index
+        if best < 0 or best_gain < MIN_GAIN:
+            break
+        added.append(best)
+        covered |= stems(ranked[best][0].statement)
+    return added
+
+
 def draft(state: DeepState) -> Draft:
     """Answer first: the summary is the unit that answers the question best, in its own
     words (for a comparison, the best one of each side); then the other units of the
     passages that scored, by kind, best first; every claim cites its source."""
-    question = parse_question(state.topic)
+    question = parse_question(state.topic, state.names)
     relevant = {v.source for v in state.relevance if v.relevant}
     ranked: list[tuple[Fact, str]] = []
     seen: set[str] = set()
@@ -182,6 +244,7 @@ def draft(state: DeepState) -> Draft:
         return Draft(claims=[], method="rules")
     lead = _sides(state, question, ranked) if question.kind == "compare" else []
     lead = lead if len(lead) >= 2 else [0]
+    lead += _complete(question, ranked, lead, state.weights)
     floor = max(MIN_SCORE, ranked[0][0].score * KEEP_RATIO)
     rest = [i for i in range(len(ranked)) if i not in lead and ranked[i][0].score >= floor]
     pools: dict[FactKind, list[tuple[str, str]]] = {"finding": [], "step": [], "caveat": []}

@@ -16,10 +16,21 @@ if TYPE_CHECKING:
     from ..documents import DocumentIndex
     from ..sources import TavilyWebSearch
 
-__all__ = ["POOL", "DocumentSearch", "Found", "StaticSearch", "TopicSearch", "WebSearch"]
+__all__ = [
+    "NAME_BOOST",
+    "POOL",
+    "DocumentSearch",
+    "Found",
+    "StaticSearch",
+    "TopicSearch",
+    "WebSearch",
+]
 
 POOL: Final = 40
 """Passages BM25 hands to the question's ranking per search."""
+NAME_BOOST: Final = 2.0
+"""How much more a question's term weighs when it names a document (a product, a package):
+a passage about another product should not answer for it."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -38,6 +49,8 @@ class Found:
     """The search's own score."""
     position: str | None = None
     """Where in a file (``lines 3-9``, ``page 2``)."""
+    heading: str | None = None
+    """The heading the passage sits under, if any."""
 
 
 @runtime_checkable
@@ -125,27 +138,33 @@ class DocumentSearch:
     def __init__(self, index: DocumentIndex) -> None:
         self.index = index
 
-    async def term_weights(self, question: str) -> dict[str, float]:
-        """The inverse document frequency of each salient term of ``question``."""
-        parsed = parse_question(question)
+    async def term_weights(self, question: str) -> tuple[dict[str, float], list[str]]:
+        """The weight of each salient term of ``question`` (its inverse document frequency;
+        doubled for a term naming a document of the folder), and those naming terms."""
+        names = await self.index.names()
+        parsed = parse_question(question, names)
         words = [parsed.words[t] for t in parsed.terms]
         total, counts = await self.index.frequencies(words)
         found = idf(total, {t: counts.get(parsed.words[t], 0) for t in parsed.terms})
-        return {t: round(w, 4) for t, w in found.items()}
+        weights = {
+            t: round(w * (NAME_BOOST if t in parsed.named else 1.0), 4) for t, w in found.items()
+        }
+        return weights, sorted(parsed.named)
 
     async def search(self, query: str, *, limit: int, broadened: bool) -> list[Found]:
         """Passages holding all the query's salient terms (any when ``broadened``), the
         best ``POOL`` by BM25 ranked for the question; the top ``limit``."""
-        question = parse_question(query)
+        names = await self.index.names()
+        question = parse_question(query, names)
         words = " ".join(question.words[t] for t in question.terms) or query
         match: Literal["all", "any"] = "any" if broadened else "all"
         passages = await self.index.search(words, limit=max(limit, POOL), match=match)
-        weights = await self.term_weights(query) if passages else {}
+        weights = (await self.term_weights(query))[0] if passages else {}
         ranked = []
         for order, passage in enumerate(passages):
             context = " ".join([passage.title, passage.heading or "", _stem_of(passage.path)])
             score, _, _ = passage_score(question, passage.text, context, weights)
-            ranked.append((-score, order, score, passage))
+            ranked.append((-score, order, passage))
         ranked.sort(key=lambda item: item[:2])
         return [
             Found(
@@ -155,8 +174,9 @@ class DocumentSearch:
                 text=passage.text,
                 score=passage.score,
                 position=_position(passage.page, passage.line_start, passage.line_end),
+                heading=passage.heading,
             )
-            for _, _, _, passage in ranked[:limit]
+            for _, _, passage in ranked[:limit]
         ]
 
 
