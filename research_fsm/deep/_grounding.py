@@ -28,7 +28,7 @@ _URL: Final = re.compile(r"https?://[^\s<>\"'\])]+")
 _FILE: Final = re.compile(r"[\w./-]+\.(?:md|txt|html?|pdf)\b", re.IGNORECASE)
 _EVIDENCE: Final = re.compile(r"^- (C\d+) \[(S\d+)\]: “(.*)”$", re.MULTILINE)
 _ESCAPE: Final = re.compile(r"\\(.)")
-_AUTOLINK: Final = re.compile(r"<https?://[^<>\s]*>")
+_AUTOLINK: Final = re.compile(r"(?<!\\)<https?://[^<>\s\\]*>")
 
 
 def _load(path: Path) -> Any:
