@@ -48,6 +48,8 @@ _FILLER_WORDS: Final = """how do does did i we you one get way possible there ex
 _FILLERS: Final = frozenset(_FILLER_WORDS.split())
 _COMPOUND: Final = re.compile(r"(?<![\w/])[a-z][a-z0-9]*/\d+(?:\.\d+)*(?![\w/])", re.IGNORECASE)
 """A versioned name ("HTTP/2", "OAuth/2.0"): one term, so HTTP/3 is not HTTP/2."""
+_RELEASE: Final = re.compile(r"^\d+(?:\.[\dx]+)+$")
+"""A release number ("3.0", "2.7.x"): it also holds its major number ("3")."""
 _SUFFIXES: Final = ("ations", "ation", "ions", "ion", "ings", "ing", "ed", "er", "es", "e")
 _HOWTO: Final = re.compile(
     r"^\s*(?:how\s+(?:do|can|could|should|would|to)\b|how\s+is\b.*\b(?:done|set|installed)\b"
@@ -106,18 +108,21 @@ MAX_BLOCK_LINES: Final = 6
 
 
 def stem(word: str) -> str:
-    """A light suffix strip: "installation", "installing", "installed" -> "install"."""
+    """A light suffix strip: "installation", "installing", "installed" -> "install";
+    "migration", "migrate", "migrating" -> "migr"."""
     if not word.isalpha() or len(word) <= 4:
         return word
     for suffix in _SUFFIXES:
         if word.endswith(suffix) and len(word) - len(suffix) >= 4:
-            return word[: -len(suffix)]
-    return word
+            word = word[: -len(suffix)]
+            break
+    return word[:-2] if word.endswith("at") and len(word) > 5 else word  # migrat(e) = migr
 
 
 def stems(text: str) -> set[str]:
     """The stemmed terms of ``text``, and its versioned names ("http/2") whole."""
     found = {stem(term) for term in terms(text)}
+    found.update(term.split(".", 1)[0] for term in list(found) if _RELEASE.match(term))
     found.update(match.group().lower() for match in _COMPOUND.finditer(text))
     return found
 

@@ -88,7 +88,7 @@ def assistant(home: Path) -> ResearchAssistant:
 
 
 def test_a_step_keeps_the_command_that_follows_its_colon() -> None:
-    """"..., use:" and the code line after it are one unit, quoted verbatim."""
+    """ "..., use:" and the code line after it are one unit, quoted verbatim."""
     found = units(WIDGET)
     step = next(u for u in found if "HTTP/2 support, use:" in u.statement)
     assert "pip install widgetlib[http2]" in step.statement
