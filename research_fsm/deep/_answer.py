@@ -122,7 +122,11 @@ def stem(word: str) -> str:
 def stems(text: str) -> set[str]:
     """The stemmed terms of ``text``, and its versioned names ("http/2") whole."""
     found = {stem(term) for term in terms(text)}
-    found.update(term.split(".", 1)[0] for term in list(found) if _RELEASE.match(term))
+    for term in list(found):
+        if _RELEASE.match(term):
+            found.add(term.split(".", 1)[0])
+        elif "." in term:  # page.extract_text(), example.pdf: their parts too
+            found.update(stem(part) for part in term.split(".") if len(part) > 1)
     found.update(match.group().lower() for match in _COMPOUND.finditer(text))
     return found
 

@@ -60,8 +60,8 @@ MIN_SCORE: Final = 0.45
 """Least score of a fact to be a claim beside the answer."""
 KEEP_RATIO: Final = 0.6
 """...and at least this share of the answer's score."""
-SIDE_BONUS: Final = 0.2
-"""Added to the score of each side's best passage in a comparison (so both are analysed)."""
+SIDE_GAP: Final = 0.01
+"""How far under each side's best passage the others of a comparison rank."""
 MIN_GAIN: Final = 0.2
 """Share of the question's weighted focus terms a fact must add to join the answer."""
 MAX_COMPLETING: Final = 2
@@ -133,22 +133,24 @@ def relevance(state: DeepState, candidates: list[Source]) -> list[Relevance]:
 def _each_side(
     state: DeepState, question: Question, candidates: list[Source], verdicts: list[Relevance]
 ) -> None:
-    """A comparison analyses each side's best passage: it moves ahead of the others."""
+    """A comparison analyses each side's best passage first: those score 1, the others
+    at most ``1 - SIDE_GAP`` (kept or not as their own score says)."""
     per_side = [
-        side_scores(question, source.text, _context(source), state.weights) for source in candidates
+        side_scores(question, source.text, _context(source), state.weights)
+        for source in candidates
     ]
+    firsts = set()
     for side in range(len(question.sides)):
         best = max(range(len(candidates)), key=lambda i: per_side[i][side], default=None)
-        if best is None or per_side[best][side] < RELEVANCE_CUTOFF:
-            continue
-        verdict = verdicts[best]
-        verdicts[best] = verdict.model_copy(
-            update={
-                "score": round(min(1.0, verdict.score + SIDE_BONUS), 3),
-                "relevant": True,
-                "reason": f"{verdict.reason}; the best passage for one side of the comparison",
-            }
-        )
+        if best is not None and per_side[best][side] >= RELEVANCE_CUTOFF:
+            firsts.add(best)
+    for index, verdict in enumerate(verdicts):
+        if index in firsts:
+            reason = f"{verdict.reason}; the best passage for one side of the comparison"
+            update = {"score": 1.0, "relevant": True, "reason": reason}
+        else:
+            update = {"score": min(verdict.score, round(1.0 - SIDE_GAP, 3))}
+        verdicts[index] = verdict.model_copy(update=update)
 
 
 def _kind(sentence: str, code: bool = False) -> FactKind:
