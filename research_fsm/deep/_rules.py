@@ -136,8 +136,7 @@ def _each_side(
     """A comparison analyses each side's best passage first: those score 1, the others
     at most ``1 - SIDE_GAP`` (kept or not as their own score says)."""
     per_side = [
-        side_scores(question, source.text, _context(source), state.weights)
-        for source in candidates
+        side_scores(question, source.text, _context(source), state.weights) for source in candidates
     ]
     firsts = set()
     for side in range(len(question.sides)):
