@@ -34,6 +34,7 @@ __all__ = [
     "score_units",
     "side_scores",
     "units",
+    "with_next",
 ]
 
 ANSWER_CUTOFF: Final = 0.70
@@ -100,6 +101,9 @@ FOCUS_CUTOFF: Final = 0.5
 """A passage none of whose units (with its context) holds this much of what the question
 asks (its terms less the names of documents) loses ``FOCUS_PENALTY``."""
 FOCUS_PENALTY: Final = 0.15
+MIN_NEW_TERMS: Final = 3
+"""Words beyond the question's that a unit needs to say something (else the next unit of
+its paragraph joins it)."""
 MAX_CODE_LINES: Final = 3
 """Code lines a step keeps after its ``:``."""
 MAX_BLOCK_LINES: Final = 6
@@ -280,7 +284,8 @@ def _noise(sentence: str) -> bool:
     if _NOISE_START.match(sentence) or _UNDERLINE.search(sentence):
         return True
     words = re.findall(r"[^\W\d_]{2,}", _URL.sub(" ", clean(sentence)))
-    return len(words) < 3
+    unlinked = re.findall(r"[^\W\d_]{2,}", _URL.sub(" ", _LINK.sub(" ", sentence)))
+    return len(words) < 2 or not unlinked  # a badge, an image, a line of links
 
 
 def _code_lines(text: str, following: list[Sentence], most: int = 0) -> tuple[list[str], int]:
@@ -382,6 +387,27 @@ def units(text: str) -> list[Unit]:
 def _ends_paragraph(text: str, sentence: Sentence) -> bool:
     return text[sentence.end : sentence.end + 2] == "\n\n" or text[sentence.end :].startswith(
         "\n```"
+    )
+
+
+def with_next(question: Question, found: list[Unit], index: int, text: str) -> Unit:
+    """``found[index]``, joined by the unit after it when it only restates the question
+    (fewer than ``MIN_NEW_TERMS`` words the question does not have) and that unit follows
+    in the same paragraph: "You can try it without a key." then says how."""
+    unit = found[index]
+    new = unit.prose - set(question.terms)
+    if len(new) >= MIN_NEW_TERMS or index + 1 >= len(found):
+        return unit
+    after = found[index + 1]
+    if "\n\n" in text[unit.end : after.start]:
+        return unit
+    return Unit(
+        start=unit.start,
+        end=after.end,
+        statement=f"{unit.statement} {after.statement}",
+        code=unit.code or after.code,
+        terms=unit.terms | after.terms,
+        prose=unit.prose | after.prose,
     )
 
 

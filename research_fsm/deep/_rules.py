@@ -28,6 +28,7 @@ from ._answer import (
     passage_score,
     side_scores,
     stems,
+    with_next,
 )
 from ._model import (
     Analysis,
@@ -170,7 +171,7 @@ def analyse(source: Source, state: DeepState) -> Analysis:
     best = sorted((i for i in range(len(found)) if scored[i] > 0), key=lambda i: (-scored[i], i))
     facts = []
     for index in sorted(best[:MAX_FACTS]):
-        unit = found[index]
+        unit = with_next(question, found, index, source.text)
         facts.append(
             Fact(
                 kind=_kind(unit.statement, unit.code),
