@@ -91,7 +91,7 @@ _IMPERATIVE: Final = re.compile(
     r"^(?:install|run|use|add|set|create|start|call|pass|import|enable|configure|open|type)\b",
     re.IGNORECASE,
 )
-_DIGIT: Final = re.compile(r"\d")
+_DIGIT: Final = re.compile(r"(?<![^\W\d_])\d")  # a number, not the 2 of httpx2
 _BACK_REFERENCE: Final = re.compile(r"^(?:this|that|these|it|the above)\b", re.IGNORECASE)
 _NUMERIC: Final = re.compile(
     r"\b(?:versions?|ports?|sizes?|numbers?|limits?|how\s+(?:many|much|long|fast)|default)\b",
@@ -101,6 +101,8 @@ FOCUS_CUTOFF: Final = 0.5
 """A passage none of whose units (with its context) holds this much of what the question
 asks (its terms less the names of documents) loses ``FOCUS_PENALTY``."""
 FOCUS_PENALTY: Final = 0.15
+NAMED_BONUS: Final = 0.03
+"""A unit that names what the question names itself beats one that only sits in its file."""
 MIN_NEW_TERMS: Final = 3
 """Words beyond the question's that a unit needs to say something (else the next unit of
 its paragraph joins it)."""
@@ -396,8 +398,11 @@ def with_next(question: Question, found: list[Unit], index: int, text: str) -> U
     in the same paragraph: "You can try it without a key." then says how."""
     unit = found[index]
     new = unit.prose - set(question.terms)
-    if len(new) >= MIN_NEW_TERMS or index + 1 >= len(found):
+    line = text[text.rfind("\n", 0, unit.start) + 1 : unit.start + 2]
+    if len(new) >= MIN_NEW_TERMS or index + 1 >= len(found) or unit.code:
         return unit
+    if _BULLET.match(line) or not unit.statement.endswith((".", "!", "?")):
+        return unit  # a list item, a heading-like line: complete as it is
     after = found[index + 1]
     if "\n\n" in text[unit.end : after.start]:
         return unit
@@ -441,7 +446,9 @@ def score_units(
         own = _coverage(question.terms, have, weights)
         wide = _coverage(question.terms, have | around, weights)
         long_penalty = 0.05 if len(unit.statement) > 300 else 0.0
-        scores.append(round(0.75 * own + 0.25 * wide + _cue(question, unit) - long_penalty, 4))
+        names_it = NAMED_BONUS if unit.prose & question.named else 0.0
+        cue = _cue(question, unit) + names_it - long_penalty
+        scores.append(round(0.75 * own + 0.25 * wide + cue, 4))
     return scores
 
 

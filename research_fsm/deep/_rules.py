@@ -67,6 +67,7 @@ MIN_GAIN: Final = 0.2
 """Share of the question's weighted focus terms a fact must add to join the answer."""
 MAX_COMPLETING: Final = 2
 """Facts joined to the answer for the parts it leaves open."""
+_WORDS: Final = re.compile(r"\S*[^\W\d_]\S*")
 _WEB_FIRST: Final = "guide official documentation"
 _WEB_RETRY: Final = "official documentation breaking changes"
 _BULLET: Final = re.compile(r"^\s*(?:[-*•>]|\d+[.)])\s+")
@@ -252,6 +253,8 @@ def draft(state: DeepState) -> Draft:
     pools: dict[FactKind, list[tuple[str, str]]] = {"finding": [], "step": [], "caveat": []}
     for index in rest:
         fact, sid = ranked[index]
+        if fact.statement.endswith(":") or len(_WORDS.findall(fact.statement)) < 3:
+            continue  # a lead-in without its list, a two-word label: nothing said alone
         pools[fact.kind].append((fact.statement, sid))
     sections: list[tuple[SectionName, list[tuple[str, str]]]] = [
         ("summary", [(ranked[i][0].statement, ranked[i][1]) for i in lead]),
