@@ -24,6 +24,7 @@ from ..engine import (
 from ..errors import ResearchError
 from ..llm import LLM, Usage
 from ..sources import DataSourceError, TavilyWebSearch
+from ._cite import renumbered, sources_json
 from ._graph import build_deep_graph
 from ._model import DEFAULT_THRESHOLD, DEFAULT_TOP_K, DeepState, Language
 from ._report import session_meta, supported_claims
@@ -103,7 +104,8 @@ class ResearchReport:
     caveats: list[str] = field(default_factory=list)
     """Verified caveats."""
     sources: list[dict[str, Any]] = field(default_factory=list)
-    """The cited sources: ``id``, ``kind``, ``title``, ``locator``, ``position``."""
+    """The cited sources in order of first citation: ``n``, ``id`` (``S<n>``), ``kind``,
+    ``title``, ``locator``, ``position``, ``heading`` (as ``sources.json``)."""
     verification: dict[str, Any] = field(default_factory=dict)
     """The final round: ``claims``, ``supported``, ``unsupported``, ``ratio``,
     ``threshold``, ``passed``, ``rounds``."""
@@ -190,7 +192,9 @@ def check_docs(docs: str | os.PathLike[str] | None) -> Path | None:
 
 
 def to_research_report(state: DeepState, session_id: str) -> ResearchReport:
-    """The ``ResearchReport`` of a finished session's state."""
+    """The ``ResearchReport`` of a finished session's state (sources numbered as the
+    report cites them)."""
+    state = renumbered(state)
     claims = supported_claims(state)
 
     def lines(section: str) -> list[str]:
@@ -214,12 +218,7 @@ def to_research_report(state: DeepState, session_id: str) -> ResearchReport:
             "rounds": len(state.verifications),
         }
     )
-    cited = dict.fromkeys(sid for c in claims for sid in c.sources)
-    sources = [
-        {"id": s.id, "kind": s.kind, "title": s.title, "locator": s.locator, "position": s.position}
-        for sid in cited
-        if (s := state.source(sid)) is not None
-    ]
+    sources = sources_json(state)
     paths = [Path(p) for p in state.files]
     markdown = paths[0].read_text(encoding="utf-8") if paths else ""
     return ResearchReport(

@@ -2,7 +2,9 @@
 session folder and lists every way its report is not grounded in what was retrieved.
 
 - every ``[S#]`` in ``report.md`` is a source of ``search_results.json``;
-- every URL in the report was retrieved; every file name it shows is a retrieved file;
+- every URL in the report was retrieved (a web page, or written in a retrieved passage of
+  the user's documents); every file name it shows is a retrieved file or is written in a
+  retrieved passage;
 - every piece of evidence in ``verification.json`` occurs verbatim in its source, which
   the claim cites; every quote the report shows as evidence occurs in its source;
 - the Verification section's counts are ``verification.json``'s.
@@ -26,7 +28,7 @@ _URL: Final = re.compile(r"https?://[^\s<>\"'\])]+")
 _FILE: Final = re.compile(r"[\w./-]+\.(?:md|txt|html?|pdf)\b", re.IGNORECASE)
 _EVIDENCE: Final = re.compile(r"^- (C\d+) \[(S\d+)\]: “(.*)”$", re.MULTILINE)
 _ESCAPE: Final = re.compile(r"\\(.)")
-_AUTOLINK: Final = re.compile(r"<https?://[^<>\s]*>")
+_AUTOLINK: Final = re.compile(r"(?<!\\)<https?://[^<>\s\\]*>")
 
 
 def _load(path: Path) -> Any:
@@ -49,6 +51,8 @@ def _report_problems(markdown: str, sources: dict[str, dict[str, Any]]) -> list[
         if sid not in sources
     ]
     urls = {s["locator"] for s in sources.values() if s["kind"] == "web"}
+    quoted = " ".join(s["text"] for s in sources.values() if s["kind"] == "file")
+    urls |= {url.rstrip(".,;:") for url in _URL.findall(quoted)}
     links = {md_url(u): u for u in urls}
     for link in dict.fromkeys(_AUTOLINK.findall(markdown)):
         if link not in links:
@@ -62,7 +66,7 @@ def _report_problems(markdown: str, sources: dict[str, dict[str, Any]]) -> list[
     hosts = {u.split("/")[2] for u in urls if u.count("/") >= 2}
     for name in dict.fromkeys(_FILE.findall(plain)):
         inside_url = any(name in u for u in urls) or name.split("/")[0] in hosts
-        if name not in names and not inside_url:
+        if name not in names and not inside_url and name not in quoted:
             problems.append(f"report shows the file {name}, which was not retrieved")
     for claim, sid, quote in _EVIDENCE.findall(markdown):
         text = sources.get(sid, {}).get("text", "")

@@ -82,6 +82,8 @@ class Source(BaseModel):
     """The URL, or the file's path relative to the documents folder."""
     position: str | None = None
     """Where in the file: ``lines 10-24`` or ``page 3`` (files only)."""
+    heading: str | None = None
+    """The heading the passage sits under (files only), if any."""
     text: str
     """The retrieved text (page content or passage)."""
     score: float = 0.0
@@ -125,6 +127,8 @@ class Fact(BaseModel):
     """The fact in a sentence."""
     quote: str
     """Words copied verbatim from the source's text."""
+    score: float = 0.0
+    """How well it answers the question (offline rules; 0 when Claude found it)."""
 
 
 class Analysis(BaseModel):
@@ -261,6 +265,11 @@ class DeepState(BaseModel):
     """Every query searched with, in order."""
     terms: list[str] = Field(default_factory=list)
     """The topic's key terms (relevance is measured on them)."""
+    weights: dict[str, float] = Field(default_factory=dict)
+    """The question's salient terms' weights (inverse document frequency in the documents'
+    index; empty: every term weighs 1)."""
+    names: list[str] = Field(default_factory=list)
+    """The question's terms that name a document of the folder (a product, a package)."""
     attempts: int = 0
     """Searches made in the current round."""
     searched_with: str = ""

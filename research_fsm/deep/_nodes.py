@@ -30,7 +30,7 @@ from ._model import (
     Source,
     Verification,
 )
-from ._search import Found, TopicSearch
+from ._search import DocumentSearch, Found, TopicSearch
 from ._session import write_stage
 from ._text import locate, terms
 
@@ -123,6 +123,10 @@ class Search:
             notes.append(f"search failed for {record.query!r}: {exc.message}")
         new, candidates = self._number(state, found, record.query)
         attempts = state.attempts + 1
+        weighed: dict[str, Any] = {}
+        if not state.weights and isinstance(search, DocumentSearch) and found:
+            weights, names = await search.term_weights(state.topic)
+            weighed = {"weights": weights, "names": names}
         update: dict[str, Any] = {
             "sources": new,
             "candidates": candidates,
@@ -130,6 +134,7 @@ class Search:
             "notes": notes,
             "searched_with": search.name,
         }
+        update |= weighed
         out_of_tries = attempts >= MAX_SEARCH_ATTEMPTS
         if not candidates and out_of_tries and not state.sources and state.round == 0:
             update["outcome"] = "no_sources"
@@ -156,6 +161,7 @@ class Search:
                     title=item.title,
                     locator=item.locator,
                     position=item.position,
+                    heading=item.heading,
                     text=item.text,
                     score=item.score,
                     rank=rank,
@@ -176,7 +182,7 @@ class RelevanceFilter:
         started = time.perf_counter()
         judged = {v.source for v in state.relevance}
         fresh = [s for sid in state.candidates if sid not in judged and (s := state.source(sid))]
-        verdicts = rules.relevance(state.terms, fresh)
+        verdicts = rules.relevance(state, fresh)
         usage, notes = None, []
         if self.llm is not None and fresh:
             try:
@@ -257,7 +263,7 @@ class Analyse:
 
     async def _analyse(self, state: DeepState, source: Source) -> tuple[Analysis, Usage | None]:
         if self.llm is None:
-            return rules.analyse(source, state.terms), None
+            return rules.analyse(source, state), None
         try:
             reply = await self.llm.structured(
                 agent="deep_analysis",
@@ -267,7 +273,7 @@ class Analyse:
             )
         except LLMError as exc:
             _log.warning("deep analysis: Claude failed, used the rules", error=exc.message)
-            return rules.analyse(source, state.terms), None
+            return rules.analyse(source, state), None
         facts, dropped = [], 0
         for fact in reply.value.facts[:8]:
             exact = locate(fact.quote, source.text)

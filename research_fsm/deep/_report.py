@@ -25,14 +25,18 @@ from ..common.writer import (
     to_pdf,
 )
 from ..engine import NodeContext
+from ._cite import renumbered, sources_json
 from ._labels import label
 from ._model import Claim, DeepState, Source, Verification
+from ._nodes import draft_markdown, verification_json
 from ._session import write_stage
 
-__all__ = ["ReportWriter", "compose", "scrub"]
+__all__ = ["ReportWriter", "compose", "retrieved_urls", "scrub"]
 
 _URL: Final = re.compile(r"https?://[^\s<>\"'\])]+")
 _SECTIONS: Final = ("summary", "key_points", "steps", "caveats")
+CLOSEST: Final = 3
+"""Sources listed as the closest, not about it, when the documents do not answer."""
 
 
 def scrub(text: str, allowed: set[str]) -> str:
@@ -40,6 +44,16 @@ def scrub(text: str, allowed: set[str]) -> str:
     return _URL.sub(
         lambda m: m.group() if m.group().rstrip(".,;:") in allowed else "(link removed)", text
     )
+
+
+def retrieved_urls(state: DeepState) -> set[str]:
+    """The URLs a report may show: the web pages retrieved, and the addresses written in
+    the user's own documents that were retrieved (quoted as the document has them)."""
+    allowed = {s.locator for s in state.sources if s.kind == "web"}
+    for source in state.sources:
+        if source.kind == "file":
+            allowed.update(m.group().rstrip(".,;:") for m in _URL.finditer(source.text))
+    return allowed
 
 
 def _final(state: DeepState) -> Verification | None:
@@ -67,7 +81,10 @@ def _body(state: DeepState, lang: str, allowed: set[str]) -> list[DocSection]:
             state.outcome if state.outcome in ("no_sources", "no_relevant") else "nothing_verified"
         )
         text = label(lang, key).format(topic=md_escape(state.topic))
-        return [DocSection(label(lang, "summary"), [paragraph(text)])]
+        blocks = [paragraph(text)]
+        if state.outcome == "no_relevant":
+            blocks += _closest(state, lang, allowed)
+        return [DocSection(label(lang, "summary"), blocks)]
     sections = []
     for name in _SECTIONS:
         mine = [_line(c, state, allowed) for c in claims if c.section == name]
@@ -76,6 +93,18 @@ def _body(state: DeepState, lang: str, allowed: set[str]) -> list[DocSection]:
         block = paragraph(" ".join(mine)) if name == "summary" else bullets(mine)
         sections.append(DocSection(label(lang, name), [block]))
     return sections
+
+
+def _closest(state: DeepState, lang: str, allowed: set[str]) -> list[Any]:
+    """The best-scoring sources of a question the documents do not answer, each marked
+    as not about it (never cited: no claim is made from them)."""
+    ranked = sorted(state.relevance, key=lambda v: -v.score)[:CLOSEST]
+    lines = [
+        f"{_cite(source, allowed)} ({label(lang, 'not_about').format(score=verdict.score)})"
+        for verdict in ranked
+        if (source := state.source(verdict.source)) is not None
+    ]
+    return [paragraph(label(lang, "closest")), bullets(lines)] if lines else []
 
 
 def _methodology(state: DeepState, lang: str, allowed: set[str]) -> DocSection:
@@ -176,7 +205,7 @@ def _metadata(state: DeepState, lang: str, generated_at: str, session_id: str) -
 def compose(state: DeepState, generated_at: str, session_id: str) -> Document:
     """The report as a ``Document``."""
     lang = state.language
-    allowed = {s.locator for s in state.sources if s.kind == "web"}
+    allowed = retrieved_urls(state)
     sections = _body(state, lang, allowed)
     sections += [
         _methodology(state, lang, allowed),
@@ -194,9 +223,10 @@ class ReportWriter:
     async def run(self, state: DeepState, ctx: NodeContext) -> dict[str, Any]:
         generated_at = utc_now()
         outcome = state.outcome if state.outcome != "running" else "ok"
-        final = state.model_copy(update={"outcome": outcome})
+        final = renumbered(state.model_copy(update={"outcome": outcome}))
         doc = compose(final, generated_at, ctx.thread_id)
         files: dict[str, Any] = {"report.md": to_markdown(doc)}
+        files |= numbered_stages(final, renumbered=final is not state)
         if "pdf" in state.formats:
             files["report.pdf"] = await asyncio.to_thread(to_pdf, doc)
         meta = session_meta(final, ctx.thread_id)
@@ -205,6 +235,23 @@ class ReportWriter:
         await write_stage(state.session_dir, files)
         written = [f"{state.session_dir}/{name}" for name in files if name.startswith("report.")]
         return {"outcome": outcome, "files": written}
+
+
+def numbered_stages(state: DeepState, *, renumbered: bool) -> dict[str, Any]:
+    """``sources.json``, and the stage files that name sources rewritten with the
+    report's numbers when the sources were renumbered."""
+    files: dict[str, Any] = {"sources.json": sources_json(state)}
+    if not renumbered:
+        return files
+    files["search_results.json"] = [s.model_dump() for s in state.sources]
+    files["relevance.json"] = [v.model_dump() for v in state.relevance]
+    if state.analyses:
+        files["evidence.json"] = [a.model_dump() for a in state.analyses]
+    if state.draft is not None:
+        files["draft.md"] = draft_markdown(state.draft, state.language)
+    if state.verifications:
+        files["verification.json"] = verification_json(state.verifications)
+    return files
 
 
 def session_meta(state: DeepState, session_id: str) -> dict[str, Any]:

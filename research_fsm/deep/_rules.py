@@ -3,13 +3,17 @@
 - **query**: the topic as written; web searches add "guide official documentation" and,
   broadened, "official documentation breaking changes" (the seed design's retry);
   document searches broaden by matching any term instead of all.
-- **relevance**: a source is kept when it holds at least half of the topic's terms;
-  its score is 0.75 x term coverage + 0.25 / rank.
-- **analysis**: the source's sentences that hold topic terms, copied verbatim (so every
-  quote is exact), sorted into steps, caveats and findings by their wording.
-- **synthesis**: the facts of the best-ranked sources, each citing its source.
-- **verification**: lexical support (``_text.SUPPORT_THRESHOLD``) between each claim and
-  the best sentence of the source it cites.
+- **relevance**: a passage is kept when it answers the question (``_answer.passage_score``:
+  weighted coverage of the question's salient terms, proximity, answer cues, headings) at
+  ``RELEVANCE_CUTOFF`` or more; when none does, the report says the documents do not
+  answer it.
+- **analysis**: the passage's units (sentences, or a step with its code) that answer the
+  question best, copied verbatim (so every quote is exact), sorted into steps, caveats and
+  findings by their wording.
+- **synthesis**: answer first: the best unit of all (one per side for a comparison), then
+  the other units that scored, each citing its source.
+- **verification**: the claim's own quote when it is verbatim in the cited source, else
+  lexical support (``_text.SUPPORT_THRESHOLD``) against the source's best sentence.
 """
 
 from __future__ import annotations
@@ -17,6 +21,15 @@ from __future__ import annotations
 import re
 from typing import Final, Literal
 
+from ._answer import (
+    ANSWER_CUTOFF,
+    Question,
+    parse_question,
+    passage_score,
+    side_scores,
+    stems,
+    with_next,
+)
 from ._model import (
     Analysis,
     Claim,
@@ -28,7 +41,7 @@ from ._model import (
     SectionName,
     Source,
 )
-from ._text import SUPPORT_THRESHOLD, coverage, normalise, sentences, support, terms
+from ._text import SUPPORT_THRESHOLD, coverage, normalise, support, terms
 
 __all__ = [
     "RELEVANCE_CUTOFF",
@@ -40,10 +53,21 @@ __all__ = [
     "relevance",
 ]
 
-RELEVANCE_CUTOFF: Final = 0.5
-"""Least term coverage (and least Claude score) for a source to be kept."""
+RELEVANCE_CUTOFF: Final = ANSWER_CUTOFF
+"""Least score (the rules' ``passage_score``, or Claude's) for a source to be kept."""
 MAX_FACTS: Final = 6
 """Facts kept per source."""
+MIN_SCORE: Final = 0.45
+"""Least score of a fact to be a claim beside the answer."""
+KEEP_RATIO: Final = 0.6
+"""...and at least this share of the answer's score."""
+SIDE_GAP: Final = 0.01
+"""How far under each side's best passage the others of a comparison rank."""
+MIN_GAIN: Final = 0.2
+"""Share of the question's weighted focus terms a fact must add to join the answer."""
+MAX_COMPLETING: Final = 2
+"""Facts joined to the answer for the parts it leaves open."""
+_WORDS: Final = re.compile(r"\S*[^\W\d_]\S*")
 _WEB_FIRST: Final = "guide official documentation"
 _WEB_RETRY: Final = "official documentation breaking changes"
 _BULLET: Final = re.compile(r"^\s*(?:[-*•>]|\d+[.)])\s+")
@@ -64,8 +88,6 @@ _CAVEAT: Final = re.compile(
     r"|注意|廃止|非推奨|できません|削除|互換性",
     re.IGNORECASE,
 )
-_ENDS: Final = re.compile(r"[.!?。！？:;)\]」]$")
-_MARKUP: Final = re.compile(r"\*\*|`|(?<!\w)__(?!\w)")  # never the `__` of `__init__`
 FactKind = Literal["step", "finding", "caveat"]
 
 
@@ -85,78 +107,160 @@ def gap_query(state: DeepState) -> str:
     return " ".join(wanted[:12]) or state.topic
 
 
-def relevance(topic_terms: list[str], candidates: list[Source]) -> list[Relevance]:
-    """A verdict per candidate, in the order given."""
+def _context(source: Source) -> str:
+    """What a passage sits in: its document's title, its heading and its file's name."""
+    name = source.locator.rsplit("/", 1)[-1].rsplit(".", 1)[0] if source.kind == "file" else ""
+    return f"{source.title} {source.heading or ''} {name}"
+
+
+def relevance(state: DeepState, candidates: list[Source]) -> list[Relevance]:
+    """A verdict per candidate, in the order given: kept when the passage answers the
+    question at ``RELEVANCE_CUTOFF`` or more (``_answer.passage_score``)."""
+    question = parse_question(state.topic, state.names)
     verdicts = []
     for source in candidates:
-        covered = coverage(topic_terms, f"{source.title} {source.text}")
-        score = round(min(1.0, 0.75 * covered + 0.25 / max(source.rank, 1)), 3)
-        keep = covered >= RELEVANCE_CUTOFF
-        reason = f"{covered:.0%} of the topic's terms, rank {source.rank}"
+        score, _, _ = passage_score(question, source.text, _context(source), state.weights)
+        score = round(max(0.0, min(1.0, score)), 3)
+        keep = score >= RELEVANCE_CUTOFF
+        reason = (
+            f"covers the question's key terms at {score:.0%} "
+            f"(at least {RELEVANCE_CUTOFF:.0%} is about it), rank {source.rank}"
+        )
         verdicts.append(Relevance(source=source.id, score=score, relevant=keep, reason=reason))
+    if question.kind == "compare":
+        _each_side(state, question, candidates, verdicts)
     return verdicts
 
 
-def _kind(sentence: str) -> FactKind:
-    """A step (an instruction, or a numbered item), a caveat, or a finding."""
+def _each_side(
+    state: DeepState, question: Question, candidates: list[Source], verdicts: list[Relevance]
+) -> None:
+    """A comparison analyses each side's best passage first: those score 1, the others
+    at most ``1 - SIDE_GAP`` (kept or not as their own score says)."""
+    per_side = [
+        side_scores(question, source.text, _context(source), state.weights) for source in candidates
+    ]
+    firsts = set()
+    for side in range(len(question.sides)):
+        best = max(range(len(candidates)), key=lambda i: per_side[i][side], default=None)
+        if best is not None and per_side[best][side] >= RELEVANCE_CUTOFF:
+            firsts.add(best)
+    for index, verdict in enumerate(verdicts):
+        if index in firsts:
+            reason = f"{verdict.reason}; the best passage for one side of the comparison"
+            update = {"score": 1.0, "relevant": True, "reason": reason}
+        else:
+            update = {"score": min(verdict.score, round(1.0 - SIDE_GAP, 3))}
+        verdicts[index] = verdict.model_copy(update=update)
+
+
+def _kind(sentence: str, code: bool = False) -> FactKind:
+    """A step (an instruction, a numbered item, a command), a caveat, or a finding."""
     bare = _BULLET.sub("", sentence)
-    if _IMPERATIVE.search(bare) or re.match(r"\s*\d+[.)]\s", sentence):
+    if code or _IMPERATIVE.search(bare) or re.match(r"\s*\d+[.)]\s", sentence):
         return "step"
     if _CAVEAT.search(bare):
         return "caveat"
     return "step" if _STEP.search(bare) else "finding"
 
 
-def _clean(sentence: str) -> str:
-    return " ".join(_MARKUP.sub("", _BULLET.sub("", sentence)).split())
-
-
-def analyse(source: Source, topic_terms: list[str]) -> Analysis:
-    """The source's sentences that hold topic terms, best first, then in text order."""
-    picked = []
-    for order, sentence in enumerate(sentences(source.text)):
-        text = sentence.text
-        if text.lstrip().startswith(("#", "|")) or not 25 <= len(text) <= 400:
-            continue
-        if not _ENDS.search(text) and not _BULLET.match(text):
-            continue  # a title or a label line, not a statement
-        covered = coverage(topic_terms, text)
-        if covered > 0:
-            picked.append((covered, order, text))
-    best = sorted(picked, key=lambda item: (-item[0], item[1]))[:MAX_FACTS]
+def analyse(source: Source, state: DeepState) -> Analysis:
+    """The source's units that answer the question best (at most ``MAX_FACTS``), in
+    text order; each quote is the passage's own text, each score how well it answers."""
+    question = parse_question(state.topic, state.names)
+    overall, found, scored = passage_score(question, source.text, _context(source), state.weights)
+    best = sorted((i for i in range(len(found)) if scored[i] > 0), key=lambda i: (-scored[i], i))
     facts = []
-    for _, _, text in sorted(best, key=lambda item: item[1]):
-        quote = _BULLET.sub("", text)
-        kind = _kind(text)
-        facts.append(Fact(kind=kind, statement=_clean(text), quote=quote))
+    for index in sorted(best[:MAX_FACTS]):
+        unit = with_next(question, found, index, source.text)
+        facts.append(
+            Fact(
+                kind=_kind(unit.statement, unit.code),
+                statement=unit.statement,
+                quote=source.text[unit.start : unit.end],
+                score=round(0.7 * scored[index] + 0.3 * overall, 4),
+            )
+        )
     return Analysis(source=source.id, facts=facts)
 
 
+def _sides(state: DeepState, question: Question, ranked: list[tuple[Fact, str]]) -> list[int]:
+    """For a comparison: the best fact of each side (by its words, its source's title and
+    file name), as indexes into ``ranked``."""
+    chosen: list[int] = []
+    for side in question.sides:
+        for index, (fact, sid) in enumerate(ranked):
+            source = state.source(sid)
+            around = stems(f"{fact.statement} {_context(source) if source else ''}")
+            if index not in chosen and around & side:
+                chosen.append(index)
+                break
+    return chosen
+
+
+def _complete(
+    question: Question, ranked: list[tuple[Fact, str]], lead: list[int], weights: dict[str, float]
+) -> list[int]:
+    """Facts that answer the parts of the question the lead leaves open (a question asked
+    of two things, an answer spread over files), as indexes into ``ranked``: each adds at
+    least ``MIN_GAIN`` of the question's weighted focus terms."""
+    focus = set(question.focus())
+    total = sum(weights.get(t, 1.0) for t in focus)
+    covered: set[str] = set().union(*(stems(ranked[i][0].statement) for i in lead))
+    added: list[int] = []
+    for _ in range(MAX_COMPLETING):
+        best_gain, best = 0.0, -1
+        for index, (fact, _) in enumerate(ranked):
+            if index in lead or index in added:
+                continue
+            new = (stems(fact.statement) - covered) & focus
+            gain = sum(weights.get(t, 1.0) for t in new) / total if total else 0.0
+            if gain > best_gain:
+                best_gain, best = gain, index
+        if best < 0 or best_gain < MIN_GAIN:
+            break
+        added.append(best)
+        covered |= stems(ranked[best][0].statement)
+    return added
+
+
 def draft(state: DeepState) -> Draft:
-    """Claims from the analyses, best-ranked sources first: a three-sentence summary,
-    key points, steps and caveats; every claim cites the source it came from."""
-    ranked = {v.source: v.score for v in state.relevance if v.relevant}
-    analyses = sorted(
-        (a for a in state.analyses if a.error is None and a.facts),
-        key=lambda a: -ranked.get(a.source, 0.0),
-    )
+    """Answer first: the summary is the unit that answers the question best, in its own
+    words (for a comparison, the best one of each side); then the other units of the
+    passages that scored, by kind, best first; every claim cites its source."""
+    question = parse_question(state.topic, state.names)
+    relevant = {v.source for v in state.relevance if v.relevant}
+    ranked: list[tuple[Fact, str]] = []
     seen: set[str] = set()
+    pool = [
+        (fact, analysis.source)
+        for analysis in state.analyses
+        if analysis.error is None and analysis.source in relevant
+        for fact in analysis.facts
+    ]
+    for fact, sid in sorted(pool, key=lambda pair: -pair[0].score):
+        key = normalise(fact.statement)
+        if key not in seen:
+            seen.add(key)
+            ranked.append((fact, sid))
+    if not ranked:
+        return Draft(claims=[], method="rules")
+    lead = _sides(state, question, ranked) if question.kind == "compare" else []
+    lead = lead if len(lead) >= 2 else [0]
+    lead += _complete(question, ranked, lead, state.weights)
+    floor = max(MIN_SCORE, ranked[0][0].score * KEEP_RATIO)
+    rest = [i for i in range(len(ranked)) if i not in lead and ranked[i][0].score >= floor]
     pools: dict[FactKind, list[tuple[str, str]]] = {"finding": [], "step": [], "caveat": []}
-    for analysis in analyses:
-        for fact in analysis.facts:
-            key = normalise(fact.statement)
-            if key not in seen:
-                seen.add(key)
-                pools[fact.kind].append((fact.statement, analysis.source))
-    findings = pools["finding"]
-    lead = [pair for i, pair in enumerate(findings) if i < 3]
-    if not lead:
-        lead = (pools["step"] + pools["caveat"])[:2]
+    for index in rest:
+        fact, sid = ranked[index]
+        if fact.statement.endswith(":") or len(_WORDS.findall(fact.statement)) < 3:
+            continue  # a lead-in without its list, a two-word label: nothing said alone
+        pools[fact.kind].append((fact.statement, sid))
     sections: list[tuple[SectionName, list[tuple[str, str]]]] = [
-        ("summary", lead),
-        ("key_points", findings[3:9]),
-        ("steps", pools["step"][:8]),
-        ("caveats", pools["caveat"][:5]),
+        ("summary", [(ranked[i][0].statement, ranked[i][1]) for i in lead]),
+        ("key_points", pools["finding"][:5]),
+        ("steps", pools["step"][:5]),
+        ("caveats", pools["caveat"][:3]),
     ]
     placed = [(section, text, sid) for section, pairs in sections for text, sid in pairs]
     claims = [
@@ -164,6 +268,18 @@ def draft(state: DeepState) -> Draft:
         for i, (section, text, sid) in enumerate(placed, 1)
     ]
     return Draft(claims=claims, method="rules")
+
+
+def _own_quote(state: DeepState, claim: Claim, sid: str, text: str) -> tuple[float, str | None]:
+    """The quote the analysis of ``sid`` made this claim from, when it is verbatim in the
+    source, and the share of the claim's terms it holds."""
+    for analysis in state.analyses:
+        if analysis.source != sid:
+            continue
+        for fact in analysis.facts:
+            if fact.statement == claim.text and fact.quote and fact.quote in text:
+                return coverage(terms(claim.text), fact.quote), fact.quote
+    return 0.0, None
 
 
 def check_claims(state: DeepState, claims: list[Claim]) -> list[ClaimCheck]:
@@ -176,6 +292,10 @@ def check_claims(state: DeepState, claims: list[Claim]) -> list[ClaimCheck]:
         for cited in claim.sources:
             source = state.source(cited)
             if source is None:
+                continue
+            own, quote = _own_quote(state, claim, cited, source.text)
+            if quote is not None and own >= SUPPORT_THRESHOLD and own > best[0]:
+                best = (own, quote, cited)
                 continue
             found, sentence = support(claim.text, source.text)
             if sentence is not None and found > best[0]:

@@ -6,8 +6,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Final, Literal, Protocol, runtime_checkable
 
+from ._answer import idf, parse_question, passage_score
 from ._model import Mode
 from ._text import coverage, terms
 
@@ -15,7 +16,21 @@ if TYPE_CHECKING:
     from ..documents import DocumentIndex
     from ..sources import TavilyWebSearch
 
-__all__ = ["DocumentSearch", "Found", "StaticSearch", "TopicSearch", "WebSearch"]
+__all__ = [
+    "NAME_BOOST",
+    "POOL",
+    "DocumentSearch",
+    "Found",
+    "StaticSearch",
+    "TopicSearch",
+    "WebSearch",
+]
+
+POOL: Final = 40
+"""Passages BM25 hands to the question's ranking per search."""
+NAME_BOOST: Final = 2.0
+"""How much more a question's term weighs when it names a document (a product, a package):
+a passage about another product should not answer for it."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -34,6 +49,8 @@ class Found:
     """The search's own score."""
     position: str | None = None
     """Where in a file (``lines 3-9``, ``page 2``)."""
+    heading: str | None = None
+    """The heading the passage sits under, if any."""
 
 
 @runtime_checkable
@@ -111,17 +128,44 @@ class WebSearch:
 
 
 class DocumentSearch:
-    """A folder of the user's own documents (indexed once, BM25-ranked)."""
+    """A folder of the user's own documents (indexed once): BM25 finds the passages that
+    hold the query's salient terms, which are then ranked for the question
+    (``_answer.passage_score``: weighted coverage, proximity, answer cues, headings)."""
 
-    name = "local documents (SQLite FTS5, BM25)"
+    name = "local documents (SQLite FTS5, BM25, ranked for the question)"
     mode: Mode = "docs"
 
     def __init__(self, index: DocumentIndex) -> None:
         self.index = index
 
+    async def term_weights(self, question: str) -> tuple[dict[str, float], list[str]]:
+        """The weight of each salient term of ``question`` (its inverse document frequency;
+        doubled for a term naming a document of the folder), and those naming terms."""
+        names = await self.index.names()
+        parsed = parse_question(question, names)
+        words = [parsed.words[t] for t in parsed.terms]
+        total, counts = await self.index.frequencies(words)
+        found = idf(total, {t: counts.get(parsed.words[t], 0) for t in parsed.terms})
+        weights = {
+            t: round(w * (NAME_BOOST if t in parsed.named else 1.0), 4) for t, w in found.items()
+        }
+        return weights, sorted(parsed.named)
+
     async def search(self, query: str, *, limit: int, broadened: bool) -> list[Found]:
-        """Passages holding all the query's terms (any when ``broadened``), by BM25."""
-        passages = await self.index.search(query, limit=limit, match="any" if broadened else "all")
+        """Passages holding all the query's salient terms (any when ``broadened``), the
+        best ``POOL`` by BM25 ranked for the question; the top ``limit``."""
+        names = await self.index.names()
+        question = parse_question(query, names)
+        words = " ".join(question.words[t] for t in question.terms) or query
+        match: Literal["all", "any"] = "any" if broadened else "all"
+        passages = await self.index.search(words, limit=max(limit, POOL), match=match)
+        weights = (await self.term_weights(query))[0] if passages else {}
+        ranked = []
+        for order, passage in enumerate(passages):
+            context = " ".join([passage.title, passage.heading or "", _stem_of(passage.path)])
+            score, _, _ = passage_score(question, passage.text, context, weights)
+            ranked.append((-score, order, passage))
+        ranked.sort(key=lambda item: item[:2])
         return [
             Found(
                 kind="file",
@@ -130,9 +174,15 @@ class DocumentSearch:
                 text=passage.text,
                 score=passage.score,
                 position=_position(passage.page, passage.line_start, passage.line_end),
+                heading=passage.heading,
             )
-            for passage in passages
+            for _, _, passage in ranked[:limit]
         ]
+
+
+def _stem_of(path: str) -> str:
+    """The file's name without folders and extension, as words ("pytest-xdist")."""
+    return path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
 
 
 def _position(page: int | None, first: int, last: int) -> str:

@@ -497,6 +497,36 @@ class DocumentIndex:
             raise KeyError(f"{path!r} is not an indexed file of {self.folder}")
         return str(row[0])
 
+    async def frequencies(self, words: list[str]) -> tuple[int, dict[str, int]]:
+        """The number of passages, and of passages holding each of ``words`` (stemmed as
+        the index stems them; a word of several tokens, "http/2", as a phrase): what
+        inverse document frequencies are computed from."""
+        return await self._read(self._frequencies, words)
+
+    async def names(self) -> frozenset[str]:
+        """The lower-case words of every indexed file's name and title: what a question
+        names when it names a document ("starlette" for ``starlette.md``)."""
+        return await self._read(self._names)
+
+    def _names(self) -> frozenset[str]:
+        found: set[str] = set()
+        for path, title in self._db.execute("SELECT path, title FROM files"):
+            stem = str(path).rsplit("/", 1)[-1].rsplit(".", 1)[0]
+            found.update(query_terms(f"{stem} {title}"))
+        return frozenset(found)
+
+    def _frequencies(self, words: list[str]) -> tuple[int, dict[str, int]]:
+        total = int(self._db.execute("SELECT count(*) FROM passages").fetchone()[0])
+        counts: dict[str, int] = {}
+        for word in words:
+            found = query_terms(word)
+            if not found:
+                continue
+            expression = '"' + " ".join(found) + '"'  # its tokens as a phrase
+            row = self._db.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", (expression,))
+            counts[word] = int(row.fetchone()[0])
+        return total, counts
+
     async def aclose(self) -> None:
         """Close the index file."""
         async with self._lock:

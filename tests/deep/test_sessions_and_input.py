@@ -25,6 +25,7 @@ STAGE_FILES = [
     "report.pdf",
     "search_results.json",
     "session.json",
+    "sources.json",
     "verification.json",
 ]
 

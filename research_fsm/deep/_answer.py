@@ -1,0 +1,502 @@
+"""Answering a question from passages, offline: which words of the question matter, how
+well a passage covers them, and which of its sentences answers it.
+
+- **Salient terms**: the question's words less stop words and question fillers ("how do
+  I"), lightly stemmed ("installation" and "install" are one term).
+- **Weights**: inverse document frequency from the document index (a word in few passages
+  counts more; a word in none counts most, so a question about something the documents
+  never mention covers little); equal weights when the search gives none.
+- **Answer units**: a sentence, or a sentence ending in ":" with the code lines that follow
+  it (the step keeps its command). Badges, images, HTML and link-only lines are no units.
+- **Scores**: a unit's weighted coverage of the salient terms (its heading and file name
+  count a quarter), plus cues for the kind of answer asked (a command for "how do I", a
+  value for "what is"); a passage's score mixes its whole coverage, its best window of
+  three units (proximity) and its best unit. Below ``ANSWER_CUTOFF`` nothing answers.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Final, Literal
+
+from ._text import Sentence, sentences, terms
+
+__all__ = [
+    "ANSWER_CUTOFF",
+    "Question",
+    "Unit",
+    "idf",
+    "parse_question",
+    "passage_score",
+    "score_units",
+    "side_scores",
+    "units",
+    "with_next",
+]
+
+ANSWER_CUTOFF: Final = 0.70
+"""Least passage score for a passage to be about the question. Calibrated on the dev set
+of ``benchmarks.answers``: its unanswerable questions' best passages score at most 0.63,
+its answerable ones' at least 0.80; the cut-off sits between them."""
+QuestionKind = Literal["howto", "value", "compare", "yesno", "general"]
+
+_FILLER_WORDS: Final = """how do does did i we you one get way possible there exist someone
+    something thing much many kind tell know show find give us let compare comparison
+    difference differences differ versus vs"""
+_FILLERS: Final = frozenset(_FILLER_WORDS.split())
+_COMPOUND: Final = re.compile(r"(?<![\w/])[a-z][a-z0-9]*/\d+(?:\.\d+)*(?![\w/])", re.IGNORECASE)
+"""A versioned name ("HTTP/2", "OAuth/2.0"): one term, so HTTP/3 is not HTTP/2."""
+_RELEASE: Final = re.compile(r"^\d+(?:\.[\dx]+)+$")
+"""A release number ("3.0", "2.7.x"): it also holds its major number ("3")."""
+_SUFFIXES: Final = ("ations", "ation", "ions", "ion", "ings", "ing", "ed", "er", "es", "e")
+_HOWTO: Final = re.compile(
+    r"^\s*(?:how\s+(?:do|can|could|should|would|to)\b|how\s+is\b.*\b(?:done|set|installed)\b"
+    r"|what(?:'s|\s+is)\s+the\s+(?:command|way|syntax)\b|(?:steps?|command)\s+to\b)",
+    re.IGNORECASE,
+)
+_VALUE: Final = re.compile(
+    r"^\s*(?:what|which|who|when|where|how\s+(?:many|much|long|big|fast|large|often))\b"
+    r"|\bdefault\b",
+    re.IGNORECASE,
+)
+_YESNO: Final = re.compile(r"^\s*(?:does|do|is|are|can|will|should|has|have|was)\b", re.IGNORECASE)
+_COMPARE: Final = re.compile(
+    r"\b(?:compare[sd]?|comparison|difference|differences|differ|versus|vs\.?)\b", re.IGNORECASE
+)
+_SIDE_SPLIT: Final = re.compile(r"\b(?:and|vs\.?|versus|or|with|to|from)\b|,", re.IGNORECASE)
+_LINK: Final = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+_REF_LINK: Final = re.compile(r"!?\[([^\]]*)\]\[[^\]]*\]")
+_RST_LINK: Final = re.compile(r"`([^`<]+?)\s*<[^>]+>`_+")
+_URL: Final = re.compile(r"https?://\S+")
+_ANGLE_URL: Final = re.compile(r"\s*<https?://[^>\s]*>`?_*")
+_MARKUP: Final = re.compile(r"\*\*|``|`")
+_BULLET: Final = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
+_NOISE_START: Final = re.compile(
+    r"^\s*(?:<|!\[|\[!\[|\.\.\s|:[a-z]+:|\||#|={3,}|-{3,}|\*{3,}|~{3,}|\[[^\]]+\]:\s)"
+)
+_UNDERLINE: Final = re.compile(r"^\s*[=\-~^*#+]{3,}\s*$", re.MULTILINE)
+_EXCEPT: Final = re.compile(
+    r"\b(?:other\s+than|besides|except(?:\s+for)?|apart\s+from|instead\s+of|rather\s+than)"
+    r"\s+([\w.\-/]+)",
+    re.IGNORECASE,
+)
+QUANTITIES: Final = frozenset({"vers", "port", "size", "numb", "limit", "count", "length"})
+"""Stemmed words that ask for a number: a unit holding a number holds them."""
+_FENCE: Final = re.compile(r"^\s*(?:```|~~~)")
+_PROMPT: Final = re.compile(r"^\s*(?:\$|>>>|pip\s|python\s|uv\s|conda\s|npm\s)")
+_IMPERATIVE: Final = re.compile(
+    r"^(?:install|run|use|add|set|create|start|call|pass|import|enable|configure|open|type)\b",
+    re.IGNORECASE,
+)
+_DIGIT: Final = re.compile(r"(?<![^\W\d_])\d")  # a number, not the 2 of httpx2
+_BACK_REFERENCE: Final = re.compile(r"^(?:this|that|these|it|the above)\b", re.IGNORECASE)
+_NUMERIC: Final = re.compile(
+    r"\b(?:versions?|ports?|sizes?|numbers?|limits?|how\s+(?:many|much|long|fast)|default)\b",
+    re.IGNORECASE,
+)
+FOCUS_CUTOFF: Final = 0.5
+"""A passage none of whose units (with its context) holds this much of what the question
+asks (its terms less the names of documents) loses ``FOCUS_PENALTY``."""
+FOCUS_PENALTY: Final = 0.15
+NAMED_BONUS: Final = 0.03
+"""A unit that names what the question names itself beats one that only sits in its file."""
+MIN_NEW_TERMS: Final = 3
+"""Words beyond the question's that a unit needs to say something (else the next unit of
+its paragraph joins it)."""
+MAX_CODE_LINES: Final = 3
+"""Code lines a step keeps after its ``:``."""
+MAX_BLOCK_LINES: Final = 6
+"""Lines of a code block no sentence introduces kept as one unit."""
+"""Code lines a step keeps after its ``:``."""
+
+
+def stem(word: str) -> str:
+    """A light suffix strip: "installation", "installing", "installed" -> "install";
+    "migration", "migrate", "migrating" -> "migr"."""
+    if not word.isalpha() or len(word) <= 4:
+        return word
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
+            word = word[: -len(suffix)]
+            break
+    return word[:-2] if word.endswith("at") and len(word) > 5 else word  # migrat(e) = migr
+
+
+def stems(text: str) -> set[str]:
+    """The stemmed terms of ``text``, and its versioned names ("http/2") whole."""
+    found = {stem(term) for term in terms(text)}
+    for term in list(found):
+        if _RELEASE.match(term):
+            found.add(term.split(".", 1)[0])
+        elif "." in term:  # page.extract_text(), example.pdf: their parts too
+            found.update(stem(part) for part in term.split(".") if len(part) > 1)
+    found.update(match.group().lower() for match in _COMPOUND.finditer(text))
+    return found
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Question:
+    """A question as the rules see it."""
+
+    text: str
+    """The question as asked."""
+    kind: QuestionKind
+    """What kind of answer it wants."""
+    terms: tuple[str, ...]
+    """Its salient terms (stemmed), in order."""
+    words: Mapping[str, str] = field(default_factory=dict)
+    """Each salient term's word as asked (what the index is asked about)."""
+    named: frozenset[str] = frozenset()
+    """Its terms that name a document of the folder (a product, a package)."""
+    sides: tuple[frozenset[str], ...] = ()
+    """For a comparison: the terms of each side."""
+
+    def focus(self) -> tuple[str, ...]:
+        """The terms that say what is asked about the things it names."""
+        return tuple(t for t in self.terms if t not in self.named) or self.terms
+
+    def side(self, index: int) -> Question:
+        """The question about one side of a comparison (the other sides' terms left out)."""
+        others = set().union(*(s for i, s in enumerate(self.sides) if i != index))
+        kept = tuple(t for t in self.terms if t not in others)
+        return Question(
+            text=self.text, kind="general", terms=kept, words=self.words, named=self.named
+        )
+
+
+def parse_question(text: str, names: Iterable[str] = ()) -> Question:
+    """The question's kind and salient terms; ``names``: the words that name documents."""
+    words: dict[str, str] = {}
+    excluded = {stem(t) for m in _EXCEPT.finditer(text) for t in terms(m.group(1))}
+    text_asked = _EXCEPT.sub(" ", text)
+    compounds = [match.group().lower() for match in _COMPOUND.finditer(text_asked)]
+    versions = {compound.split("/", 1)[1] for compound in compounds}
+    for term in terms(text_asked):
+        if term in _FILLERS or term in versions or stem(term) in excluded:
+            continue
+        words.setdefault(stem(term), term)
+    for compound in compounds:
+        words.setdefault(compound, compound)
+    named = frozenset(t for t in words if t in set(names) or words[t] in set(names))
+    kind: QuestionKind = "general"
+    sides: tuple[frozenset[str], ...] = ()
+    if _COMPARE.search(text):
+        if len(named) >= 2:
+            own = [frozenset({t}) for t in words if t in named]
+        else:
+            parts = [
+                stems(part) & set(words) for part in _SIDE_SPLIT.split(_COMPARE.sub(" ", text))
+            ]
+            shared = set.intersection(*parts) if parts else set()
+            own = [frozenset(part - shared) for part in parts if part - shared]
+        if len(own) >= 2:
+            kind, sides = "compare", tuple(own[:3])
+    if kind == "general":
+        if _HOWTO.search(text):
+            kind = "howto"
+        elif _YESNO.search(text):
+            kind = "yesno"
+        elif _VALUE.search(text):
+            kind = "value"
+    return Question(text=text, kind=kind, terms=tuple(words), words=words, named=named, sides=sides)
+
+
+def idf(passages: int, frequencies: Mapping[str, int]) -> dict[str, float]:
+    """BM25's inverse document frequency of each term over ``passages`` passages."""
+    n = max(passages, 1)
+    return {
+        term: math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+        for term, df in frequencies.items()
+        if df <= n
+    }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Unit:
+    """A candidate answer: a sentence, or a step with the code after it."""
+
+    start: int
+    """Offset of its first character in the passage."""
+    end: int
+    """Offset after its last character: ``text[start:end]`` is its verbatim quote."""
+    statement: str
+    """The claim it makes: the sentence with link targets and emphasis marks dropped."""
+    code: bool
+    """Whether it holds a command or code."""
+    terms: frozenset[str]
+    """Its stemmed terms."""
+    prose: frozenset[str] = frozenset()
+    """The stemmed terms of its words (its code left out, unless it is all code)."""
+
+    def own(self, question: Question) -> frozenset[str]:
+        """The terms it answers with: all for "how do I", else its words' only; a number
+        answers for the quantity asked ("which version" is answered by "3.9")."""
+        have = self.terms if question.kind == "howto" else self.prose
+        if _DIGIT.search(self.statement):
+            have = have | (QUANTITIES & set(question.terms))
+        return have
+
+
+def clean(text: str) -> str:
+    """Link text without its target, no emphasis marks, no list glyph, one line."""
+    text = _RST_LINK.sub(r"\1", _REF_LINK.sub(r"\1", _LINK.sub(r"\1", text)))
+    text = _ANGLE_URL.sub("", text)
+    text = _MARKUP.sub("", _BULLET.sub("", text))
+    text = re.sub(r"::$", ":", text.strip())
+    return " ".join(text.split())
+
+
+def _line_indent(text: str, at: int) -> int:
+    line_start = text.rfind("\n", 0, at) + 1
+    line = text[line_start:]
+    return len(line) - len(line.lstrip(" \t"))
+
+
+def _fenced(text: str) -> list[tuple[int, int]]:
+    """The (start, end) offsets of the fenced code blocks of ``text``."""
+    spans: list[tuple[int, int]] = []
+    opened: int | None = None
+    position = 0
+    for line in text.splitlines(keepends=True):
+        if _FENCE.match(line):
+            if opened is None:
+                opened = position
+            else:
+                spans.append((opened, position + len(line)))
+                opened = None
+        position += len(line)
+    if opened is not None:
+        spans.append((opened, len(text)))
+    return spans
+
+
+def _is_code(text: str, sentence: Sentence, fenced: list[tuple[int, int]]) -> bool:
+    return bool(
+        _FENCE.match(sentence.text)
+        or _PROMPT.match(sentence.text)
+        or _line_indent(text, sentence.start) >= 4
+        or any(a <= sentence.start < b for a, b in fenced)
+    )
+
+
+def _noise(sentence: str) -> bool:
+    if _NOISE_START.match(sentence) or _UNDERLINE.search(sentence):
+        return True
+    words = re.findall(r"[^\W\d_]{2,}", _URL.sub(" ", clean(sentence)))
+    unlinked = re.findall(r"[^\W\d_]{2,}", _URL.sub(" ", _LINK.sub(" ", sentence)))
+    return len(words) < 2 or not unlinked  # a badge, an image, a line of links
+
+
+def _code_lines(text: str, following: list[Sentence], most: int = 0) -> tuple[list[str], int]:
+    """The first code lines of the code sentences in ``following`` and where they end."""
+    most = most or MAX_CODE_LINES
+    lines: list[str] = []
+    end = following[0].start
+    for sentence in following:
+        offset = sentence.start
+        for line in sentence.text.split("\n"):
+            stripped = line.strip()
+            if stripped and not _FENCE.match(stripped) and len(lines) < most:
+                lines.append(stripped)
+                end = offset + len(line.rstrip())
+            offset += len(line) + 1
+        if len(lines) >= most:
+            break
+    return lines, end
+
+
+def _unit(
+    text: str, start: int, end: int, statement: str, code: bool, prose: str | None = None
+) -> Unit:
+    return Unit(
+        start=start,
+        end=end,
+        statement=statement,
+        code=code,
+        terms=frozenset(stems(statement)),
+        prose=frozenset(stems(prose if prose is not None else statement)),
+    )
+
+
+def _code_units(text: str, block: list[Sentence]) -> list[Unit]:
+    """A code block no sentence introduces: its first lines as one unit ("; "-joined)."""
+    lines, last = _code_lines(text, block, MAX_BLOCK_LINES)
+    if not lines or not any(re.search(r"[a-z]{2}", line) for line in lines):
+        return []
+    first = block[0].start
+    while first < last and (text[first].isspace() or _FENCE.match(text[first:])):
+        first = text.find("\n", first) + 1 if _FENCE.match(text[first:]) else first + 1
+    return [_unit(text, first, last, "; ".join(lines), True)]
+
+
+def units(text: str) -> list[Unit]:
+    """The passage's candidate answers, in text order: sentences; a sentence that
+    introduces a code block (ends in ":", or ends its paragraph right before the code)
+    with the block's first lines; a code block followed by "This ..." with that sentence;
+    and, alone, the lines of a code block no sentence introduces."""
+    found = sentences(text)
+    fenced = _fenced(text)
+    code = [_is_code(text, sentence, fenced) for sentence in found]
+    out: list[Unit] = []
+    index = 0
+    while index < len(found):
+        sentence = found[index]
+        if code[index]:
+            block = []
+            while index < len(found) and code[index]:
+                block.append(found[index])
+                index += 1
+            after = found[index] if index < len(found) else None
+            if after is not None and _BACK_REFERENCE.match(after.text) and not _noise(after.text):
+                lines, last = _code_lines(text, block)
+                statement = f"{' '.join(lines)} — {clean(after.text)}"
+                out.append(
+                    _unit(text, block[0].start, after.end, statement, True, clean(after.text))
+                )
+                index += 1
+            else:
+                out += _code_units(text, block)
+            continue
+        index += 1
+        if _noise(sentence.text) or len(sentence.text) > 600:
+            continue
+        statement, end, has_code = clean(sentence.text), sentence.end, False
+        prose = statement
+        introduces = sentence.text.rstrip().endswith(":") or _ends_paragraph(text, sentence)
+        if introduces and index < len(found) and code[index]:
+            block = []
+            while index < len(found) and code[index] and len(block) < MAX_CODE_LINES:
+                block.append(found[index])
+                index += 1
+            following = found[index] if index < len(found) else None
+            if following is not None and _BACK_REFERENCE.match(following.text):
+                index -= len(block)  # the code belongs to the sentence after it
+            else:
+                lines, last = _code_lines(text, block)
+                if lines:
+                    statement = f"{statement} {' '.join(lines)}"
+                    end, has_code = max(last, sentence.end), True
+                while index < len(found) and code[index]:
+                    index += 1  # the rest of the block goes with it
+        if len(statement) >= 12:
+            out.append(_unit(text, sentence.start, end, statement, has_code, prose))
+    return out
+
+
+def _ends_paragraph(text: str, sentence: Sentence) -> bool:
+    return text[sentence.end : sentence.end + 2] == "\n\n" or text[sentence.end :].startswith(
+        "\n```"
+    )
+
+
+def with_next(question: Question, found: list[Unit], index: int, text: str) -> Unit:
+    """``found[index]``, joined by the unit after it when it only restates the question
+    (fewer than ``MIN_NEW_TERMS`` words the question does not have) and that unit follows
+    in the same paragraph: "You can try it without a key." then says how."""
+    unit = found[index]
+    new = unit.prose - set(question.terms)
+    line = text[text.rfind("\n", 0, unit.start) + 1 : unit.start + 2]
+    if len(new) >= MIN_NEW_TERMS or index + 1 >= len(found) or unit.code:
+        return unit
+    if _BULLET.match(line) or not unit.statement.endswith((".", "!", "?")):
+        return unit  # a list item, a heading-like line: complete as it is
+    after = found[index + 1]
+    if "\n\n" in text[unit.end : after.start]:
+        return unit
+    return Unit(
+        start=unit.start,
+        end=after.end,
+        statement=f"{unit.statement} {after.statement}",
+        code=unit.code or after.code,
+        terms=unit.terms | after.terms,
+        prose=unit.prose | after.prose,
+    )
+
+
+def _coverage(wanted: tuple[str, ...], have: Iterable[str], weights: Mapping[str, float]) -> float:
+    if not wanted:
+        return 0.0
+    present = set(have)
+    total = sum(weights.get(t, 1.0) for t in wanted)
+    return sum(weights.get(t, 1.0) for t in wanted if t in present) / total if total else 0.0
+
+
+def _cue(question: Question, unit: Unit) -> float:
+    if question.kind == "howto":
+        return 0.15 if unit.code else (0.05 if _IMPERATIVE.match(unit.statement) else 0.0)
+    if question.kind == "value":
+        if _NUMERIC.search(question.text) and _DIGIT.search(unit.statement):
+            return 0.1
+        return 0.05 if unit.code or _DIGIT.search(unit.statement) else 0.0
+    return 0.0
+
+
+def score_units(
+    question: Question, found: list[Unit], context: str, weights: Mapping[str, float]
+) -> list[float]:
+    """Each unit's score: its coverage (its context counts a quarter) plus the cue."""
+    around = stems(context)
+    scores = []
+    named = around & question.named  # "It supports ..." in the product's own document
+    for unit in found:
+        have = unit.own(question) | named
+        own = _coverage(question.terms, have, weights)
+        wide = _coverage(question.terms, have | around, weights)
+        long_penalty = 0.05 if len(unit.statement) > 300 else 0.0
+        names_it = NAMED_BONUS if unit.prose & question.named else 0.0
+        cue = _cue(question, unit) + names_it - long_penalty
+        scores.append(round(0.75 * own + 0.25 * wide + cue, 4))
+    return scores
+
+
+def _one(
+    question: Question, found: list[Unit], text: str, context: str, weights: Mapping[str, float]
+) -> tuple[float, list[float]]:
+    scored = score_units(question, found, context, weights)
+    around = stems(context)
+    whole = _coverage(question.terms, stems(text) | around, weights)
+    window = 0.0
+    for index in range(len(found)):
+        near = set(around)
+        for unit in found[index : index + 3]:
+            near |= unit.own(question)
+        window = max(window, _coverage(question.terms, near, weights))
+    best = max(scored, default=0.0)
+    focus = question.focus()
+    answered = max((_coverage(focus, unit.terms | around, weights) for unit in found), default=0.0)
+    score = 0.3 * whole + 0.4 * window + 0.3 * min(best, 1.0)
+    if answered < FOCUS_CUTOFF:
+        score -= FOCUS_PENALTY
+    return round(score, 4), scored
+
+
+def side_scores(
+    question: Question, text: str, context: str, weights: Mapping[str, float]
+) -> list[float]:
+    """For a comparison: how well the passage answers each side."""
+    found = units(text)
+    return [
+        _one(question.side(index), found, text, context, weights)[0]
+        for index in range(len(question.sides))
+    ]
+
+
+def passage_score(
+    question: Question, text: str, context: str, weights: Mapping[str, float]
+) -> tuple[float, list[Unit], list[float]]:
+    """How well a passage answers the question (0-1), its units and their scores.
+    ``context``: its title, heading and file name. A comparison's passage is scored for
+    the side it answers best."""
+    found = units(text)
+    if question.kind == "compare":
+        sides = [
+            _one(question.side(index), found, text, context, weights)
+            for index in range(len(question.sides))
+        ]
+        best = max(sides, key=lambda pair: pair[0])
+        return best[0], found, best[1]
+    score, scored = _one(question, found, text, context, weights)
+    return score, found, scored

@@ -1,0 +1,202 @@
+"""Offline deep research answers the question: the best passage's words first (a step with
+its command), passages ranked for the question rather than taken in text order, an honest
+"the documents do not answer it" with the closest sources, citations numbered in order of
+first use."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from research_fsm.deep import grounding_problems
+from research_fsm.deep._answer import clean, parse_question, units
+from research_fsm.deep._cite import renumbered
+from research_fsm.deep._model import (
+    Claim,
+    ClaimCheck,
+    DeepState,
+    Draft,
+    Source,
+    Verification,
+)
+from research_fsm.engine import MemoryCheckpointStore
+from research_fsm.qa import ResearchAssistant
+
+WIDGET = """# Widgetlib
+
+Widgetlib is a small HTTP client library for Python. It has a command line client and
+supports both HTTP/1.1 and HTTP/2.
+
+## Features
+
+* Connection pooling and keep-alive.
+* Strict timeouts everywhere.
+* Fully type annotated.
+
+## Installation
+
+Install with pip:
+
+```shell
+$ pip install widgetlib
+```
+
+Or, to include the optional HTTP/2 support, use:
+
+```shell
+$ pip install widgetlib[http2]
+```
+
+Widgetlib requires Python 3.9+.
+"""
+GADGET = """# Gadgetd
+
+Gadgetd is a web server for Python applications. It supports HTTP/1.1 and WebSockets.
+
+## Running
+
+Start the server for the application in app.py:
+
+```shell
+$ gadgetd app:main --port 9000
+```
+
+The server listens on port 9000 by default when no port is given.
+"""
+NOTES = """# Team notes
+
+We met on Tuesday to talk about the office move. Lunch will be served at noon and the
+new kitchen opens next week. Parking permits are handed out at the front desk.
+"""
+
+
+@pytest.fixture
+def docs(tmp_path: Path) -> Path:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "widgetlib.md").write_text(WIDGET, encoding="utf-8")
+    (folder / "gadgetd.md").write_text(GADGET, encoding="utf-8")
+    (folder / "notes.md").write_text(NOTES, encoding="utf-8")
+    return folder
+
+
+@pytest.fixture
+def assistant(home: Path) -> ResearchAssistant:
+    return ResearchAssistant(store=MemoryCheckpointStore())
+
+
+def test_a_step_keeps_the_command_that_follows_its_colon() -> None:
+    """ "..., use:" and the code line after it are one unit, quoted verbatim."""
+    found = units(WIDGET)
+    step = next(u for u in found if "HTTP/2 support, use:" in u.statement)
+    assert "pip install widgetlib[http2]" in step.statement
+    assert step.code
+    quote = WIDGET[step.start : step.end]
+    assert quote.startswith("Or, to include") and quote.endswith("$ pip install widgetlib[http2]")
+
+
+def test_identifiers_and_link_text_survive_cleaning() -> None:
+    """Underscores of identifiers stay; link targets and emphasis marks go."""
+    text = "Call `__init__()` on **snake_case** names, see [the guide](https://x.example/g)."
+    assert "Call __init__() on snake_case names, see the guide." == clean(text)
+
+
+def test_a_question_knows_what_it_asks() -> None:
+    """Kinds, fillers dropped, versioned names whole, exclusions left out."""
+    howto = parse_question("How do I install widgetlib with HTTP/2 support?", ["widgetlib"])
+    assert ("howto", {"widgetlib"}) == (howto.kind, set(howto.named))
+    assert "http/2" in howto.terms and "i" not in howto.terms and "2" not in howto.terms
+    compare = parse_question("Compare widgetlib and gadgetd", ["widgetlib", "gadgetd"])
+    assert ("compare", 2) == (compare.kind, len(compare.sides))
+    other = parse_question("Which servers other than gadgetd run apps?", ["gadgetd"])
+    assert "gadgetd" not in other.terms
+
+
+async def test_how_do_i_is_answered_with_the_command(
+    assistant: ResearchAssistant, docs: Path
+) -> None:
+    """The summary opens with the step and its command, from the passage that has it."""
+    report = await assistant.deep_research(
+        "How do I install widgetlib with HTTP/2 support?", docs=docs
+    )
+    assert "completed" == report.status
+    first = report.summary.split(" [S1]")[0]
+    assert "to include the optional HTTP/2 support, use:" in first
+    assert "pip install widgetlib[http2]" in first
+    assert "widgetlib.md" == report.sources[0]["locator"]
+
+
+async def test_the_answer_is_ranked_not_taken_in_text_order(
+    assistant: ResearchAssistant, docs: Path
+) -> None:
+    """The value asked for comes first, though other sentences of the file come before it."""
+    report = await assistant.deep_research("What Python version does widgetlib require?", docs=docs)
+    assert report.summary.startswith("Widgetlib requires Python 3.9+.")
+
+
+async def test_a_question_the_documents_do_not_answer_is_refused(
+    assistant: ResearchAssistant, docs: Path
+) -> None:
+    """A plausible question about something the folder never covers: no claims, the
+    closest sources listed as not about it, nothing cited."""
+    report = await assistant.deep_research(
+        "What is the default port of the Redis server?", docs=docs
+    )
+    assert "no_sources" == report.status
+    assert ("", [], []) == (report.summary, report.key_points, report.sources)
+    assert "do not answer" in report.markdown
+    assert "not about it" in report.markdown
+    assert "[S" not in report.markdown.split("## Methodology")[0]
+    assert report.folder is not None
+    assert [] == json.loads((report.folder / "sources.json").read_text(encoding="utf-8"))
+
+
+async def test_citations_agree_everywhere(assistant: ResearchAssistant, docs: Path) -> None:
+    """Numbered in order of first use with no gaps; Sources list, sources.json and the
+    ResearchReport agree; the session is grounded."""
+    report = await assistant.deep_research(
+        "How do I start the gadgetd server for app.py?", docs=docs
+    )
+    assert report.folder is not None
+    body = report.markdown.split("## Methodology")[0]
+    used = list(dict.fromkeys(part.split("]")[0] for part in body.split("[S")[1:]))
+    assert [str(n) for n in range(1, len(used) + 1)] == used
+    listed = json.loads((report.folder / "sources.json").read_text(encoding="utf-8"))
+    assert [f"S{n}" for n in range(1, len(used) + 1)] == [s["id"] for s in listed]
+    assert listed == report.sources
+    sources_section = report.markdown.split("## Sources")[1].split("## Verification")[0]
+    assert [f"S{n}" for n in range(1, len(used) + 1)] == [
+        line.split("]")[0].lstrip("- [") for line in sources_section.split("\n") if "[S" in line
+    ]
+    assert [] == grounding_problems(report.folder)
+
+
+def _source(sid: str) -> Source:
+    return Source(id=sid, kind="file", title=sid, locator=f"{sid}.md", text=f"text of {sid}")
+
+
+def test_renumbering_follows_first_use() -> None:
+    """Sources cited S3 then S1 become S1 then S2; the uncited one comes last; every
+    reference follows."""
+    claims = [
+        Claim(id="C1", section="summary", text="a", sources=["S3"]),
+        Claim(id="C2", section="key_points", text="b", sources=["S1", "S3"]),
+    ]
+    checks = [
+        ClaimCheck(claim="C1", text="a", sources=["S3"], supported=True, source="S3"),
+        ClaimCheck(claim="C2", text="b", sources=["S1", "S3"], supported=True, source="S1"),
+    ]
+    state = DeepState(
+        topic="t",
+        sources=[_source("S1"), _source("S2"), _source("S3")],
+        draft=Draft(claims=claims),
+        verifications=[Verification(round=1, checks=checks, threshold=0.8)],
+    )
+    new = renumbered(state)
+    assert ["S1", "S2", "S3"] == [s.id for s in new.sources]
+    assert ["S3.md", "S1.md", "S2.md"] == [s.locator for s in new.sources]
+    assert new.draft is not None
+    assert [["S1"], ["S2", "S1"]] == [c.sources for c in new.draft.claims]
+    assert ["S1", "S2"] == [c.source for c in new.verifications[0].checks]
