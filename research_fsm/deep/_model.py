@@ -84,6 +84,9 @@ class Source(BaseModel):
     """Where in the file: ``lines 10-24`` or ``page 3`` (files only)."""
     text: str
     """The retrieved text (page content or passage)."""
+    snippet: str = ""
+    """The search's query-focused extract (Tavily's ``content``) when ``text`` is the
+    whole page; what relevance is judged on, with the title."""
     score: float = 0.0
     """The search's own relevance score (Tavily's score or BM25)."""
     rank: int = 0
