@@ -221,7 +221,9 @@ def verify_prompt(state: DeepState, claims: list[Claim]) -> str:
     """The claims with the passages of the sources they cite (see ``passages``)."""
     cited = dict.fromkeys(sid for claim in claims for sid in claim.sources)
     blocks = [
-        _source_block(s, passages(state, s)) for sid in cited if (s := state.source(sid)) is not None
+        _source_block(s, passages(state, s))
+        for sid in cited
+        if (s := state.source(sid)) is not None
     ]
     lines = [
         f"{claim.id}: {claim.text} (cites {', '.join(claim.sources) or 'nothing'})"
