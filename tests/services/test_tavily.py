@@ -235,9 +235,7 @@ async def test_raw_data_is_small(tavily_server: FakeTavily) -> None:
         "received": 2,
         "response_time": 0.42,
         "time_range": "week",
-        "pages": {
-            item["url"]: f"{item['title']}: {item['content']}" for item in NEWS_ITEMS[:2]
-        },
+        "pages": {item["url"]: f"{item['title']}: {item['content']}" for item in NEWS_ITEMS[:2]},
     }
     assert expected == result.findings.raw_data
 
