@@ -6,6 +6,7 @@ cannot break out of its fence, relevance reads the snippet. Real ``anthropic`` a
 from __future__ import annotations
 
 import itertools
+from datetime import UTC, datetime
 import json
 import re
 from collections.abc import Callable
@@ -201,3 +202,22 @@ async def test_relevance_is_judged_on_the_title_and_the_snippet(
     assert "completed" == report.status
     assert [SPRING.locator] == [s["locator"] for s in report.sources]
     assert [s.text for s in sentences(JAVA)] == [JAVA]
+
+
+async def test_the_prompts_that_reason_about_time_carry_the_clocks_date(
+    home: Path, anthropic_server: FakeAnthropic, tavily_server: FakeTavily
+) -> None:
+    """The assistant's clock dates the session: the query, relevance and synthesis
+    prompts say today's date, and ``session.json`` starts then."""
+    anthropic_server.auto(claude(drafts=[f"## Summary\n{JAVA} [S1]\n"]))
+    tavily_server.auto(lambda body: tv.results([page(SPRING)]))
+    assistant = on_servers(anthropic_server, tavily_server)
+    assistant.clock = lambda: datetime(2031, 3, 4, 23, 30, tzinfo=UTC)
+    report = await assistant.deep_research(TOPIC)
+    dated = {
+        stage(r.body)
+        for r in anthropic_server.requests
+        if "Today's date: 2031-03-04." in prompt_of(r.body)
+    }
+    assert {"query", "rate", "synthesis"} == dated
+    assert saved(report.folder, "session.json")["created_at"].startswith("2031-03-04T23:30")

@@ -4,6 +4,7 @@ clients against the loopback servers of ``tests/servers`` (no SDK class is mocke
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 import re
 from pathlib import Path
 from typing import Any
@@ -221,3 +222,21 @@ async def test_a_fact_whose_value_is_not_in_its_page_is_left_out(
         assert "nvidia" not in system.lower()
         if "specialist" in system:
             assert "<company>\\nNvidia" in prompt
+
+
+async def test_the_report_prompts_carry_the_clocks_date(
+    anthropic_server: FakeAnthropic, tavily_server: FakeTavily
+) -> None:
+    """The assistant's clock dates the report: the specialists' and the synthesizer's
+    prompts say today's date."""
+    anthropic_server.auto(claude([90]))
+    tavily_server.auto(search)
+    assistant = assistant_on(anthropic_server, tavily_server)
+    assistant.clock = lambda: datetime(2031, 3, 4, 9, 0, tzinfo=UTC)
+    await assistant.report("Nvidia")
+    dated = [
+        str(r.body.get("system"))[:24]
+        for r in anthropic_server.requests
+        if "Today's date: 2031-03-04." in json.dumps(r.body["messages"])
+    ]
+    assert 4 == len(dated)
