@@ -4,8 +4,8 @@ clients against the loopback servers of ``tests/servers`` (no SDK class is mocke
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 import re
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
