@@ -6,5 +6,9 @@
   ``typed_companies``, katakana and kanji in ``JA_NAMES``) and the question asked
   back when several fit (``ask_choices``).
 * ``writer``: a ``Document`` rendered as Markdown and PDF, in English or Japanese.
-* ``files``: owner-only files written all or nothing (``write_file``), ``utc_now``.
+* ``files``: owner-only files written all or nothing (``write_file``), ``utc_now`` and
+  the ``Clock`` type.
+* ``fence``: untrusted text fenced and escaped for a prompt (``fence``, ``data_rule``).
+* ``figures``: the numbers a sentence states (``missing_figures``: a claim's numbers its
+  quote lacks).
 """

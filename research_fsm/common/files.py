@@ -4,21 +4,26 @@ from __future__ import annotations
 
 import os
 import secrets
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
 from ..errors import ResearchError
 
-__all__ = ["ReportStoreError", "utc_now", "write_file"]
+__all__ = ["Clock", "ReportStoreError", "utc_now", "write_file"]
+
+Clock = Callable[[], datetime]
+"""What tells the apps the time (``ResearchAssistant(clock=...)``; tests pass a fixed one)."""
 
 
 class ReportStoreError(ResearchError, OSError):
     """A report folder could not be created or written (names the path)."""
 
 
-def utc_now() -> str:
-    """The current UTC time, ISO-8601 to the second."""
-    return datetime.now(UTC).isoformat(timespec="seconds")
+def utc_now(clock: Clock | None = None) -> str:
+    """The current UTC time (``clock``'s, default the system's), ISO-8601 to the second."""
+    now = clock() if clock is not None else datetime.now(UTC)
+    return now.astimezone(UTC).isoformat(timespec="seconds")
 
 
 def write_file(path: Path, data: bytes) -> None:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from ..common.files import Clock, utc_now
 from ..common.writer import check_pdf_fonts
 from ..documents import DOCS_ENV, DocumentIndex, IndexProgress, documents_folder_from_env
 from ..engine import (
@@ -253,6 +254,7 @@ class DeepRunner:
         root: the sessions folder (``$RESEARCH_FSM_HOME/sessions``).
         web: the web search, or ``None`` when there is no Tavily key.
         index_dir: where document indexes are kept.
+        clock: the time a session starts (its date goes into the prompts); default the system's.
     """
 
     def __init__(
@@ -263,8 +265,10 @@ class DeepRunner:
         root: Path,
         web: TopicSearch | None,
         index_dir: Path,
+        clock: Clock | None = None,
     ) -> None:
         graph = build_deep_graph(resolve=self._resolve, llm=llm)
+        self.clock = clock
         self.app: CompiledGraph[DeepState] = graph.compile(store=store, step_limit=60)
         self.llm = llm
         self.root = root
@@ -341,6 +345,7 @@ class DeepRunner:
             "top_k": top_k,
             "threshold": float(threshold),
             "model": self.llm.model if self.llm else None,
+            "started_at": utc_now(self.clock),
         }
         meta = session_meta(DeepState(**value), sid)
         await write_stage(str(path), {"session.json": meta})

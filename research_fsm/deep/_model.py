@@ -86,6 +86,9 @@ class Source(BaseModel):
     """The heading the passage sits under (files only), if any."""
     text: str
     """The retrieved text (page content or passage)."""
+    snippet: str = ""
+    """The search's query-focused extract (Tavily's ``content``) when ``text`` is the
+    whole page; what relevance is judged on, with the title."""
     score: float = 0.0
     """The search's own relevance score (Tavily's score or BM25)."""
     rank: int = 0

@@ -12,6 +12,8 @@ from typing import Any, Final, Literal
 
 import structlog
 
+from ..common.fence import unescape
+from ..common.figures import missing_figures
 from ..engine import NodeContext
 from ..llm import LLM, LLMError, Usage
 from ..sources import DataSourceError
@@ -163,6 +165,7 @@ class Search:
                     position=item.position,
                     heading=item.heading,
                     text=item.text,
+                    snippet=item.snippet,
                     score=item.score,
                     rank=rank,
                     query=query,
@@ -276,9 +279,9 @@ class Analyse:
             return rules.analyse(source, state), None
         facts, dropped = [], 0
         for fact in reply.value.facts[:8]:
-            exact = locate(fact.quote, source.text)
-            if exact is None:
-                dropped += 1
+            exact = locate(unescape(fact.quote), source.text)
+            if exact is None or missing_figures(fact.statement, exact):
+                dropped += 1  # not in the source, or a number the quote does not state
                 continue
             facts.append(
                 Fact(kind=fact.kind, statement=" ".join(fact.statement.split()), quote=exact)
@@ -354,7 +357,9 @@ def _new_evidence(state: DeepState) -> bool:
 
 
 class Verify:
-    """Checks every claim against the passage it cites; sets the gaps for another round."""
+    """Checks every claim against the passages it cites; sets the gaps for another round.
+    A claim a previous round checked (same text, same sources) keeps its check: only new
+    or changed claims are sent to Claude."""
 
     def __init__(self, llm: LLM | None) -> None:
         self.llm = llm
@@ -362,25 +367,59 @@ class Verify:
     async def run(self, state: DeepState, ctx: NodeContext) -> dict[str, Any]:
         started = time.perf_counter()
         claims = state.draft.claims if state.draft else []
+        known = _checked(state)
+        fresh = [c for c in claims if (c.text, tuple(c.sources)) not in known]
         usage, notes = None, []
-        checks = rules.check_claims(state, claims)
-        if self.llm is not None and claims:
+        checks = {check.claim: check for check in rules.check_claims(state, fresh)}
+        if self.llm is not None and fresh:
             try:
                 reply = await self.llm.structured(
                     agent="verification",
                     system=claude.VERIFY_SYSTEM,
-                    prompt=claude.verify_prompt(state, claims),
+                    prompt=claude.verify_prompt(state, fresh),
                     schema=claude.ProposedQuotes,
                 )
-                checks, usage = _quoted(state, claims, reply.value), reply.usage
+                quoted, usage = _quoted(state, fresh, reply.value), reply.usage
+                checks = {check.claim: check for check in quoted}
             except LLMError as exc:
                 notes.append(f"verification: Claude failed ({exc.message}); checked lexically")
-        result = Verification(round=state.round + 1, checks=checks, threshold=state.threshold)
-        gaps = [check.text for check in checks if not check.supported]
+        every = [
+            _numbers_checked(checks[c.id])
+            if c.id in checks
+            else known[(c.text, tuple(c.sources))].model_copy(update={"claim": c.id})
+            for c in claims
+        ]
+        result = Verification(round=state.round + 1, checks=every, threshold=state.threshold)
+        gaps = [check.text for check in every if not check.supported]
         rounds = [*state.verifications, result]
         await write_stage(state.session_dir, {"verification.json": verification_json(rounds)})
         update = {"verifications": [result], "gaps": gaps, "attempts": 0, "notes": notes}
         return update | _spent("verification", started, usage)
+
+
+def _checked(state: DeepState) -> dict[tuple[str, tuple[str, ...]], ClaimCheck]:
+    """Every claim an earlier round checked, by (text, cited sources): the latest check."""
+    return {
+        (check.text, tuple(check.sources)): check
+        for verification in state.verifications
+        for check in verification.checks
+    }
+
+
+def _numbers_checked(check: ClaimCheck) -> ClaimCheck:
+    """``check``, unsupported when its evidence lacks a number the claim states."""
+    if not check.supported or check.evidence is None:
+        return check
+    lacking = missing_figures(check.text, check.evidence)
+    if not lacking:
+        return check
+    return check.model_copy(
+        update={
+            "supported": False,
+            "score": 0.0,
+            "reason": f"the evidence in {check.source} does not state {', '.join(lacking)}",
+        }
+    )
 
 
 def _quoted(
@@ -391,7 +430,8 @@ def _quoted(
     for claim in claims:
         item = by_claim.get(claim.id)
         source = state.source(item.source) if item and item.source else None
-        exact = locate(item.quote, source.text) if item and item.quote and source else None
+        quote = unescape(item.quote) if item and item.quote else None
+        exact = locate(quote, source.text) if quote and source else None
         if item is None or not item.quote:
             reason = "Claude found no supporting sentence in the cited sources"
         elif item.source not in claim.sources:

@@ -47,6 +47,8 @@ class Found:
     """What was retrieved: the page text or the passage."""
     score: float = 0.0
     """The search's own score."""
+    snippet: str = ""
+    """The search's query-focused extract, when ``text`` is the whole page."""
     position: str | None = None
     """Where in a file (``lines 3-9``, ``page 2``)."""
     heading: str | None = None
@@ -103,7 +105,7 @@ class StaticSearch:
 
 class WebSearch:
     """The web through Tavily: page text (``raw_content``) when Tavily returns it, else
-    the snippet."""
+    the snippet; the snippet is kept beside the page text for the relevance filter."""
 
     name = "Tavily web search"
     mode: Mode = "web"
@@ -120,6 +122,7 @@ class WebSearch:
                 title=item.title or item.url,
                 locator=item.url,
                 text=item.raw_content or item.content,
+                snippet=item.content if item.raw_content else "",
                 score=item.score,
             )
             for item in results

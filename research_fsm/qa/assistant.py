@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from .._home import default_home
+from ..common.files import Clock
 from ..common.text import clean_text
 from ..deep import (
     DEFAULT_THRESHOLD,
@@ -240,6 +241,8 @@ class ResearchAssistant:
             ``RESEARCH_FSM_STORE`` names, else JSON files under ``default_home()``).
         web_search: the web search of ``deep_research`` (default: Tavily when
             ``TAVILY_API_KEY`` is set).
+        clock: returns the current time (default: the system's); today's date goes
+            into the prompts that reason about time, and dates reports and sessions.
     """
 
     def __init__(
@@ -248,8 +251,11 @@ class ResearchAssistant:
         source: DataSource | None = None,
         store: CheckpointStore | None = None,
         web_search: TopicSearch | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self.llm = llm
+        self.clock = clock
+        """What tells the time: the date in the prompts, a report's and a session's start."""
         self.web_search = web_search
         """The web search deep research uses (default: Tavily when its key is set)."""
         self.source = source if source is not None else create_data_source("directory")
@@ -277,7 +283,9 @@ class ResearchAssistant:
             async with self._lock:
                 if self._app is None:
                     index = await self._index()
-                    graph = build_research_graph(source=self.source, index=index, llm=self.llm)
+                    graph = build_research_graph(
+                        source=self.source, index=index, llm=self.llm, clock=self.clock
+                    )
                     self._app = graph.compile(store=self.store, step_limit=30)
         return self._app
 
@@ -374,6 +382,7 @@ class ResearchAssistant:
                 root=reports_home(),
                 describe=self.source.describe,
                 check_answer=self._check,
+                clock=self.clock,
             )
         return self._reports
 
@@ -427,6 +436,7 @@ class ResearchAssistant:
                 root=sessions_home(),
                 web=self.web_search if self.web_search is not None else default_web_search(),
                 index_dir=default_home() / "indexes",
+                clock=self.clock,
             )
         return self._deep
 

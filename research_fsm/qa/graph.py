@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..common.files import Clock
 from ..engine import END, START, StateGraph
 from ..llm import LLM
 from ..sources import CompanyIndex, DataSource
@@ -56,9 +57,10 @@ def validation_router(state: ResearchState) -> str:
 
 
 def build_research_graph(
-    *, source: DataSource, index: CompanyIndex, llm: LLM | None = None
+    *, source: DataSource, index: CompanyIndex, llm: LLM | None = None, clock: Clock | None = None
 ) -> StateGraph[ResearchState]:
-    """The assistant's graph, not yet compiled (compile it with your store)."""
+    """The assistant's graph, not yet compiled (compile it with your store); ``clock``
+    dates the answers' prompts (default: the system's)."""
     graph = StateGraph(ResearchState)
     # Every agent but interrupt (which only suspends) and error recovery itself
     # hands an unexpected failure to error recovery, and none may hang.
@@ -66,7 +68,7 @@ def build_research_graph(
         ("clarity", ClarityAgent(index, llm, source.describe)),
         ("research", ResearchAgent(source)),
         ("validator", ValidatorAgent(llm)),
-        ("synthesis", SynthesisAgent(llm)),
+        ("synthesis", SynthesisAgent(llm, clock)),
     ):
         graph.add_node(name, agent, timeout=NODE_TIMEOUT_SECONDS, on_error="error_recovery")
     graph.add_node("interrupt", InterruptAgent())

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ..common.files import Clock, utc_now
 from ..common.writer import check_pdf_fonts
 from ..engine import (
     CheckpointStore,
@@ -162,6 +163,7 @@ class ReportRunner:
         describe: matches a description to companies (``DataSource.describe``), or ``None``.
         check_answer: checks and cleans the answer to a question asked back (the
             assistant's question check, which raises ``InvalidQuestion``).
+        clock: the time a run starts (its date goes into the prompts); default the system's.
     """
 
     def __init__(
@@ -174,7 +176,9 @@ class ReportRunner:
         root: Path,
         describe: Describe | None,
         check_answer: Callable[[object], str],
+        clock: Clock | None = None,
     ) -> None:
+        self.clock = clock
         graph = build_report_graph(
             source=source, index=index, llm=llm, root=root, describe=describe
         )
@@ -238,6 +242,7 @@ class ReportRunner:
             "query": query,
             "language": language,
             "formats": list(formats),
+            "started_at": utc_now(self.clock),
             "out_dir": str(out) if out else None,
             "data_source": self.source_name,
             "model": self.model,

@@ -2,9 +2,10 @@
 
 The company, the question's intent and the validator's feedback make the query;
 results are filed into findings by keywords. Everything that comes back from the
-web is treated as data: titles, contents and Tavily's answer are stripped of escape
-sequences and control characters, capped, and only ever stored as text in the
-findings. The transport (key, retries, error classification) and the text hygiene
+web is treated as data: titles and contents are stripped of escape sequences and
+control characters, capped, and only ever stored as text in the findings. Tavily's
+generated answer is not asked for (it cites no page, so it is never a finding); a news
+question searches Tavily's news topic within a time range. The transport (key, retries, error classification) and the text hygiene
 live in ``_tavily_http``, shared with the topic search ``TavilyWebSearch``.
 """
 
@@ -49,12 +50,12 @@ from ._tavily_http import (
 
 __all__ = [
     "DEFAULT_BASE_URL",
-    "MAX_ANSWER_CHARS",
     "MAX_QUERY_CHARS",
     "MAX_RESULTS_LIMIT",
     "MAX_RETRY_AFTER",
     "MAX_SOURCE_CHARS",
     "MAX_TITLE_CHARS",
+    "NEWS_TIME_RANGES",
     "TAVILY_BASE_URL_ENV",
     "TAVILY_KEY_ENV",
     "TavilySource",
@@ -68,8 +69,8 @@ __all__ = [
 
 _log = structlog.get_logger(__name__)
 
-MAX_ANSWER_CHARS: Final = 800
-"""Characters kept from Tavily's generated answer."""
+NEWS_TIME_RANGES: Final = ("week", "month")
+"""Tavily ``time_range`` of a news search: the first attempt, then every retry."""
 
 INTENT_TERMS: Final[dict[str, str]] = {
     "news": "latest news",
@@ -249,13 +250,16 @@ class TavilySource(DataSource):
     def request_for(self, company: str, context: SearchContext) -> dict[str, Any]:
         """The keyword arguments of ``AsyncTavilyClient.search`` for this search."""
         retry = context.attempt > 1 or bool(context.feedback)
-        return {
+        request: dict[str, Any] = {
             "query": build_query(company, context),
             "topic": TOPICS.get(context.intent, "general"),
             "search_depth": "advanced" if retry else "basic",
             "max_results": self.max_results,
-            "include_answer": True,
+            "include_answer": False,
         }
+        if context.intent == "news":
+            request["time_range"] = NEWS_TIME_RANGES[1 if retry else 0]
+        return request
 
     async def search(self, company: str, context: SearchContext) -> SearchResult:
         """Search the web for ``company``; raise ``DataSourceError`` when Tavily fails
@@ -287,17 +291,18 @@ class TavilySource(DataSource):
         if not hits:
             note = f"Tavily found no usable results for {query!r}"
             return SearchResult(findings=None, confidence=0, source_name=self.name, note=note)
-        answer = sanitize(payload.get("answer"), MAX_ANSWER_CHARS)
-        findings, counts = findings_from(company, hits, answer, context.intent)
+        findings, counts = findings_from(company, hits, context.intent)
         findings.raw_data = {
             "query": query,
             "topic": request["topic"],
             "search_depth": request["search_depth"],
             "results": [{"url": hit.url, "score": hit.score} for hit in hits],
             "received": len(items),
-            "answer": bool(answer),
             "response_time": score_of(payload.get("response_time")),
+            "pages": {hit.url: f"{hit.title}: {hit.text}" for hit in hits},
         }
+        if "time_range" in request:
+            findings.raw_data["time_range"] = request["time_range"]
         hosts = len({host_of(hit.url) for hit in hits})
         note = f"Tavily web search: {len(hits)} results from {hosts} sites"
         return SearchResult(

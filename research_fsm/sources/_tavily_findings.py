@@ -126,18 +126,15 @@ def _entry(hit: _Hit) -> str:
 
 
 def findings_from(
-    company: str, hits: list[_Hit], answer: str, intent: str
+    company: str, hits: list[_Hit], intent: str
 ) -> tuple[ResearchFindings, dict[str, int]]:
-    """Findings from the hits (and Tavily's answer as the overview's first line);
-    also the number of results filed under each field."""
+    """Findings from the hits, each entry from one page (there is no entry without a
+    URL: Tavily's generated answer is never one); also the number of results filed
+    under each field."""
     fields: dict[str, list[str]] = {}
     for hit in hits:
         fields.setdefault(classify(hit.title, hit.text, intent), []).append(_entry(hit))
     counts = {name: len(entries) for name, entries in fields.items()}
-    overview = [answer] if answer else []
-    overview += fields.pop("overview", [])
-    if overview:
-        fields["overview"] = overview
     texts = {name: "\n".join(entries) for name, entries in fields.items()}
     sources = [SourceRef(title=hit.title, url=hit.url) for hit in hits]
     findings = ResearchFindings.model_validate({"company": company, "sources": sources, **texts})

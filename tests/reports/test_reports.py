@@ -124,10 +124,14 @@ def quality(score: int) -> dict[str, Any]:
     return {"score": score, "missing": ["market share"] if score < 85 else []}
 
 
+VALUES = ("$89.5B revenue", "$195", "up 45% YTD", "P/E ratio: 31.2")
+"""Values the mock source's Apple findings state (a fact's value must be in its source)."""
+
+
 def extraction(url: str, n: int = 4) -> dict[str, Any]:
     return {
         "facts": [
-            {"label": f"Fact {i}", "value": f"value {i}", "source_url": url} for i in range(n)
+            {"label": f"Fact {'ABCD'[i]}", "value": VALUES[i], "source_url": url} for i in range(n)
         ]
     }
 
@@ -138,7 +142,7 @@ def llm_script(url: str, scores: list[int]) -> dict[str, list[object]]:
         "financial": [extraction(url)] * rounds,
         "market": [extraction(url)] * rounds,
         "product": [extraction(url)] * rounds,
-        "synthesizer": ["Apple makes things (value 1)."] * rounds,
+        "synthesizer": ["Apple trades at $195."] * rounds,
         "quality": [quality(s) for s in scores],
     }
 
@@ -168,7 +172,7 @@ async def test_failing_specialist_marks_section_unavailable(home: Path) -> None:
     )
     report = await assistant.report("Apple")
     assert "This section is unavailable: the market specialist failed" in report.markdown
-    assert report.markdown.count("**Fact 0**") == 2
+    assert report.markdown.count("**Fact A**") == 2
     check_grounding(report)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -189,3 +190,53 @@ async def test_hostile_search_results_stay_inert_in_the_report(
     assert "completed" == report.status
     assert "ir.example.com/nvidia%22%3E%3Cscript%3E" in report.markdown
     assert [] == re.findall(r"<script|<img|<b>|href=\"javascript|beacon", html)
+
+
+async def test_a_fact_whose_value_is_not_in_its_page_is_left_out(
+    anthropic_server: FakeAnthropic, tavily_server: FakeTavily
+) -> None:
+    """Claude cites the real results page for a revenue it changed ($75.0 billion for
+    $57.0 billion): the fact is left out and Methodology says so; the company name the
+    user typed reaches Claude only inside a ``<company>`` fence, never in a system prompt."""
+    honest = claude([90])
+
+    def changed(body: dict[str, Any]) -> Any:
+        if "tools" in body and "You are the financial specialist" in str(body["system"]):
+            url = PAGES["financial"][1]
+            facts = [
+                {"label": "Quarterly revenue", "value": "$75.0 billion", "source_url": url},
+                {"label": "Revenue growth", "value": "62%", "source_url": url},
+            ]
+            return api.tool_use("respond", {"facts": facts})
+        return honest(body)
+
+    anthropic_server.auto(changed)
+    tavily_server.auto(search)
+    report = await assistant_on(anthropic_server, tavily_server).report("Nvidia")
+    assert "completed" == report.status
+    assert "$75.0" not in report.markdown.split("## Methodology")[0]
+    assert "**Revenue growth**: 62%" in report.markdown
+    assert "value is not in the page they cite" in report.markdown
+    for request in anthropic_server.requests:
+        system, prompt = str(request.body.get("system")), json.dumps(request.body["messages"])
+        assert "nvidia" not in system.lower()
+        if "specialist" in system:
+            assert "<company>\\nNvidia" in prompt
+
+
+async def test_the_report_prompts_carry_the_clocks_date(
+    anthropic_server: FakeAnthropic, tavily_server: FakeTavily
+) -> None:
+    """The assistant's clock dates the report: the specialists' and the synthesizer's
+    prompts say today's date."""
+    anthropic_server.auto(claude([90]))
+    tavily_server.auto(search)
+    assistant = assistant_on(anthropic_server, tavily_server)
+    assistant.clock = lambda: datetime(2031, 3, 4, 9, 0, tzinfo=UTC)
+    await assistant.report("Nvidia")
+    dated = [
+        str(r.body.get("system"))[:24]
+        for r in anthropic_server.requests
+        if "Today's date: 2031-03-04." in json.dumps(r.body["messages"])
+    ]
+    assert 4 == len(dated)

@@ -75,8 +75,8 @@ async def failure(source: TavilySource, context: SearchContext = NEWS) -> DataSo
 
 
 async def test_news_query_shape(tavily_server: FakeTavily) -> None:
-    """A news question sends the company and intent words, topic news, an answer request,
-    bounded results and the key as a Bearer header."""
+    """A news question sends the company and intent words, topic news within the last
+    week, no request for Tavily's answer, bounded results and the key as a Bearer header."""
     await make_source(tavily_server, max_results=4).search("Apple Inc.", NEWS)
     request = tavily_server.requests[0]
     expected = {
@@ -85,8 +85,9 @@ async def test_news_query_shape(tavily_server: FakeTavily) -> None:
         "query": "Apple Inc. latest news",
         "topic": "news",
         "max_results": 4,
-        "include_answer": True,
+        "include_answer": False,
         "search_depth": "basic",
+        "time_range": "week",
     }
     actual = {"path": request.path, "authorization": request.headers["authorization"]} | {
         name: request.body.get(name) for name in list(expected)[2:]
@@ -162,7 +163,8 @@ async def test_every_attempt_has_its_own_query(tavily_server: FakeTavily) -> Non
 
 
 async def test_results_become_findings(tavily_server: FakeTavily) -> None:
-    """Results are filed by keywords; Tavily's answer opens the overview; sources are {title, url}."""
+    """Results are filed by keywords; Tavily's generated answer (no URL) is no finding;
+    sources are {title, url}."""
     items = [
         tv.result(
             "Apple shares hit record",
@@ -192,7 +194,7 @@ async def test_results_become_findings(tavily_server: FakeTavily) -> None:
         "recent_news": None,
         "stock_info": "Apple shares hit record: AAPL stock rose 3% as market cap topped $3.5 trillion.",
         "key_developments": "Apple acquires AI startup: Apple agreed a deal to buy the startup as part of its AI strategy.",
-        "overview": "Apple designs phones and computers.\nApple Inc. - Wikipedia: Apple Inc. is a multinational company headquartered in Cupertino.",
+        "overview": "Apple Inc. - Wikipedia: Apple Inc. is a multinational company headquartered in Cupertino.",
         "key_people": None,
         "products": None,
         "competitors": None,
@@ -217,7 +219,8 @@ async def test_news_results_are_recent_news(tavily_server: FakeTavily) -> None:
 
 
 async def test_raw_data_is_small(tavily_server: FakeTavily) -> None:
-    """raw_data keeps the query, urls and scores, not the pages."""
+    """raw_data keeps the query, the time range, urls and scores, and each page's text
+    as the findings hold it (what a fact citing the page is checked against)."""
     tavily_server.enqueue(tv.results(NEWS_ITEMS[:2], answer="Some answer."))
     result = await make_source(tavily_server).search("Apple Inc.", NEWS)
     assert result.findings is not None
@@ -230,8 +233,9 @@ async def test_raw_data_is_small(tavily_server: FakeTavily) -> None:
             {"url": NEWS_ITEMS[1]["url"], "score": 0.88},
         ],
         "received": 2,
-        "answer": True,
         "response_time": 0.42,
+        "time_range": "week",
+        "pages": {item["url"]: f"{item['title']}: {item['content']}" for item in NEWS_ITEMS[:2]},
     }
     assert expected == result.findings.raw_data
 
@@ -281,7 +285,7 @@ async def test_text_is_capped_and_stripped(tavily_server: FakeTavily) -> None:
         text.endswith("\u2026"),
         result.findings.overview,
     )
-    assert ("Apple bold", "Red alert: Apple news", True, True, "Cleared screen answer") == actual
+    assert ("Apple bold", "Red alert: Apple news", True, True, None) == actual
     dumped = result.findings.model_dump_json()
     assert [] == [ch for ch in dumped if ch in "\x1b\x07\u202e\r"]
 
@@ -632,3 +636,28 @@ async def test_real_tavily_search() -> None:
         result.findings is not None,
         bool(result.findings and result.findings.sources),
     )
+
+
+async def test_tavilys_generated_answer_is_never_a_finding(tavily_server: FakeTavily) -> None:
+    """Tavily's answer cites no page: it is not asked for, and one sent anyway becomes no
+    finding, no source and no part of the reply."""
+    invented = "Apple's revenue was $999 billion last quarter."
+    tavily_server.auto(lambda body: tv.results(NEWS_ITEMS, answer=invented))
+    source = make_source(tavily_server)
+    result = await source.search("Apple Inc.", SearchContext(intent="overview"))
+    assert result.findings is not None
+    assert "999" not in result.findings.model_dump_json()
+    reply = await assistant_on(tavily_server).ask("Tell me about Apple", thread_id="a1")
+    assert "answered" == reply.status and "999" not in reply.text
+    assert {False} == {r.body["include_answer"] for r in tavily_server.requests}
+
+
+async def test_a_news_retry_widens_the_time_range(tavily_server: FakeTavily) -> None:
+    """News is searched within the last week, a retry within the last month; other intents
+    carry no time range."""
+    source = make_source(tavily_server)
+    await source.search("Apple Inc.", NEWS)
+    await source.search("Apple Inc.", NEWS.model_copy(update={"attempt": 2}))
+    await source.search("Apple Inc.", SearchContext(intent="stock"))
+    sent = [(r.body["topic"], r.body.get("time_range")) for r in tavily_server.requests]
+    assert [("news", "week"), ("news", "month"), ("finance", None)] == sent

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ...common.fence import escape
 from ...engine import NodeContext
 from ...llm import LLMError, Usage
 from ..state import ResearchState
@@ -14,9 +15,9 @@ __all__ = ["as_data", "emit_text", "log_step", "usage_update", "warn_fallback"]
 
 def as_data(text: str) -> str:
     """``text`` made safe to put inside a prompt's ``<findings>`` or ``<conversation>``
-    block: its angle brackets are escaped the way JSON may escape them (``\\u003c``), so
-    text from the web cannot close the block early and speak outside it."""
-    return text.replace("<", "\\u003c").replace(">", "\\u003e")
+    block (``common.fence.escape``: ``&``, ``<`` and ``>`` as entities), so text from the
+    web cannot close the block early and speak outside it."""
+    return escape(text)
 
 
 def usage_update(agent: str, usage: Usage) -> dict[str, Any]:

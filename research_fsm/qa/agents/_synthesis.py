@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ...common.files import Clock, utc_now
 from ...engine import NodeContext
 from ...llm import LLM, LLMError
 from ...sources import ResearchFindings
@@ -298,8 +299,9 @@ def no_data_answer(state: ResearchState) -> str:
 class SynthesisAgent:
     """Writes the answer; with an LLM it streams tokens through ``ctx.emit``."""
 
-    def __init__(self, llm: LLM | None = None) -> None:
+    def __init__(self, llm: LLM | None = None, clock: Clock | None = None) -> None:
         self.llm = llm
+        self.clock = clock
 
     async def run(self, state: ResearchState, ctx: NodeContext) -> dict[str, Any]:
         update: dict[str, Any] = {"current_agent": "synthesis"}
@@ -336,6 +338,7 @@ class SynthesisAgent:
         )
         lacking = missing_sentence(state.research_findings, state.query_intent) or "nothing"
         prompt = (
+            f"Today's date: {utc_now(self.clock)[:10]}.\n"
             f"Question: {state.original_query}\nIntent: {state.query_intent}\n"
             f"Answer in: {'Japanese' if state.language == 'ja' else 'English'}\n"
             f"What the findings lack (say so plainly in one sentence): {lacking}\n"
