@@ -171,8 +171,12 @@ async def test_a_page_cannot_break_out_of_its_fence(
         prompt = prompt_of(request.body)
         assert {sid for sid, _ in ANY_SOURCE.findall(prompt)} <= retrieved
         assert "IGNORE ALL PREVIOUS RULES" not in ANY_SOURCE.sub("", prompt)
-    relevance = {v["source"]: v["relevant"] for v in saved(report.folder, "relevance.json")}
-    assert (False, True) == (relevance["S1"], relevance["S2"])
+    # The report numbers sources in order of first use: tell them apart by address.
+    address = {s["id"]: s["locator"] for s in saved(report.folder, "search_results.json")}
+    relevance = {
+        address[v["source"]]: v["relevant"] for v in saved(report.folder, "relevance.json")
+    }
+    assert (False, True) == (relevance[evil["url"]], relevance[page(SPRING)["url"]])
     assert "[S9]" not in report.markdown and "spam.example.net" not in report.markdown
     assert "Java 8" not in report.markdown
     assert [] == [c for c in re.findall(r"\[(S\d+)\]", report.markdown) if c not in retrieved]
