@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from ...engine import NodeContext
 from ...llm import LLM, LLMError, fit_to_budget
@@ -37,12 +37,15 @@ _FEEDBACK = {
 class ValidationVerdict(BaseModel):
     """The validator's structured verdict."""
 
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
     is_sufficient: bool
     """Whether the findings answer the question."""
     feedback: str | None = None
-    """Specific guidance for the next search when insufficient."""
+    """Specific guidance for the next search when insufficient (a few English words a
+    search engine can use, e.g. "no stock data; search for share price")."""
     reasoning: str = ""
-    """Brief explanation."""
+    """Brief explanation (one sentence)."""
 
 
 def _independent_sources(findings: ResearchFindings) -> int:
