@@ -14,7 +14,6 @@ from typing import Annotated, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..llm import keep_first
-
 from ._model import Claim, DeepState, Draft, SectionName, Source
 
 __all__ = [

@@ -21,7 +21,7 @@ from ..constants import (
     SUMMARY_MAX_CHARS,
 )
 from ..state import Message, ResearchState
-from ._common import as_data, log_step, usage_update, warn_fallback
+from ._common import as_data, failed_usage, llm_note, log_step, usage_update, warn_fallback
 from ._rules import (
     detect_intent,
     is_cancel,
@@ -75,9 +75,7 @@ class ClarityVerdict(BaseModel):
     """The user called the question off."""
     off_topic: bool = False
     """The message is not about companies (small talk, general knowledge)."""
-    choices: Annotated[list[str], Field(max_length=8), keep_first(8)] = Field(
-        default_factory=list
-    )
+    choices: Annotated[list[str], Field(max_length=8), keep_first(8)] = Field(default_factory=list)
     """Companies to offer when the query fits several (at most eight)."""
     clarification_needed: str | None = None
     """The question to ask back when not clear, written in the language of the latest
@@ -128,11 +126,14 @@ class ClarityAgent:
         context = await fit_to_budget(
             f"{state.conversation_summary or ''}\n{history}", CLARITY_TOKEN_BUDGET, keep="end"
         )
+        lang = _language(state, query)
         prompt = (
             f"<conversation>\n{as_data(context.text)}\n</conversation>\n"
             f"Previous company context: {state.detected_company or 'none'}\n"
             f"Latest query: {query}\n"
-            f"Allowed intents: {', '.join(INTENTS)}"
+            f"Allowed intents: {', '.join(INTENTS)}\n"
+            f"The user writes in {'Japanese' if lang == 'ja' else 'English'}: ask any "
+            "clarifying question in that language."
         )
         try:
             reply = await self.llm.structured(
@@ -140,9 +141,11 @@ class ClarityAgent:
             )
         except LLMError as exc:
             warn_fallback(ctx, state, exc)
+            update |= failed_usage("clarity", exc)
             return None
         update |= usage_update("clarity", reply.usage)
-        verdict = _cleaned(reply.value)
+        llm_note(ctx, state, reply.note)
+        verdict = _in_language(_cleaned(reply.value), lang)
         if verdict.intent not in INTENTS:
             verdict = verdict.model_copy(update={"intent": detect_intent(query)})
         found = mentions(self.index, query)
@@ -270,10 +273,10 @@ class ClarityAgent:
         return words[0] if words else (query[:80] or None)
 
     def _apply(self, state: ResearchState, query: str, verdict: ClarityVerdict) -> dict[str, Any]:
-        language = "ja" if is_japanese(query) else "en"
-        if state.clarification_attempts > 0 and language == "en":
-            language = state.language  # "msft" answers a Japanese question
+        language = _language(state, query)
         update = self._status(state, query, verdict)
+        if update.get("clarification_question") == ASK_WHICH_COMPANY and language == "ja":
+            update["clarification_question"] = ASK_WHICH_COMPANY_JA
         return update | {"language": language}
 
     def _status(self, state: ResearchState, query: str, verdict: ClarityVerdict) -> dict[str, Any]:
@@ -329,9 +332,31 @@ class ClarityAgent:
                 update |= usage_update("clarity", reply.usage)
             except LLMError as exc:
                 warn_fallback(ctx, state, exc)
+                update |= failed_usage("clarity", exc)
         if not summary:
             summary = extractive_summary(state.conversation_summary, old, state.detected_company)
         return update | {"conversation_summary": summary, "messages": Replace(list(recent))}
+
+
+def _language(state: ResearchState, query: str) -> str:
+    """The user's language: Japanese when the query is; an answer to a question asked
+    back keeps the question's language ("msft" answers a Japanese question)."""
+    language = "ja" if is_japanese(query) else "en"
+    if state.clarification_attempts > 0 and language == "en":
+        language = state.language
+    return language
+
+
+def _in_language(verdict: ClarityVerdict, lang: str) -> ClarityVerdict:
+    """The verdict with its question back in the user's language: a Japanese user asked
+    in English (or the reverse) gets the rules' question in their language instead."""
+    question = verdict.clarification_needed
+    if question is None or is_japanese(question) == (lang == "ja"):
+        return verdict
+    ask = ASK_WHICH_COMPANY_JA if lang == "ja" else ASK_WHICH_COMPANY
+    if verdict.choices:
+        ask = ask_choices(verdict.choices, lang)
+    return verdict.model_copy(update={"clarification_needed": ask})
 
 
 def _cleaned(verdict: ClarityVerdict) -> ClarityVerdict:

@@ -11,7 +11,7 @@ from ...llm import LLM, LLMError, fit_to_budget
 from ...sources import ResearchFindings
 from ..constants import VALIDATOR_TOKEN_BUDGET
 from ..state import ResearchState
-from ._common import as_data, log_step, usage_update, warn_fallback
+from ._common import as_data, failed_usage, llm_note, log_step, usage_update, warn_fallback
 from ._intents import INTENT_TOPICS, covered_topics
 
 __all__ = ["ValidationVerdict", "ValidatorAgent", "rule_verdict"]
@@ -105,8 +105,10 @@ class ValidatorAgent:
                 )
                 verdict = reply.value
                 update |= usage_update("validator", reply.usage)
+                llm_note(ctx, state, reply.note)
             except LLMError as exc:
                 warn_fallback(ctx, state, exc)
+                update |= failed_usage("validator", exc)
         if verdict is None:
             verdict = rule_verdict(findings, state.query_intent, state.detected_company)
         log_step(ctx, state, sufficient=verdict.is_sufficient, feedback=verdict.feedback)
