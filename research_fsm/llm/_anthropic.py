@@ -242,7 +242,7 @@ class AnthropicLLM(LLM):
                     ) from None
                 if schema_retried:
                     raise LLMError(
-                        f"Claude's answer does not fit {schema.__name__}: {str(exc)[:200]}",
+                        f"Claude's answer does not fit {schema.__name__}: {_problems(exc)[:200]}",
                         kind="schema",
                         usage=usage,
                     ) from None
@@ -459,10 +459,21 @@ def _text_of(message: Any) -> str:
     return "".join(b.text for b in message.content if b.type == "text")
 
 
+def _problems(exc: Exception) -> str:
+    """A validation error in a few words, one line per problem (no documentation links)."""
+    if not isinstance(exc, ValidationError):
+        return str(exc)
+    return "\n".join(
+        f"{'.'.join(str(part) for part in error['loc']) or '(the answer)'}: {error['msg']}"
+        f" (got {str(error.get('input'))[:60]!r})"
+        for error in exc.errors(include_url=False)
+    )
+
+
 def _correction(message: Any, block: Any, exc: Exception) -> list[Any]:
     """The turns that send a misfit answer's validation error back to Claude: its answer
     as it was, then the error as the tool's result (or a reminder to use the tool)."""
-    error = str(exc)[:1500]
+    error = _problems(exc)[:1500]
     if block is None:
         said = _text_of(message) or "(no answer)"
         return [

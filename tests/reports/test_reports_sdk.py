@@ -195,6 +195,10 @@ async def test_report_loops_with_claude_five_calls_per_iteration(
         agent: usage.calls for agent, usage in report.usage.items()
     }
     assert "## 財務" in report.markdown and "invented.example.org" not in report.markdown
+    extractions = [r for r in anthropic_server.requests if "specialist" in str(r.body["system"])]
+    assert 6 == len(extractions)
+    assert all("Write each label in Japanese" in str(r.body["messages"]) for r in extractions)
+    assert [] == anthropic_server.schema_problems()
     second_round = [str(r.body["query"]) for r in tavily_server.requests[4:]]
     assert all("guidance" in query for query in second_round), second_round
 
@@ -283,3 +287,36 @@ async def test_quality_judges_facts_and_sources_not_the_summary(
         "LLM, judging the facts and their sources: 92/100 (completeness 37/40, accuracy "
         "28/30, depth 27/30)" in " ".join(report.markdown.split())
     )
+
+
+async def test_cut_and_misfit_answers_are_noted_and_counted(
+    anthropic_server: FakeAnthropic, tavily_server: FakeTavily
+) -> None:
+    """The financial specialist's answer is cut at the output limit: asked again with twice
+    the limit, said under Methodology, both calls counted. The market specialist answers
+    twice with a misfit: its section is unavailable and both answers are still counted."""
+    cut: list[int] = []
+
+    def answer(body: dict[str, Any]) -> Any:
+        system = str(body.get("system"))
+        if "financial specialist" in system and not cut:
+            cut.append(body["max_tokens"])
+            return api.cut_tool_use("respond", {}, output_tokens=body["max_tokens"])
+        if "market specialist" in system:
+            return api.tool_use("respond", {"facts": "none"}, output_tokens=15)
+        return judge_all(body)
+
+    judge_all = claude([100])  # the rules' 75 (no market section) and 100: done at once
+    anthropic_server.auto(answer)
+    tavily_server.auto(search)
+    report = await assistant_on(anthropic_server, tavily_server).report("Nvidia")
+    financial = [
+        r for r in anthropic_server.requests if "financial specialist" in str(r.body.get("system"))
+    ]
+    assert [cut[0], 2 * cut[0]] == [r.body["max_tokens"] for r in financial]
+    assert f"financial: Claude's answer was cut at the {cut[0]:,}-token output limit" in (
+        report.markdown
+    )
+    assert (2, 2) == (report.usage["financial"].calls, report.usage["market"].calls)
+    assert 30 == report.usage["market"].output_tokens
+    assert "This section is unavailable: the market specialist failed" in report.markdown
