@@ -78,7 +78,8 @@ class ReportLLM(LLM):
             ]
             value: BaseModel = schema.model_validate({"facts": facts})
         elif schema.__name__ == "Verdict":
-            value = schema.model_validate({"score": 90, "missing": []})
+            verdict = {"completeness": 36, "accuracy": 27, "depth": 27, "missing": []}
+            value = schema.model_validate(verdict)
         else:
             raise AssertionError(f"unexpected schema {schema.__name__} from agent {agent}")
         usage = Usage(

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Final, Literal
+from typing import Annotated, Final, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..common.fence import data_rule, fence
+from ..llm import keep_first
 from ._model import Claim, DeepState, Draft, SectionName, Source
 
 __all__ = [
@@ -69,15 +70,28 @@ VERIFY_SYSTEM: Final = (
 )
 
 
+_SCHEMA: Final = ConfigDict(use_attribute_docstrings=True)
+MAX_FACTS: Final = 8
+"""Facts one source's analysis returns at most."""
+MAX_RATED: Final = 32
+"""Ratings one relevance answer holds at most (a search returns fewer results)."""
+MAX_QUOTES: Final = 64
+"""Quotes one verification answer holds at most (one per claim)."""
+
+
 class EnhancedQuery(BaseModel):
     """The query parser's answer."""
 
+    model_config = _SCHEMA
+
     query: str = Field(max_length=400)
-    """The search query."""
+    """The search query (at most 400 characters)."""
 
 
 class RatedSource(BaseModel):
     """One result's rating."""
+
+    model_config = _SCHEMA
 
     id: str
     """The result's ``S#`` id."""
@@ -90,30 +104,38 @@ class RatedSource(BaseModel):
 class RatedSources(BaseModel):
     """The relevance filter's answer."""
 
-    results: list[RatedSource]
+    model_config = _SCHEMA
+
+    results: Annotated[list[RatedSource], Field(max_length=MAX_RATED), keep_first(MAX_RATED)]
     """One rating per result."""
 
 
 class ProposedFact(BaseModel):
     """One fact Claude found."""
 
+    model_config = _SCHEMA
+
     kind: Literal["step", "finding", "caveat"]
     """Step to take, finding, or caveat."""
     statement: str
     """The fact in one sentence."""
     quote: str
-    """Exact words from the source."""
+    """Exact words from the source, copied character for character in its language."""
 
 
 class SourceFacts(BaseModel):
     """The deep analysis' answer."""
 
-    facts: list[ProposedFact]
+    model_config = _SCHEMA
+
+    facts: Annotated[list[ProposedFact], Field(max_length=MAX_FACTS), keep_first(MAX_FACTS)]
     """The facts, at most eight."""
 
 
 class ProposedQuote(BaseModel):
     """Claude's evidence for one claim."""
+
+    model_config = _SCHEMA
 
     claim: str
     """The claim's ``C#`` id."""
@@ -126,7 +148,9 @@ class ProposedQuote(BaseModel):
 class ProposedQuotes(BaseModel):
     """The verifier's answer."""
 
-    quotes: list[ProposedQuote]
+    model_config = _SCHEMA
+
+    quotes: Annotated[list[ProposedQuote], Field(max_length=MAX_QUOTES), keep_first(MAX_QUOTES)]
     """One per claim."""
 
 
@@ -186,7 +210,9 @@ def synthesis_prompt(state: DeepState, facts: Sequence[tuple[str, str, str]]) ->
         + fence("facts", "\n".join(lines))
         + "\n\nAnswer in exactly this Markdown format:\n## Summary\n(2-4 sentences, each "
         "ending with [S#])\n## Key points\n- point [S#]\n## Steps\n1. step [S#]\n## Caveats\n"
-        "- caveat [S#]\nLeave a section empty when no fact belongs in it."
+        "- caveat [S#]\nKeep these four headings exactly as written here, in English, "
+        f"whatever the language of the text; write every sentence in {_language(state)}. "
+        "Leave a section empty when no fact belongs in it."
     )
 
 
@@ -232,16 +258,28 @@ def verify_prompt(state: DeepState, claims: list[Claim]) -> str:
     return "Claims:\n" + "\n".join(lines) + "\n\nSources:\n" + "\n".join(blocks)
 
 
-_HEADINGS: Final[dict[str, SectionName]] = {
-    "summary": "summary",
-    "概要": "summary",
-    "key points": "key_points",
-    "要点": "key_points",
-    "steps": "steps",
-    "手順": "steps",
-    "caveats": "caveats",
-    "注意点": "caveats",
-}
+_ORDER: Final[tuple[SectionName, ...]] = ("summary", "key_points", "steps", "caveats")
+_HEADING_WORDS: Final[tuple[tuple[SectionName, tuple[str, ...]], ...]] = (
+    ("key_points", ("key point", "keypoint", "要点", "ポイント", "主な点", "重要な点")),
+    ("summary", ("summary", "overview", "概要", "要約", "まとめ", "サマリ", "概説")),
+    ("steps", ("step", "手順", "ステップ", "段取り", "進め方")),
+    ("caveats", ("caveat", "warning", "limitation", "注意", "留意", "制約", "懸念")),
+)
+"""Words that name each section in a heading, English and Japanese."""
+_HEADING_NOISE: Final = re.compile(r"^[\s#*_`\d.)）:：、-]+|[\s*_`:：]+$")
+
+
+def _section_of(heading: str, position: int) -> SectionName:
+    """The section a draft's heading opens: by its words (English or Japanese), else by
+    its position (the n-th heading is the n-th section), so that a heading Claude wrote in
+    other words never drops the claims under it."""
+    words = _HEADING_NOISE.sub("", heading).lower()
+    for section, names in _HEADING_WORDS:
+        if any(name in words for name in names):
+            return section
+    return _ORDER[min(position, len(_ORDER) - 1)]
+
+
 _CITE: Final = re.compile(r"\[(S\d+)\]")
 _SPLIT: Final = re.compile(r"(?<=[.!?])(?:\s*\[S\d+\])*(?:\s+|$)|(?<=[。！？])(?:\s*\[S\d+\])*\s*")
 _ITEM: Final = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
@@ -270,13 +308,18 @@ def _claims_of(line: str) -> list[tuple[str, list[str]]]:
 
 def parse_draft(markdown: str) -> Draft:
     """The claims of a draft written in ``synthesis_prompt``'s format: each summary
-    sentence and each bullet is one claim; text outside the four sections is ignored."""
-    section: SectionName | None = None
+    sentence and each bullet is one claim. A heading opens the section its words name
+    (English or Japanese), else the one at its position; text before the first heading
+    is ignored, unless the draft has no heading at all (then it is the summary)."""
+    lines = [raw.strip() for raw in markdown.splitlines()]
+    headed = any(line.startswith("#") for line in lines)
+    section: SectionName | None = None if headed else "summary"
+    headings = 0
     claims: list[Claim] = []
-    for raw in markdown.splitlines():
-        line = raw.strip()
+    for line in lines:
         if line.startswith("#"):
-            section = _HEADINGS.get(line.lstrip("#").strip().lower())
+            section = _section_of(line, headings)
+            headings += 1
             continue
         if not line or section is None:
             continue

@@ -64,6 +64,16 @@ def _spent(stage: str, started: float, usage: Usage | None = None) -> dict[str, 
     return update
 
 
+def _noted(note: str | None) -> list[str]:
+    """The LLM client's note on a reply (e.g. a raised output limit), for the notes."""
+    return [note] if note else []
+
+
+def _paid(exc: LLMError) -> Usage | None:
+    """What a failed call cost (answers that did not fit are paid for), if anything."""
+    return exc.usage if exc.usage.calls else None
+
+
 class QueryParser:
     """Writes the round's query: the enhanced topic, a broadened retry, or the gaps."""
 
@@ -88,8 +98,10 @@ class QueryParser:
                 query = " ".join(reply.value.query.split()) or query
                 method = "llm"
                 usage = reply.usage
+                notes += _noted(reply.note)
             except LLMError as exc:
                 notes.append(f"query_parser: Claude failed ({exc.message}); used the rules")
+                usage = _paid(exc)
         purpose: Literal["topic", "gaps"] = "gaps" if state.round > 0 and state.gaps else "topic"
         record = QueryRecord(
             query=query,
@@ -196,8 +208,10 @@ class RelevanceFilter:
                     schema=claude.RatedSources,
                 )
                 verdicts, usage = _rated(verdicts, reply.value), reply.usage
+                notes += _noted(reply.note)
             except LLMError as exc:
                 notes.append(f"relevance_filter: Claude failed ({exc.message}); used the rules")
+                usage = _paid(exc)
         update: dict[str, Any] = {"relevance": verdicts, "notes": notes}
         if not state.analyses and not any(v.relevant for v in [*state.relevance, *verdicts]):
             update["outcome"] = "no_relevant"
@@ -252,19 +266,23 @@ class Analyse:
         sid = str(ctx.item)
         source = state.source(sid)
         usage: Usage | None = None
+        notes: list[str] = []
         try:
             if source is None:
                 raise LookupError(f"source {sid} was not retrieved in this session")
             async with asyncio.timeout(self.timeout):
-                analysis, usage = await self._analyse(state, source)
+                analysis, usage = await self._analyse(state, source, notes)
         except Exception as exc:  # one source's failure must not sink the others
             _log.warning("deep analysis failed", source=sid, error=repr(exc))
             message = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             analysis = Analysis(source=sid, error=message[:300])
         analysis = analysis.model_copy(update={"round": state.round})
-        return {"analyses": [analysis]} | _spent("deep_analysis", started, usage)
+        update = {"analyses": [analysis], "notes": notes}
+        return update | _spent("deep_analysis", started, usage)
 
-    async def _analyse(self, state: DeepState, source: Source) -> tuple[Analysis, Usage | None]:
+    async def _analyse(
+        self, state: DeepState, source: Source, notes: list[str]
+    ) -> tuple[Analysis, Usage | None]:
         if self.llm is None:
             return rules.analyse(source, state), None
         try:
@@ -276,7 +294,7 @@ class Analyse:
             )
         except LLMError as exc:
             _log.warning("deep analysis: Claude failed, used the rules", error=exc.message)
-            return rules.analyse(source, state), None
+            return rules.analyse(source, state), _paid(exc)
         facts, dropped = [], 0
         for fact in reply.value.facts[:8]:
             exact = locate(unescape(fact.quote), source.text)
@@ -286,6 +304,7 @@ class Analyse:
             facts.append(
                 Fact(kind=fact.kind, statement=" ".join(fact.statement.split()), quote=exact)
             )
+        notes += [f"{source.id}: {note}" for note in _noted(reply.note)]
         return Analysis(source=source.id, facts=facts, dropped=dropped, method="llm"), reply.usage
 
 
@@ -340,8 +359,12 @@ class Synthesis:
                     on_token=lambda piece: ctx.emit("token", piece),
                 )
                 draft, usage = claude.parse_draft(reply.text), reply.usage
+                notes += _noted(reply.note)
+                if reply.truncated:  # its last line may stop mid-sentence: not a claim
+                    draft = Draft(claims=draft.claims[:-1], method=draft.method)
             except LLMError as exc:
                 notes.append(f"synthesis: Claude failed ({exc.message}); used the rules")
+                usage = _paid(exc)
         if draft is None:
             draft = rules.draft(state)
             for line in draft_markdown(draft, state.language).splitlines(keepends=True):
@@ -381,8 +404,10 @@ class Verify:
                 )
                 quoted, usage = _quoted(state, fresh, reply.value), reply.usage
                 checks = {check.claim: check for check in quoted}
+                notes += _noted(reply.note)
             except LLMError as exc:
                 notes.append(f"verification: Claude failed ({exc.message}); checked lexically")
+                usage = _paid(exc)
         every = [
             _numbers_checked(checks[c.id])
             if c.id in checks

@@ -1,14 +1,17 @@
 """The LLM seam: the protocol the agents use, its replies, token budgets, Claude
 (``AnthropicLLM``) and a scripted test double."""
 
-from ._anthropic import DEFAULT_MODEL, PRICES, AnthropicLLM, Price
+from ._anthropic import DEFAULT_MODEL, MAX_TOKENS, MODEL_ENV, PRICES, AnthropicLLM, Price
 from ._base import LLM, LLMError, LLMErrorKind, StructuredReply, TextReply, Usage
+from ._schema import keep_first
 from ._scripted import ScriptedCall, ScriptedLLM
 from ._tokens import Budgeted, fit_to_budget
 
 __all__ = [
     "DEFAULT_MODEL",
     "LLM",
+    "MAX_TOKENS",
+    "MODEL_ENV",
     "PRICES",
     "AnthropicLLM",
     "Budgeted",
@@ -21,4 +24,5 @@ __all__ = [
     "TextReply",
     "Usage",
     "fit_to_budget",
+    "keep_first",
 ]

@@ -1,16 +1,28 @@
 """``AnthropicLLM``: the ``LLM`` seam over ``anthropic.AsyncAnthropic``.
 
 Structured output uses forced tool use (one tool whose input schema is the
-pydantic model's JSON schema); text is streamed token by token. The SDK's own
-retries are off: transient failures (429, 529, 5xx, timeouts, connection
-errors) are retried here a bounded number of times with exponential backoff
-that honours ``retry-after``; authentication errors are never retried and
-switch the client off for the rest of the process with one clear message.
+pydantic model's JSON schema, field descriptions and limits included); text is
+streamed token by token. The SDK's own retries are off: transient failures (429,
+529, 5xx, timeouts, connection errors) are retried here a bounded number of times
+with exponential backoff that honours ``retry-after``; authentication errors are
+never retried and switch the client off for the rest of the process with one clear
+message.
+
+An answer cut at the output limit (``stop_reason == "max_tokens"``) is asked again
+once with twice the limit (structured output) or continued once from where it
+stopped (streamed text); an answer that does not fit the schema is asked again once
+with the validation error sent back as the tool's result. Both are said in the
+reply's ``note``, and every answer received is counted in the usage, also when the
+call finally fails (``LLMError.usage``).
+
+Each agent may use its own model: ``models={"financial": "claude-haiku-4-5"}`` or
+``RESEARCH_FSM_MODEL_FINANCIAL``; the others use ``model`` (``RESEARCH_FSM_MODEL``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib
 import os
 from collections.abc import Callable, Mapping
@@ -26,7 +38,7 @@ from ._base import LLM, LLMError, LLMErrorKind, StructuredReply, TextReply, Usag
 if TYPE_CHECKING:
     import anthropic
 
-__all__ = ["DEFAULT_MODEL", "PRICES", "AnthropicLLM", "Price"]
+__all__ = ["DEFAULT_MODEL", "MAX_TOKENS", "MODEL_ENV", "PRICES", "AnthropicLLM", "Price"]
 
 M = TypeVar("M", bound=BaseModel)
 _log = structlog.get_logger("research_fsm.llm")
@@ -54,8 +66,36 @@ PRICES: Mapping[str, Price] = {
 }
 """Published list prices; pass ``prices=`` to override or extend."""
 
-MAX_TOKENS: Mapping[str, int] = {"clarity": 512, "validator": 512, "synthesis": 1200}
-"""Output token limits per agent (others get 1024)."""
+MAX_TOKENS: Mapping[str, int] = {
+    # the assistant
+    "clarity": 1024,
+    "validator": 1024,
+    "synthesis": 4096,  # the Q&A answer, and deep research's four-section brief
+    # company reports
+    "financial": 3072,
+    "market": 3072,
+    "product": 3072,
+    "synthesizer": 1536,
+    "quality": 1536,
+    # deep research
+    "query_parser": 512,
+    "relevance_filter": 2048,
+    "deep_analysis": 4096,
+    "verification": 4096,
+}
+"""Output token limits per agent (others get ``DEFAULT_MAX_TOKENS``), sized for Japanese,
+which takes about twice the tokens of the same English text: a four-section brief, eight
+facts with their quotes, a quote per claim. A limit is a cap, not a cost: only the tokens
+written are paid for."""
+DEFAULT_MAX_TOKENS = 2048
+"""The output limit of an agent ``MAX_TOKENS`` does not list."""
+MAX_TOKENS_CEILING = 16_384
+"""The most a raised limit goes to (an answer cut at the limit is asked again with twice it)."""
+MODEL_ENV = "RESEARCH_FSM_MODEL"
+"""The environment variable naming the model of every agent; ``RESEARCH_FSM_MODEL_<AGENT>``
+(e.g. ``RESEARCH_FSM_MODEL_FINANCIAL``) names one agent's."""
+_UNPRICED_WARNED: set[str] = set()
+"""Models already warned about having no price (once per process)."""
 
 _TOOL_NAME = "respond"
 
@@ -80,6 +120,8 @@ class AnthropicLLM(LLM):
         backoff, max_backoff: first wait and cap, in seconds (doubling).
         max_tokens: output limits per agent, merged over ``MAX_TOKENS``.
         prices: per-model prices, merged over ``PRICES``.
+        models: a model per agent (e.g. ``{"financial": "claude-haiku-4-5"}``), merged
+            over the ``RESEARCH_FSM_MODEL_<AGENT>`` variables; other agents use ``model``.
     """
 
     def __init__(
@@ -94,6 +136,7 @@ class AnthropicLLM(LLM):
         max_backoff: float = 8.0,
         max_tokens: Mapping[str, int] | None = None,
         prices: Mapping[str, Price] | None = None,
+        models: Mapping[str, str] | None = None,
     ) -> None:
         import anthropic  # imported here: the SDK is slow to import
 
@@ -102,7 +145,9 @@ class AnthropicLLM(LLM):
             raise ValueError("no Anthropic API key: set ANTHROPIC_API_KEY or pass api_key=")
         if max_attempts < 1:
             raise ValueError(f"max_attempts must be >= 1, got {max_attempts}")
-        self.model = model or os.environ.get("RESEARCH_FSM_MODEL") or DEFAULT_MODEL
+        self.model = model or os.environ.get(MODEL_ENV) or DEFAULT_MODEL
+        self.models: dict[str, str] = {**_models_from_env(), **(models or {})}
+        """The agents whose model is not ``model``."""
         self.timeout = timeout
         self.max_attempts = max_attempts
         self.backoff = backoff
@@ -125,50 +170,88 @@ class AnthropicLLM(LLM):
 
     # -- the LLM protocol --------------------------------------------------------
 
+    def model_for(self, agent: str) -> str:
+        """The model ``agent`` uses."""
+        return self.models.get(agent) or self.model
+
+    def limit_for(self, agent: str) -> int:
+        """The output token limit of ``agent``."""
+        return self.max_tokens.get(agent, DEFAULT_MAX_TOKENS)
+
     async def structured(
         self, *, agent: str, system: str, prompt: str, schema: type[M]
     ) -> StructuredReply[M]:
         tool: Any = {
             "name": _TOOL_NAME,
-            "description": f"Give your answer as a {schema.__name__}.",
+            "description": f"Give your answer as a {schema.__name__}: {_doc(schema)}",
             "input_schema": schema.model_json_schema(),
         }
-        with llm_span("anthropic", self.model, agent, prompt=prompt) as span:
-            reply = await self._structured(agent, system, prompt, schema, tool)
+        model = self.model_for(agent)
+        with llm_span("anthropic", model, agent, prompt=prompt) as span:
+            reply = await self._structured(agent, model, system, prompt, schema, tool)
             usage = reply.usage
             record_usage(span, usage.input_tokens, usage.output_tokens, usage.cost_usd)
             return reply
 
     async def _structured(
-        self, agent: str, system: str, prompt: str, schema: type[M], tool: Any
+        self, agent: str, model: str, system: str, prompt: str, schema: type[M], tool: Any
     ) -> StructuredReply[M]:
         usage = Usage()
-        for schema_try in (1, 2):  # output that does not fit: one retry, then give up
-            message = await self._call(
-                lambda: self._client.messages.create(
-                    model=self.model,
-                    max_tokens=self.max_tokens.get(agent, 1024),
-                    system=system,
-                    messages=[{"role": "user", "content": prompt}],
-                    tools=[tool],
-                    tool_choice={"type": "tool", "name": _TOOL_NAME},
+        limit = self.limit_for(agent)
+        messages: list[Any] = [{"role": "user", "content": prompt}]
+        notes: list[str] = []
+        raised = schema_retried = False
+        while True:
+            sent_limit = limit
+            try:
+                message = await self._call(
+                    functools.partial(
+                        self._client.messages.create,
+                        model=model,
+                        max_tokens=limit,
+                        system=system,
+                        messages=list(messages),
+                        tools=[tool],
+                        tool_choice={"type": "tool", "name": _TOOL_NAME},
+                    )
                 )
-            )
-            usage = usage + self._usage_of(message)
+            except LLMError as exc:
+                exc.usage = usage + exc.usage
+                raise
+            usage = usage + self._usage_of(message, model)
+            cut = message.stop_reason == "max_tokens"
+            if cut and not raised and limit < MAX_TOKENS_CEILING:
+                raised, limit = True, min(limit * 2, MAX_TOKENS_CEILING)
+                notes.append(
+                    f"{agent}: Claude's answer was cut at the {sent_limit:,}-token output "
+                    f"limit; asked again with {limit:,}"
+                )
+                continue
             block = next((b for b in message.content if b.type == "tool_use"), None)
             try:
                 if block is None:
                     raise ValueError("the reply has no tool_use block")
                 value = schema.model_validate(block.input)
             except (ValueError, ValidationError) as exc:
-                if schema_try == 2:
+                if cut:
                     raise LLMError(
-                        f"Claude's answer does not fit {schema.__name__}: {str(exc)[:200]}",
-                        kind="schema",
+                        f"Claude's answer for {schema.__name__} was cut at the {limit:,}-token "
+                        "output limit, also after the limit was raised",
+                        kind="max_tokens",
+                        usage=usage,
                     ) from None
+                if schema_retried:
+                    raise LLMError(
+                        f"Claude's answer does not fit {schema.__name__}: {_problems(exc)[:200]}",
+                        kind="schema",
+                        usage=usage,
+                    ) from None
+                schema_retried = True
+                messages = [*messages, *_correction(message, block, exc)]
                 continue
-            return StructuredReply(value=value, usage=usage)
-        raise AssertionError("unreachable")  # pragma: no cover
+            if schema_retried:
+                notes.append(f"{agent}: Claude's first answer did not fit the schema; corrected")
+            return StructuredReply(value=value, usage=usage, note="; ".join(notes) or None)
 
     async def generate(
         self,
@@ -178,26 +261,35 @@ class AnthropicLLM(LLM):
         prompt: str,
         on_token: Callable[[str], None] | None = None,
     ) -> TextReply:
+        model = self.model_for(agent)
+        limit = self.limit_for(agent)
         streamed = False
 
-        async def attempt() -> Any:
-            nonlocal streamed
-            async with self._client.messages.stream(
-                model=self.model,
-                max_tokens=self.max_tokens.get(agent, 1024),
-                system=system,
-                messages=[{"role": "user", "content": prompt}],
-            ) as stream:
-                async for text in stream.text_stream:
-                    streamed = True
-                    if on_token is not None:
-                        on_token(text)
-                return await stream.get_final_message()
+        def attempt(messages: list[Any]) -> Callable[[], Any]:
+            async def request() -> Any:
+                nonlocal streamed
+                async with self._client.messages.stream(
+                    model=model, max_tokens=limit, system=system, messages=messages
+                ) as stream:
+                    async for text in stream.text_stream:
+                        streamed = True
+                        if on_token is not None:
+                            on_token(text)
+                    return await stream.get_final_message()
 
-        with llm_span("anthropic", self.model, agent, prompt=prompt) as span:
-            message = await self._call(attempt, retry_if=lambda: not streamed)
-            text = "".join(b.text for b in message.content if b.type == "text")
-            usage = self._usage_of(message)
+            return request
+
+        with llm_span("anthropic", model, agent, prompt=prompt) as span:
+            first: list[Any] = [{"role": "user", "content": prompt}]
+            message = await self._call(attempt(first), retry_if=lambda: not streamed)
+            text = _text_of(message)
+            usage = self._usage_of(message, model)
+            truncated = message.stop_reason == "max_tokens"
+            note = None
+            if truncated:  # continue once from where it stopped: the limit raised once
+                text, usage, truncated, note = await self._continue(
+                    agent, text, usage, first, attempt, model, limit
+                )
             record_usage(
                 span,
                 usage.input_tokens,
@@ -206,7 +298,34 @@ class AnthropicLLM(LLM):
                 model=getattr(message, "model", None),
                 answer=text,
             )
-        return TextReply(text=text, usage=usage)
+        return TextReply(text=text, usage=usage, truncated=truncated, note=note)
+
+    async def _continue(
+        self,
+        agent: str,
+        text: str,
+        usage: Usage,
+        first: list[Any],
+        attempt: Callable[[list[Any]], Callable[[], Any]],
+        model: str,
+        limit: int,
+    ) -> tuple[str, Usage, bool, str]:
+        """Ask Claude to go on from ``text`` (an assistant turn it continues)."""
+        head = f"{agent}: Claude's text reached the {limit:,}-token output limit"
+        start = text.rstrip()  # the API refuses an assistant turn ending in whitespace
+        if not start:
+            return text, usage, True, f"{head} before writing anything"
+        try:
+            message = await self._call(
+                attempt([*first, {"role": "assistant", "content": start}]), retry_if=lambda: False
+            )
+        except LLMError as exc:
+            return text, usage + exc.usage, True, f"{head}; continuing it failed ({exc.kind})"
+        usage = usage + self._usage_of(message, model)
+        whole = start + _text_of(message)
+        if message.stop_reason == "max_tokens":
+            return whole, usage, True, f"{head}, also after being continued once; it is cut short"
+        return whole, usage, False, f"{head} and was continued once"
 
     # -- retries and error mapping -------------------------------------------------
 
@@ -298,11 +417,19 @@ class AnthropicLLM(LLM):
             f"the connection to the Anthropic API broke ({type(exc).__name__})", kind="connection"
         ), backoff
 
-    def _usage_of(self, message: Any) -> Usage:
-        return self._usage(message.usage.input_tokens, message.usage.output_tokens)
+    def _usage_of(self, message: Any, model: str) -> Usage:
+        return self._usage(message.usage.input_tokens, message.usage.output_tokens, model)
 
-    def _usage(self, input_tokens: int, output_tokens: int) -> Usage:
-        price = self.prices.get(self.model)
+    def _usage(self, input_tokens: int, output_tokens: int, model: str) -> Usage:
+        price = self.prices.get(model)
+        if price is None and model not in _UNPRICED_WARNED:
+            _UNPRICED_WARNED.add(model)
+            _log.warning(
+                "no price for this model; its cost is not counted",
+                model=model,
+                known=sorted(self.prices),
+                fix="pass AnthropicLLM(prices={model: Price(input, output)})",
+            )
         cost = (
             0.0
             if price is None
@@ -311,6 +438,71 @@ class AnthropicLLM(LLM):
         return Usage(
             input_tokens=input_tokens, output_tokens=output_tokens, calls=1, cost_usd=round(cost, 6)
         )
+
+
+def _models_from_env() -> dict[str, str]:
+    """``RESEARCH_FSM_MODEL_<AGENT>`` variables: the agent (lower case) -> its model."""
+    prefix = MODEL_ENV + "_"
+    return {
+        name[len(prefix) :].lower(): value.strip()
+        for name, value in os.environ.items()
+        if name.startswith(prefix) and value.strip()
+    }
+
+
+def _doc(schema: type[BaseModel]) -> str:
+    """The schema's docstring in one line."""
+    return " ".join((schema.__doc__ or schema.__name__).split())
+
+
+def _text_of(message: Any) -> str:
+    return "".join(b.text for b in message.content if b.type == "text")
+
+
+def _problems(exc: Exception) -> str:
+    """A validation error in a few words, one line per problem (no documentation links)."""
+    if not isinstance(exc, ValidationError):
+        return str(exc)
+    return "\n".join(
+        f"{'.'.join(str(part) for part in error['loc']) or '(the answer)'}: {error['msg']}"
+        f" (got {str(error.get('input'))[:60]!r})"
+        for error in exc.errors(include_url=False)
+    )
+
+
+def _correction(message: Any, block: Any, exc: Exception) -> list[Any]:
+    """The turns that send a misfit answer's validation error back to Claude: its answer
+    as it was, then the error as the tool's result (or a reminder to use the tool)."""
+    error = _problems(exc)[:1500]
+    if block is None:
+        said = _text_of(message) or "(no answer)"
+        return [
+            {"role": "assistant", "content": said},
+            {
+                "role": "user",
+                "content": f"Answer by calling the {_TOOL_NAME} tool ({error}).",
+            },
+        ]
+    return [
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": block.id,
+                    "is_error": True,
+                    "content": "The input does not fit the schema; call the tool again with "
+                    f"input that fits it. Validation errors:\n{error}",
+                }
+            ],
+        },
+    ]
 
 
 def _http_errors() -> tuple[tuple[type[Exception], ...], tuple[type[Exception], ...]]:

@@ -14,7 +14,15 @@ __all__ = ["LLM", "LLMError", "LLMErrorKind", "StructuredReply", "TextReply", "U
 
 M = TypeVar("M", bound=BaseModel)
 LLMErrorKind = Literal[
-    "auth", "rate_limit", "overloaded", "server", "timeout", "connection", "schema", "other"
+    "auth",
+    "rate_limit",
+    "overloaded",
+    "server",
+    "timeout",
+    "connection",
+    "schema",
+    "max_tokens",
+    "other",
 ]
 
 
@@ -48,7 +56,10 @@ class StructuredReply(Generic[M]):
     value: M
     """The answer, an instance of the requested schema."""
     usage: Usage
-    """What producing it cost."""
+    """What producing it cost (every attempt, the ones that did not fit included)."""
+    note: str | None = None
+    """What the client had to do to get it, for the run's notes (e.g. the answer was cut
+    at the output limit and asked again with a higher one); ``None`` when nothing."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -59,17 +70,29 @@ class TextReply:
     """The whole text."""
     usage: Usage
     """What producing it cost."""
+    truncated: bool = False
+    """The text still ends at the output limit (it is cut short)."""
+    note: str | None = None
+    """What the client had to do to get it, for the run's notes (e.g. the text reached
+    the output limit and was continued once); ``None`` when nothing."""
 
 
 class LLMError(ResearchError):
     """An LLM call failed for good (after the client's own retries)."""
 
-    def __init__(self, message: str, *, kind: LLMErrorKind = "other") -> None:
+    def __init__(
+        self, message: str, *, kind: LLMErrorKind = "other", usage: Usage | None = None
+    ) -> None:
         super().__init__(message)
         self.message = message
         """What went wrong (never contains credentials)."""
         self.kind: LLMErrorKind = kind
-        """The failure's class: auth, rate_limit, overloaded, server, timeout, connection, schema, other."""
+        """The failure's class: auth, rate_limit, overloaded, server, timeout, connection,
+        schema (the answer did not fit the schema), max_tokens (it was cut at the output
+        limit, also after the limit was raised), other."""
+        self.usage: Usage = usage or Usage()
+        """What the failed call cost: the answers received before it failed (an answer
+        that did not fit is paid for too)."""
 
 
 @runtime_checkable

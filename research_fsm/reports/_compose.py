@@ -106,7 +106,22 @@ def _verification(state: ReportState, lang: str) -> DocSection:
             for part, points in quality.breakdown.items()
         ]
         blocks.append(bullets(parts))
-        blocks.append(paragraph(text(lang, "score_meaning")))
+        if quality.method == "combined" and quality.criteria:
+            blocks.append(
+                paragraph(
+                    text(
+                        lang,
+                        "combined_parts",
+                        rules=quality.rule_score,
+                        llm=quality.llm_score,
+                        completeness=quality.criteria.get("completeness", 0),
+                        accuracy=quality.criteria.get("accuracy", 0),
+                        depth=quality.criteria.get("depth", 0),
+                    )
+                )
+            )
+        else:
+            blocks.append(paragraph(text(lang, "score_meaning")))
     sources = numbered_sources(state)
     if not sources:
         grounding = "grounding_none"

@@ -38,6 +38,12 @@ TEXT: Final[dict[str, dict[str, str]]] = {
         ),
         "rules": "rule-based",
         "llm": "scored by the LLM",
+        "combined": "the mean of the rules' coverage score and the LLM's score",
+        "combined_parts": (
+            "Rules (coverage of the fields looked for, and sources): {rules}/100. LLM, judging "
+            "the facts and their sources: {llm}/100 (completeness {completeness}/40, accuracy "
+            "{accuracy}/30, depth {depth}/30)."
+        ),
         "breakdown": "{part}: {points}/{maximum}",
         "grounding": (
             "Every figure above is taken from the listed sources or computed from them "
@@ -102,6 +108,11 @@ TEXT: Final[dict[str, dict[str, str]]] = {
         ),
         "rules": "ルールによる採点",
         "llm": "LLMによる採点",
+        "combined": "ルールによる網羅性スコアとLLMによるスコアの平均",
+        "combined_parts": (
+            "ルール（探した項目の網羅性と出典）：{rules}/100。LLM（事実とその出典を評価）："
+            "{llm}/100（網羅性 {completeness}/40、正確性 {accuracy}/30、深さ {depth}/30）。"
+        ),
         "breakdown": "{part}：{points}/{maximum}",
         "grounding": (
             "上記の数値はすべて出典に記載されたもの、またはそこから算出したもの（明記）です。"

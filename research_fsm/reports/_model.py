@@ -97,8 +97,15 @@ class Quality(BaseModel):
     """The most each part can get."""
     missing: list[str] = Field(default_factory=list)
     """What the report lacks, for the next iteration and the Methodology section."""
-    method: Literal["rules", "llm"] = "rules"
-    """Who scored it."""
+    method: Literal["rules", "llm", "combined"] = "rules"
+    """Who scored it: the rules, or ``combined`` (the mean of the rules' score and Claude's)."""
+    rule_score: int | None = None
+    """For a combined score: the rules' coverage score, 0-100."""
+    llm_score: int | None = None
+    """For a combined score: Claude's score, 0-100 (the sum of ``criteria``)."""
+    criteria: dict[str, int] = Field(default_factory=dict)
+    """Claude's points per criterion of design 004: completeness (of 40), accuracy (of 30),
+    depth (of 30)."""
 
 
 class ReportState(BaseModel):

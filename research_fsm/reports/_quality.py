@@ -4,23 +4,27 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Any, Final
+from typing import Annotated, Any, Final
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from ..common.fence import data_rule, fence
+from ..common.fence import data_rule, escape, fence
 from ..engine import NodeContext
-from ..llm import LLM, LLMError
+from ..llm import LLM, LLMError, keep_first
 from ._labels import fact_label, text
 from ._model import SECTIONS, Fact, Quality, ReportState, Section
 from ._specialists import EXPECTED
 
 __all__ = [
     "MAX_ITERATIONS",
+    "QUALITY_SYSTEM",
     "QUALITY_TARGET",
     "WEIGHTS",
     "QualityCheck",
     "Synthesizer",
+    "Verdict",
+    "combined_quality",
+    "quality_prompt",
     "rule_quality",
     "ungrounded_numbers",
 ]
@@ -84,10 +88,86 @@ def rule_quality(state: ReportState) -> Quality:
 
 
 class Verdict(BaseModel):
-    """Claude's quality verdict."""
+    """Claude's verdict on a company report's facts and sources, along design 004's
+    criteria (completeness 40, accuracy 30, depth 30)."""
 
-    score: int = Field(ge=0, le=100)
-    missing: list[str] = Field(default_factory=list)
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    completeness: int = Field(ge=0, le=40)
+    """0-40: coverage of the key topics (company overview, financial metrics, market
+    position, products and services)."""
+    accuracy: int = Field(ge=0, le=30)
+    """0-30: source quality (number and diversity of the sources; every fact cites a
+    source that can state it)."""
+    depth: int = Field(ge=0, le=30)
+    """0-30: specific figures rather than vague statements, recent information, industry
+    context."""
+    missing: Annotated[list[str], Field(max_length=5), keep_first(5)] = Field(default_factory=list)
+    """What the report lacks most, each as a few English words to search for (e.g.
+    "revenue guidance"); at most five, none when nothing important is missing."""
+
+    @property
+    def score(self) -> int:
+        """The sum of the three criteria, 0-100."""
+        return self.completeness + self.accuracy + self.depth
+
+
+QUALITY_SYSTEM: Final = (
+    "You score a company report's research 0-100 along three criteria: completeness "
+    "(0-40: company overview, financial metrics, market position, products and services), "
+    "accuracy (0-30: number and diversity of the sources, every fact citing one) and depth "
+    "(0-30: specific figures rather than vague statements, recent information, industry "
+    "context). Judge the facts and the sources listed; list what is missing most. "
+    + data_rule("report")
+)
+
+
+def quality_prompt(state: ReportState, rules: Quality) -> str:
+    """The report's facts section by section, each with the ids of its sources, and the
+    sources (title and URL): what Claude judges. The summary is not in it (its length
+    must not decide the score)."""
+    sources = {source.url: source for source in state.sources}
+    ids = {url: f"S{i}" for i, url in enumerate(sources, start=1)}
+    lines = [f"Company: {escape(state.company or state.query)}"]
+    for name in SECTIONS:
+        section = getattr(state, name) or Section()
+        lines.append(f"## {name}" + (" (unavailable)" if section.status != "ok" else ""))
+        for fact in section.facts:
+            cites = "".join(f"[{ids[url]}]" for url in fact.urls if url in ids) or "[no source]"
+            computed = (
+                f" (computed from {', '.join(fact.computed_from)})" if fact.computed_from else ""
+            )
+            label = fact_label("en", fact.key, fact.label)
+            lines.append(f"- {escape(label)}: {escape(fact.value)}{computed} {cites}")
+        if not section.facts:
+            lines.append("- (nothing found)")
+    lines.append("## sources")
+    lines += [f"[{ids[url]}] {escape(s.title)} — {escape(url)}" for url, s in sources.items()]
+    body = "\n".join(lines)
+    lacking = "; ".join(rules.missing) or "nothing"
+    return (
+        f"<report>\n{body}\n</report>\n"
+        f"The rules' coverage check: {rules.score}/100; fields not found: {lacking}."
+    )
+
+
+def combined_quality(rules: Quality, verdict: Verdict) -> Quality:
+    """The mean of the rules' score and Claude's; what is missing from both."""
+    missing = list(dict.fromkeys([*verdict.missing, *rules.missing]))
+    return rules.model_copy(
+        update={
+            "score": round((rules.score + verdict.score) / 2),
+            "missing": missing,
+            "method": "combined",
+            "rule_score": rules.score,
+            "llm_score": verdict.score,
+            "criteria": {
+                "completeness": verdict.completeness,
+                "accuracy": verdict.accuracy,
+                "depth": verdict.depth,
+            },
+        }
+    )
 
 
 def _template_summary(state: ReportState) -> str:
@@ -129,6 +209,8 @@ class Synthesizer:
                 update |= await self._write(state)
             except LLMError as exc:
                 update["notes"] = [f"synthesizer: {exc}; the summary is the rule-based one"]
+                if exc.usage.calls:
+                    update["usage"] = {"synthesizer": exc.usage}
         update["timings"] = {"synthesizer": time.perf_counter() - start}
         return update
 
@@ -150,20 +232,26 @@ class Synthesizer:
             ),
         )
         update: dict[str, Any] = {"usage": {"synthesizer": reply.usage}}
+        notes = [reply.note] if reply.note else []
         bad = ungrounded_numbers(reply.text, facts, state.company or "")
-        if bad:
-            update["notes"] = [
-                f"synthesizer: the LLM's summary had numbers no source gives ({', '.join(bad)}); "
-                "the rule-based summary is used"
-            ]
+        if bad or reply.truncated:
+            why = (
+                f"had numbers no source gives ({', '.join(bad)})"
+                if bad
+                else "was cut at the output limit"
+            )
+            notes.append(f"synthesizer: the LLM's summary {why}; the rule-based summary is used")
         else:
             update["summary"] = reply.text.strip()
+        if notes:
+            update["notes"] = notes
         return update
 
 
 class QualityCheck:
-    """Scores the report 0-100 (Claude when there is one, the rules as fallback) and
-    lists what is missing for the next iteration."""
+    """Scores the report 0-100 and lists what is missing for the next iteration: the
+    rules' coverage score, averaged with Claude's score of the facts and their sources
+    along design 004's criteria when there is Claude (the rules alone when it fails)."""
 
     def __init__(self, llm: LLM | None) -> None:
         self.llm = llm
@@ -176,21 +264,18 @@ class QualityCheck:
             try:
                 reply = await self.llm.structured(
                     agent="quality",
-                    system="Score this company report 0-100 for completeness and sourcing; "
-                    "list what is missing. " + data_rule("summary"),
-                    prompt=f"{fence('summary', state.summary)}\n\nRule check: {quality.missing}",
+                    system=QUALITY_SYSTEM,
+                    prompt=quality_prompt(state, quality),
                     schema=Verdict,
                 )
                 update["usage"] = {"quality": reply.usage}
-                quality = quality.model_copy(
-                    update={
-                        "score": reply.value.score,
-                        "missing": reply.value.missing,
-                        "method": "llm",
-                    }
-                )
+                if reply.note:
+                    update["notes"] = [reply.note]
+                quality = combined_quality(quality, reply.value)
             except LLMError as exc:
                 update["notes"] = [f"quality: {exc}; scored by the rules"]
+                if exc.usage.calls:
+                    update["usage"] = {"quality": exc.usage}
         update |= {"quality": quality, "gaps": list(quality.missing)}
         update["timings"] = {"quality": time.perf_counter() - start}
         return update

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Any, Final
+from typing import Annotated, Any, Final
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..common.fence import data_rule, fence, unescape
 from ..common.figures import figures, missing_figures
 from ..engine import NodeContext
-from ..llm import LLM, LLMError, Usage
+from ..llm import LLM, LLMError, keep_first
 from ..sources import (
     CompanyProfile,
     DataSource,
@@ -70,18 +70,32 @@ _SYSTEM: Final = (
 )
 
 
+MAX_FACTS: Final = 10
+"""Facts one specialist extracts at most."""
+
+
 class ExtractedFact(BaseModel):
     """One fact Claude extracted."""
 
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
     label: str
+    """What the value is (e.g. "Quarterly revenue"), in the report's language."""
     value: str
+    """The value exactly as the finding writes it, figures and units unchanged."""
     source_url: str
+    """The URL of the finding it comes from, exactly as given."""
 
 
 class Extraction(BaseModel):
-    """Claude's structured answer."""
+    """Claude's structured answer: the specialist's facts, most important first."""
 
-    facts: list[ExtractedFact] = Field(default_factory=list)
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    facts: Annotated[list[ExtractedFact], Field(max_length=MAX_FACTS), keep_first(MAX_FACTS)] = (
+        Field(default_factory=list)
+    )
+    """The facts, at most ten, most important first."""
 
 
 def _money(text: str | None) -> str | None:
@@ -290,6 +304,8 @@ class Specialist:
             update = {
                 self.name: Section(status="unavailable", error=f"{type(exc).__name__}: {exc}")
             }
+            if isinstance(exc, LLMError) and exc.usage.calls:
+                update["usage"] = {self.name: exc.usage}
         update["timings"] = {self.name: time.perf_counter() - start}
         return update
 
@@ -308,33 +324,51 @@ class Specialist:
         if result.findings is None:
             return {self.name: Section(missing=list(EXPECTED[self.name]))}
         sources = sources_of(result.findings, self.name)
-        facts, usage, dropped = await self._extract(state, company, result.findings, sources)
-        update: dict[str, Any] = {self.name: Section(facts=facts), "sources": sources}
+        update: dict[str, Any] = {"sources": sources}
+        facts, dropped = await self._extract(state, company, result.findings, sources, update)
+        notes = list(update.pop("notes", []))
         if dropped:
-            update["notes"] = [
+            notes.append(
                 f"{self.name}: {len(dropped)} extracted fact(s) left out, their value is not "
                 f"in the page they cite ({'; '.join(dropped[:3])})"
-            ]
-        if usage is not None:
-            update["usage"] = {self.name: usage}
-        return update
+            )
+        if notes:
+            update["notes"] = notes
+        return update | {self.name: Section(facts=facts)}
 
     async def _extract(
-        self, state: ReportState, company: str, findings: ResearchFindings, sources: list[Source]
-    ) -> tuple[list[Fact], Usage | None, list[str]]:
+        self,
+        state: ReportState,
+        company: str,
+        findings: ResearchFindings,
+        sources: list[Source],
+        update: dict[str, Any],
+    ) -> tuple[list[Fact], list[str]]:
+        """The facts Claude extracted whose value the cited page states, and the ones
+        left out (``label: value``); usage and Claude's notes go into ``update``."""
         urls = [source.url for source in sources]
         if self.llm is None:
-            return _field_facts(findings, urls[:1]), None, []
-        reply = await self.llm.structured(
-            agent=self.name,
-            system=_SYSTEM.format(agent=self.name),
-            prompt=(
-                f"{fence('company', company)}\nToday's date: {state.started_at[:10]}.\n"
-                f"Findings:\n{_findings_text(findings)}\n\n"
-                f"Extract the {SEARCHES[self.name][1]}."
-            ),
-            schema=Extraction,
-        )
+            return _field_facts(findings, urls[:1]), []
+        words = "Japanese" if state.language == "ja" else "English"
+        try:
+            reply = await self.llm.structured(
+                agent=self.name,
+                system=_SYSTEM.format(agent=self.name),
+                prompt=(
+                    f"{fence('company', company)}\nToday's date: {state.started_at[:10]}.\n"
+                    f"Findings:\n{_findings_text(findings)}\n\n"
+                    f"Extract the {SEARCHES[self.name][1]}. Write each label in {words}; "
+                    "copy each value as the finding writes it."
+                ),
+                schema=Extraction,
+            )
+        except LLMError as exc:
+            if exc.usage.calls:  # answers that did not fit were paid for
+                update["usage"] = {self.name: exc.usage}
+            raise
+        update["usage"] = {self.name: reply.usage}
+        if reply.note:
+            update["notes"] = [reply.note]
         pages = _page_texts(findings)
         facts, dropped = [], []
         for i, item in enumerate(reply.value.facts):
@@ -346,4 +380,4 @@ class Specialist:
                 continue
             fact = Fact(key=f"{self.name}_{i}", label=label, value=value, urls=[item.source_url])
             facts.append(fact)
-        return facts, reply.usage, dropped
+        return facts, dropped

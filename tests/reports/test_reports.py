@@ -121,7 +121,14 @@ def test_path_characters_never_escape() -> None:
 
 
 def quality(score: int) -> dict[str, Any]:
-    return {"score": score, "missing": ["market share"] if score < 85 else []}
+    """Claude's verdict adding up to ``score`` along design 004's criteria."""
+    completeness, accuracy = round(score * 0.4), round(score * 0.3)
+    return {
+        "completeness": completeness,
+        "accuracy": accuracy,
+        "depth": score - completeness - accuracy,
+        "missing": ["market share"] if score < 85 else [],
+    }
 
 
 VALUES = ("$89.5B revenue", "$195", "up 45% YTD", "P/E ratio: 31.2")
@@ -158,14 +165,17 @@ async def test_llm_quality_loop(home: Path, scores: list[int], iterations: int) 
     assert iterations == report.iterations
     assert 5 * iterations == len(llm.calls)
     assert {"financial", "market", "product", "synthesizer", "quality"} == set(report.usage)
-    assert scores[iterations - 1] == (report.quality.score if report.quality else None)
+    assert report.quality is not None and "combined" == report.quality.method
+    assert scores[iterations - 1] == report.quality.llm_score
+    rules = report.quality.rule_score or 0
+    assert round((rules + scores[iterations - 1]) / 2) == report.quality.score
     check_grounding(report)
 
 
 async def test_failing_specialist_marks_section_unavailable(home: Path) -> None:
     """A specialist whose LLM fails leaves its section unavailable; the siblings keep theirs."""
     url = "https://investor.apple.com/"
-    script = llm_script(url, [90])
+    script = llm_script(url, [100])  # the rules' 70 (no market section) and 100: 85, done
     script["market"] = [LLMError("overloaded", kind="overloaded")]
     assistant = ResearchAssistant(
         llm=ScriptedLLM(script), source=MockDataSource(), store=MemoryCheckpointStore()

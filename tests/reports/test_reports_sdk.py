@@ -28,24 +28,43 @@ PAGES = {
     "financial": (
         "Nvidia quarterly results",
         "https://ir.example.com/nvidia-q3",
-        "Revenue was $57.0 billion in the third quarter, up 62% from a year ago.",
+        "Revenue was $57.0 billion in the third quarter, up 62% from a year ago. Net income "
+        "was $31.9 billion and gross margin 73.6%.",
     ),
     "market": (
         "Nvidia competitors",
         "https://market.example.com/gpu-share",
-        "Nvidia holds 80% of the data-center accelerator market; AMD is second.",
+        "Nvidia holds 80% of the data-center accelerator market; AMD is second. Intel and "
+        "Google's TPU compete in inference.",
     ),
     "product": (
         "Nvidia product launches",
         "https://news.example.com/blackwell",
-        "Nvidia launched the Blackwell Ultra platform and the GB300 system.",
+        "Nvidia launched the Blackwell Ultra platform and the GB300 system, the Rubin "
+        "roadmap and the DGX Spark desktop.",
     ),
 }
 FACTS = {
-    "financial": [("Quarterly revenue", "$57.0 billion"), ("Revenue growth", "62%")],
-    "market": [("Data-center accelerator share", "80%"), ("Closest competitor", "AMD")],
-    "product": [("Platform", "Blackwell Ultra"), ("System", "GB300")],
+    "financial": [
+        ("Quarterly revenue", "$57.0 billion"),
+        ("Revenue growth", "62%"),
+        ("Net income", "$31.9 billion"),
+        ("Gross margin", "73.6%"),
+    ],
+    "market": [
+        ("Data-center accelerator share", "80%"),
+        ("Closest competitor", "AMD"),
+        ("Inference competitor", "Intel"),
+        ("Custom chips", "Google's TPU"),
+    ],
+    "product": [
+        ("Platform", "Blackwell Ultra"),
+        ("System", "GB300"),
+        ("Roadmap", "Rubin"),
+        ("Desktop", "DGX Spark"),
+    ],
 }
+"""Four facts per specialist: full marks from the rules' coverage check."""
 INVENTED = "https://invented.example.org/not-retrieved"
 
 
@@ -68,29 +87,42 @@ def search(body: dict[str, Any]) -> Any:
     return tv.results([tv.result(title, url, content, 0.9)])
 
 
+def verdict(score: int) -> dict[str, Any]:
+    """Claude's quality verdict adding up to ``score`` along design 004's criteria."""
+    completeness, accuracy = round(score * 0.4), round(score * 0.3)
+    return {
+        "completeness": completeness,
+        "accuracy": accuracy,
+        "depth": score - completeness - accuracy,
+        "missing": [] if score >= 85 else ["guidance"],
+    }
+
+
+def extraction(body: dict[str, Any]) -> Any:
+    """A specialist's facts citing the page it was given (and one citing a URL never
+    retrieved)."""
+    agent = re.search(r"You are the (\w+) specialist", str(body["system"]))
+    assert agent is not None
+    url = PAGES[agent.group(1)][1]
+    facts = [
+        {"label": label, "value": value, "source_url": url}
+        for label, value in FACTS[agent.group(1)]
+    ]
+    facts.append({"label": "Rumour", "value": "$1 trillion deal", "source_url": INVENTED})
+    return api.tool_use("respond", {"facts": facts}, input_tokens=500, output_tokens=80)
+
+
 def claude(scores: list[int]) -> Any:
-    """Claude: facts citing the page given (and one citing a URL never retrieved),
-    a summary from the facts, then the quality verdicts in turn."""
+    """Claude: facts citing the page given, a summary from the facts, then the quality
+    verdicts in turn."""
     verdicts = iter(scores)
 
     def answer(body: dict[str, Any]) -> Any:
         if "tools" not in body:
             return api.text("Nvidia's quarterly revenue was $57.0 billion, up 62%.")
-        schema = body["tools"][0]["input_schema"]["properties"]
-        if "score" in schema:
-            score = next(verdicts)
-            return api.tool_use(
-                "respond", {"score": score, "missing": [] if score >= 85 else ["guidance"]}
-            )
-        agent = re.search(r"You are the (\w+) specialist", str(body["system"]))
-        assert agent is not None
-        url = PAGES[agent.group(1)][1]
-        facts = [
-            {"label": label, "value": value, "source_url": url}
-            for label, value in FACTS[agent.group(1)]
-        ]
-        facts.append({"label": "Rumour", "value": "$1 trillion deal", "source_url": INVENTED})
-        return api.tool_use("respond", {"facts": facts}, input_tokens=500, output_tokens=80)
+        if "completeness" in body["tools"][0]["input_schema"]["properties"]:
+            return api.tool_use("respond", verdict(next(verdicts)))
+        return extraction(body)
 
     return answer
 
@@ -120,7 +152,13 @@ async def test_report_through_claude_and_tavily(
     report = await assistant_on(anthropic_server, tavily_server).report("Nvidia")
     queries = [page_of(str(r.body["query"])) for r in tavily_server.requests]
     assert ["financial", "market", "product", "researcher"] == sorted(queries)
-    assert (1, 90) == (report.iterations, report.quality.score if report.quality else None)
+    assert report.quality is not None
+    assert (1, 95, 100, 90) == (
+        report.iterations,
+        report.quality.score,
+        report.quality.rule_score,
+        report.quality.llm_score,
+    )
     assert 5 == len(anthropic_server.requests)
     assert {"financial": 1, "market": 1, "product": 1, "synthesizer": 1, "quality": 1} == {
         agent: usage.calls for agent, usage in report.usage.items()
@@ -158,6 +196,10 @@ async def test_report_loops_with_claude_five_calls_per_iteration(
         agent: usage.calls for agent, usage in report.usage.items()
     }
     assert "## 財務" in report.markdown and "invented.example.org" not in report.markdown
+    extractions = [r for r in anthropic_server.requests if "specialist" in str(r.body["system"])]
+    assert 6 == len(extractions)
+    assert all("Write each label in Japanese" in str(r.body["messages"]) for r in extractions)
+    assert [] == anthropic_server.schema_problems()
     second_round = [str(r.body["query"]) for r in tavily_server.requests[4:]]
     assert all("guidance" in query for query in second_round), second_round
 
@@ -240,3 +282,92 @@ async def test_the_report_prompts_carry_the_clocks_date(
         if "Today's date: 2031-03-04." in json.dumps(r.body["messages"])
     ]
     assert 4 == len(dated)
+
+
+def judge(body: dict[str, Any]) -> Any:
+    """Claude scoring what the quality prompt shows it, along design 004's criteria: the
+    facts and their sources when it sees them, a summary of one sentence when not."""
+    prompt = str(body["messages"][0]["content"])
+    values = [value for facts in FACTS.values() for _, value in facts]
+    shown = sum(value in prompt for value in values) / len(values)
+    cited = all(url in prompt for _, url, _ in PAGES.values())
+    score = round(40 * shown) + (27 if cited else 5) + round(25 * shown)
+    properties = body["tools"][0]["input_schema"]["properties"]
+    if "score" in properties:  # a single score
+        return api.tool_use("respond", {"score": score, "missing": ["more detail"]})
+    return api.tool_use("respond", verdict(score) | {"missing": []})
+
+
+async def test_quality_judges_facts_and_sources_not_the_summary(
+    anthropic_server: FakeAnthropic, tavily_server: FakeTavily
+) -> None:
+    """The quality check sends Claude every fact with its [S#] and the sources, never the
+    one-sentence summary alone: a complete report ends in one iteration (5 calls, the
+    README's count) with the rules' score and Claude's averaged; the schema sent names
+    the three criteria of design 004 with their ranges."""
+
+    def answer(body: dict[str, Any]) -> Any:
+        if "tools" not in body:
+            return api.text("Nvidia makes GPUs.")  # a short summary
+        properties = body["tools"][0]["input_schema"]["properties"]
+        return judge(body) if "missing" in properties else extraction(body)
+
+    anthropic_server.auto(answer)
+    tavily_server.auto(search)
+    report = await assistant_on(anthropic_server, tavily_server).report("Nvidia")
+    assert report.quality is not None
+    assert (1, 5) == (report.iterations, len(anthropic_server.requests))
+    assert ("combined", 100, 92, 96) == (
+        report.quality.method,
+        report.quality.rule_score,
+        report.quality.llm_score,
+        report.quality.score,
+    )
+    (request,) = [
+        r for r in anthropic_server.requests if "completeness" in json.dumps(r.body.get("tools"))
+    ]
+    prompt = str(request.body["messages"][0]["content"])
+    ids = {entry["url"]: entry["id"] for entry in report.sources}
+    assert f"$57.0 billion [{ids[PAGES['financial'][1]]}]" in prompt
+    assert "Nvidia makes GPUs." not in prompt
+    schema = request.body["tools"][0]["input_schema"]["properties"]
+    assert {"completeness": 40, "accuracy": 30, "depth": 30} == {
+        name: schema[name]["maximum"] for name in ("completeness", "accuracy", "depth")
+    }
+    assert (
+        "LLM, judging the facts and their sources: 92/100 (completeness 37/40, accuracy "
+        "28/30, depth 27/30)" in " ".join(report.markdown.split())
+    )
+
+
+async def test_cut_and_misfit_answers_are_noted_and_counted(
+    anthropic_server: FakeAnthropic, tavily_server: FakeTavily
+) -> None:
+    """The financial specialist's answer is cut at the output limit: asked again with twice
+    the limit, said under Methodology, both calls counted. The market specialist answers
+    twice with a misfit: its section is unavailable and both answers are still counted."""
+    cut: list[int] = []
+
+    def answer(body: dict[str, Any]) -> Any:
+        system = str(body.get("system"))
+        if "financial specialist" in system and not cut:
+            cut.append(body["max_tokens"])
+            return api.cut_tool_use("respond", {}, output_tokens=body["max_tokens"])
+        if "market specialist" in system:
+            return api.tool_use("respond", {"facts": "none"}, output_tokens=15)
+        return judge_all(body)
+
+    judge_all = claude([100])  # the rules' 75 (no market section) and 100: done at once
+    anthropic_server.auto(answer)
+    tavily_server.auto(search)
+    report = await assistant_on(anthropic_server, tavily_server).report("Nvidia")
+    financial = [
+        r for r in anthropic_server.requests if "financial specialist" in str(r.body.get("system"))
+    ]
+    assert [cut[0], 2 * cut[0]] == [r.body["max_tokens"] for r in financial]
+    assert f"financial: Claude's answer was cut at the {cut[0]:,}-token output limit" in (
+        report.markdown
+    )
+    assert (2, 2) == (report.usage["financial"].calls, report.usage["market"].calls)
+    assert 30 == report.usage["market"].output_tokens
+    assert "This section is unavailable: the market specialist failed" in report.markdown

@@ -43,12 +43,15 @@ __all__ = [
     "FakeAnthropic",
     "MessageReply",
     "StreamErrorReply",
+    "cut_text",
+    "cut_tool_use",
     "delay",
     "disconnect",
     "error",
     "json_text",
     "message",
     "raw",
+    "schema_problems",
     "stream_error",
     "text",
     "tool_use",
@@ -259,10 +262,49 @@ def tool_use(
     output_tokens: int = 20,
     id: str | None = None,
     stream_delay: float = 0.0,
+    stop_reason: str = "tool_use",
 ) -> MessageReply:
-    """A ``tool_use`` block calling ``name`` with ``input``; stop reason ``tool_use``."""
+    """A ``tool_use`` block calling ``name`` with ``input``; stop reason ``tool_use``
+    (``"max_tokens"``: a tool call cut at the output limit, see ``cut_tool_use``)."""
     block = {"type": "tool_use", "id": id or _new_id("toolu"), "name": name, "input": input}
-    return MessageReply((block,), "tool_use", input_tokens, output_tokens, stream_delay)
+    return MessageReply((block,), stop_reason, input_tokens, output_tokens, stream_delay)
+
+
+def cut_tool_use(name: str, input: dict[str, Any], *, output_tokens: int = 1024) -> MessageReply:
+    """A tool call cut at the output limit: ``input`` is what was written before the cut
+    (e.g. ``{}``), the stop reason is ``max_tokens`` and the output tokens are the limit."""
+    return tool_use(name, input, output_tokens=output_tokens, stop_reason="max_tokens")
+
+
+def cut_text(written: str, *, output_tokens: int = 1024) -> MessageReply:
+    """A text answer cut at the output limit (stop reason ``max_tokens``)."""
+    return text(written, output_tokens=output_tokens, stop_reason="max_tokens")
+
+
+def schema_problems(schema: Mapping[str, Any]) -> list[str]:
+    """What a tool's input schema sent to Claude lacks: a description on every property
+    (nested models included, through ``$defs``) and ``maxItems`` on every array."""
+    problems: list[str] = []
+    defs = schema.get("$defs", {})
+
+    def walk(node: Mapping[str, Any], where: str) -> None:
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            walk(defs[ref.rsplit("/", 1)[-1]], where)
+            return
+        for option in node.get("anyOf", []):
+            walk(option, where)
+        if node.get("type") == "array":
+            if "maxItems" not in node:
+                problems.append(f"{where}: an array without maxItems")
+            walk(node.get("items", {}), f"{where}[]")
+        for name, prop in node.get("properties", {}).items():
+            if not prop.get("description"):
+                problems.append(f"{where}.{name}: no description")
+            walk(prop, f"{where}.{name}")
+
+    walk(schema, "$")
+    return problems
 
 
 def json_text(
@@ -337,3 +379,12 @@ class FakeAnthropic(LoopbackServer):
     def failure(self, message: str) -> Reply:
         """An ``api_error`` 500 when an ``auto`` function fails."""
         return error(500, "api_error", message)
+
+    def schema_problems(self) -> list[str]:
+        """``schema_problems`` of every tool schema the recorded requests sent."""
+        problems: list[str] = []
+        for request in self.requests:
+            for tool in request.body.get("tools") or []:
+                name = tool.get("description", tool.get("name"))
+                problems += [f"{name}: {p}" for p in schema_problems(tool["input_schema"])]
+        return sorted(set(problems))

@@ -10,7 +10,15 @@ from ...engine import NodeContext
 from ...llm import LLMError, Usage
 from ..state import ResearchState
 
-__all__ = ["as_data", "emit_text", "log_step", "usage_update", "warn_fallback"]
+__all__ = [
+    "as_data",
+    "emit_text",
+    "failed_usage",
+    "llm_note",
+    "log_step",
+    "usage_update",
+    "warn_fallback",
+]
 
 
 def as_data(text: str) -> str:
@@ -23,6 +31,18 @@ def as_data(text: str) -> str:
 def usage_update(agent: str, usage: Usage) -> dict[str, Any]:
     """The state change that adds ``usage`` to ``agent``'s running total."""
     return {"usage": {agent: usage}, "question_usage": {agent: usage}}
+
+
+def failed_usage(agent: str, exc: LLMError) -> dict[str, Any]:
+    """The state change that counts what a failed call cost (answers that did not fit
+    the schema, or were cut at the output limit, are paid for too)."""
+    return usage_update(agent, exc.usage) if exc.usage.calls else {}
+
+
+def llm_note(ctx: NodeContext, state: ResearchState, note: str | None) -> None:
+    """Log what the LLM client had to do for an answer (e.g. a raised output limit)."""
+    if note:
+        ctx.log.info("LLM note", agent=ctx.node, correlation_id=state.correlation_id, note=note)
 
 
 def log_step(ctx: NodeContext, state: ResearchState, **fields: Any) -> None:

@@ -7,14 +7,23 @@ from typing import Any
 
 from ...common.files import Clock, utc_now
 from ...engine import NodeContext
-from ...llm import LLM, LLMError
+from ...llm import LLM, LLMError, fit_to_budget
 from ...sources import ResearchFindings
 from ..constants import (
     CONFIDENCE_HIGH_THRESHOLD,
     CONFIDENCE_MEDIUM_THRESHOLD,
+    SYNTHESIS_TOKEN_BUDGET,
 )
 from ..state import Message, ResearchState
-from ._common import as_data, emit_text, log_step, usage_update, warn_fallback
+from ._common import (
+    as_data,
+    emit_text,
+    failed_usage,
+    llm_note,
+    log_step,
+    usage_update,
+    warn_fallback,
+)
 from ._compare import comparison_table, difference_sentences
 from ._intents import INTENT_FIELDS, missing_sentence
 from ._small_talk import is_small_talk, is_thanks
@@ -332,20 +341,24 @@ class SynthesisAgent:
         self, state: ResearchState, ctx: NodeContext, update: dict[str, Any]
     ) -> str | None:
         assert self.llm is not None and state.research_findings is not None
+        lang = state.language
         all_findings = [state.research_findings, *state.comparison_findings]
-        payload = "\n".join(
-            as_data(f.model_dump_json(exclude={"raw_data", "sources"})) for f in all_findings
+        payload = await fit_to_budget(
+            "\n".join(
+                as_data(f.model_dump_json(exclude={"raw_data", "sources"})) for f in all_findings
+            ),
+            SYNTHESIS_TOKEN_BUDGET,
         )
-        lacking = missing_sentence(state.research_findings, state.query_intent) or "nothing"
+        lacking = missing_sentence(state.research_findings, state.query_intent, lang)
         prompt = (
             f"Today's date: {utc_now(self.clock)[:10]}.\n"
             f"Question: {state.original_query}\nIntent: {state.query_intent}\n"
-            f"Answer in: {'Japanese' if state.language == 'ja' else 'English'}\n"
-            f"What the findings lack (say so plainly in one sentence): {lacking}\n"
+            f"Answer in: {'Japanese' if lang == 'ja' else 'English'}\n"
+            f"What the findings lack (say so plainly in one sentence): {lacking or 'nothing'}\n"
             f"<conversation>\n{as_data(state.conversation_summary or 'none')}\n</conversation>\n"
-            f"<findings>\n{payload}\n</findings>"
+            f"<findings>\n{payload.text}\n</findings>"
         )
-        prefix = _prefix(state.confidence_score, lacking if lacking != "nothing" else None, "en")
+        prefix = _prefix(state.confidence_score, lacking, lang)
         if prefix:
             ctx.emit("token", prefix + "\n\n")
         try:
@@ -359,10 +372,12 @@ class SynthesisAgent:
                 raise LLMError("the LLM's answer was empty", kind="schema")
         except LLMError as exc:
             warn_fallback(ctx, state, exc)
+            update |= failed_usage("synthesis", exc)
             ctx.emit("reset", None)
             return None
         update |= usage_update("synthesis", reply.usage)
-        block = sources_block(all_findings)
+        llm_note(ctx, state, reply.note)
+        block = sources_block(all_findings, lang)
         if block:
             ctx.emit("token", "\n\n" + block)
         return "\n\n".join(p for p in (prefix, reply.text.strip(), block) if p)

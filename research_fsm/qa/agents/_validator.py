@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from ...engine import NodeContext
 from ...llm import LLM, LLMError, fit_to_budget
 from ...sources import ResearchFindings
 from ..constants import VALIDATOR_TOKEN_BUDGET
 from ..state import ResearchState
-from ._common import as_data, log_step, usage_update, warn_fallback
+from ._common import as_data, failed_usage, llm_note, log_step, usage_update, warn_fallback
 from ._intents import INTENT_TOPICS, covered_topics
 
 __all__ = ["ValidationVerdict", "ValidatorAgent", "rule_verdict"]
@@ -37,12 +37,15 @@ _FEEDBACK = {
 class ValidationVerdict(BaseModel):
     """The validator's structured verdict."""
 
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
     is_sufficient: bool
     """Whether the findings answer the question."""
     feedback: str | None = None
-    """Specific guidance for the next search when insufficient."""
+    """Specific guidance for the next search when insufficient (a few English words a
+    search engine can use, e.g. "no stock data; search for share price")."""
     reasoning: str = ""
-    """Brief explanation."""
+    """Brief explanation (one sentence)."""
 
 
 def _independent_sources(findings: ResearchFindings) -> int:
@@ -102,8 +105,10 @@ class ValidatorAgent:
                 )
                 verdict = reply.value
                 update |= usage_update("validator", reply.usage)
+                llm_note(ctx, state, reply.note)
             except LLMError as exc:
                 warn_fallback(ctx, state, exc)
+                update |= failed_usage("validator", exc)
         if verdict is None:
             verdict = rule_verdict(findings, state.query_intent, state.detected_company)
         log_step(ctx, state, sufficient=verdict.is_sufficient, feedback=verdict.feedback)
