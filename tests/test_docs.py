@@ -180,6 +180,26 @@ def test_history_editing_example_prints_its_documented_result(tmp_path: Path) ->
     assert expected == result.stdout.strip().splitlines()
 
 
+def test_the_migrated_langgraph_app_prints_what_the_original_does(tmp_path: Path) -> None:
+    """The "Coming from LangGraph" page's rewrite prints exactly what the LangGraph
+    original prints (the original runs where LangGraph is installed: the bench extra)."""
+    page = ROOT / "docs" / "langgraph.md"
+    (tmp_path / "ours").mkdir()
+    (tmp_path / "lg").mkdir()
+    ours = run_block(only_block(page, "from research_fsm.engine import"), tmp_path / "ours")
+    assert ours.returncode == 0, ours.stderr
+    expected = [
+        "{'question': 'Publish 2 chapters?'}",
+        "True ['tea history: a polished chapter', 'tea today: a polished chapter', '(published)']",
+    ]
+    assert expected == ours.stdout.strip().splitlines()
+    if importlib.util.find_spec("langgraph") is None:
+        pytest.skip("langgraph is not installed (pip install -e '.[bench]')")
+    original = run_block(only_block(page, "from langgraph.graph import"), tmp_path / "lg")
+    assert original.returncode == 0, original.stderr
+    assert expected == original.stdout.strip().splitlines()
+
+
 def test_markers_sit_on_python_blocks() -> None:
     """Every docs-test comment is understood and sits right above a Python fence."""
     for path in DOC_FILES:

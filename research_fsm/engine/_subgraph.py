@@ -85,6 +85,7 @@ class Subgraph:
         self.output = output
         self.parent_schema = StateSchema(parent)
         child_fields = child.state_model.model_fields
+        self.child_fields = frozenset(child_fields)
         self.shared = tuple(f for f in parent.model_fields if f in child_fields)
         self.input_takes_item = input is not None and _takes_two(input)
 
@@ -245,13 +246,14 @@ class Subgraph:
 
     def _input(self, state: BaseModel, item: Any) -> Any:
         """The child's input: ``input(state)`` (``input(state, item)`` in a ``Send``
-        branch when it takes two arguments), else the shared fields, a ``Send``
-        item's keys (a dict) over them."""
+        branch when it takes two arguments), else the shared fields, with a ``Send``
+        item's keys that are child fields (a dict item, as LangGraph's ``Send`` arg)
+        over them."""
         if self.input is not None:
             return self.input(state, item) if self.input_takes_item else self.input(state)
         given = {f: getattr(state, f) for f in self.shared}
         if isinstance(item, dict):
-            given.update((k, v) for k, v in item.items() if k in self.shared)
+            given.update((k, v) for k, v in item.items() if k in self.child_fields)
         return given
 
     def _update(self, state: BaseModel, given: Any, final: BaseModel) -> Any:

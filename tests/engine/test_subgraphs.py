@@ -785,3 +785,31 @@ async def test_an_answer_is_not_given_to_the_child_s_next_question(store: Checkp
     done = await app.resume(again.suspension.token, "b")
     assert done.state.notes == ["plan:t", "one=a", "two=b", "write:t"]
     assert calls["one.resume"] == 1 and calls["two.resume"] == 1
+
+
+async def test_a_send_item_sets_fields_only_the_child_has(store: CheckpointStore) -> None:
+    """A dict ``Send`` item's keys that only the child's model has reach the child (as
+    LangGraph's ``Send`` argument does); keys neither model has are not passed."""
+
+    class Part(BaseModel):
+        subject: str = ""
+        notes: Annotated[list[str], append] = []
+
+    class Whole(BaseModel):
+        notes: Annotated[list[str], append] = []
+
+    async def write(state: Part) -> dict[str, Any]:
+        return {"notes": [f"wrote {state.subject}"]}
+
+    inner = StateGraph(Part)
+    inner.add_node("write", write).add_edge(START, "write").add_edge("write", END)
+    graph = StateGraph(Whole)
+    graph.add_node("part", inner.compile(store=store))
+    graph.add_router(
+        START,
+        lambda s: [Send("part", {"subject": x, "unknown": 1}) for x in ("tea", "coffee")],
+        ["part"],
+    )
+    graph.add_edge("part", END)
+    done = await graph.compile(store=store).run({}, thread_id="whole")
+    assert ["wrote tea", "wrote coffee"] == done.state.notes
