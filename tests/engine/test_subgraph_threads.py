@@ -157,3 +157,74 @@ async def test_a_crash_midway_through_delete_is_finished_by_a_retry(
     await app.delete_thread("p")
     for thread in children | {"p"}:
         assert await store.load_latest(thread) is None, thread
+
+
+def asking_parent(store: CheckpointStore, seen: Seen) -> CompiledGraph[Outer]:
+    """plan -> research (gather -> ask, a leaf subgraph) -> write."""
+    graph = StateGraph(Outer)
+    graph.add_node("plan", seen.note("plan")).add_node("research", leaf(store, seen, ask=True))
+    graph.add_node("write", seen.note("write"))
+    graph.add_edge(START, "plan").add_edge("plan", "research")
+    graph.add_edge("research", "write").add_edge("write", END)
+    return graph.compile(store=store)
+
+
+async def _child_log(store: CheckpointStore, thread: str) -> list[str]:
+    return [cp.checkpoint_id async for cp in store.history(thread)]
+
+
+async def test_a_new_line_of_history_inside_a_child_reruns_the_child_afresh(
+    store: CheckpointStore,
+) -> None:
+    """``run(None, checkpoint_id=...)`` back to where the parent was suspended inside
+    its child: the new line runs the child again from its start on a child thread of
+    its own (the question is asked again), never taking the abandoned line's answer
+    nor touching its child thread."""
+    seen = Seen()
+    app = asking_parent(store, seen)
+    first = await app.run({"topic": "t"}, thread_id="p")
+    assert first.suspension is not None
+    (old_child,) = seen.threads - {"p"}
+    done = await app.resume(first.suspension.token, "yes")
+    assert done.state.notes == ["plan:t", "gather:t", "ask=yes", "write:t"]
+    old_log = await _child_log(store, old_child)
+    again = await app.run(None, thread_id="p", checkpoint_id=first.checkpoint_id)
+    assert again.status == "suspended" and again.suspension is not None
+    asked = await app.resume(again.suspension.token, "ignored")
+    assert asked.status == "suspended" and asked.suspension is not None  # asked again
+    assert asked.suspension.payload == {"question": "t"}
+    final = await app.resume(asked.suspension.token, "no")
+    assert final.state.notes == ["plan:t", "gather:t", "ask=no", "write:t"]
+    assert seen.answers == ["yes", "no"]
+    new_children = seen.threads - {"p", old_child}
+    assert len(new_children) == 1
+    assert await _child_log(store, old_child) == old_log
+    await app.delete_thread("p")
+    for thread in {old_child, *new_children, "p"}:
+        assert await store.load_latest(thread) is None, thread
+
+
+async def test_a_fork_inside_a_child_reruns_the_child_and_leaves_the_source_alone(
+    store: CheckpointStore,
+) -> None:
+    """``fork`` of a checkpoint where the parent waits on its child: the fork's child
+    thread derives from the fork's thread id, so the fork runs the child afresh (the
+    question asked again) and the source's child goes on untouched."""
+    seen = Seen()
+    app = asking_parent(store, seen)
+    first = await app.run({"topic": "t"}, thread_id="p")
+    assert first.suspension is not None
+    (source_child,) = seen.threads - {"p"}
+    source_log = await _child_log(store, source_child)
+    forked = await app.fork("p", first.checkpoint_id, "q")
+    assert forked.suspension is not None
+    asked = await app.resume(forked.suspension.token, "ignored")
+    assert asked.status == "suspended" and asked.suspension is not None
+    final = await app.resume(asked.suspension.token, "fork")
+    assert final.state.notes == ["plan:t", "gather:t", "ask=fork", "write:t"]
+    assert await _child_log(store, source_child) == source_log
+    done = await app.resume(first.suspension.token, "source")
+    assert done.state.notes == ["plan:t", "gather:t", "ask=source", "write:t"]
+    await app.delete_thread("q")
+    assert await store.load_latest(source_child) is not None
+    assert (await app.get_state("p")) is not None
