@@ -13,6 +13,7 @@ from research_fsm.engine import (
     START,
     CheckpointStore,
     CompiledGraph,
+    MemoryCheckpointStore,
     NodeContext,
     Send,
     StateGraph,
@@ -228,3 +229,41 @@ async def test_a_fork_inside_a_child_reruns_the_child_and_leaves_the_source_alon
     await app.delete_thread("q")
     assert await store.load_latest(source_child) is not None
     assert (await app.get_state("p")) is not None
+
+
+def test_to_mermaid_draws_each_subgraph_as_a_block_with_its_nodes() -> None:
+    """A subgraph node is a Mermaid ``subgraph`` block holding the child's nodes and
+    edges (nested children inside it), its ids apart from the parent's even when a
+    parent node is named like one; the parent's edges reach the block."""
+    store = MemoryCheckpointStore()
+    seen = Seen()
+    graph = StateGraph(Outer)
+    graph.add_node("research", nested(store, seen))
+    graph.add_node("research_before", seen.note("x"))  # a child's id, were `_` the joint
+    graph.add_edge(START, "research").add_edge("research", "research_before")
+    graph.add_edge("research_before", END)
+    drawn = graph.compile(store=store).to_mermaid().splitlines()
+    body = drawn[drawn.index('    subgraph research["research"]') :]
+    block = body[: body.index("    end") + 1]
+    assert block == [
+        '    subgraph research["research"]',
+        "        direction TB",
+        '        research____start__(["START"])',
+        '        research____end__(["END"])',
+        '        research__before["before"]',
+        '        subgraph research__deep["deep"]',
+        "            direction TB",
+        '            research__deep____start__(["START"])',
+        '            research__deep____end__(["END"])',
+        '            research__deep__gather["gather"]',
+        "            research__deep____start__ --> research__deep__gather",
+        "            research__deep__gather --> research__deep____end__",
+        "        end",
+        "        research____start__ --> research__before",
+        "        research__before --> research__deep",
+        "        research__deep --> research____end__",
+        "    end",
+    ]
+    assert '    research_before["research_before"]' in drawn
+    assert "    __start__ --> research" in drawn
+    assert "    research --> research_before" in drawn
