@@ -63,6 +63,12 @@ class CompiledGraph(Generic[StateT]):
             f"store={self.store!r})"
         )
 
+    @property
+    def plan(self) -> Plan:
+        """What the engine reads of this graph (internal to the engine: a parent graph
+        reads its subgraphs' plans through it)."""
+        return self._plan
+
     # -- public API ------------------------------------------------------------
 
     async def run(

@@ -42,7 +42,7 @@ def _drawn(plan: Plan, prefix: str, indent: str) -> list[str]:
             continue
         lines.append(f'{indent}subgraph {ids[name]}["{_label(name)}"]')
         lines.append(f"{indent}    direction TB")
-        lines += _drawn(child._plan, f"{ids[name]}__", indent + "    ")
+        lines += _drawn(child.plan, f"{ids[name]}__", indent + "    ")
         lines.append(f"{indent}end")
     joins = {source: fork.join for source, fork in plan.edges.items() if isinstance(fork, Fork)}
     joins.update({s: j for s, j in plan.router_joins.items() if j is not None})
