@@ -267,3 +267,24 @@ def test_to_mermaid_draws_each_subgraph_as_a_block_with_its_nodes() -> None:
     assert '    research_before["research_before"]' in drawn
     assert "    __start__ --> research" in drawn
     assert "    research --> research_before" in drawn
+
+
+async def test_delete_thread_finds_a_subgraph_a_branch_reaches_after_a_node(
+    store: CheckpointStore,
+) -> None:
+    """A static fan-out whose branches run a plain node, then a subgraph: each branch
+    node execution has its own key, and the child of the later one goes too."""
+    seen = Seen()
+    graph = StateGraph(Outer)
+    graph.add_node("a", seen.note("a")).add_node("b", seen.note("b"))
+    graph.add_node("research", nested(store, seen)).add_node("other", leaf(store, seen))
+    graph.add_node("join", seen.note("join"))
+    graph.add_edge(START, ["a", "b"]).add_edge("a", "research").add_edge("b", "other")
+    graph.add_edge(["research", "other"], "join").add_edge("join", END)
+    app = graph.compile(store=store)
+    assert (await app.run({"topic": "t"}, thread_id="p")).status == "completed"
+    children = seen.threads - {"p"}
+    assert len(children) == 3
+    await app.delete_thread("p")
+    for thread in children | {"p"}:
+        assert await store.load_latest(thread) is None, thread
