@@ -20,6 +20,7 @@ from ._breakpoints import breakpoints
 from ._edit import check_as_node, check_checkpoint_id, fork, rewind, update
 from ._errors import CheckpointNotFound, IncompatibleCheckpoint, ThreadBusy
 from ._events import Sink, Suspended
+from ._family import child_threads
 from ._mermaid import to_mermaid
 from ._modes import StreamMode, parse_modes
 from ._plan import Breakpoints, Plan
@@ -61,6 +62,12 @@ class CompiledGraph(Generic[StateT]):
             f"CompiledGraph({self.state_model.__name__}, nodes={list(self._plan.nodes)}, "
             f"store={self.store!r})"
         )
+
+    @property
+    def plan(self) -> Plan:
+        """What the engine reads of this graph (internal to the engine: a parent graph
+        reads its subgraphs' plans through it)."""
+        return self._plan
 
     # -- public API ------------------------------------------------------------
 
@@ -228,8 +235,18 @@ class CompiledGraph(Generic[StateT]):
             await lease.release()
 
     async def delete_thread(self, thread_id: str) -> None:
-        """Forget a thread; its resume tokens become stale."""
-        await self.store.delete(validate_thread_id(thread_id))
+        """Forget a thread; its resume tokens become stale.
+
+        With subgraphs, the child threads its subgraph nodes started go too (theirs
+        in turn), each before the thread that names them: a crash midway leaves the
+        parent (or a child) that names what is left, and calling this again finishes
+        the job."""
+        thread_id = validate_thread_id(thread_id)
+        children = self._plan.children
+        if children:
+            for node, child in await child_threads(self.store, thread_id, children):
+                await children[node].delete_thread(child)
+        await self.store.delete(thread_id)
 
     def to_mermaid(self) -> str:
         """A Mermaid flowchart of the nodes, edges and router branches."""

@@ -13,6 +13,7 @@ checkpoint. Nothing here runs unless one of these is called.
 from __future__ import annotations
 
 import os
+import secrets
 from typing import Any
 
 from pydantic import BaseModel
@@ -166,6 +167,9 @@ async def rewind(plan: Plan, thread_id: str, checkpoint_id: str) -> Checkpoint |
     branches = _rekeyed(past.branches)
     copy = _copy(
         past,
+        # A run of its own: the subgraph nodes it runs derive new child threads from
+        # it, so the new line never takes (nor changes) the abandoned line's children.
+        run_id=secrets.token_hex(8),
         thread_id=thread_id,
         seq=latest.seq + 1,
         parent_id=latest.checkpoint_id,
@@ -208,6 +212,7 @@ async def fork(
             raise CheckpointNotFound(thread_id, checkpoint_id)
     copy = _copy(
         past,
+        run_id=past.run_id,  # the children derive from the new thread id: new ones
         thread_id=new_thread_id,
         seq=1,
         parent_id=None,
@@ -229,6 +234,7 @@ def _restored(plan: Plan, checkpoint: Checkpoint) -> BaseModel:
 def _copy(
     past: Checkpoint,
     *,
+    run_id: str,
     thread_id: str,
     seq: int,
     parent_id: str | None,
@@ -242,7 +248,7 @@ def _copy(
         checkpoint_id=new_checkpoint_id(seq),
         parent_id=parent_id,
         seq=seq,
-        run_id=past.run_id,
+        run_id=run_id,
         step=past.step,
         status=past.status,
         next=past.next,

@@ -409,6 +409,7 @@ class StateGraph(Generic[StateT]):
             store=store,
             max_concurrency=max_concurrency,
             subgraphs=bool(self.subgraphs),
+            children={name: sub.child for name, sub in self.subgraphs.items()} or None,
             breakpoints=stops,
         )
         return CompiledGraph(plan, self.state_model)

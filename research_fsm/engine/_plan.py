@@ -115,6 +115,9 @@ class Plan:
     subgraphs: bool = False
     """Whether a node runs a child graph (``_subgraph``): parallel branches then key
     each node execution (``NodeContext.scope``), saved with the branch."""
+    children: dict[str, Any] | None = None
+    """The subgraph nodes' child graphs (``CompiledGraph``) by node name (``None``: no
+    subgraph): ``delete_thread`` deletes the child threads with the parent's."""
     breakpoints: Breakpoints | None = None
     """Where runs pause by default (``compile(interrupt_before=..., interrupt_after=...)``;
     ``None``: nowhere)."""

@@ -21,9 +21,7 @@ the parent's reducers), or what ``output`` returns.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import inspect
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -32,6 +30,7 @@ from pydantic import BaseModel
 from ._compiled import CompiledGraph
 from ._context import NodeContext
 from ._events import Completed, Event, Suspended
+from ._family import child_thread
 from ._state import StateSchema
 from ._steps import ChildSuspend
 from ._tokens import first_token
@@ -45,22 +44,6 @@ InputFn = Callable[..., Any]
 item of the branch, else ``None``): the child's input (a dict or a child state model)."""
 OutputFn = Callable[[Any], Any]
 """``output(child_state)``: the parent's update (a dict or a partial parent model)."""
-
-_NODE_PART = re.compile(r"[A-Za-z0-9_-]+")
-
-
-def child_thread(parent: str, node: str, run_id: str, position: str) -> str:
-    """The child thread of subgraph node ``node`` at ``position`` of the parent's run.
-
-    ``<parent>.<node>.<16 hex>``, the hex a digest of the parent thread, node, run and
-    position (the step, or in a parallel branch the key saved with the branch); when
-    that is no valid thread id (a node name with other characters, or longer than
-    128), ``sub.<32 hex>``."""
-    digest = hashlib.sha256(f"{parent}\n{node}\n{run_id}\n{position}".encode()).hexdigest()
-    derived = f"{parent}.{node}.{digest[:16]}"
-    if len(derived) <= 128 and _NODE_PART.fullmatch(node):
-        return derived
-    return f"sub.{digest[:32]}"
 
 
 def _annotation(model: type[BaseModel], name: str) -> Any:
