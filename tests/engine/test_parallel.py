@@ -425,9 +425,18 @@ async def test_failed_branch_cancels_siblings_and_recovery_reruns_only_it(
 async def test_failed_branch_goes_to_on_error_with_branch_named(store: CheckpointStore) -> None:
     """With on_error the run leaves the fan-out for the handler; ctx.error names the branch."""
     seen: list[Any] = []
+    apps: list[Any] = []
 
-    async def boom(state: Work) -> dict[str, Any]:
-        await asyncio.sleep(0.01)
+    async def boom(state: Work, ctx: Any) -> dict[str, Any]:
+        # Fail once the other branches are saved as done (not after a fixed time: on a
+        # loaded machine their saves may take longer than any sleep).
+        async with asyncio.timeout(30):
+            while True:
+                snapshot = await apps[0].get_state(ctx.thread_id)
+                done = {b.id for b in snapshot.branches if b.status == "done"}
+                if {"financial[0]", "product[2]"} <= done:
+                    break
+                await asyncio.sleep(0.005)
         raise RuntimeError("market data down")
 
     async def handler(state: Work, ctx: Any) -> dict[str, Any]:
@@ -439,7 +448,8 @@ async def test_failed_branch_goes_to_on_error_with_branch_named(store: Checkpoin
     graph.add_node("market", boom, on_error="handler")
     graph.add_node("handler", handler)
     graph.add_edge("handler", END)
-    result = await graph.compile(store=store).run({}, thread_id="t")
+    apps.append(graph.compile(store=store))
+    result = await apps[0].run({}, thread_id="t")
     assert "recovered" == result.state.summary
     error, log = seen[0]
     assert ("market", "RuntimeError", "market data down", "market[1]") == (
