@@ -153,6 +153,8 @@ class Question:
     """Its terms that name a document of the folder (a product, a package)."""
     sides: tuple[frozenset[str], ...] = ()
     """For a comparison: the terms of each side."""
+    excluded: frozenset[str] = frozenset()
+    """The terms of what it rules out ("other than uvicorn"): no answer is about those."""
 
     def focus(self) -> tuple[str, ...]:
         """The terms that say what is asked about the things it names."""
@@ -163,7 +165,12 @@ class Question:
         others = set().union(*(s for i, s in enumerate(self.sides) if i != index))
         kept = tuple(t for t in self.terms if t not in others)
         return Question(
-            text=self.text, kind="general", terms=kept, words=self.words, named=self.named
+            text=self.text,
+            kind="general",
+            terms=kept,
+            words=self.words,
+            named=self.named,
+            excluded=self.excluded,
         )
 
 
@@ -201,7 +208,15 @@ def parse_question(text: str, names: Iterable[str] = ()) -> Question:
             kind = "yesno"
         elif _VALUE.search(text):
             kind = "value"
-    return Question(text=text, kind=kind, terms=tuple(words), words=words, named=named, sides=sides)
+    return Question(
+        text=text,
+        kind=kind,
+        terms=tuple(words),
+        words=words,
+        named=named,
+        sides=sides,
+        excluded=frozenset(excluded),
+    )
 
 
 def idf(passages: int, frequencies: Mapping[str, int]) -> dict[str, float]:
@@ -437,11 +452,15 @@ def _cue(question: Question, unit: Unit) -> float:
 def score_units(
     question: Question, found: list[Unit], context: str, weights: Mapping[str, float]
 ) -> list[float]:
-    """Each unit's score: its coverage (its context counts a quarter) plus the cue."""
+    """Each unit's score: its coverage (its context counts a quarter) plus the cue; 0 for
+    a unit that names what the question rules out (it answers with the excluded thing)."""
     around = stems(context)
     scores = []
     named = around & question.named  # "It supports ..." in the product's own document
     for unit in found:
+        if unit.terms & question.excluded:
+            scores.append(0.0)
+            continue
         have = unit.own(question) | named
         own = _coverage(question.terms, have, weights)
         wide = _coverage(question.terms, have | around, weights)
