@@ -103,6 +103,9 @@ asks (its terms less the names of documents) loses ``FOCUS_PENALTY``."""
 FOCUS_PENALTY: Final = 0.15
 NAMED_BONUS: Final = 0.03
 """A unit that names what the question names itself beats one that only sits in its file."""
+NO_VALUE_FACTOR: Final = 0.5
+"""A unit without a number scores this share when the question asks for one ("which
+versions", "what port")."""
 MIN_NEW_TERMS: Final = 3
 """Words beyond the question's that a unit needs to say something (else the next unit of
 its paragraph joins it)."""
@@ -111,6 +114,16 @@ MAX_CODE_LINES: Final = 3
 MAX_BLOCK_LINES: Final = 6
 """Lines of a code block no sentence introduces kept as one unit."""
 """Code lines a step keeps after its ``:``."""
+
+
+def _asks_number(question: Question) -> bool:
+    return question.kind == "value" and bool(QUANTITIES & set(question.terms))
+
+
+def has_number(text: str) -> bool:
+    """Whether ``text`` states a number: the 1.1 of a versioned name ("HTTP/1.1") is a
+    name, not a value."""
+    return bool(_DIGIT.search(_COMPOUND.sub(" ", text)))
 
 
 def stem(word: str) -> str:
@@ -250,7 +263,7 @@ class Unit:
         """The terms it answers with: all for "how do I", else its words' only; a number
         answers for the quantity asked ("which version" is answered by "3.9")."""
         have = self.terms if question.kind == "howto" else self.prose
-        if _DIGIT.search(self.statement):
+        if has_number(self.statement):
             have = have | (QUANTITIES & set(question.terms))
         return have
 
@@ -443,9 +456,9 @@ def _cue(question: Question, unit: Unit) -> float:
     if question.kind == "howto":
         return 0.15 if unit.code else (0.05 if _IMPERATIVE.match(unit.statement) else 0.0)
     if question.kind == "value":
-        if _NUMERIC.search(question.text) and _DIGIT.search(unit.statement):
+        if _NUMERIC.search(question.text) and has_number(unit.statement):
             return 0.1
-        return 0.05 if unit.code or _DIGIT.search(unit.statement) else 0.0
+        return 0.05 if unit.code or has_number(unit.statement) else 0.0
     return 0.0
 
 
@@ -467,7 +480,10 @@ def score_units(
         long_penalty = 0.05 if len(unit.statement) > 300 else 0.0
         names_it = NAMED_BONUS if unit.prose & question.named else 0.0
         cue = _cue(question, unit) + names_it - long_penalty
-        scores.append(round(0.75 * own + 0.25 * wide + cue, 4))
+        score = 0.75 * own + 0.25 * wide + cue
+        if _asks_number(question) and not has_number(unit.statement):
+            score *= NO_VALUE_FACTOR  # "which versions" is not answered without a number
+        scores.append(round(score, 4))
     return scores
 
 
