@@ -91,7 +91,7 @@ _IMPERATIVE: Final = re.compile(
     r"^(?:install|run|use|add|set|create|start|call|pass|import|enable|configure|open|type)\b",
     re.IGNORECASE,
 )
-_DIGIT: Final = re.compile(r"(?<![^\W\d_])\d")  # a number, not the 2 of httpx2
+_DIGIT: Final = re.compile(r"(?<!\w)\d")  # a number, not the 2 of httpx2 nor the 11 of h11
 _BACK_REFERENCE: Final = re.compile(r"^(?:this|that|these|it|the above)\b", re.IGNORECASE)
 _NUMERIC: Final = re.compile(
     r"\b(?:versions?|ports?|sizes?|numbers?|limits?|how\s+(?:many|much|long|fast)|default)\b",
