@@ -106,6 +106,10 @@ NAMED_BONUS: Final = 0.03
 NO_VALUE_FACTOR: Final = 0.5
 """A unit without a number scores this share when the question asks for one ("which
 versions", "what port")."""
+OTHER_THING_FACTOR: Final = 0.5
+"""A unit scores this share when the question names a document (a product, a package) and
+neither the unit nor its passage's title, heading or file name names it: it is about
+something else ("Add support for Python 3.12." in another package's changelog)."""
 MIN_NEW_TERMS: Final = 3
 """Words beyond the question's that a unit needs to say something (else the next unit of
 its paragraph joins it)."""
@@ -483,6 +487,8 @@ def score_units(
         score = 0.75 * own + 0.25 * wide + cue
         if _asks_number(question) and not has_number(unit.statement):
             score *= NO_VALUE_FACTOR  # "which versions" is not answered without a number
+        if question.named and not named and not unit.terms & question.named:
+            score *= OTHER_THING_FACTOR  # about another product than the one asked about
         scores.append(round(score, 4))
     return scores
 

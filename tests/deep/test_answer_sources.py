@@ -121,3 +121,22 @@ def test_a_url_before_a_closing_quote_is_the_address_retrieved() -> None:
     }
     markdown = "- C1 [S1]: “Docs are at https://a.example/.”\n"
     assert [] == _report_problems(markdown, {"S1": source})
+
+
+def test_a_name_with_digits_is_no_number_and_a_value_needs_one() -> None:
+    """ "Which versions": "h11 - HTTP/1.1 support." states no version, "3.8-3.12" does."""
+    question = parse_question("Which Python versions does h11 support?", ["h11"])
+    found = units("* h11 - HTTP/1.1 support.\n\nh11 supports Python 3 (testing on 3.8-3.12).\n")
+    named, versions = score_units(question, found, "", {})
+    assert versions > 0.9
+    assert named < 0.5
+
+
+def test_a_sentence_about_another_product_scores_less() -> None:
+    """The question names orjson: a changelog line of another package's file is not about
+    it, the same line in orjson's own file is."""
+    question = parse_question("Which Python versions does orjson support?", ["orjson"])
+    found = units("- Add support for Python 3.12.\n")
+    (elsewhere,) = score_units(question, found, "httpcore", {})
+    (own,) = score_units(question, found, "orjson", {})
+    assert elsewhere <= own / 2
