@@ -29,6 +29,7 @@ from ._cite import renumbered, sources_json
 from ._labels import label
 from ._model import Claim, DeepState, Source, Verification
 from ._nodes import draft_markdown, verification_json
+from ._search import HEADING_PATH
 from ._session import write_stage
 
 __all__ = ["TRAILING", "ReportWriter", "compose", "retrieved_urls", "scrub"]
@@ -146,8 +147,11 @@ def _cite(source: Source, allowed: set[str]) -> str:
     """``title — locator § heading path, position``: a web locator as an autolink, every
     text inert."""
     where = md_url(source.locator) if source.kind == "web" else md_escape(source.locator)
-    if source.heading and source.kind == "file":
-        where += f" § {md_escape(scrub(source.heading, allowed))}"
+    path = (source.heading or "").split(HEADING_PATH)
+    if path[0] == source.title:
+        path = path[1:]  # the document's own title heading is already shown as its title
+    if path and path[0] and source.kind == "file":
+        where += f" § {md_escape(scrub(HEADING_PATH.join(path), allowed))}"
     if source.position:
         where += f", {md_escape(source.position)}"
     title = md_escape(scrub(source.title, allowed))
