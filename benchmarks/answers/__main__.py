@@ -13,7 +13,10 @@ Prints and writes (JSON) per question and overall:
 * **grounding**: ``grounding_problems`` of each session (no URL or file not retrieved);
 * **time**: median seconds per question with the index built.
 
-``--quick`` runs six questions (two of each kind) for CI's smoke test.
+``--quick`` runs six questions (two of each kind) for CI's smoke test. ``--questions
+PATH`` reads another question file; its ``packages`` (when given) make the corpus, e.g.
+``generalisation.json``: five questions on packages the dev set does not use, checked by
+reading their files and never tuned for.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from typing import Any
 from research_fsm.deep import DeepRunner, grounding_problems
 from research_fsm.engine import MemoryCheckpointStore
 
-from ._corpus import build_corpus
+from ._corpus import PACKAGES, build_corpus
 
 HERE = Path(__file__).resolve().parent
 QUICK_IDS = ("d01", "d09", "d19", "d21", "d23", "d25")
@@ -49,9 +52,11 @@ def _flat(text: str) -> str:
     return " ".join(text.replace("\\", "").replace("`", "").split()).lower()
 
 
-def load_questions(split: str, quick: bool) -> list[dict[str, Any]]:
-    """The questions of ``split`` (``all``: both), or the quick six."""
-    questions = json.loads((HERE / "questions.json").read_text(encoding="utf-8"))["questions"]
+def load_questions(
+    split: str, quick: bool, path: Path = HERE / "questions.json"
+) -> list[dict[str, Any]]:
+    """The questions of ``split`` (``all``: every split), or the quick six."""
+    questions = json.loads(path.read_text(encoding="utf-8"))["questions"]
     if quick:
         return [q for q in questions if q["id"] in QUICK_IDS]
     return [q for q in questions if split == "all" or q["split"] == split]
@@ -216,20 +221,24 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.answers")
     parser.add_argument("--quick", action="store_true", help="six questions (CI smoke test)")
     parser.add_argument("--split", choices=("dev", "heldout", "all"), default="all")
+    parser.add_argument(
+        "--questions", type=Path, default=HERE / "questions.json", help="question file"
+    )
     parser.add_argument("--out", type=Path, default=Path("answers.json"))
     parser.add_argument("--check", action="store_true", help="exit 1 when a goal is missed")
     args = parser.parse_args(argv)
-    questions = load_questions(args.split, args.quick)
+    questions = load_questions(args.split, args.quick, args.questions)
+    packages = json.loads(args.questions.read_text(encoding="utf-8")).get("packages", PACKAGES)
     with tempfile.TemporaryDirectory(prefix="answers-") as temp:
         base = Path(temp)
         corpus = base / "corpus"
-        versions = build_corpus(corpus)
+        versions = build_corpus(corpus, tuple(packages))
         stale = stale_facts(questions, corpus)
         results = asyncio.run(run(questions, corpus, base / "home"))
         for r in results:
             r.pop("session")
     groups = {"all": results}
-    for split in ("dev", "heldout"):
+    for split in dict.fromkeys(r["split"] for r in results):
         part = [r for r in results if r["split"] == split]
         if part and len(part) != len(results):
             groups[split] = part

@@ -47,11 +47,11 @@ def versions() -> dict[str, str]:
     return {name: metadata.version(name) for name in PACKAGES}
 
 
-def build_corpus(folder: Path) -> dict[str, str]:
+def build_corpus(folder: Path, packages: tuple[str, ...] = PACKAGES) -> dict[str, str]:
     """Writes one file per package into ``folder``; returns {file name: version}."""
     folder.mkdir(parents=True, exist_ok=True)
     written = {}
-    for name in PACKAGES:
+    for name in packages:
         dist = metadata.distribution(name)
         text, suffix = _body(dist)
         target = folder / f"{name}{suffix}"

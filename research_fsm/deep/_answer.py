@@ -91,7 +91,7 @@ _IMPERATIVE: Final = re.compile(
     r"^(?:install|run|use|add|set|create|start|call|pass|import|enable|configure|open|type)\b",
     re.IGNORECASE,
 )
-_DIGIT: Final = re.compile(r"(?<![^\W\d_])\d")  # a number, not the 2 of httpx2
+_DIGIT: Final = re.compile(r"(?<!\w)\d")  # a number, not the 2 of httpx2 nor the 11 of h11
 _BACK_REFERENCE: Final = re.compile(r"^(?:this|that|these|it|the above)\b", re.IGNORECASE)
 _NUMERIC: Final = re.compile(
     r"\b(?:versions?|ports?|sizes?|numbers?|limits?|how\s+(?:many|much|long|fast)|default)\b",
@@ -103,6 +103,13 @@ asks (its terms less the names of documents) loses ``FOCUS_PENALTY``."""
 FOCUS_PENALTY: Final = 0.15
 NAMED_BONUS: Final = 0.03
 """A unit that names what the question names itself beats one that only sits in its file."""
+NO_VALUE_FACTOR: Final = 0.5
+"""A unit without a number scores this share when the question asks for one ("which
+versions", "what port")."""
+OTHER_THING_FACTOR: Final = 0.5
+"""A unit scores this share when the question names a document (a product, a package) and
+neither the unit nor its passage's title, heading or file name names it: it is about
+something else ("Add support for Python 3.12." in another package's changelog)."""
 MIN_NEW_TERMS: Final = 3
 """Words beyond the question's that a unit needs to say something (else the next unit of
 its paragraph joins it)."""
@@ -111,6 +118,16 @@ MAX_CODE_LINES: Final = 3
 MAX_BLOCK_LINES: Final = 6
 """Lines of a code block no sentence introduces kept as one unit."""
 """Code lines a step keeps after its ``:``."""
+
+
+def _asks_number(question: Question) -> bool:
+    return question.kind == "value" and bool(QUANTITIES & set(question.terms))
+
+
+def has_number(text: str) -> bool:
+    """Whether ``text`` states a number: the 1.1 of a versioned name ("HTTP/1.1") is a
+    name, not a value."""
+    return bool(_DIGIT.search(_COMPOUND.sub(" ", text)))
 
 
 def stem(word: str) -> str:
@@ -153,6 +170,8 @@ class Question:
     """Its terms that name a document of the folder (a product, a package)."""
     sides: tuple[frozenset[str], ...] = ()
     """For a comparison: the terms of each side."""
+    excluded: frozenset[str] = frozenset()
+    """The terms of what it rules out ("other than uvicorn"): no answer is about those."""
 
     def focus(self) -> tuple[str, ...]:
         """The terms that say what is asked about the things it names."""
@@ -163,7 +182,12 @@ class Question:
         others = set().union(*(s for i, s in enumerate(self.sides) if i != index))
         kept = tuple(t for t in self.terms if t not in others)
         return Question(
-            text=self.text, kind="general", terms=kept, words=self.words, named=self.named
+            text=self.text,
+            kind="general",
+            terms=kept,
+            words=self.words,
+            named=self.named,
+            excluded=self.excluded,
         )
 
 
@@ -201,7 +225,15 @@ def parse_question(text: str, names: Iterable[str] = ()) -> Question:
             kind = "yesno"
         elif _VALUE.search(text):
             kind = "value"
-    return Question(text=text, kind=kind, terms=tuple(words), words=words, named=named, sides=sides)
+    return Question(
+        text=text,
+        kind=kind,
+        terms=tuple(words),
+        words=words,
+        named=named,
+        sides=sides,
+        excluded=frozenset(excluded),
+    )
 
 
 def idf(passages: int, frequencies: Mapping[str, int]) -> dict[str, float]:
@@ -235,7 +267,7 @@ class Unit:
         """The terms it answers with: all for "how do I", else its words' only; a number
         answers for the quantity asked ("which version" is answered by "3.9")."""
         have = self.terms if question.kind == "howto" else self.prose
-        if _DIGIT.search(self.statement):
+        if has_number(self.statement):
             have = have | (QUANTITIES & set(question.terms))
         return have
 
@@ -428,27 +460,36 @@ def _cue(question: Question, unit: Unit) -> float:
     if question.kind == "howto":
         return 0.15 if unit.code else (0.05 if _IMPERATIVE.match(unit.statement) else 0.0)
     if question.kind == "value":
-        if _NUMERIC.search(question.text) and _DIGIT.search(unit.statement):
+        if _NUMERIC.search(question.text) and has_number(unit.statement):
             return 0.1
-        return 0.05 if unit.code or _DIGIT.search(unit.statement) else 0.0
+        return 0.05 if unit.code or has_number(unit.statement) else 0.0
     return 0.0
 
 
 def score_units(
     question: Question, found: list[Unit], context: str, weights: Mapping[str, float]
 ) -> list[float]:
-    """Each unit's score: its coverage (its context counts a quarter) plus the cue."""
+    """Each unit's score: its coverage (its context counts a quarter) plus the cue; 0 for
+    a unit that names what the question rules out (it answers with the excluded thing)."""
     around = stems(context)
     scores = []
     named = around & question.named  # "It supports ..." in the product's own document
     for unit in found:
+        if unit.terms & question.excluded:
+            scores.append(0.0)
+            continue
         have = unit.own(question) | named
         own = _coverage(question.terms, have, weights)
         wide = _coverage(question.terms, have | around, weights)
         long_penalty = 0.05 if len(unit.statement) > 300 else 0.0
         names_it = NAMED_BONUS if unit.prose & question.named else 0.0
         cue = _cue(question, unit) + names_it - long_penalty
-        scores.append(round(0.75 * own + 0.25 * wide + cue, 4))
+        score = 0.75 * own + 0.25 * wide + cue
+        if _asks_number(question) and not has_number(unit.statement):
+            score *= NO_VALUE_FACTOR  # "which versions" is not answered without a number
+        if question.named and not named and not unit.terms & question.named:
+            score *= OTHER_THING_FACTOR  # about another product than the one asked about
+        scores.append(round(score, 4))
     return scores
 
 

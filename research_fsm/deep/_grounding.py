@@ -19,12 +19,13 @@ from typing import Any, Final
 
 from ..common.writer import md_url
 from ._labels import label
-from ._report import scrub
+from ._report import TRAILING, scrub
 
 __all__ = ["grounding_problems"]
 
 _CITE: Final = re.compile(r"\[(S\d+)\]")
-_URL: Final = re.compile(r"https?://[^\s<>\"'\])]+")
+_URL: Final = re.compile(r"https?://[^\s<>\"'\])\u201c\u201d\u2018\u2019\u00ab\u00bb]+")
+"""A URL as written; typographic quotes around it (the evidence's “…”) are not part of it."""
 _FILE: Final = re.compile(r"[\w./-]+\.(?:md|txt|html?|pdf)\b", re.IGNORECASE)
 _EVIDENCE: Final = re.compile(r"^- (C\d+) \[(S\d+)\]: “(.*)”$", re.MULTILINE)
 _ESCAPE: Final = re.compile(r"\\(.)")
@@ -52,14 +53,14 @@ def _report_problems(markdown: str, sources: dict[str, dict[str, Any]]) -> list[
     ]
     urls = {s["locator"] for s in sources.values() if s["kind"] == "web"}
     quoted = " ".join(s["text"] for s in sources.values() if s["kind"] == "file")
-    urls |= {url.rstrip(".,;:") for url in _URL.findall(quoted)}
+    urls |= {url.rstrip(TRAILING) for url in _URL.findall(quoted)}
     links = {md_url(u): u for u in urls}
     for link in dict.fromkeys(_AUTOLINK.findall(markdown)):
         if link not in links:
             problems.append(f"report links {link}, which was not retrieved")
     plain = _ESCAPE.sub(r"\1", _AUTOLINK.sub(" ", markdown))
     for url in dict.fromkeys(_URL.findall(plain)):
-        if url.rstrip(".,;:") not in urls:
+        if url.rstrip(TRAILING) not in urls:
             problems.append(f"report shows the URL {url}, which was not retrieved")
     files = {s["locator"] for s in sources.values() if s["kind"] == "file"}
     names = files | {f.rsplit("/", 1)[-1] for f in files}

@@ -83,7 +83,7 @@ class Source(BaseModel):
     position: str | None = None
     """Where in the file: ``lines 10-24`` or ``page 3`` (files only)."""
     heading: str | None = None
-    """The heading the passage sits under (files only), if any."""
+    """The heading path the passage sits under, outermost first (files only), if any."""
     text: str
     """The retrieved text (page content or passage)."""
     snippet: str = ""

@@ -29,11 +29,15 @@ from ._cite import renumbered, sources_json
 from ._labels import label
 from ._model import Claim, DeepState, Source, Verification
 from ._nodes import draft_markdown, verification_json
+from ._search import HEADING_PATH
 from ._session import write_stage
 
-__all__ = ["ReportWriter", "compose", "retrieved_urls", "scrub"]
+__all__ = ["TRAILING", "ReportWriter", "compose", "retrieved_urls", "scrub"]
 
 _URL: Final = re.compile(r"https?://[^\s<>\"'\])]+")
+TRAILING: Final = ".,;:`*_~"
+"""What may follow a URL without being part of it: punctuation, and the marks of the code
+span or emphasis around it (a code span's closing backtick, quoted as the document has it)."""
 _SECTIONS: Final = ("summary", "key_points", "steps", "caveats")
 CLOSEST: Final = 3
 """Sources listed as the closest, not about it, when the documents do not answer."""
@@ -42,7 +46,7 @@ CLOSEST: Final = 3
 def scrub(text: str, allowed: set[str]) -> str:
     """``text`` with every URL not in ``allowed`` replaced by ``(link removed)``."""
     return _URL.sub(
-        lambda m: m.group() if m.group().rstrip(".,;:") in allowed else "(link removed)", text
+        lambda m: m.group() if m.group().rstrip(TRAILING) in allowed else "(link removed)", text
     )
 
 
@@ -52,7 +56,7 @@ def retrieved_urls(state: DeepState) -> set[str]:
     allowed = {s.locator for s in state.sources if s.kind == "web"}
     for source in state.sources:
         if source.kind == "file":
-            allowed.update(m.group().rstrip(".,;:") for m in _URL.finditer(source.text))
+            allowed.update(m.group().rstrip(TRAILING) for m in _URL.finditer(source.text))
     return allowed
 
 
@@ -140,8 +144,14 @@ def _methodology(state: DeepState, lang: str, allowed: set[str]) -> DocSection:
 
 
 def _cite(source: Source, allowed: set[str]) -> str:
-    """``title — locator, position``: a web locator as an autolink, every text inert."""
+    """``title — locator § heading path, position``: a web locator as an autolink, every
+    text inert."""
     where = md_url(source.locator) if source.kind == "web" else md_escape(source.locator)
+    path = (source.heading or "").split(HEADING_PATH)
+    if path[0] == source.title:
+        path = path[1:]  # the document's own title heading is already shown as its title
+    if path and path[0] and source.kind == "file":
+        where += f" § {md_escape(scrub(HEADING_PATH.join(path), allowed))}"
     if source.position:
         where += f", {md_escape(source.position)}"
     title = md_escape(scrub(source.title, allowed))

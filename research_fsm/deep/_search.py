@@ -52,7 +52,7 @@ class Found:
     position: str | None = None
     """Where in a file (``lines 3-9``, ``page 2``)."""
     heading: str | None = None
-    """The heading the passage sits under, if any."""
+    """The heading path the passage sits under (outermost first, joined by ``HEADING_PATH``)."""
 
 
 @runtime_checkable
@@ -165,7 +165,7 @@ class DocumentSearch:
         weights = (await self.term_weights(query))[0] if passages else {}
         ranked = []
         for order, passage in enumerate(passages):
-            context = " ".join([passage.title, passage.heading or "", _stem_of(passage.path)])
+            context = " ".join([passage.title, *passage.headings, _stem_of(passage.path)])
             score, _, _ = passage_score(question, passage.text, context, weights)
             ranked.append((-score, order, passage))
         ranked.sort(key=lambda item: item[:2])
@@ -177,10 +177,14 @@ class DocumentSearch:
                 text=passage.text,
                 score=passage.score,
                 position=_position(passage.page, passage.line_start, passage.line_end),
-                heading=passage.heading,
+                heading=HEADING_PATH.join(passage.headings) or passage.heading,
             )
             for _, _, passage in ranked[:limit]
         ]
+
+
+HEADING_PATH: Final = " \u203a "
+"""Between the headings of a passage's heading path as a source shows it."""
 
 
 def _stem_of(path: str) -> str:

@@ -505,14 +505,17 @@ class DocumentIndex:
 
     async def names(self) -> frozenset[str]:
         """The lower-case words of every indexed file's name and title: what a question
-        names when it names a document ("starlette" for ``starlette.md``)."""
+        names when it names a document ("starlette" for ``starlette.md``). A title that
+        is a sentence (a README's first line, "An ASGI web server, for Python.") names
+        nothing: its words are what documents say, not what they are called."""
         return await self._read(self._names)
 
     def _names(self) -> frozenset[str]:
         found: set[str] = set()
         for path, title in self._db.execute("SELECT path, title FROM files"):
             stem = str(path).rsplit("/", 1)[-1].rsplit(".", 1)[0]
-            found.update(query_terms(f"{stem} {title}"))
+            name = "" if str(title).rstrip().endswith((".", "!", "?", ":")) else title
+            found.update(query_terms(f"{stem} {name}"))
         return frozenset(found)
 
     def _frequencies(self, words: list[str]) -> tuple[int, dict[str, int]]:

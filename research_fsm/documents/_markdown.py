@@ -15,7 +15,8 @@ line), so a passage's line numbers are the file's. Outside code (fenced blocks a
 - HTML entities are decoded and inline HTML tags dropped.
 
 Headings (``#`` lines outside code) are reported with their level, for passages'
-heading paths; the title is the first heading.
+heading paths; the title is the first heading when it is a level-1 heading (a README's
+first "## Quickstart" names a section, not the document).
 """
 
 from __future__ import annotations
@@ -142,5 +143,5 @@ def markdown_text(source: str) -> MarkdownText:
                 line = _inline(raw)
         out.append(line)
         offset += len(line) + 1
-    title = headings[0][2] if headings else ""
+    title = headings[0][2] if headings and headings[0][1] == 1 else ""  # else a section's name
     return MarkdownText(title=title[:200], text="\n".join(out), headings=headings)

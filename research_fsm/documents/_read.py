@@ -48,6 +48,10 @@ KINDS: Final = {
 NAMES: Final = {"METADATA": "metadata", "PKG-INFO": "metadata"}
 """Files indexed by their whole name (a Python package's metadata), and their kind."""
 _MD_HEADING: Final = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.M)
+_MARKUP_TAG: Final = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>|<!--.*?-->", re.S)
+"""An HTML tag or comment, over lines too (``<img`` with its attributes on the next ones)."""
+_NO_TITLE: Final = re.compile(r"^(?:\.\.\s|:[a-z]+:|\||\[!\[|!\[)")
+"""Lines that are no title: an RST directive or field, a table row, a badge, an image."""
 _HEADER: Final = re.compile(r"^([A-Za-z][A-Za-z0-9-]*):[ \t]?(.*)$")
 _KEPT_HEADERS: Final = frozenset({"name", "version", "summary"})
 
@@ -203,11 +207,20 @@ def _decode(data: bytes) -> str:
 
 
 def _first_line(text: str, fallback: str) -> str:
+    """A level-1 Markdown heading, else the first line with words before any section
+    heading (HTML tags, RST over- and underlines, directives and badges skipped), else
+    ``fallback``."""
     heading = _MD_HEADING.search(text)
     if heading:
         return heading.group(1)[:200]
-    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
-    return line[:120] if 0 < len(line) <= 120 else fallback
+    for raw in _MARKUP_TAG.sub(" ", text[:20_000]).splitlines():
+        line = " ".join(raw.split())
+        if not line or _NO_TITLE.match(line) or not re.search(r"[^\W\d_]", line):
+            continue  # markup only, an over- or underline of punctuation, a badge
+        if line.startswith("##"):
+            return fallback  # a section begins before any lead text: the file has no title
+        return line[:120] if len(line) <= 120 else fallback
+    return fallback
 
 
 def _pdf(data: bytes, name: str) -> Extracted | str:
