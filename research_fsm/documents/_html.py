@@ -168,6 +168,7 @@ _BLOCKS: Final = frozenset(
     ]
 )
 _HEADINGS: Final = {f"h{n}": n for n in range(1, 7)}
+_PLAIN_BLOCKS: Final = _BLOCKS - _HEADINGS.keys()
 _PRE: Final = frozenset({"pre", "xmp", "listing", "plaintext"})
 _CELLS: Final = frozenset({"td", "th"})
 _INLINE: Final = frozenset(
@@ -297,7 +298,16 @@ class _Writer:
                 self.line_source = source
             line.append(text)
         for child in element:
-            self.walk(child, inner)
+            if len(child) or child.tag not in _PLAIN_BLOCKS:
+                self.walk(child, inner)
+            else:  # a paragraph of text only, the most common element: as ``walk`` does
+                end = self.end_line if inner else self.end_block
+                end()
+                text = child.text
+                if text:
+                    self.line_source = child.sourceline or 0
+                    line.append(text)
+                    end()
             tail = child.tail
             if tail:
                 if not line:
