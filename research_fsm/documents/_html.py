@@ -261,6 +261,17 @@ def _is_chrome(element: etree._Element) -> bool:
     return not _DROP_CLASSES.isdisjoint(attributes.get("class", "").split())
 
 
+def _clean(raw: str) -> str:
+    """A line's text: spaces collapsed, a table row's last cell separator dropped."""
+    if _ODD_SPACES.search(raw) is None:  # the common case, at C speed
+        text = " ".join(raw.split())
+    else:
+        text = _SPACES.sub(" ", raw).strip()
+    if text.endswith(" |"):
+        text = text[:-2].rstrip()
+    return text
+
+
 class _Writer:
     """Blocks of text, each line with the file line it starts on."""
 
@@ -300,14 +311,18 @@ class _Writer:
         for child in element:
             if len(child) or child.tag not in _PLAIN_BLOCKS:
                 self.walk(child, inner)
-            else:  # a paragraph of text only, the most common element: as ``walk`` does
-                end = self.end_line if inner else self.end_block
-                end()
+            elif inner:  # a paragraph of text only: as ``walk`` writes it, quicker
+                self.end_line()
                 text = child.text
                 if text:
                     self.line_source = child.sourceline or 0
                     line.append(text)
-                    end()
+                    self.end_line()
+            else:
+                self.end_block()
+                text = _clean(child.text or "")
+                if text and text not in _PERMALINKS and not _PREV_NEXT.match(text):
+                    self._emit([(text, child.sourceline or 0)], 0)
             tail = child.tail
             if tail:
                 if not line:
@@ -329,14 +344,8 @@ class _Writer:
         line = self.line
         if not line:
             return
-        raw = "".join(line)
+        text = _clean("".join(line))
         line.clear()
-        if _ODD_SPACES.search(raw) is None:  # the common case, at C speed
-            text = " ".join(raw.split())
-        else:
-            text = _SPACES.sub(" ", raw).strip()
-        if text.endswith(" |"):  # a table row's last cell separator
-            text = text[:-2].rstrip()
         if text and text not in _PERMALINKS:
             self.block.append((text, self.line_source))
 
