@@ -293,7 +293,7 @@ class _Writer:
         if tag == "br":
             self.end_line()
             return
-        heading = _HEADINGS.get(tag, 0)  # type: ignore[call-overload]
+        heading = _HEADINGS.get(tag, 0)
         is_block = tag in _BLOCKS
         block = heading or (is_block and not in_item)
         if block:
