@@ -168,6 +168,7 @@ _BLOCKS: Final = frozenset(
     ]
 )
 _HEADINGS: Final = {f"h{n}": n for n in range(1, 7)}
+_PLAIN_BLOCKS: Final = _BLOCKS - _HEADINGS.keys()
 _PRE: Final = frozenset({"pre", "xmp", "listing", "plaintext"})
 _CELLS: Final = frozenset({"td", "th"})
 _INLINE: Final = frozenset(
@@ -217,6 +218,9 @@ _PERMALINKS: Final = frozenset({"¶", "#", "§", "🔗", "\uf0c1"})
 _PARSER: Final = etree.HTMLParser(remove_comments=True, remove_pis=True, no_network=True)
 """Plain elements (no per-element Python class lookup, as ``lxml.html`` does)."""
 _XML_DECLARATION: Final = re.compile(r"^\s*<\?xml[^>]*\?>", re.I)
+_ODD_SPACES: Final = re.compile("[\x1c-\x1f\x85\u1680\u2000-\u200b\u2028\u2029\u202f\u205f\u3000]")
+"""Characters ``str.split()`` takes for spaces and ``_SPACES`` does not (or the reverse:
+the zero-width space): where the faster ``split`` would clean a line differently."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -257,6 +261,17 @@ def _is_chrome(element: etree._Element) -> bool:
     return not _DROP_CLASSES.isdisjoint(attributes.get("class", "").split())
 
 
+def _clean(raw: str) -> str:
+    """A line's text: spaces collapsed, a table row's last cell separator dropped."""
+    if _ODD_SPACES.search(raw) is None:  # the common case, at C speed
+        text = " ".join(raw.split())
+    else:
+        text = _SPACES.sub(" ", raw).strip()
+    if text.endswith(" |"):
+        text = text[:-2].rstrip()
+    return text
+
+
 class _Writer:
     """Blocks of text, each line with the file line it starts on."""
 
@@ -265,35 +280,82 @@ class _Writer:
         self.size = 0
         self.anchors: list[tuple[int, int]] = []
         self.headings: list[tuple[int, int, str]] = []
-        self.line: list[str] = []
+        self.line: list[str] = []  # cleared, never replaced: ``walk`` holds it
         self.line_source = 0
         self.block: list[tuple[str, int]] = []
 
-    def inline(self, text: str, source: int) -> None:
-        if not text:
+    def walk(self, element: etree._Element, in_item: bool = False) -> None:
+        """Write ``element``'s text (inline markup is already merged into it)."""
+        tag = element.tag
+        if tag in _PRE:
+            self.code("".join(element.itertext()), element.sourceline or 0)
             return
-        if not self.line:
-            self.line_source = source
-        self.line.append(text)
+        if tag == "br":
+            self.end_line()
+            return
+        heading = _HEADINGS.get(tag, 0)
+        is_block = tag in _BLOCKS
+        block = heading or (is_block and not in_item)
+        if block:
+            self.end_block()
+        elif in_item and is_block:
+            self.end_line()
+        inner = in_item or tag in _ITEMS
+        line = self.line
+        source = element.sourceline or 0
+        text = element.text
+        if text:
+            if not line:
+                self.line_source = source
+            line.append(text)
+        for child in element:
+            if len(child) or child.tag not in _PLAIN_BLOCKS:
+                self.walk(child, inner)
+            elif inner:  # a paragraph of text only: as ``walk`` writes it, quicker
+                self.end_line()
+                text = child.text
+                if text:
+                    self.line_source = child.sourceline or 0
+                    line.append(text)
+                    self.end_line()
+            else:
+                self.end_block()
+                text = _clean(child.text or "")
+                if text and text not in _PERMALINKS and not _PREV_NEXT.match(text):
+                    self._emit([(text, child.sourceline or 0)], 0)
+            tail = child.tail
+            if tail:
+                if not line:
+                    self.line_source = child.sourceline or source
+                line.append(tail)
+        if heading:
+            self.end_block(heading)
+        elif tag in _ITEMS or (in_item and is_block):
+            self.end_line()
+        elif tag in _CELLS:
+            if not line:
+                self.line_source = source
+            line.append(" | ")
+        elif block:
+            self.end_block()
 
     def end_line(self) -> None:
         """The current line ends (a list item, a table row, ``<br>``)."""
-        if not self.line:
+        line = self.line
+        if not line:
             return
-        text = _SPACES.sub(" ", "".join(self.line)).strip()
-        if text.endswith(" |"):  # a table row's last cell separator
-            text = text[:-2].rstrip()
-        self.line = []
+        text = _clean("".join(line))
+        line.clear()
         if text and text not in _PERMALINKS:
             self.block.append((text, self.line_source))
 
     def end_block(self, heading: int = 0) -> None:
         self.end_line()
-        if not self.block:
-            return
         lines = self.block
+        if not lines:
+            return
         self.block = []
-        if not lines or (len(lines) == 1 and _PREV_NEXT.match(lines[0][0])):
+        if len(lines) == 1 and _PREV_NEXT.match(lines[0][0]):
             return
         if heading:
             title = " ".join(text for text, _ in lines).rstrip("¶#§ ").strip()
@@ -312,79 +374,44 @@ class _Writer:
         self._emit([("```", max(source - 1, 1)), *body, ("```", source + len(body))], 0)
 
     def _emit(self, lines: list[tuple[str, int]], heading: int) -> None:
-        if self.parts:
-            self.parts.append("\n\n")
-            self.size += 2
+        parts, anchors = self.parts, self.anchors
+        size = self.size
+        if parts:
+            parts.append("\n\n")
+            size += 2
         if heading:
-            self.headings.append((self.size, heading, lines[0][0]))
-        for number, (text, source) in enumerate(lines):
-            if number:
-                self.parts.append("\n")
-                self.size += 1
-            if not self.anchors or self.anchors[-1][1] != source:
-                self.anchors.append((self.size, source))
-            self.parts.append(text)
-            self.size += len(text)
-
-
-def _walk(element: etree._Element, out: _Writer, in_item: bool = False) -> None:
-    tag = element.tag if isinstance(element.tag, str) else ""
-    source = element.sourceline or 0
-    if tag in _INLINE and not len(element):  # the common case first: a span of text
-        out.inline(element.text or "", source)
-    elif tag in _PRE:
-        out.code("".join(element.itertext()), source)
-    elif tag == "br":
-        out.end_line()
-    else:
-        block = tag in _HEADINGS or (tag in _BLOCKS and not in_item)
-        if block:
-            out.end_block()
-        elif in_item and tag in _BLOCKS:
-            out.end_line()
-        inner = in_item or tag in _ITEMS
-        out.inline(element.text or "", source)
-        for child in element:
-            _walk(child, out, inner)
-            out.inline(child.tail or "", child.sourceline or source)
-        if tag in _HEADINGS:
-            out.end_block(_HEADINGS[tag])
-        elif tag in _ITEMS or (in_item and tag in _BLOCKS):
-            out.end_line()
-        elif tag in _CELLS:
-            out.inline(" | ", source)
-        elif block:
-            out.end_block()
-
-
-def _class_test(name: str) -> str:
-    return f"contains(concat(' ', normalize-space(@class), ' '), ' {name} ')"
-
-
-_CANDIDATES: Final = etree.XPath(
-    ".//*[@class or @role or @id or @hidden or @aria-hidden or @aria-label or @rel]"
-)
-"""The elements that may be chrome by their attributes (``_is_chrome`` reads them)."""
+            self.headings.append((size, heading, lines[0][0]))
+        last = anchors[-1][1] if anchors else None
+        first = True
+        for text, source in lines:
+            if first:
+                first = False
+            else:
+                parts.append("\n")
+                size += 1
+            if source != last:
+                anchors.append((size, source))
+                last = source
+            parts.append(text)
+            size += len(text)
+        self.size = size
 
 
 def _chrome(main: etree._Element) -> list[etree._Element]:
     """The page chrome under ``main`` (an element inside another may be listed too)."""
     found: list[etree._Element] = list(main.iter(*_DROP_TAGS))
-    for element in _CANDIDATES(main):
-        if found and _within(element, found[-1]):
+    elements = main.iter(etree.Element)
+    next(elements)  # ``main`` itself
+    for element in elements:
+        items = element.items()
+        if not items:
             continue
-        if _is_chrome(element):
+        if len(items) == 1 and items[0][0] == "class":  # the common case, made quick
+            if not _DROP_CLASSES.isdisjoint(str(items[0][1]).lower().split()):
+                found.append(element)
+        elif _is_chrome(element):
             found.append(element)
     return found
-
-
-def _within(element: etree._Element, outer: etree._Element) -> bool:
-    parent = element.getparent()
-    while parent is not None:
-        if parent is outer:
-            return True
-        parent = parent.getparent()
-    return False
 
 
 def _remove(element: etree._Element) -> None:
@@ -451,7 +478,7 @@ def html_text(markup: str) -> HtmlText:
         _remove(chrome)
     etree.strip_tags(main, *_INLINE)  # inline markup merged into its block's text
     out = _Writer()
-    _walk(main, out)
+    out.walk(main)
     out.end_block()
     return HtmlText(
         title=_title(root, out.headings),

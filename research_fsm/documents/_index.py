@@ -135,6 +135,8 @@ class _Builder:
         self.done = self.bytes_done = self.files_total = self.bytes_total = 0
         self.last_event = -1.0
         self._data: dict[str, bytes] = {}
+        self.next_passage = 1
+        """The id of the next passage stored."""
 
     def refresh(self, files: list[Found]) -> int:
         known = {
@@ -150,6 +152,9 @@ class _Builder:
         now = time.time_ns()
         self.db.execute("BEGIN IMMEDIATE")
         try:
+            # passage ids are given here (the write lock is held): one insert per file
+            row = self.db.execute("SELECT coalesce(max(id), 0) + 1 FROM passages").fetchone()
+            self.next_passage = int(row[0])
             olds = [(found, known.pop(found.path, None)) for found in files]
             self._all(olds)
             for file_id, *_ in known.values():
@@ -281,12 +286,14 @@ class _Builder:
         )
         file_id = cursor.lastrowid
         title = cjk_bigrams(extracted.title)
-        rows = []
-        for span, body in zip(spans, bodies, strict=True):
-            row = self.db.execute(
-                "INSERT INTO passages(file_id, start, end, line_start, line_end, page, heading)"
-                " VALUES (?,?,?,?,?,?,?)",
+        first = self.next_passage
+        self.next_passage += len(spans)
+        self.db.executemany(
+            "INSERT INTO passages(id, file_id, start, end, line_start, line_end, page, heading)"
+            " VALUES (?,?,?,?,?,?,?,?)",
+            [
                 (
+                    first + number,
                     file_id,
                     span.start,
                     span.end,
@@ -294,11 +301,18 @@ class _Builder:
                     span.line_end,
                     span.page,
                     HEADING_SEPARATOR.join(span.headings) or None,
-                ),
-            )
-            text = body if body is not None else extracted.text[span.start : span.end]
-            rows.append((row.lastrowid, text, title))
-        self.db.executemany("INSERT INTO fts(rowid, body, title) VALUES (?,?,?)", rows)
+                )
+                for number, span in enumerate(spans)
+            ],
+        )
+        text = extracted.text
+        self.db.executemany(
+            "INSERT INTO fts(rowid, body, title) VALUES (?,?,?)",
+            [
+                (first + number, body if body is not None else text[span.start : span.end], title)
+                for number, (span, body) in enumerate(zip(spans, bodies, strict=True))
+            ],
+        )
 
     def _drop(self, file_id: int) -> None:
         self.db.execute(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from typing import Final
 
@@ -39,9 +39,10 @@ def _pieces(text: str) -> list[tuple[int, int]]:
     fenced code block with empty lines in it stays one piece."""
     found: list[tuple[int, int]] = []
     block_start = 0
+    fences = [m.start() for m in _FENCE.finditer(text)]  # each on a line of its own
     for match in [*_PARAGRAPH.finditer(text), None]:
         end = match.start() if match is not None else len(text)
-        if match is not None and len(_FENCE.findall(text, block_start, end)) % 2:
+        if fences and (bisect_left(fences, end) - bisect_left(fences, block_start)) % 2:
             continue  # inside a code block: the paragraph goes on
         found += _cut(text, block_start, end)
         if match is not None:
