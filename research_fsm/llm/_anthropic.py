@@ -264,32 +264,43 @@ class AnthropicLLM(LLM):
         model = self.model_for(agent)
         limit = self.limit_for(agent)
         streamed = False
+        broken = Usage()  # what streams that broke mid-way had cost when they broke
 
         def attempt(messages: list[Any]) -> Callable[[], Any]:
             async def request() -> Any:
-                nonlocal streamed
+                nonlocal streamed, broken
                 async with self._client.messages.stream(
                     model=model, max_tokens=limit, system=system, messages=messages
                 ) as stream:
-                    async for text in stream.text_stream:
-                        streamed = True
-                        if on_token is not None:
-                            on_token(text)
-                    return await stream.get_final_message()
+                    try:
+                        async for text in stream.text_stream:
+                            streamed = True
+                            if on_token is not None:
+                                on_token(text)
+                        return await stream.get_final_message()
+                    except BaseException:
+                        broken = broken + self._usage_so_far(stream, model)
+                        raise
 
             return request
 
         with llm_span("anthropic", model, agent, prompt=prompt) as span:
             first: list[Any] = [{"role": "user", "content": prompt}]
-            message = await self._call(attempt(first), retry_if=lambda: not streamed)
+            try:
+                message = await self._call(attempt(first), retry_if=lambda: not streamed)
+            except LLMError as exc:
+                exc.usage = broken + exc.usage
+                raise
             text = _text_of(message)
-            usage = self._usage_of(message, model)
+            usage = broken + self._usage_of(message, model)
+            broken = Usage()
             truncated = message.stop_reason == "max_tokens"
             note = None
             if truncated:  # continue once from where it stopped: the limit raised once
                 text, usage, truncated, note = await self._continue(
                     agent, text, usage, first, attempt, model, limit
                 )
+                usage = broken + usage  # a continuation that broke mid-way
             record_usage(
                 span,
                 usage.input_tokens,
@@ -416,6 +427,15 @@ class AnthropicLLM(LLM):
         return LLMError(
             f"the connection to the Anthropic API broke ({type(exc).__name__})", kind="connection"
         ), backoff
+
+    def _usage_so_far(self, stream: Any, model: str) -> Usage:
+        """What a stream that broke had cost: the usage of its ``message_start`` and
+        deltas so far (nothing when it broke before ``message_start``)."""
+        try:
+            snapshot = stream.current_message_snapshot
+            return self._usage(snapshot.usage.input_tokens, snapshot.usage.output_tokens, model)
+        except (AssertionError, AttributeError, TypeError):
+            return Usage()
 
     def _usage_of(self, message: Any, model: str) -> Usage:
         return self._usage(message.usage.input_tokens, message.usage.output_tokens, model)

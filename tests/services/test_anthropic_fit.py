@@ -234,3 +234,26 @@ async def test_a_model_without_a_price_warns_once(anthropic_server: FakeAnthropi
     with capture_logs() as logs:
         reply = await priced.generate(agent="synthesis", system="s", prompt="p")
     assert reply.usage.cost_usd == 0.002 and not [e for e in logs if "no price" in e["event"]]
+
+
+async def test_a_stream_broken_mid_way_counts_what_it_cost(anthropic_server: FakeAnthropic) -> None:
+    """A streamed answer broken by ``event: error`` after some text fails (it is not
+    asked again: its tokens were shown), and the error's usage counts that request's
+    tokens as ``message_start`` gave them."""
+    anthropic_server.enqueue(api.stream_error(partial_text="Apple is"))
+    with pytest.raises(LLMError) as failed:
+        await make_llm(anthropic_server).generate(agent="synthesis", system="s", prompt="p")
+    assert (1, 10) == (failed.value.usage.calls, failed.value.usage.input_tokens)
+
+
+async def test_a_stream_broken_before_its_text_is_counted_with_the_retry(
+    anthropic_server: FakeAnthropic,
+) -> None:
+    """A stream broken before any text is asked again; the reply's usage counts both
+    requests, the broken one included."""
+    anthropic_server.enqueue(
+        api.stream_error(partial_text=""), api.text("Apple makes phones.", input_tokens=7)
+    )
+    reply = await make_llm(anthropic_server).generate(agent="synthesis", system="s", prompt="p")
+    assert "Apple makes phones." == reply.text
+    assert (2, 10 + 7) == (reply.usage.calls, reply.usage.input_tokens)
