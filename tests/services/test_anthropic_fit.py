@@ -257,3 +257,23 @@ async def test_a_stream_broken_before_its_text_is_counted_with_the_retry(
     reply = await make_llm(anthropic_server).generate(agent="synthesis", system="s", prompt="p")
     assert "Apple makes phones." == reply.text
     assert (2, 10 + 7) == (reply.usage.calls, reply.usage.input_tokens)
+
+
+async def test_a_refused_continuation_keeps_the_cut_text_and_says_so(
+    anthropic_server: FakeAnthropic,
+) -> None:
+    """When the API refuses to continue a cut answer (HTTP 400 for the assistant turn),
+    the text so far is kept, marked cut, with a note saying the continuation failed; the
+    refused request is not billed, so the usage is the first answer's."""
+    anthropic_server.enqueue(
+        api.cut_text("Apple makes phones and", output_tokens=4096),
+        api.error(400, "invalid_request_error", "assistant prefill is not supported"),
+    )
+    reply = await make_llm(anthropic_server).generate(agent="synthesis", system="s", prompt="p")
+    assert ("Apple makes phones and", True) == (reply.text, reply.truncated)
+    assert reply.note is not None and "continuing it failed (other)" in reply.note
+    assert (2, 1, 4096) == (
+        len(anthropic_server.requests),
+        reply.usage.calls,
+        reply.usage.output_tokens,
+    )
