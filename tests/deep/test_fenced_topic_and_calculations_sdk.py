@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 from servers import FakeAnthropic, FakeTavily
 from servers import tavily as tv
 
@@ -96,4 +97,29 @@ async def test_a_calculated_number_holds_only_when_labelled_and_right(
     assert LABELLED.removesuffix(".") in points
     assert ("grew 30%", "grew 25% a month") == tuple(
         t for t in ("grew 30%", "grew 25% a month") if t not in points
+    )
+
+
+async def test_the_report_names_the_model_of_each_stage(
+    home: Path,
+    anthropic_server: FakeAnthropic,
+    tavily_server: FakeTavily,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``RESEARCH_FSM_MODEL_DEEP_ANALYSIS`` gives analysis its own model: the Methodology,
+    the metadata and ``session.json`` name it beside the others' model."""
+    monkeypatch.setenv("RESEARCH_FSM_MODEL_DEEP_ANALYSIS", "claude-haiku-4-5")
+    java = "Spring Boot 3.0 requires Java 17 as a minimum version."
+    anthropic_server.auto(claude(drafts=[f"## Summary\n{java} [S1]\n"]))
+    tavily_server.auto(lambda body: tv.results([page(SPRING)]))
+    report = await on_servers(anthropic_server, tavily_server).deep_research(TOPIC)
+    asked = {str(r.body["model"]) for r in anthropic_server.requests}
+    assert {"claude-haiku-4-5", "claude-sonnet-5"} == asked
+    both = "deep\\_analysis: claude-haiku-4-5; others: claude-sonnet-5"  # Markdown-escaped
+    assert f"| Model | {both} |" in report.markdown
+    assert f"Claude ({both})" in report.markdown
+    session = saved(report.folder, "session.json")
+    assert ("claude-sonnet-5", {"deep_analysis": "claude-haiku-4-5"}) == (
+        session["model"],
+        session["models"],
     )
