@@ -139,7 +139,8 @@ class DeepLLM(LLM):
         if schema is claude.EnhancedQuery:
             lines = prompt.splitlines()
             gaps = [line[2:] for line in lines if line.startswith("- ")]
-            answer = {"query": gaps[0] if gaps else lines[0].removeprefix("Topic: ")}
+            topic = re.search(r"<topic>\n(.*?)\n</topic>", prompt, re.S)
+            answer = {"query": gaps[0] if gaps else topic.group(1) if topic else lines[0]}
         elif schema is claude.RatedSources:
             answer = {
                 "results": [

@@ -23,11 +23,11 @@ from ..engine import (
     validate_thread_id,
 )
 from ..errors import ResearchError
-from ..llm import LLM, Usage
+from ..llm import LLM, Usage, agent_models
 from ..sources import DataSourceError, TavilyWebSearch
 from ._cite import renumbered, sources_json
 from ._graph import build_deep_graph
-from ._model import DEFAULT_THRESHOLD, DEFAULT_TOP_K, DeepState, Language
+from ._model import AGENTS, DEFAULT_THRESHOLD, DEFAULT_TOP_K, DeepState, Language
 from ._report import session_meta, supported_claims
 from ._search import DocumentSearch, TopicSearch, WebSearch
 from ._session import new_session_folder, session_folder, write_stage
@@ -345,6 +345,7 @@ class DeepRunner:
             "top_k": top_k,
             "threshold": float(threshold),
             "model": self.llm.model if self.llm else None,
+            "models": agent_models(self.llm, AGENTS),
             "started_at": utc_now(self.clock),
         }
         meta = session_meta(DeepState(**value), sid)

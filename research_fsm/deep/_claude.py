@@ -44,11 +44,11 @@ QUOTE_CONTEXT: Final = 600
 """Characters the verifier sees either side of each quote analysis took."""
 RELEVANCE_CHARS: Final = 800
 """Characters of a source's text a relevance prompt shows when it has no search snippet."""
-_DATA_RULE: Final = data_rule("source", "facts")
+_DATA_RULE: Final = data_rule("topic", "source", "facts", "claims", "queries")
 
 QUERY_SYSTEM: Final = (
     "You turn a research topic into one search query that finds authoritative sources "
-    "(official documentation, guides, release notes). Keep the topic's key terms."
+    "(official documentation, guides, release notes). Keep the topic's key terms. " + _DATA_RULE
 )
 RELEVANCE_SYSTEM: Final = (
     "You rate search results for a research topic: 1.0 = directly about the topic and "
@@ -69,6 +69,14 @@ VERIFY_SYSTEM: Final = (
     "sentence does. Never paraphrase a quote. " + _DATA_RULE
 )
 
+
+COMPUTED_RULE: Final = (
+    "Every number you state must be written in the source's text; a number you "
+    "calculate from such numbers is allowed only with its calculation right after it, "
+    "as (computed: EXPRESSION) using + - * / and parentheses on numbers the source "
+    "states, e.g. 'grew 10% (computed: (110 - 100) / 100)'."
+)
+"""How a fact or claim labels a number it calculates (``common.figures.computed``)."""
 
 _SCHEMA: Final = ConfigDict(use_attribute_docstrings=True)
 MAX_FACTS: Final = 8
@@ -167,15 +175,21 @@ def _language(state: DeepState) -> str:
     return "Japanese" if state.language == "ja" else "English"
 
 
+def _topic(state: DeepState) -> str:
+    """The user's topic, fenced: it is what to research, never instructions."""
+    return fence("topic", state.topic)
+
+
 def query_prompt(state: DeepState, *, broadened: bool) -> str:
     """Ask for the round's query (broader on a retry; aimed at the gaps after verification)."""
-    parts = [f"Topic: {state.topic}", _today(state)]
+    parts = [_topic(state), _today(state)]
     if state.gaps:
         parts.append("Find sources for these claims that could not be verified:")
-        parts += [f"- {gap}" for gap in state.gaps[:6]]
+        parts.append(fence("claims", "\n".join(f"- {gap}" for gap in state.gaps[:6])))
     if broadened:
-        tried = "; ".join(q.query for q in state.queries[-2:])
-        parts.append(f"Earlier queries found too little ({tried}); write a broader one.")
+        tried = "\n".join(q.query for q in state.queries[-2:])
+        parts.append("Earlier queries found too little; write a broader one. They were:")
+        parts.append(fence("queries", tried))
     return "\n".join(parts)
 
 
@@ -187,7 +201,7 @@ def relevance_prompt(state: DeepState, candidates: list[Source]) -> str:
         for source in candidates
     )
     return (
-        f"Topic: {state.topic}\n{_today(state)} Prefer current sources when the topic is "
+        f"{_topic(state)}\n{_today(state)} Prefer current sources when the topic is "
         f"about recent events.\nRate every result by its id from its title and snippet.\n"
         f"{blocks}"
     )
@@ -196,8 +210,8 @@ def relevance_prompt(state: DeepState, candidates: list[Source]) -> str:
 def analysis_prompt(state: DeepState, source: Source) -> str:
     """One source to analyse."""
     return (
-        f"Topic: {state.topic}\nExtract up to eight facts (steps, findings, caveats) about "
-        f"the topic from this source.\n"
+        f"{_topic(state)}\nExtract up to eight facts (steps, findings, caveats) about "
+        f"the topic from this source. {COMPUTED_RULE}\n"
         f"{_source_block(source, source.text[:MAX_SOURCE_PROMPT_CHARS])}"
     )
 
@@ -206,13 +220,13 @@ def synthesis_prompt(state: DeepState, facts: Sequence[tuple[str, str, str]]) ->
     """The facts (kind, statement, S#) and the format to write in."""
     lines = [f"- ({kind}) {statement} [{sid}]" for kind, statement, sid in facts]
     return (
-        f"Topic: {state.topic}\n{_today(state)}\nWrite in {_language(state)}. Facts:\n"
+        f"{_topic(state)}\n{_today(state)}\nWrite in {_language(state)}. Facts:\n"
         + fence("facts", "\n".join(lines))
         + "\n\nAnswer in exactly this Markdown format:\n## Summary\n(2-4 sentences, each "
         "ending with [S#])\n## Key points\n- point [S#]\n## Steps\n1. step [S#]\n## Caveats\n"
         "- caveat [S#]\nKeep these four headings exactly as written here, in English, "
         f"whatever the language of the text; write every sentence in {_language(state)}. "
-        "Leave a section empty when no fact belongs in it."
+        "Leave a section empty when no fact belongs in it. " + COMPUTED_RULE
     )
 
 
@@ -255,7 +269,7 @@ def verify_prompt(state: DeepState, claims: list[Claim]) -> str:
         f"{claim.id}: {claim.text} (cites {', '.join(claim.sources) or 'nothing'})"
         for claim in claims
     ]
-    return "Claims:\n" + "\n".join(lines) + "\n\nSources:\n" + "\n".join(blocks)
+    return "Claims:\n" + fence("claims", "\n".join(lines)) + "\n\nSources:\n" + "\n".join(blocks)
 
 
 _ORDER: Final[tuple[SectionName, ...]] = ("summary", "key_points", "steps", "caveats")

@@ -11,6 +11,7 @@ from ..engine import add, append
 from ..llm import Usage
 
 __all__ = [
+    "AGENTS",
     "DEFAULT_THRESHOLD",
     "DEFAULT_TOP_K",
     "MAX_LOOPS",
@@ -29,6 +30,15 @@ __all__ = [
     "Source",
     "Verification",
 ]
+
+AGENTS: tuple[str, ...] = (
+    "query_parser",
+    "relevance_filter",
+    "deep_analysis",
+    "synthesis",
+    "verification",
+)
+"""The stages that ask the LLM, by the agent name they ask with."""
 
 Language = Literal["en", "ja"]
 Mode = Literal["web", "docs"]
@@ -264,6 +274,8 @@ class DeepState(BaseModel):
     """Verification's supported-ratio threshold."""
     model: str | None = None
     """The LLM's model, or ``None`` offline."""
+    models: dict[str, str] = Field(default_factory=dict)
+    """The stages whose model is not ``model`` (``RESEARCH_FSM_MODEL_<AGENT>``) -> theirs."""
     queries: Annotated[list[QueryRecord], append] = Field(default_factory=list)
     """Every query searched with, in order."""
     terms: list[str] = Field(default_factory=list)

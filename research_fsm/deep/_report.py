@@ -25,6 +25,7 @@ from ..common.writer import (
     to_pdf,
 )
 from ..engine import NodeContext
+from ..llm import models_text
 from ._cite import renumbered, sources_json
 from ._labels import label
 from ._model import Claim, DeepState, Source, Verification
@@ -111,6 +112,11 @@ def _closest(state: DeepState, lang: str, allowed: set[str]) -> list[Any]:
     return [paragraph(label(lang, "closest")), bullets(lines)] if lines else []
 
 
+def _models(state: DeepState) -> str:
+    """The model, and each stage that asked its own (``RESEARCH_FSM_MODEL_<AGENT>``)."""
+    return models_text(state.model or "", state.models, used=state.usage)
+
+
 def _methodology(state: DeepState, lang: str, allowed: set[str]) -> DocSection:
     relevant = sum(1 for v in state.relevance if v.relevant)
     failed = [a for a in state.analyses if a.error is not None]
@@ -123,7 +129,7 @@ def _methodology(state: DeepState, lang: str, allowed: set[str]) -> DocSection:
             failed=len(failed),
         ),
         label(lang, "m_method").format(
-            who=f"Claude ({state.model})" if state.model else label(lang, "rules")
+            who=f"Claude ({md_escape(_models(state))})" if state.model else label(lang, "rules")
         ),
         label(lang, "m_verify").format(threshold=f"{state.threshold:.0%}"),
     ]
@@ -206,7 +212,10 @@ def _metadata(state: DeepState, lang: str, generated_at: str, session_id: str) -
         (label(lang, "md_session"), session_id),
         (label(lang, "md_generated"), generated_at),
         (label(lang, "md_language"), state.language),
-        (label(lang, "md_model"), state.model or label(lang, "rules")),
+        (
+            label(lang, "md_model"),
+            md_escape(_models(state)) if state.model else label(lang, "rules"),
+        ),
         (label(lang, "md_calls"), f"{calls} (~${cost:.4f})"),
     ]
     return DocSection(label(lang, "metadata"), [table(rows)])
@@ -276,6 +285,7 @@ def session_meta(state: DeepState, session_id: str) -> dict[str, Any]:
         "top_k": state.top_k,
         "threshold": state.threshold,
         "model": state.model,
+        "models": state.models,
         "created_at": state.started_at,
         "status": "running",
     }

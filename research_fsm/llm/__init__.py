@@ -2,7 +2,16 @@
 (``AnthropicLLM``) and a scripted test double."""
 
 from ._anthropic import DEFAULT_MODEL, MAX_TOKENS, MODEL_ENV, PRICES, AnthropicLLM, Price
-from ._base import LLM, LLMError, LLMErrorKind, StructuredReply, TextReply, Usage
+from ._base import (
+    LLM,
+    LLMError,
+    LLMErrorKind,
+    StructuredReply,
+    TextReply,
+    Usage,
+    agent_models,
+    models_text,
+)
 from ._schema import keep_first
 from ._scripted import ScriptedCall, ScriptedLLM
 from ._tokens import Budgeted, fit_to_budget
@@ -23,6 +32,8 @@ __all__ = [
     "StructuredReply",
     "TextReply",
     "Usage",
+    "agent_models",
     "fit_to_budget",
     "keep_first",
+    "models_text",
 ]

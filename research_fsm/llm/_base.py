@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Generic, Literal, Protocol, TypeVar, runtime_checkable
 
@@ -10,7 +10,16 @@ from pydantic import BaseModel, ConfigDict
 
 from ..errors import ResearchError
 
-__all__ = ["LLM", "LLMError", "LLMErrorKind", "StructuredReply", "TextReply", "Usage"]
+__all__ = [
+    "LLM",
+    "LLMError",
+    "LLMErrorKind",
+    "StructuredReply",
+    "TextReply",
+    "Usage",
+    "agent_models",
+    "models_text",
+]
 
 M = TypeVar("M", bound=BaseModel)
 LLMErrorKind = Literal[
@@ -126,3 +135,24 @@ class LLM(Protocol):
     async def aclose(self) -> None:
         """Release the client's connections. Default: nothing to release."""
         return None
+
+
+def agent_models(llm: LLM | None, agents: Iterable[str]) -> dict[str, str]:
+    """The agents of ``agents`` whose model is not ``llm.model`` -> their model (an LLM
+    with a ``model_for(agent)`` method, as ``AnthropicLLM``, may give agents their own)."""
+    if llm is None:
+        return {}
+    model_for = getattr(llm, "model_for", None)
+    if not callable(model_for):
+        return {}
+    found = {agent: str(model_for(agent)) for agent in agents}
+    return {agent: model for agent, model in found.items() if model != llm.model}
+
+
+def models_text(model: str, models: Mapping[str, str], used: Iterable[str] | None = None) -> str:
+    """``model`` alone, or each agent with its own model and then the others':
+    ``"financial: m2; quality: m3; others: m"``; with ``used``, only the agents among
+    them (those that made calls)."""
+    wanted = set(used) if used is not None else set(models)
+    own = [f"{agent}: {name}" for agent, name in sorted(models.items()) if agent in wanted]
+    return "; ".join([*own, f"others: {model}"]) if own else model

@@ -22,11 +22,11 @@ from ..engine import (
     SuspendToken,
 )
 from ..errors import ResearchError
-from ..llm import LLM, Usage
+from ..llm import LLM, Usage, agent_models
 from ..sources import CompanyIndex, DataSource
 from ._compose import sources_json
 from ._graph import build_report_graph
-from ._model import Language, Quality, ReportState
+from ._model import SECTIONS, Language, Quality, ReportState
 from ._research import Describe
 from ._store import check_out_folder
 
@@ -185,6 +185,7 @@ class ReportRunner:
         self.app: CompiledGraph[ReportState] = graph.compile(store=store, step_limit=40)
         self.source_name = source.name
         self.model = llm.model if llm is not None else None
+        self.models = agent_models(llm, (*SECTIONS, "synthesizer", "quality"))
         self.check_answer = check_answer
 
     async def report(
@@ -246,6 +247,7 @@ class ReportRunner:
             "out_dir": str(out) if out else None,
             "data_source": self.source_name,
             "model": self.model,
+            "models": self.models,
         }
         return value, f"report-{secrets.token_hex(5)}"
 

@@ -14,7 +14,7 @@ from ..common.writer import (
     paragraph,
     table,
 )
-from ..llm import Usage
+from ..llm import Usage, models_text
 from ._labels import fact_label, missing_label, text
 from ._model import SECTIONS, Fact, ReportState, Section, Source
 
@@ -70,6 +70,11 @@ def _section(name: str, section: Section | None, lang: str, ids: dict[str, str])
     return DocSection(title, blocks)
 
 
+def _models(state: ReportState) -> str:
+    """The model, and each agent that asked its own (``RESEARCH_FSM_MODEL_<AGENT>``)."""
+    return models_text(state.model or "", state.models, used=state.usage)
+
+
 def _methodology(state: ReportState, lang: str) -> DocSection:
     missing = state.quality.missing if state.quality else []
     labels = [missing_label(lang, item) for item in missing]
@@ -78,6 +83,11 @@ def _methodology(state: ReportState, lang: str) -> DocSection:
         paragraph(text(lang, "method_agents")),
         paragraph(text(lang, "method_source", source=md_escape(state.data_source))),
         paragraph(text(lang, "method_iterations", iterations=state.iteration)),
+        paragraph(
+            text(lang, "method_model", models=md_escape(_models(state)))
+            if state.model
+            else text(lang, "model_none")
+        ),
         paragraph(
             text(lang, "method_missing", items=md_escape(sep.join(labels)))
             if missing
@@ -139,7 +149,10 @@ def _metadata(state: ReportState, lang: str, generated_at: str) -> DocSection:
     rows = [
         (text(lang, "generated_at"), generated_at),
         (text(lang, "data_source"), md_escape(state.data_source)),
-        (text(lang, "model"), md_escape(state.model) if state.model else text(lang, "model_none")),
+        (
+            text(lang, "model"),
+            md_escape(_models(state)) if state.model else text(lang, "model_none"),
+        ),
         (text(lang, "cost"), f"US${total.cost_usd:.4f} ({total.calls} calls)"),
         (text(lang, "language"), state.language),
     ]

@@ -24,6 +24,7 @@ TEXT: Final[dict[str, dict[str, str]]] = {
         "computed_mixed": "computed from {parts}; figures of different fiscal years",
         "method_source": "Data source: {source}.",
         "method_iterations": "Research iterations: {iterations}.",
+        "method_model": "Model: {models}.",
         "method_agents": (
             "A researcher gathered the sources; financial, market and product specialists "
             "worked on them in parallel; a synthesiser wrote the summary from their facts; "
@@ -95,6 +96,7 @@ TEXT: Final[dict[str, dict[str, str]]] = {
         "computed_mixed": "{parts}から算出、会計年度の異なる数値",
         "method_source": "データソース：{source}。",
         "method_iterations": "調査の反復回数：{iterations}回。",
+        "method_model": "モデル：{models}。",
         "method_agents": (
             "リサーチャーが情報源を収集し、財務・市場・製品の各専門エージェントが並行して分析し、"
             "統合エージェントがその事実のみから概要を書き、品質チェックがレポートを採点しました。"

@@ -151,6 +151,8 @@ class ReportState(BaseModel):
     """The data source's name."""
     model: str | None = None
     """The LLM's model, or ``None`` offline."""
+    models: dict[str, str] = Field(default_factory=dict)
+    """The agents whose model is not ``model`` (``RESEARCH_FSM_MODEL_<AGENT>``) -> theirs."""
     started_at: str = Field(default_factory=utc_now)
     """When the report was started."""
     saved_to: str | None = None

@@ -51,3 +51,27 @@ def test_a_changed_number_is_missing_from_the_quote() -> None:
     quote = "Spring Boot 3.0 requires Java 17 as a minimum version."
     assert [] == missing_figures("Spring Boot 3 requires Java 17", quote)
     assert ["21"] == missing_figures("Spring Boot 3 requires Java 21", quote)
+
+
+QUOTE = "Monthly downloads rose from 200,000 to 250,000 in 2026."
+
+
+@pytest.mark.parametrize(
+    ("claim", "missing"),
+    [
+        ("Downloads grew 25% (computed: (250,000 - 200,000) / 200,000).", []),
+        ("Downloads grew 25% (computed: 250000 / 200000 - 1).", []),
+        ("Downloads rose 1.25 times (computed: 250,000 / 200,000).", []),
+        ("ダウンロード数は25%増えた（計算: (250,000 - 200,000) / 200,000）。", []),
+        ("Downloads grew 25%.", ["25"]),
+        ("Downloads grew 30% (computed: (250,000 - 200,000) / 200,000).", ["30"]),
+        ("Downloads grew 30% (computed: (260,000 - 200,000) / 200,000).", ["260000", "30"]),
+        ("Downloads grew 25% (computed: (250,000 - 200,000) / 0).", ["0", "25"]),
+        ("Downloads grew 25% (computed: __import__('os')).", ["25"]),
+    ],
+)
+def test_a_labelled_calculation_counts_only_when_it_holds(claim: str, missing: list[str]) -> None:
+    """A number followed by ``(computed: ...)`` is stated when the operands are the
+    quote's numbers and the arithmetic gives it (``%``: times 100); otherwise the number
+    and every operand the quote lacks are missing."""
+    assert missing == missing_figures(claim, QUOTE)

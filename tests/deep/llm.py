@@ -7,10 +7,12 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from research_fsm.common.fence import unescape
 from research_fsm.deep._text import sentences, terms
 from research_fsm.llm import ScriptedLLM
 
 SOURCE = re.compile(r'<source id="(S\d+)"[^>]*>\n(.*?)\n</source>', re.S)
+TOPIC_FENCE = re.compile(r"<topic>\n(.*?)\n</topic>", re.S)
 CLAIM = re.compile(r"^(C\d+): (.*) \(cites (.*)\)$", re.M)
 
 
@@ -62,8 +64,9 @@ def verify(prompt: str) -> dict[str, Any]:
 def query(prompt: str) -> dict[str, Any]:
     """The topic line, or the first gap when there are gaps."""
     lines = prompt.splitlines()
-    gaps = [line[2:] for line in lines if line.startswith("- ")]
-    return {"query": gaps[0] if gaps else lines[0].removeprefix("Topic: ")}
+    gaps = [unescape(line[2:]) for line in lines if line.startswith("- ")]
+    topic = TOPIC_FENCE.search(prompt)
+    return {"query": gaps[0] if gaps else unescape(topic.group(1) if topic else lines[0])}
 
 
 def claude(

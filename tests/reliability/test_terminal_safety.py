@@ -134,8 +134,9 @@ async def test_rule_based_decisions_ignore_hostile_text(tavily_server: FakeTavil
 
 
 def latest_query(prompt: str) -> str:
-    """The "Latest query:" line of a clarity prompt."""
-    return prompt.partition("Latest query:")[2].partition("\n")[0]
+    """The fenced question after "Latest query:" in a clarity prompt."""
+    fenced = prompt.partition("Latest query: <question>\n")[2]
+    return fenced.partition("\n</question>")[0]
 
 
 @pytest.fixture

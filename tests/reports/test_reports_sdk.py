@@ -371,3 +371,20 @@ async def test_cut_and_misfit_answers_are_noted_and_counted(
     assert (2, 2) == (report.usage["financial"].calls, report.usage["market"].calls)
     assert 30 == report.usage["market"].output_tokens
     assert "This section is unavailable: the market specialist failed" in report.markdown
+
+
+async def test_the_report_names_the_model_of_each_agent(
+    anthropic_server: FakeAnthropic, tavily_server: FakeTavily, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``RESEARCH_FSM_MODEL_FINANCIAL`` gives the financial specialist its own model: the
+    Methodology and the metadata name it beside the others' model, not the default only."""
+    monkeypatch.setenv("RESEARCH_FSM_MODEL_FINANCIAL", "claude-haiku-4-5")
+    anthropic_server.auto(claude([90]))
+    tavily_server.auto(search)
+    report = await assistant_on(anthropic_server, tavily_server).report("Nvidia")
+    asked = {str(r.body["model"]) for r in anthropic_server.requests}
+    assert {"claude-haiku-4-5", "claude-sonnet-5"} == asked
+    both = "financial: claude-haiku-4-5; others: claude-sonnet-5"
+    assert f"| Model | {both} |" in report.markdown
+    methodology = report.markdown.split("## Methodology", 1)[1].split("\n## ", 1)[0]
+    assert f"Model: {both}." in methodology
