@@ -71,7 +71,7 @@ class ReportLLM(LLM):
         await asyncio.sleep(self.delay)
         self.calls[agent] += 1
         if schema.__name__ == "Extraction":
-            url = prompt.split("url='", 1)[1].split("'", 1)[0]
+            url = prompt.split('url="', 1)[1].split('"', 1)[0]  # the first <finding>'s
             facts = [
                 {"label": f"{agent} fact {i}", "value": f"{agent} value {i}", "source_url": url}
                 for i in range(4)
@@ -131,7 +131,11 @@ class ReportSource(DataSource):
         findings = ResearchFindings(
             company=COMPANY,
             overview=f"{COMPANY} is a company ({intent}).",
-            key_developments=f"News about {intent}.",
+            # The page states what ReportLLM extracts: a fact is kept only when its value
+            # is in the page it cites.
+            key_developments=f"News about {intent}. Stated: "
+            + ", ".join(f"{agent} value {i}" for agent in SPECIALISTS for i in range(4))
+            + ".",
             sources=[SourceRef(title=f"{COMPANY} {intent}", url=URLS[intent])],
         )
         return SearchResult(findings=findings, confidence=9, source_name=self.name)

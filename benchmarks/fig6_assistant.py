@@ -64,7 +64,8 @@ class SimulatedLLM(LLM):
         self.calls[agent] += 1
         value: BaseModel
         if schema.__name__ == "ClarityVerdict":
-            latest = prompt.rsplit("Latest query:", 1)[-1].splitlines()[0]
+            # The latest query, inside its <question> fence.
+            latest = prompt.rsplit("Latest query:", 1)[-1].split("</question>", 1)[0]
             if "apple" in latest.lower():
                 value = schema.model_validate(
                     {
