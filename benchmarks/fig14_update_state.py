@@ -183,7 +183,7 @@ async def _measure(variants: list[str], root: Path, n: int, reps: int) -> dict[s
 
 
 def run(sizes: Sizes, peer: bool) -> FigureResult:
-    fig = FigureResult(15, TITLE)
+    fig = FigureResult(14, TITLE)
     n = sizes.fig2_runs
     variants = ["rfsm_mem", "rfsm_file"]
     if peer:
