@@ -215,8 +215,13 @@ _PREV_NEXT: Final = re.compile(
 )
 _SPACES: Final = re.compile(r"[ \t\n\r\f\v\u00a0\u200b]+")
 _PERMALINKS: Final = frozenset({"¶", "#", "§", "🔗", "\uf0c1"})
-_PARSER: Final = etree.HTMLParser(remove_comments=True, remove_pis=True, no_network=True)
-"""Plain elements (no per-element Python class lookup, as ``lxml.html`` does)."""
+_PARSER: Final = etree.HTMLParser(
+    remove_comments=True, remove_pis=True, no_network=True, collect_ids=False, encoding="utf-8"
+)
+"""Plain elements (no per-element Python class lookup, as ``lxml.html`` does), read from
+UTF-8 bytes (quicker than from a ``str``; the page was decoded before)."""
+_CHROME_TAG: Final = "research-fsm-chrome"
+"""What page chrome is renamed to, to be stripped in one C call."""
 _XML_DECLARATION: Final = re.compile(r"^\s*<\?xml[^>]*\?>", re.I)
 _ODD_SPACES: Final = re.compile("[\x1c-\x1f\x85\u1680\u2000-\u200b\u2028\u2029\u202f\u205f\u3000]")
 """Characters ``str.split()`` takes for spaces and ``_SPACES`` does not (or the reverse:
@@ -235,6 +240,8 @@ class HtmlText:
     """``(offset in text, line in the file)`` at the start of every block, ascending."""
     headings: list[tuple[int, int, str]] = field(default_factory=list)
     """``(offset in text, level 1-6, heading)`` for every heading kept."""
+    blocks: list[tuple[int, int]] = field(default_factory=list)
+    """``(start, end)`` of every block (paragraph, list, table, code) in ``text``."""
 
 
 def _is_chrome(element: etree._Element) -> bool:
@@ -280,6 +287,7 @@ class _Writer:
         self.size = 0
         self.anchors: list[tuple[int, int]] = []
         self.headings: list[tuple[int, int, str]] = []
+        self.blocks: list[tuple[int, int]] = []
         self.line: list[str] = []  # cleared, never replaced: ``walk`` holds it
         self.line_source = 0
         self.block: list[tuple[str, int]] = []
@@ -381,6 +389,7 @@ class _Writer:
             size += 2
         if heading:
             self.headings.append((size, heading, lines[0][0]))
+        start = size
         last = anchors[-1][1] if anchors else None
         first = True
         for text, source in lines:
@@ -394,39 +403,34 @@ class _Writer:
                 last = source
             parts.append(text)
             size += len(text)
+        self.blocks.append((start, size))
         self.size = size
 
 
 def _chrome(main: etree._Element) -> list[etree._Element]:
-    """The page chrome under ``main`` (an element inside another may be listed too)."""
-    found: list[etree._Element] = list(main.iter(*_DROP_TAGS))
+    """The page chrome under ``main`` marked by its attributes (an element inside
+    another may be listed too); chrome by tag name is stripped before, at C speed."""
+    found: list[etree._Element] = []
+    drop_classes = _DROP_CLASSES.isdisjoint
     elements = main.iter(etree.Element)
     next(elements)  # ``main`` itself
     for element in elements:
         items = element.items()
         if not items:
             continue
-        if len(items) == 1 and items[0][0] == "class":  # the common case, made quick
-            if not _DROP_CLASSES.isdisjoint(str(items[0][1]).lower().split()):
-                found.append(element)
-        elif _is_chrome(element):
+        if len(items) == 1:  # the common cases, made quick
+            name, value = items[0]
+            if name == "class":
+                if not drop_classes(value.lower().split()):
+                    found.append(element)
+                continue
+            if name == "id":
+                if value.lower() in _DROP_IDS:
+                    found.append(element)
+                continue
+        if _is_chrome(element):
             found.append(element)
     return found
-
-
-def _remove(element: etree._Element) -> None:
-    """Take ``element`` out of the tree, keeping the text that follows it."""
-    parent = element.getparent()
-    if parent is None:
-        return
-    tail = element.tail
-    if tail:
-        previous = element.getprevious()
-        if previous is not None:
-            previous.tail = (previous.tail or "") + tail
-        else:
-            parent.text = (parent.text or "") + tail
-    parent.remove(element)
 
 
 def _main(root: etree._Element) -> etree._Element:
@@ -453,7 +457,9 @@ def _inside_chrome(element: etree._Element) -> bool:
 
 
 def _title(root: etree._Element, headings: list[tuple[int, int, str]]) -> str:
-    found = root.find(".//title")
+    found = root.find("head/title")
+    if found is None:
+        found = root.find(".//title")
     if found is not None:
         title = _SPACES.sub(" ", "".join(found.itertext())).strip()
         if title:
@@ -467,15 +473,19 @@ def html_text(markup: str) -> HtmlText:
     if not markup.strip():
         return HtmlText(title="", text="")
     try:
-        root = etree.fromstring(markup, _PARSER)
+        root = etree.fromstring(markup.encode("utf-8", "surrogatepass"), _PARSER)
     except (etree.ParserError, etree.XMLSyntaxError, ValueError):
         return HtmlText(title="", text="")
     if root is None:
         return HtmlText(title="", text="")
     main = _main(root)
     etree.strip_tags(main, "span")  # highlighted code's thousands of spans, at C speed
-    for chrome in _chrome(main):
-        _remove(chrome)
+    etree.strip_elements(main, *_DROP_TAGS, with_tail=False)
+    chrome = _chrome(main)
+    if chrome:
+        for element in chrome:
+            element.tag = _CHROME_TAG
+        etree.strip_elements(main, _CHROME_TAG, with_tail=False)
     etree.strip_tags(main, *_INLINE)  # inline markup merged into its block's text
     out = _Writer()
     out.walk(main)
@@ -485,4 +495,5 @@ def html_text(markup: str) -> HtmlText:
         text="".join(out.parts),
         anchors=out.anchors,
         headings=out.headings,
+        blocks=out.blocks,
     )

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Final, Literal, TypeVar
+from typing import Any, Final, Literal, TypeVar, cast
 
 import structlog
 
@@ -38,15 +38,13 @@ from ._types import (
     NotADirectory,
     Passage,
 )
-from ._work import Work, prepare
+from ._work import HEADING_SEPARATOR, Job, Work, run_job
 from ._workers import Workers
 
 __all__ = ["DocumentIndex", "default_cache_dir", "default_workers"]
 
 _log = structlog.get_logger(__name__)
 SCHEMA: Final = "research-fsm-documents-2"
-HEADING_SEPARATOR: Final = "\x1f"
-"""Between the headings of a passage's heading path in the index."""
 RACY_NS: Final = 2_000_000_000
 """Files modified this close (ns) before the last check are hashed again."""
 DATA_SOURCE: Final = "documents"  # the data source name on search spans
@@ -107,7 +105,7 @@ PROGRESS_EVERY: Final = 0.1
 POOL_FROM: Final = 12
 """Files to extract from which a process pool is worth its start (else one process)."""
 _Old = tuple[int, int, int, str]
-_Job = tuple[Found, str, "_Old | None"]
+"""A file already indexed: its id, size, modification time and SHA-256."""
 
 
 def default_workers() -> int:
@@ -134,7 +132,6 @@ class _Builder:
         self.started = time.perf_counter()
         self.done = self.bytes_done = self.files_total = self.bytes_total = 0
         self.last_event = -1.0
-        self._data: dict[str, bytes] = {}
         self.next_passage = 1
         """The id of the next passage stored."""
 
@@ -176,27 +173,27 @@ class _Builder:
             for found, old in changed:
                 job = self._job(found, old)
                 if job is not None:
-                    self._store(job, prepare(*self._args(job)))
+                    self._store(found, old, run_job(job))
             return
         workers = Workers(count)
-        jobs: dict[object, _Job] = {}
+        waiting: dict[int, tuple[Found, _Old | None]] = {}
 
         def drain(block: bool = False) -> None:
-            while jobs:
+            while waiting:
                 try:
                     key, work = workers.results.get(block=block)
                 except queue.Empty:
                     return
-                self._store(jobs.pop(key), work)
+                self._store(*waiting.pop(cast(int, key)), work)
 
         try:
             for number, (found, old) in enumerate(changed):
                 job = self._job(found, old)
                 if job is not None:
-                    jobs[number] = job
-                    workers.submit((number, *self._args(job)), drain)
+                    waiting[number] = (found, old)
+                    workers.submit((number, job), drain)
                 drain()
-            while jobs:
+            while waiting:
                 drain(block=True)
         finally:
             workers.close()
@@ -210,18 +207,22 @@ class _Builder:
             return True
         return False
 
-    def _job(self, found: Found, old: _Old | None) -> _Job | None:
-        """Read and hash a file that may have changed: a job when it did, else ``None``."""
+    def _job(self, found: Found, old: _Old | None) -> Job | None:
+        """The job for a file that is new or may have changed: a new one is read by the
+        job; one indexed before is read and hashed here, and is no job when its bytes
+        are the same."""
+        kind = kind_of(found.real.name) or kind_of(found.path) or "text"
+        root = str(found.root) if found.root is not None else None
+        if old is None:
+            return str(found.real), root, None, kind, found.real.name
         try:
             data = read_bytes(found.real, found.root)
         except OSError as exc:
             self.skipped.append(SkippedFile(path=found.path, reason=f"cannot read it ({exc})"))
-            if old is not None:
-                self._drop(old[0])
+            self._drop(old[0])
             self._count(found)
             return None
-        digest = hashlib.sha256(data).hexdigest()
-        if old is not None and old[3] == digest:
+        if old[3] == hashlib.sha256(data).hexdigest():
             self.db.execute(
                 "UPDATE files SET size=?, mtime_ns=? WHERE id=?",
                 (found.size, found.mtime_ns, old[0]),
@@ -229,13 +230,7 @@ class _Builder:
             self.reused += 1
             self._count(found)
             return None
-        self._data[found.path] = data
-        return found, digest, old
-
-    def _args(self, job: _Job) -> tuple[bytes, str, str]:
-        found = job[0]
-        kind = kind_of(found.real.name) or kind_of(found.path) or "text"
-        return self._data.pop(found.path), kind, found.real.name
+        return str(found.real), root, data, kind, found.real.name
 
     def _count(self, found: Found) -> None:
         self.done += 1
@@ -261,14 +256,13 @@ class _Builder:
             )
         )
 
-    def _store(self, job: _Job, work: Work) -> None:
-        found, digest, old = job
-        extracted, spans, bodies = work
+    def _store(self, found: Found, old: _Old | None, work: Work) -> None:
+        digest, prepared = work
         if old is not None:
             self._drop(old[0])
         self._count(found)
-        if isinstance(extracted, str):
-            self.skipped.append(SkippedFile(path=found.path, reason=extracted))
+        if isinstance(prepared, str):
+            self.skipped.append(SkippedFile(path=found.path, reason=prepared))
             return
         self.read += 1
         self.bytes_read += found.size
@@ -279,38 +273,26 @@ class _Builder:
                 found.size,
                 found.mtime_ns,
                 digest,
-                extracted.kind,
-                extracted.title,
-                extracted.text,
+                prepared.kind,
+                prepared.title,
+                prepared.text,
             ),
         )
         file_id = cursor.lastrowid
-        title = cjk_bigrams(extracted.title)
+        spans = prepared.spans
         first = self.next_passage
         self.next_passage += len(spans)
         self.db.executemany(
             "INSERT INTO passages(id, file_id, start, end, line_start, line_end, page, heading)"
             " VALUES (?,?,?,?,?,?,?,?)",
-            [
-                (
-                    first + number,
-                    file_id,
-                    span.start,
-                    span.end,
-                    span.line_start,
-                    span.line_end,
-                    span.page,
-                    HEADING_SEPARATOR.join(span.headings) or None,
-                )
-                for number, span in enumerate(spans)
-            ],
+            [(first + number, file_id, *span) for number, span in enumerate(spans)],
         )
-        text = extracted.text
+        text, title = prepared.text, cjk_bigrams(prepared.title)
         self.db.executemany(
             "INSERT INTO fts(rowid, body, title) VALUES (?,?,?)",
             [
-                (first + number, body if body is not None else text[span.start : span.end], title)
-                for number, (span, body) in enumerate(zip(spans, bodies, strict=True))
+                (first + number, body if body is not None else text[span[0] : span[1]], title)
+                for number, (span, body) in enumerate(zip(spans, prepared.bodies, strict=True))
             ],
         )
 

@@ -89,15 +89,19 @@ def split(
     *,
     headings: list[tuple[int, int, str]] | None = None,
     anchors: list[tuple[int, int]] | None = None,
+    blocks: list[tuple[int, int]] | None = None,
 ) -> list[Span]:
     """``text`` as passages of about ``MIN_CHARS``-``MAX_CHARS`` characters, a new one at
-    a heading once the current one has ``SECTION_CHARS``; ``pages`` holds each page's start offset (PDFs), ``headings``
-    ``(offset, level, title)`` (default: the Markdown ``#`` lines), ``anchors``
-    ``(offset, line in the file)`` when the text's lines are not the file's."""
+    a heading once the current one has ``SECTION_CHARS``. ``pages`` holds each page's
+    start offset (PDFs); ``headings`` ``(offset, level, title)`` (default: the Markdown
+    ``#`` lines); ``anchors`` ``(offset, line in the file)`` when the text's lines are
+    not the file's; ``blocks`` the paragraphs' ``(start, end)`` when the extractor
+    knows them (default: found at blank lines)."""
     newlines = [] if anchors else [m.start() for m in _NEWLINE.finditer(text)]
     if headings is None:
         headings = [(m.start(), len(m.group(1)), m.group(2)) for m in _HEADING.finditer(text)]
     heading_at = [at for at, _, _ in headings]
+    heading_starts = set(heading_at)
     paths = _paths(headings)
     anchor_at = [at for at, _ in anchors] if anchors else []
 
@@ -108,33 +112,44 @@ def split(
         return bisect_right(newlines, offset - 1) + 1
 
     spans: list[Span] = []
-    group: list[tuple[int, int]] = []
+    group_start = group_end = -1  # the passage being grown: from its first piece's start
     body = False  # the group holds more than headings
 
     def flush() -> None:
-        nonlocal body
-        if not group:
+        nonlocal body, group_start
+        if group_start < 0:
             return
-        start, end = group[0][0], group[-1][1]
-        index = bisect_right(heading_at, start) - 1
-        page = bisect_right(pages, start) if pages else None
+        index = bisect_right(heading_at, group_start) - 1
+        page = bisect_right(pages, group_start) if pages else None
+        path = paths[index] if index >= 0 else ()
         spans.append(
-            Span(start, end, line(start), line(end - 1), page, paths[index] if index >= 0 else ())
+            Span(group_start, group_end, line(group_start), line(group_end - 1), page, path)
         )
-        group.clear()
+        group_start = -1
         body = False
 
-    for start, end in _pieces(text):
-        crosses_page = (
-            pages and group and bisect_right(pages, group[0][0]) != bisect_right(pages, start)
-        )
-        at_heading = start in heading_at if headings else False
-        new_section = at_heading and body and group[-1][1] - group[0][0] >= SECTION_CHARS
-        if group and (end - group[0][0] > MAX_CHARS or crosses_page or new_section):
+    if blocks is None:
+        pieces = _pieces(text)
+    else:
+        pieces = []
+        for start, end in blocks:
+            if end - start > MAX_CHARS:
+                pieces += _cut(text, start, end)
+            else:
+                pieces.append((start, end))
+    for start, end in pieces:
+        at_heading = start in heading_starts
+        if group_start >= 0 and (
+            end - group_start > MAX_CHARS
+            or (pages and bisect_right(pages, group_start) != bisect_right(pages, start))
+            or (at_heading and body and group_end - group_start >= SECTION_CHARS)
+        ):
             flush()
-        group.append((start, end))
+        if group_start < 0:
+            group_start = start
+        group_end = end
         body = body or not at_heading
-        if end - group[0][0] >= MIN_CHARS:
+        if end - group_start >= MIN_CHARS:
             flush()
     flush()
     return spans

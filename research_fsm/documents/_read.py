@@ -107,6 +107,9 @@ class Extracted:
     anchors: list[tuple[int, int]] | None = None
     """``(offset, line of the file)`` where a block of ``text`` starts (HTML); ``None``:
     the text's lines are the file's."""
+    blocks: list[tuple[int, int]] | None = None
+    """``(start, end)`` of each paragraph, list, table or code block of ``text``, when
+    the extractor knows them (HTML); ``None``: found again at blank lines."""
 
 
 def _inside(path: Path, root: Path) -> bool:
@@ -262,6 +265,7 @@ def _html(data: bytes, name: str) -> Extracted:
         pages=None,
         headings=page.headings,
         anchors=page.anchors,
+        blocks=page.blocks,
     )
 
 

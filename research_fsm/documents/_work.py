@@ -1,47 +1,110 @@
-"""One file's indexing work, run in a worker process: its text, passages and the
-bodies the full-text index stores. Module-level and picklable on purpose."""
+"""One file's indexing work, run in a worker process: its bytes read and hashed, its
+text, passages and the bodies the full-text index stores. Module-level and picklable
+on purpose; what travels back is plain tuples and strings, the least a pipe carries."""
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import pickle
 import struct
 import sys
-from typing import IO, Any, Final
+from pathlib import Path
+from typing import IO, Any, Final, NamedTuple
 
-from ._passages import Span, split
-from ._read import Extracted, extract_data
-from ._terms import cjk_bigrams
+from ._passages import split
+from ._read import extract_data, read_bytes
+from ._terms import CJK, cjk_bigrams
 
-__all__ = ["Work", "prepare", "read_frame", "write_frame"]
+__all__ = [
+    "HEADING_SEPARATOR",
+    "Job",
+    "Prepared",
+    "Work",
+    "prepare",
+    "read_frame",
+    "run_job",
+    "write_frame",
+]
 
 _HEADER: Final = struct.Struct(">Q")
+HEADING_SEPARATOR: Final = "\x1f"
+"""Between the headings of a passage's heading path in the index."""
 
-Work = tuple[Extracted | str, list[Span], list[str | None]]
-"""The text (or why the file is skipped), its passages, and each passage's indexed body
-(``None``: the passage's text as it is, nothing sent twice)."""
+SpanRow = tuple[int, int, int, int, int | None, str | None]
+"""A passage: start and end in the text, first and last line of the file, page, and
+its heading path (joined by ``HEADING_SEPARATOR``; ``None``: under no heading)."""
 
 
-def prepare(data: bytes, kind: str, name: str) -> Work:
-    """Extract, split and prepare one file; never raises for a bad file."""
+class Prepared(NamedTuple):
+    """A file ready for the index."""
+
+    kind: str
+    """markdown, text, html, pdf or metadata."""
+    title: str
+    """The document's title."""
+    text: str
+    """The extracted text."""
+    spans: list[SpanRow]
+    """Its passages."""
+    bodies: list[str | None]
+    """Each passage's indexed body (``None``: the passage's text as it is, not sent
+    twice)."""
+
+
+Work = tuple[str, Prepared | str]
+"""The SHA-256 of the file's bytes (``""`` when they could not be read), and the file
+prepared or why it is skipped."""
+Job = tuple[str, str | None, bytes | None, str, str]
+"""``(path, root, data, kind, name)``: a file to prepare; ``data`` ``None``: read it
+(below ``root``, without following links)."""
+
+
+def prepare(data: bytes, kind: str, name: str) -> Prepared | str:
+    """Extract, split and prepare one file's bytes, or why not; never raises."""
     extracted = extract_data(data, kind, name)
     if isinstance(extracted, str):
-        return extracted, [], []
+        return extracted
+    text = extracted.text
     try:
         spans = split(
-            extracted.text,
+            text,
             extracted.pages,
             headings=extracted.headings,
             anchors=extracted.anchors,
+            blocks=extracted.blocks,
         )
     except Exception as exc:  # a failure skips the file
-        return f"extractor failed ({type(exc).__name__} while splitting)", [], []
-    bodies: list[str | None] = []
-    for span in spans:
-        passage = extracted.text[span.start : span.end]
-        body = cjk_bigrams(passage)
-        bodies.append(None if body == passage else body)
-    return extracted, spans, bodies
+        return f"extractor failed ({type(exc).__name__} while splitting)"
+    rows: list[SpanRow] = [
+        (
+            span.start,
+            span.end,
+            span.line_start,
+            span.line_end,
+            span.page,
+            HEADING_SEPARATOR.join(span.headings) or None,
+        )
+        for span in spans
+    ]
+    bodies: list[str | None] = [None] * len(spans)
+    if CJK.search(text) is not None:  # Japanese or Chinese: indexed as bigrams
+        for number, span in enumerate(spans):
+            passage = text[span.start : span.end]
+            body = cjk_bigrams(passage)
+            bodies[number] = None if body == passage else body
+    return Prepared(extracted.kind, extracted.title, text, rows, bodies)
+
+
+def run_job(job: Job) -> Work:
+    """Read (unless given), hash and prepare one file; never raises."""
+    path, root, data, kind, name = job
+    if data is None:
+        try:
+            data = read_bytes(Path(path), Path(root) if root is not None else None)
+        except OSError as exc:
+            return "", f"cannot read it ({exc})"
+    return hashlib.sha256(data).hexdigest(), prepare(data, kind, name)
 
 
 def write_frame(stream: IO[bytes], value: object) -> None:
@@ -70,11 +133,15 @@ def _serve() -> None:
     sys.stdout = sys.stderr  # nothing but answers on the answers' pipe
     while True:
         try:
-            data, kind, name = read_frame(inbox)
+            job = read_frame(inbox)
         except EOFError:
             return
-        write_frame(outbox, prepare(data, kind, name))
+        write_frame(outbox, run_job(job))
 
 
 if __name__ == "__main__":
-    _serve()
+    # run from the package's module, not this ``__main__`` copy: what is pickled back
+    # must name classes the parent can import
+    from research_fsm.documents._work import _serve as serve
+
+    serve()

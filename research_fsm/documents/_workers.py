@@ -1,8 +1,8 @@
 """Text extraction in worker processes, one file at a time each.
 
 Each worker is a fresh interpreter (``python -m research_fsm.documents._work``), fed
-files' bytes and answering their text and passages as length-prefixed pickles over its
-pipes: nothing is forked from a process that has threads (the event loop's), and the
+files to read (or their bytes) and answering their text and passages as length-prefixed
+pickles over its pipes: nothing is forked from a process that has threads (the event loop's), and the
 caller's ``__main__`` is never run again in a child (which ``multiprocessing``'s spawn
 does). A worker that dies or runs past ``timeout`` is replaced, and the file it was on
 is skipped with the reason; the other files go on."""
@@ -10,7 +10,6 @@ is skipped with the reason; the other files go on."""
 from __future__ import annotations
 
 import os
-import pickle
 import queue
 import subprocess
 import sys
@@ -19,9 +18,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
-from ._work import Work, read_frame, write_frame
+from ._work import Job, Work, read_frame, write_frame
 
-__all__ = ["TIMEOUT", "Job", "Workers"]
+__all__ = ["TIMEOUT", "Workers"]
 
 TIMEOUT: Final = 120.0
 """Seconds a worker may spend on one file before it is stopped and the file skipped."""
@@ -40,16 +39,12 @@ def _start() -> subprocess.Popen[bytes]:
     )
 
 
-Job = tuple[object, bytes, str, str]
-"""``(key, data, kind, name)``: a file to extract."""
-
-
 class Workers:
     """``count`` worker processes taking jobs from a bounded queue; results (``(key,
     Work)``) come back in ``results`` in the order they finish."""
 
     def __init__(self, count: int, *, timeout: float = TIMEOUT) -> None:
-        self.jobs: queue.Queue[Job | None] = queue.Queue(maxsize=count * 4)
+        self.jobs: queue.Queue[tuple[object, Job] | None] = queue.Queue(maxsize=count * 4)
         self.results: queue.Queue[tuple[object, Work]] = queue.Queue()
         self.timeout = timeout
         self.threads = [
@@ -59,8 +54,8 @@ class Workers:
         for thread in self.threads:
             thread.start()
 
-    def submit(self, job: Job, drain: Callable[[], None]) -> None:
-        """Queue ``job``, calling ``drain`` while the queue is full."""
+    def submit(self, job: tuple[object, Job], drain: Callable[[], None]) -> None:
+        """Queue ``(key, job)``, calling ``drain`` while the queue is full."""
         while True:
             try:
                 self.jobs.put(job, timeout=0.05)
@@ -94,19 +89,24 @@ class Workers:
             if process is not None:
                 _stop(process)
 
-    def _ask(self, process: subprocess.Popen[bytes], job: Job) -> tuple[Work, bool]:
+    def _ask(self, process: subprocess.Popen[bytes], job: tuple[object, Job]) -> tuple[Work, bool]:
         """The worker's answer for ``job`` and whether the worker can go on."""
         assert process.stdin is not None and process.stdout is not None
         timer = threading.Timer(self.timeout, process.kill)
         timer.start()
         try:
-            write_frame(process.stdin, job[1:])
+            write_frame(process.stdin, job[1])
             answer: Work = read_frame(process.stdout)
             return answer, True
-        except (OSError, EOFError, pickle.UnpicklingError, ValueError):
+        except Exception as exc:  # no answer, or one that cannot be read: a new worker
             if not timer.is_alive():
-                return (f"extraction took longer than {self.timeout:.0f} s", [], []), False
-            return ("extractor crashed (its process died)", [], []), False
+                return ("", f"extraction took longer than {self.timeout:.0f} s"), False
+            if isinstance(exc, (OSError, EOFError)):
+                return ("", "extractor crashed (its process died)"), False
+            return (
+                "",
+                f"extractor failed (its answer was unreadable: {type(exc).__name__})",
+            ), False
         finally:
             timer.cancel()
 
