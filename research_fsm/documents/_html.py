@@ -352,8 +352,11 @@ class _Writer:
         line = self.line
         if not line:
             return
-        text = _clean("".join(line))
+        text = "".join(line)
         line.clear()
+        if text.isspace():  # most often: the spaces between two blocks
+            return
+        text = _clean(text)
         if text and text not in _PERMALINKS:
             self.block.append((text, self.line_source))
 

@@ -44,7 +44,7 @@ from ._workers import Workers
 __all__ = ["DocumentIndex", "default_cache_dir", "default_workers"]
 
 _log = structlog.get_logger(__name__)
-SCHEMA: Final = "research-fsm-documents-2"
+SCHEMA: Final = "research-fsm-documents-3"
 RACY_NS: Final = 2_000_000_000
 """Files modified this close (ns) before the last check are hashed again."""
 DATA_SOURCE: Final = "documents"  # the data source name on search spans
@@ -57,7 +57,8 @@ CREATE TABLE passages(id INTEGER PRIMARY KEY, file_id INTEGER NOT NULL, start IN
     end INTEGER NOT NULL, line_start INTEGER NOT NULL, line_end INTEGER NOT NULL, page INTEGER,
     heading TEXT);
 CREATE INDEX passages_file ON passages(file_id);
-CREATE VIRTUAL TABLE fts USING fts5(body, title, tokenize='porter unicode61 remove_diacritics 2');
+CREATE VIRTUAL TABLE fts USING fts5(body, title, content='',
+    tokenize='porter unicode61 remove_diacritics 2');
 """
 
 
@@ -297,9 +298,18 @@ class _Builder:
         )
 
     def _drop(self, file_id: int) -> None:
-        self.db.execute(
-            "DELETE FROM fts WHERE rowid IN (SELECT id FROM passages WHERE file_id=?)", (file_id,)
-        )
+        # the index keeps no copy of the passages (``content=''``): deleting one names
+        # the values it was indexed with, made again as ``_store`` made them
+        row = self.db.execute("SELECT title, text FROM files WHERE id=?", (file_id,)).fetchone()
+        if row is not None:
+            title, text = cjk_bigrams(row[0]), row[1]
+            passages = self.db.execute(
+                "SELECT id, start, end FROM passages WHERE file_id=?", (file_id,)
+            ).fetchall()
+            self.db.executemany(
+                "INSERT INTO fts(fts, rowid, body, title) VALUES ('delete', ?, ?, ?)",
+                [(id_, cjk_bigrams(text[start:end]), title) for id_, start, end in passages],
+            )
         self.db.execute("DELETE FROM passages WHERE file_id=?", (file_id,))
         self.db.execute("DELETE FROM files WHERE id=?", (file_id,))
 

@@ -4,6 +4,7 @@ index kept on disk and refreshed file by file, and bad folders and files."""
 from __future__ import annotations
 
 import os
+import sqlite3
 import stat
 from pathlib import Path
 from typing import Any
@@ -152,6 +153,33 @@ async def test_changes_reindex_only_the_changed_files(folder: Path, tmp_path: Pa
         assert ["plain.txt"] == [p.path for p in await index.search("Flyway")]
         assert [] == await index.search("GraalVM")
         assert ["new.md"] == [p.path for p in await index.search("Observability")]
+
+
+async def test_an_edited_file_leaves_none_of_its_old_words_in_the_index(
+    folder: Path, tmp_path: Path
+) -> None:
+    """The index keeps no copy of the text: edits and deletions remove every old term
+    (English, Japanese bigrams, titles) from the full-text index itself."""
+    await (await open_index(folder, tmp_path)).aclose()
+    (folder / "spring.md").write_text("# Quarkus notes\n\nQuarkus starts fast.\n", "utf-8")
+    (folder / "sub" / "ja.md").write_text("# メモ\n\nビルド手順です。\n", encoding="utf-8")
+    (folder / "native.html").unlink()
+    await (await open_index(folder, tmp_path)).aclose()
+    (index_file,) = (tmp_path / "cache").glob("*.sqlite")
+    db = sqlite3.connect(index_file)
+    try:
+        db.execute("INSERT INTO fts(fts) VALUES ('integrity-check')")
+        counts = {
+            word: db.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", (word,)).fetchone()[0]
+            for word in ("jakarta", "WebSecurityConfigurerAdapter", "移行", "GraalVM", "Quarkus")
+        }
+        (passages,) = db.execute("SELECT count(*) FROM passages").fetchone()
+        (rows,) = db.execute("SELECT count(*) FROM fts").fetchone()
+    finally:
+        db.close()
+    expected = {"jakarta": 0, "WebSecurityConfigurerAdapter": 0, "移行": 0, "GraalVM": 0}
+    assert {**expected, "Quarkus": 1} == counts
+    assert passages == rows
 
 
 async def test_a_damaged_index_is_rebuilt(folder: Path, tmp_path: Path) -> None:
