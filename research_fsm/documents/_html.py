@@ -313,9 +313,11 @@ class _Writer:
         source = element.sourceline or 0
         text = element.text
         if text:
-            if not line:
+            if line:
+                line.append(text)
+            elif not text.isspace():
                 self.line_source = source
-            line.append(text)
+                line.append(text)
         for child in element:
             if len(child) or child.tag not in _PLAIN_BLOCKS:
                 self.walk(child, inner)
@@ -333,9 +335,11 @@ class _Writer:
                     self._emit([(text, child.sourceline or 0)], 0)
             tail = child.tail
             if tail:
-                if not line:
+                if line:
+                    line.append(tail)
+                elif not tail.isspace():  # a line starts with its first words
                     self.line_source = child.sourceline or source
-                line.append(tail)
+                    line.append(tail)
         if heading:
             self.end_block(heading)
         elif tag in _ITEMS or (in_item and is_block):
@@ -439,12 +443,13 @@ def _chrome(main: etree._Element) -> list[etree._Element]:
 def _main(root: etree._Element) -> etree._Element:
     candidates: list[list[etree._Element]] = [[] for _ in _MAIN_RULES]
     for element in root.iter("main", "article", "div", "section"):
-        tag, classes = element.tag, f" {element.get('class') or ''} "
+        tag, names, is_main = element.tag, element.get("class"), element.get("role") == "main"
+        if names is None and not is_main and tag in ("div", "section"):
+            continue  # the common case: no rule takes it
+        classes = f" {names or ''} "
         for rule, (tags, role, name) in enumerate(_MAIN_RULES):
             if (tags is None or tag in tags) and (
-                (role and element.get("role") == "main")
-                or (name and f" {name} " in classes)
-                or (not role and not name)
+                (role and is_main) or (name and f" {name} " in classes) or (not role and not name)
             ):
                 candidates[rule].append(element)
     for rule, found in enumerate(candidates):

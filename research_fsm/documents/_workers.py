@@ -2,9 +2,9 @@
 
 Each worker is a fresh interpreter (``python -m research_fsm.documents._work``), fed
 files to read (or their bytes) and answering their text and passages as length-prefixed
-pickles over its pipes: nothing is forked from a process that has threads (the event loop's), and the
-caller's ``__main__`` is never run again in a child (which ``multiprocessing``'s spawn
-does). A worker that dies or runs past ``timeout`` is replaced, and the file it was on
+pickles over its pipes: nothing is forked from a process that has threads (the event
+loop's), and the caller's ``__main__`` is never run again in a child (which
+``multiprocessing``'s spawn does). A worker that dies or runs past ``timeout`` is replaced, and the file it was on
 is skipped with the reason; the other files go on."""
 
 from __future__ import annotations
@@ -14,24 +14,27 @@ import queue
 import subprocess
 import sys
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Final
 
 from ._work import Job, Work, read_frame, write_frame
 
-__all__ = ["TIMEOUT", "Workers"]
+__all__ = ["COMMAND", "TIMEOUT", "Workers"]
 
 TIMEOUT: Final = 120.0
 """Seconds a worker may spend on one file before it is stopped and the file skipped."""
 _PACKAGE_ROOT: Final = str(Path(__file__).resolve().parents[2])
+COMMAND: Final = (sys.executable, "-m", "research_fsm.documents._work")
+"""The worker process's command line."""
 
 
-def _start() -> subprocess.Popen[bytes]:
+def _start(command: Sequence[str]) -> subprocess.Popen[bytes]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
     return subprocess.Popen(
-        [sys.executable, "-m", "research_fsm.documents._work"],
+        list(command),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -41,18 +44,32 @@ def _start() -> subprocess.Popen[bytes]:
 
 class Workers:
     """``count`` worker processes taking jobs from a bounded queue; results (``(key,
-    Work)``) come back in ``results`` in the order they finish."""
+    Work)``) come back in ``results`` in the order they finish. One watchdog thread
+    stops a worker that has been on one file for ``timeout`` seconds. ``command``
+    starts a worker (a test double speaking the same protocol, in tests)."""
 
-    def __init__(self, count: int, *, timeout: float = TIMEOUT) -> None:
+    def __init__(
+        self, count: int, *, timeout: float = TIMEOUT, command: Sequence[str] = COMMAND
+    ) -> None:
         self.jobs: queue.Queue[tuple[object, Job] | None] = queue.Queue(maxsize=count * 4)
         self.results: queue.Queue[tuple[object, Work]] = queue.Queue()
         self.timeout = timeout
+        self.command = tuple(command)
+        self._busy: dict[int, tuple[float, subprocess.Popen[bytes]]] = {}
+        """Each worker thread's deadline for the file it is on, and its process."""
+        self._stopped: set[int] = set()
+        """Processes (by pid) the watchdog stopped."""
+        self._closed = threading.Event()
         self.threads = [
-            threading.Thread(target=self._serve, name=f"documents-worker-{n}", daemon=True)
+            threading.Thread(target=self._serve, args=(n,), name=f"documents-worker-{n}")
             for n in range(count)
         ]
         for thread in self.threads:
+            thread.daemon = True
             thread.start()
+        self._watchdog = threading.Thread(target=self._watch, name="documents-watchdog")
+        self._watchdog.daemon = True
+        self._watchdog.start()
 
     def submit(self, job: tuple[object, Job], drain: Callable[[], None]) -> None:
         """Queue ``(key, job)``, calling ``drain`` while the queue is full."""
@@ -69,17 +86,34 @@ class Workers:
             self.jobs.put(None)
 
     def join(self) -> None:
-        """Wait for the workers to stop."""
+        """Wait for the workers (and the watchdog) to stop."""
         for thread in self.threads:
             thread.join()
+        self._closed.set()
+        self._watchdog.join()
 
-    def _serve(self) -> None:
+    def _watch(self) -> None:
+        every = min(0.5, self.timeout / 4)
+        while not self._closed.wait(every):
+            now = time.monotonic()
+            for deadline, process in list(self._busy.values()):
+                if now > deadline and process.poll() is None:
+                    self._stopped.add(process.pid)
+                    process.kill()
+
+    def _serve(self, number: int) -> None:
         process: subprocess.Popen[bytes] | None = None
         try:
             while (job := self.jobs.get()) is not None:
                 if process is None or process.poll() is not None:
-                    process = _start()
-                work, alive = self._ask(process, job)
+                    process = _start(self.command)
+                self._busy[number] = (time.monotonic() + self.timeout, process)
+                try:
+                    work, alive = self._ask(process, job)
+                finally:
+                    del self._busy[number]
+                if process.pid in self._stopped:  # stopped just as it answered
+                    alive = False
                 if not alive:
                     process.kill()
                     process.wait()
@@ -92,23 +126,19 @@ class Workers:
     def _ask(self, process: subprocess.Popen[bytes], job: tuple[object, Job]) -> tuple[Work, bool]:
         """The worker's answer for ``job`` and whether the worker can go on."""
         assert process.stdin is not None and process.stdout is not None
-        timer = threading.Timer(self.timeout, process.kill)
-        timer.start()
         try:
             write_frame(process.stdin, job[1])
             answer: Work = read_frame(process.stdout)
             return answer, True
         except Exception as exc:  # no answer, or one that cannot be read: a new worker
-            if not timer.is_alive():
-                return ("", f"extraction took longer than {self.timeout:.0f} s"), False
+            if process.pid in self._stopped:
+                return ("", f"extraction took longer than {self.timeout:g} s"), False
             if isinstance(exc, (OSError, EOFError)):
                 return ("", "extractor crashed (its process died)"), False
             return (
                 "",
                 f"extractor failed (its answer was unreadable: {type(exc).__name__})",
             ), False
-        finally:
-            timer.cancel()
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:
