@@ -225,7 +225,10 @@ _CHROME_TAG: Final = "research-fsm-chrome"
 _XML_DECLARATION: Final = re.compile(r"^\s*<\?xml[^>]*\?>", re.I)
 _ODD_SPACES: Final = re.compile("[\x1c-\x1f\x85\u1680\u2000-\u200b\u2028\u2029\u202f\u205f\u3000]")
 """Characters ``str.split()`` takes for spaces and ``_SPACES`` does not (or the reverse:
-the zero-width space): where the faster ``split`` would clean a line differently."""
+the zero-width space): where the faster ``split`` would clean a line differently. An
+ASCII line is cleaned by ``split`` without looking (its control characters ``\x1c`` to
+``\x1f`` become spaces: no text needs them, and ``\x1f`` separates headings in the
+index)."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -270,7 +273,7 @@ def _is_chrome(element: etree._Element) -> bool:
 
 def _clean(raw: str) -> str:
     """A line's text: spaces collapsed, a table row's last cell separator dropped."""
-    if _ODD_SPACES.search(raw) is None:  # the common case, at C speed
+    if raw.isascii() or _ODD_SPACES.search(raw) is None:  # the common cases, at C speed
         text = " ".join(raw.split())
     else:
         text = _SPACES.sub(" ", raw).strip()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-__all__ = ["CJK", "STOP_WORDS", "cjk_bigrams", "query_terms"]
+__all__ = ["CJK", "STOP_WORDS", "cjk_bigrams", "has_cjk", "query_terms"]
 
 CJK: Final = re.compile(
     r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\uff66-\uff9f]+"
@@ -24,6 +24,21 @@ STOP_WORDS: Final = frozenset(_STOP_TEXT.split())
 """English words left out of queries (they would make "all terms" searches miss)."""
 
 
+_CJK_LEADS: Final = tuple(bytes([lead]) for lead in range(0xE3, 0xF0))
+"""The first bytes of the UTF-8 of U+3000-U+FFFF, where every ``CJK`` character is."""
+
+
+def has_cjk(text: str) -> bool:
+    """Whether ``text`` has a ``CJK`` character: the regular expression only runs on text
+    whose UTF-8 holds a byte that starts one (a few ``memchr`` calls rule out the rest)."""
+    if text.isascii():
+        return False
+    data = text.encode("utf-8", "surrogatepass")
+    if not any(lead in data for lead in _CJK_LEADS):
+        return False
+    return CJK.search(text) is not None
+
+
 def _pairs(run: str) -> list[str]:
     if len(run) == 1:
         return [run]
@@ -32,6 +47,8 @@ def _pairs(run: str) -> list[str]:
 
 def cjk_bigrams(text: str) -> str:
     """``text`` with every CJK run replaced by its bigrams, separated by spaces."""
+    if not has_cjk(text):
+        return text
     return CJK.sub(lambda m: " " + " ".join(_pairs(m.group())) + " ", text)
 
 
