@@ -307,12 +307,13 @@ class _Writer:
         heading = _HEADINGS.get(tag, 0)
         is_block = tag in _BLOCKS
         block = heading or (is_block and not in_item)
+        line = self.line
         if block:
-            self.end_block()
+            if line or self.block:
+                self.end_block()
         elif in_item and is_block:
             self.end_line()
         inner = in_item or tag in _ITEMS
-        line = self.line
         source = element.sourceline or 0
         text = element.text
         if text:
@@ -332,10 +333,11 @@ class _Writer:
                     line.append(text)
                     self.end_line()
             else:
-                self.end_block()
+                if line or self.block:
+                    self.end_block()
                 text = _clean(child.text or "")
                 if text and text not in _PERMALINKS and not _PREV_NEXT.match(text):
-                    self._emit([(text, child.sourceline or 0)], 0)
+                    self._emit_line(text, child.sourceline or 0)
             tail = child.tail
             if tail:
                 if line:
@@ -351,7 +353,7 @@ class _Writer:
             if not line:
                 self.line_source = source
             line.append(" | ")
-        elif block:
+        elif block and (line or self.block):
             self.end_block()
 
     def end_line(self) -> None:
@@ -390,6 +392,19 @@ class _Writer:
         # the fence lines: one above and one below the code, as the file's lines go
         body = [(line.rstrip(), source + n) for n, line in enumerate(text.split("\n"))]
         self._emit([("```", max(source - 1, 1)), *body, ("```", source + len(body))], 0)
+
+    def _emit_line(self, text: str, source: int) -> None:
+        """``_emit`` of a block of one line, the most common one, made quick."""
+        size = self.size
+        if self.parts:
+            self.parts.append("\n\n")
+            size += 2
+        anchors = self.anchors
+        if not anchors or anchors[-1][1] != source:
+            anchors.append((size, source))
+        self.parts.append(text)
+        self.size = size + len(text)
+        self.blocks.append((size, self.size))
 
     def _emit(self, lines: list[tuple[str, int]], heading: int) -> None:
         parts, anchors = self.parts, self.anchors
