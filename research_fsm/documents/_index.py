@@ -176,6 +176,9 @@ class _Builder:
                 if job is not None:
                     self._store(found, old, run_job(job))
             return
+        # the largest first: a big file left for last would keep one worker busy while
+        # the others idle
+        changed.sort(key=lambda item: item[0].size, reverse=True)
         workers = Workers(count)
         waiting: dict[int, tuple[Found, _Old | None]] = {}
 
