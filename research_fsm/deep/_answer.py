@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
@@ -41,11 +41,13 @@ ANSWER_CUTOFF: Final = 0.70
 """Least passage score for a passage to be about the question. Calibrated on the dev set
 of ``benchmarks.answers``: its unanswerable questions' best passages score at most 0.63,
 its answerable ones' at least 0.80; the cut-off sits between them."""
-QuestionKind = Literal["howto", "value", "compare", "yesno", "general"]
+QuestionKind = Literal["howto", "define", "value", "compare", "yesno", "general"]
 
 _FILLER_WORDS: Final = """how do does did i we you one get way possible there exist someone
     something thing much many kind tell know show find give us let compare comparison
-    difference differences differ versus vs"""
+    difference differences differ versus vs mean means meaning fix solve resolve"""
+"""Words of the question's form, not of its subject: "what does X mean" and "how do I fix
+X" are answered by what X is and how to avoid it, in words that need not be these."""
 _FILLERS: Final = frozenset(_FILLER_WORDS.split())
 _COMPOUND: Final = re.compile(r"(?<![\w/])[a-z][a-z0-9]*/\d+(?:\.\d+)*(?![\w/])", re.IGNORECASE)
 """A versioned name ("HTTP/2", "OAuth/2.0"): one term, so HTTP/3 is not HTTP/2."""
@@ -62,6 +64,12 @@ _VALUE: Final = re.compile(
     r"|\bdefault\b",
     re.IGNORECASE,
 )
+_DEFINE: Final = re.compile(
+    r"^\s*what\s+(?:does|do)\s+.+?\s+mean\b|^\s*what\s+(?:is|are)\s+(?:an?\s+)?[\w.\-/]+\s*\??\s*$",
+    re.IGNORECASE,
+)
+"""A question asking what something is ("What does E0133 mean?", "What is ASGI?"): the
+definition, a sentence of prose, answers it, not the code example near it."""
 _YESNO: Final = re.compile(r"^\s*(?:does|do|is|are|can|will|should|has|have|was)\b", re.IGNORECASE)
 _COMPARE: Final = re.compile(
     r"\b(?:compare[sd]?|comparison|difference|differences|differ|versus|vs\.?)\b", re.IGNORECASE
@@ -113,6 +121,9 @@ something else ("Add support for Python 3.12." in another package's changelog)."
 MIN_NEW_TERMS: Final = 3
 """Words beyond the question's that a unit needs to say something (else the next unit of
 its paragraph joins it)."""
+MAX_TITLE_WORDS: Final = 8
+"""Words of a paragraph without a sentence end that is taken for a section's title."""
+_SENTENCE_END: Final = re.compile(r"[.!?:;。！？)\]]$")
 MAX_CODE_LINES: Final = 3
 """Code lines a step keeps after its ``:``."""
 MAX_BLOCK_LINES: Final = 6
@@ -221,6 +232,8 @@ def parse_question(text: str, names: Iterable[str] = ()) -> Question:
     if kind == "general":
         if _HOWTO.search(text):
             kind = "howto"
+        elif _DEFINE.search(text):
+            kind = "define"
         elif _YESNO.search(text):
             kind = "yesno"
         elif _VALUE.search(text):
@@ -262,6 +275,8 @@ class Unit:
     """Its stemmed terms."""
     prose: frozenset[str] = frozenset()
     """The stemmed terms of its words (its code left out, unless it is all code)."""
+    opens_section: bool = False
+    """Whether it is the first sentence after a section's title (where a definition is)."""
 
     def own(self, question: Question) -> frozenset[str]:
         """The terms it answers with: all for "how do I", else its words' only; a number
@@ -341,7 +356,14 @@ def _code_lines(text: str, following: list[Sentence], most: int = 0) -> tuple[li
 
 
 def _unit(
-    text: str, start: int, end: int, statement: str, code: bool, prose: str | None = None
+    text: str,
+    start: int,
+    end: int,
+    statement: str,
+    code: bool,
+    prose: str | None = None,
+    *,
+    opens_section: bool = False,
 ) -> Unit:
     return Unit(
         start=start,
@@ -350,6 +372,7 @@ def _unit(
         code=code,
         terms=frozenset(stems(statement)),
         prose=frozenset(stems(prose if prose is not None else statement)),
+        opens_section=opens_section,
     )
 
 
@@ -364,19 +387,22 @@ def _code_units(text: str, block: list[Sentence]) -> list[Unit]:
     return [_unit(text, first, last, "; ".join(lines), True)]
 
 
-def units(text: str) -> list[Unit]:
+def units(text: str, headings: Collection[str] = ()) -> list[Unit]:
     """The passage's candidate answers, in text order: sentences; a sentence that
     introduces a code block (ends in ":", or ends its paragraph right before the code)
     with the block's first lines; a code block followed by "This ..." with that sentence;
-    and, alone, the lines of a code block no sentence introduces."""
+    and, alone, the lines of a code block no sentence introduces. A line that is one of
+    ``headings`` (a section's title, as HTML pages give them) is none."""
     found = sentences(text)
     fenced = _fenced(text)
     code = [_is_code(text, sentence, fenced) for sentence in found]
     out: list[Unit] = []
     index = 0
+    after_title = False  # the last sentence was a section's title
     while index < len(found):
         sentence = found[index]
         if code[index]:
+            after_title = False
             block = []
             while index < len(found) and code[index]:
                 block.append(found[index])
@@ -396,6 +422,10 @@ def units(text: str) -> list[Unit]:
         if _noise(sentence.text) or len(sentence.text) > 600:
             continue
         statement, end, has_code = clean(sentence.text), sentence.end, False
+        if statement in headings or _a_title(text, sentence):
+            after_title = True
+            continue
+        opens_section, after_title = after_title, False
         prose = statement
         introduces = sentence.text.rstrip().endswith(":") or _ends_paragraph(text, sentence)
         if introduces and index < len(found) and code[index]:
@@ -414,8 +444,28 @@ def units(text: str) -> list[Unit]:
                 while index < len(found) and code[index]:
                     index += 1  # the rest of the block goes with it
         if len(statement) >= 12:
-            out.append(_unit(text, sentence.start, end, statement, has_code, prose))
+            out.append(
+                _unit(
+                    text,
+                    sentence.start,
+                    end,
+                    statement,
+                    has_code,
+                    prose,
+                    opens_section=opens_section,
+                )
+            )
     return out
+
+
+def _a_title(text: str, sentence: Sentence) -> bool:
+    """A paragraph of a few words with no sentence end: a section's title, as HTML pages
+    give their headings ("Error code E0133"); it names a section, it states nothing."""
+    alone = (
+        sentence.start == 0 or text[max(sentence.start - 2, 0) : sentence.start] == "\n\n"
+    ) and (sentence.end >= len(text.rstrip()) or text[sentence.end : sentence.end + 2] == "\n\n")
+    words = sentence.text.split()
+    return alone and len(words) <= MAX_TITLE_WORDS and not _SENTENCE_END.search(words[-1])
 
 
 def _ends_paragraph(text: str, sentence: Sentence) -> bool:
@@ -457,6 +507,10 @@ def _coverage(wanted: tuple[str, ...], have: Iterable[str], weights: Mapping[str
 
 
 def _cue(question: Question, unit: Unit) -> float:
+    if question.kind == "define":  # prose, best the sentence that opens its section
+        if unit.code or unit.statement.rstrip().endswith(":"):
+            return 0.0
+        return 0.1 if unit.opens_section else 0.05
     if question.kind == "howto":
         return 0.15 if unit.code else (0.05 if _IMPERATIVE.match(unit.statement) else 0.0)
     if question.kind == "value":
@@ -526,12 +580,18 @@ def side_scores(
 
 
 def passage_score(
-    question: Question, text: str, context: str, weights: Mapping[str, float]
+    question: Question,
+    text: str,
+    context: str,
+    weights: Mapping[str, float],
+    *,
+    headings: Collection[str] = (),
 ) -> tuple[float, list[Unit], list[float]]:
     """How well a passage answers the question (0-1), its units and their scores.
-    ``context``: its title, heading and file name. A comparison's passage is scored for
-    the side it answers best."""
-    found = units(text)
+    ``context``: its title, heading and file name; ``headings``: its heading path's titles
+    (a line that is one of them names a section, it states nothing). A comparison's
+    passage is scored for the side it answers best."""
+    found = units(text, headings)
     if question.kind == "compare":
         sides = [
             _one(question.side(index), found, text, context, weights)

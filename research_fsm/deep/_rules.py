@@ -41,6 +41,7 @@ from ._model import (
     SectionName,
     Source,
 )
+from ._search import HEADING_PATH
 from ._text import SUPPORT_THRESHOLD, coverage, normalise, support, terms
 
 __all__ = [
@@ -113,13 +114,20 @@ def _context(source: Source) -> str:
     return f"{source.title} {source.heading or ''} {name}"
 
 
+def _headings(source: Source) -> frozenset[str]:
+    """The titles of the passage's heading path."""
+    return frozenset(source.heading.split(HEADING_PATH)) if source.heading else frozenset()
+
+
 def relevance(state: DeepState, candidates: list[Source]) -> list[Relevance]:
     """A verdict per candidate, in the order given: kept when the passage answers the
     question at ``RELEVANCE_CUTOFF`` or more (``_answer.passage_score``)."""
     question = parse_question(state.topic, state.names)
     verdicts = []
     for source in candidates:
-        score, _, _ = passage_score(question, source.text, _context(source), state.weights)
+        score, _, _ = passage_score(
+            question, source.text, _context(source), state.weights, headings=_headings(source)
+        )
         score = round(max(0.0, min(1.0, score)), 3)
         keep = score >= RELEVANCE_CUTOFF
         reason = (
@@ -168,7 +176,9 @@ def analyse(source: Source, state: DeepState) -> Analysis:
     """The source's units that answer the question best (at most ``MAX_FACTS``), in
     text order; each quote is the passage's own text, each score how well it answers."""
     question = parse_question(state.topic, state.names)
-    overall, found, scored = passage_score(question, source.text, _context(source), state.weights)
+    overall, found, scored = passage_score(
+        question, source.text, _context(source), state.weights, headings=_headings(source)
+    )
     best = sorted((i for i in range(len(found)) if scored[i] > 0), key=lambda i: (-scored[i], i))
     facts = []
     for index in sorted(best[:MAX_FACTS]):

@@ -200,3 +200,78 @@ def test_renumbering_follows_first_use() -> None:
     assert new.draft is not None
     assert [["S1"], ["S2", "S1"]] == [c.sources for c in new.draft.claims]
     assert ["S1", "S2"] == [c.source for c in new.verifications[0].checks]
+
+
+ERROR_PAGE = """<html><head><title>{code} - Error codes index</title></head><body>
+<nav class="sidebar"><ol><li><a href="E0133.html">E0133</a></li></ol></nav>
+<main><h1 id="error-code-{code}">Error code {code}</h1>
+<p>{meaning}</p>
+<p>Erroneous code example:</p>
+<pre><code>{example}</code></pre>
+<p>{remedy}</p>
+<p>See the unsafe section of the Book for more details.</p>
+</main></body></html>
+"""
+
+
+@pytest.fixture
+def error_pages(tmp_path: Path) -> Path:
+    """HTML pages shaped like the Rust compiler's error index: a heading naming the
+    code, its meaning, a code example, how to fix it."""
+    folder = tmp_path / "errors"
+    folder.mkdir()
+    pages = {
+        "E0133": (
+            "Unsafe code was used outside of an unsafe block.",
+            "fn main() { f(); // error: call to unsafe function }",
+            "Wrapping the call in an unsafe block makes it compile.",
+        ),
+        "E0499": (
+            "A variable was borrowed as mutable more than once.",
+            "let mut i = 0; let mut x = &amp;mut i; let mut a = &amp;mut i; // error",
+            "Keep one mutable reference at a time, or use a RefCell.",
+        ),
+    }
+    for code, (meaning, example, remedy) in pages.items():
+        page = ERROR_PAGE.format(code=code, meaning=meaning, example=example, remedy=remedy)
+        (folder / f"{code}.html").write_text(page, encoding="utf-8")
+    return folder
+
+
+def test_what_does_it_mean_asks_for_a_definition() -> None:
+    """ "What does X mean" and "What is X" ask what X is; "mean" and "fix" are the
+    question's form, not terms an answer must hold."""
+    define = parse_question("What does error E0133 mean and how do I fix it?", ["e0133"])
+    assert "define" == define.kind
+    assert {"error", "e0133"} == set(define.terms)
+    assert "define" == parse_question("What is E0499?").kind
+    assert "value" == parse_question("What is the default port of gadgetd?").kind
+
+
+def test_a_section_title_is_no_statement() -> None:
+    """A paragraph of a few words without a sentence end (an HTML heading) is not a
+    unit; the sentence after it opens its section."""
+    text = (
+        "Error code E0133\n\nUnsafe code was used outside of an unsafe block.\n\n"
+        "Calling functions marked unsafe needs one too."
+    )
+    found = units(text)
+    assert [
+        "Unsafe code was used outside of an unsafe block.",
+        "Calling functions marked unsafe needs one too.",
+    ] == [u.statement for u in found]
+    assert [True, False] == [u.opens_section for u in found]
+
+
+async def test_what_an_error_code_means_is_answered_by_its_definition(
+    assistant: ResearchAssistant, error_pages: Path
+) -> None:
+    """The summary opens with the sentence that defines the code, not its code example
+    nor its title; an unknown code is refused."""
+    report = await assistant.deep_research("What does error E0133 mean?", docs=error_pages)
+    assert report.summary.startswith("Unsafe code was used outside of an unsafe block. [S1]")
+    assert "E0133.html" == report.sources[0]["locator"]
+    fix = await assistant.deep_research("How do I fix error E0499?", docs=error_pages)
+    assert "E0499.html" == fix.sources[0]["locator"]
+    unknown = await assistant.deep_research("What is error E0999?", docs=error_pages)
+    assert "no_sources" == unknown.status
