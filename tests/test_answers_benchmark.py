@@ -46,3 +46,56 @@ def test_quick_answer_evaluation(tmp_path: Path) -> None:
         assert 0.0 == figures["answerable_refused"]
         assert figures["facts_found"] >= 0.8
         assert 1.0 == figures["citation_precision"]
+
+
+def test_a_folder_given_with_docs_is_the_corpus(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--docs DIR`` scores a question file written for that folder (HTML pages here);
+    a folder that is not there is named in a usage error."""
+    from benchmarks.answers.__main__ import main
+
+    folder = tmp_path / "errors"
+    folder.mkdir()
+    page = (
+        "<html><head><title>E0133 - Error codes index</title></head><body><main>\n"
+        '<h1 id="error-code-E0133">Error code E0133</h1>\n'
+        "<p>Unsafe code was used outside of an unsafe block.</p>\n"
+        "<p>Wrapping the call in an unsafe block makes it compile.</p>\n"
+        "</main></body></html>\n"
+    )
+    (folder / "E0133.html").write_text(page, encoding="utf-8")
+    fact = {
+        "any": ["Unsafe code was used outside of an unsafe block."],
+        "file": "E0133.html",
+        "line": 3,
+    }
+    questions = {
+        "questions": [
+            {
+                "id": "x1",
+                "split": "x",
+                "kind": "direct",
+                "question": "What does E0133 mean?",
+                "facts": [fact],
+            },
+            {
+                "id": "x2",
+                "split": "x",
+                "kind": "unanswerable",
+                "question": "What is E0999?",
+                "facts": [],
+            },
+        ]
+    }
+    file = tmp_path / "questions.json"
+    file.write_text(json.dumps(questions), encoding="utf-8")
+    out = tmp_path / "answers.json"
+    monkeypatch.setenv("RESEARCH_FSM_HOME", str(tmp_path / "home"))
+    assert 0 == main(["--questions", str(file), "--docs", str(folder), "--out", str(out)])
+    payload = json.loads(out.read_text(encoding="utf-8"))
+    expected = {"facts_found": 1.0, "citation_precision": 1.0, "unanswerable_refused": 1.0}
+    assert expected == {k: payload["figures"]["all"][k] for k in expected}
+    assert ({"folder": str(folder.resolve())}, []) == (payload["corpus"], payload["stale_facts"])
+    with pytest.raises(SystemExit):
+        main(["--questions", str(file), "--docs", str(tmp_path / "nowhere")])

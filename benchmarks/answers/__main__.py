@@ -16,7 +16,10 @@ Prints and writes (JSON) per question and overall:
 ``--quick`` runs six questions (two of each kind) for CI's smoke test. ``--questions
 PATH`` reads another question file; its ``packages`` (when given) make the corpus, e.g.
 ``generalisation.json``: five questions on packages the dev set does not use, checked by
-reading their files and never tuned for.
+reading their files and never tuned for. ``--docs DIR`` takes a folder as the corpus
+instead, for a question file written for it: ``rust_errors.json``, twelve questions on the
+Rust compiler's error index (HTML pages), with ``--docs "$(rustc --print
+sysroot)/share/doc/rust/html/error_codes"``.
 """
 
 from __future__ import annotations
@@ -224,6 +227,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--questions", type=Path, default=HERE / "questions.json", help="question file"
     )
+    parser.add_argument(
+        "--docs",
+        type=Path,
+        default=None,
+        help="a folder of documents as the corpus (for a question file written for it)",
+    )
     parser.add_argument("--out", type=Path, default=Path("answers.json"))
     parser.add_argument("--check", action="store_true", help="exit 1 when a goal is missed")
     args = parser.parse_args(argv)
@@ -231,8 +240,13 @@ def main(argv: list[str] | None = None) -> int:
     packages = json.loads(args.questions.read_text(encoding="utf-8")).get("packages", PACKAGES)
     with tempfile.TemporaryDirectory(prefix="answers-") as temp:
         base = Path(temp)
-        corpus = base / "corpus"
-        versions = build_corpus(corpus, tuple(packages))
+        if args.docs is not None:
+            if not args.docs.is_dir():
+                parser.error(f"--docs {str(args.docs)!r} is not a folder")
+            corpus, versions = args.docs.resolve(), {"folder": str(args.docs.resolve())}
+        else:
+            corpus = base / "corpus"
+            versions = build_corpus(corpus, tuple(packages))
         stale = stale_facts(questions, corpus)
         results = asyncio.run(run(questions, corpus, base / "home"))
         for r in results:

@@ -45,9 +45,11 @@ QuestionKind = Literal["howto", "define", "value", "compare", "yesno", "general"
 
 _FILLER_WORDS: Final = """how do does did i we you one get way possible there exist someone
     something thing much many kind tell know show find give us let compare comparison
-    difference differences differ versus vs mean means meaning fix solve resolve"""
-"""Words of the question's form, not of its subject: "what does X mean" and "how do I fix
-X" are answered by what X is and how to avoid it, in words that need not be these."""
+    difference differences differ versus vs mean means meaning fix solve resolve cause causes
+    caused happen happens"""
+"""Words of the question's form, not of its subject: "what does X mean", "what causes X"
+and "how do I fix X" are answered by what X is, why it comes and how to avoid it, in words
+that need not be these."""
 _FILLERS: Final = frozenset(_FILLER_WORDS.split())
 _COMPOUND: Final = re.compile(r"(?<![\w/])[a-z][a-z0-9]*/\d+(?:\.\d+)*(?![\w/])", re.IGNORECASE)
 """A versioned name ("HTTP/2", "OAuth/2.0"): one term, so HTTP/3 is not HTTP/2."""
@@ -65,11 +67,13 @@ _VALUE: Final = re.compile(
     re.IGNORECASE,
 )
 _DEFINE: Final = re.compile(
-    r"^\s*what\s+(?:does|do)\s+.+?\s+mean\b|^\s*what\s+(?:is|are)\s+(?:an?\s+)?[\w.\-/]+\s*\??\s*$",
+    r"^\s*what\s+(?:does|do)\s+.+?\s+mean\b|^\s*what\s+causes?\b"
+    r"|^\s*what\s+(?:is|are)\s+(?:an?\s+)?[\w.\-/]+\s*\??\s*$",
     re.IGNORECASE,
 )
-"""A question asking what something is ("What does E0133 mean?", "What is ASGI?"): the
-definition, a sentence of prose, answers it, not the code example near it."""
+"""A question asking what something is or what brings it ("What does E0133 mean?", "What
+is ASGI?", "What causes E0106?"): the definition, a sentence of prose, answers it, not
+the code example near it."""
 _YESNO: Final = re.compile(r"^\s*(?:does|do|is|are|can|will|should|has|have|was)\b", re.IGNORECASE)
 _COMPARE: Final = re.compile(
     r"\b(?:compare[sd]?|comparison|difference|differences|differ|versus|vs\.?)\b", re.IGNORECASE

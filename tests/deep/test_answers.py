@@ -245,6 +245,7 @@ def test_what_does_it_mean_asks_for_a_definition() -> None:
     assert "define" == define.kind
     assert {"error", "e0133"} == set(define.terms)
     assert "define" == parse_question("What is E0499?").kind
+    assert "define" == parse_question("What causes error E0106?").kind
     assert "value" == parse_question("What is the default port of gadgetd?").kind
 
 
