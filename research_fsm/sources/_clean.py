@@ -19,13 +19,24 @@ from typing import Final
 from urllib.parse import unquote
 
 from ._format import split_people_names, split_products, strip_wiki_residue
-from ._profiles import CompanyProfile, clean_value
+from ._profiles import CompanyProfile, clean_founded, clean_value
+from ._tidy import (
+    balance_brackets,
+    drop_page_refs,
+    latest_figure,
+    separate_runs,
+    tidy_founded,
+    tidy_key_people,
+)
 
 __all__ = [
+    "MONEY_FIELDS",
     "UK_PLACES",
     "US_PLACES",
     "DirectoryCheck",
     "clean_country",
+    "clean_figure",
+    "clean_founded_text",
     "clean_founders",
     "clean_headquarters",
     "clean_products",
@@ -124,14 +135,41 @@ _NAME_STOPWORDS: Final = frozenset(
 )
 
 
-def clean_headquarters(value: str | None) -> str | None:
-    """The headquarters without map coordinates ("Kadoma, Osaka, Japan")."""
+MONEY_FIELDS: Final = ("revenue", "operating_income", "net_income", "total_assets", "total_equity")
+"""The infobox fields that hold a money figure."""
+
+
+def clean_headquarters(value: str | None, countries: frozenset[str] = frozenset()) -> str | None:
+    """The headquarters without map coordinates ("Kadoma, Osaka, Japan"), brackets
+    paired, and several offices run together separated ("Venlo, Netherlands
+    (corporate); Hilden, Germany (operational)"); ``countries`` end an office."""
     if not value:
         return None
     text = _COORDINATES_RE.sub(" ", value.replace("\ufeff", " "))
     text = re.sub(r"\s*,\s*(?:,\s*)+", ", ", text)
-    text = clean_value(text).strip(" ,;/()")
+    text = balance_brackets(clean_value(text).strip(" ,;/"))
+    text = re.sub(r"^\(([^()]*)\)$", r"\1", text)
+    for country in sorted(countries | {"U.S.", "U.S", "UK", "United States"}, key=len, reverse=True):
+        text = re.sub(rf"(?<=, ){re.escape(country)}(?= [A-Z])", f"{country};", text)
+    text = separate_runs(text)
     return text if text and "°" not in text else None
+
+
+def clean_figure(value: str | None) -> str | None:
+    """A money figure or headcount: page references and template brackets gone, the
+    latest year's figure when the value lists several years, other figures of one
+    value separated ("7,737 (non-consolidated); 15,468 (consolidated)")."""
+    if not value:
+        return None
+    text = latest_figure(balance_brackets(drop_page_refs(clean_value(value))))
+    return separate_runs(clean_value(text)) or None
+
+
+def clean_founded_text(value: str | None) -> str | None:
+    """The founding value as a list of dated events that reads (see ``tidy_founded``)."""
+    if not value:
+        return None
+    return balance_brackets(tidy_founded(clean_founded(value))) or None
 
 
 def _person_shaped(name: str) -> bool:
@@ -308,6 +346,7 @@ class DirectoryCheck:
         self._sector = {label: count.most_common(1)[0][0] for label, count in votes.items()}
         counts = Counter(p.country for p in profiles if p.country and "," not in p.country)
         self.countries = {country for country, n in counts.items() if n >= 2}
+        self.place_names = frozenset(self.countries | US_PLACES | UK_PLACES)
 
     def industries(self, labels: list[str]) -> list[str]:
         """``labels`` without another company's classification: when a GICS sector
@@ -335,12 +374,17 @@ class DirectoryCheck:
             # STMicroelectronics' infobox): its figures and industries are not this one's
             data, industries = type(data)(), []
         founded = data.founded if data.founded and _YEAR_RE.search(data.founded) else None
+        figures = {field: clean_figure(getattr(data, field)) for field in MONEY_FIELDS}
         data = data.model_copy(
             update={
-                "headquarters": clean_headquarters(data.headquarters),
+                **figures,
+                "headquarters": clean_headquarters(data.headquarters, self.place_names),
                 "founder": clean_founders(data.founder),
                 "products": clean_products(data.products, profile.name),
-                "founded": founded,
+                "founded": clean_founded_text(founded),
+                "employees": clean_figure(data.employees),
+                "key_people": data.key_people and tidy_key_people(clean_value(data.key_people)),
+                "company_type": data.company_type and balance_brackets(data.company_type),
             }
         )
         return profile.model_copy(
