@@ -19,6 +19,7 @@ from typing import Final
 from urllib.parse import unquote
 
 from ._format import split_people_names, split_products, strip_wiki_residue
+from ._people import NameModel
 from ._profiles import CompanyProfile, clean_founded, clean_value
 from ._tidy import (
     balance_brackets,
@@ -184,18 +185,26 @@ def _person_shaped(name: str) -> bool:
     return all(word.lower() in _PARTICLES or _NAME_WORD_RE.fullmatch(word) for word in words)
 
 
-def clean_founders(value: str | None) -> str | None:
+def clean_founders(
+    value: str | None, names_model: NameModel | None = None, company: str = ""
+) -> str | None:
     """The founders, ``"; "``-separated, or ``None`` when they are not names.
 
     "Team led by Jerry Sanders" -> "Jerry Sanders"; a value with dates or phrases
-    ("May 2019", "Government of Italy Enrico Mattei, first CEO") is dropped.
+    ("May 2019", "Government of Italy Enrico Mattei, first CEO") is dropped. With
+    ``names_model`` (learnt from the directory) names run together are told apart by
+    it ("Henry Sturgis Morgan; Harold Stanley" for ``company`` Morgan Stanley), else
+    as given name + family name.
     """
     if not value:
         return None
     text = _LEADING_NOTE_RE.sub("", strip_wiki_residue(value))
     if re.search(r"\byears? ago\b|^named after\b", text, re.I):
         return None
-    names = [clean_value(name) for name in split_people_names(text)]
+    found = names_model.split(text, company) if names_model else split_people_names(text)
+    names = [balance_brackets(clean_value(name)) for name in found]
+    # a comma inside a note would read as the end of a name in "A, B, C"
+    names = [re.sub(r"\([^()]*\)", lambda m: m.group().replace(",", ";"), n) for n in names]
     names = [name for name in names if name]
     if not names or not all(_person_shaped(name) for name in names):
         return None
@@ -347,6 +356,10 @@ class DirectoryCheck:
         counts = Counter(p.country for p in profiles if p.country and "," not in p.country)
         self.countries = {country for country, n in counts.items() if n >= 2}
         self.place_names = frozenset(self.countries | US_PLACES | UK_PLACES)
+        self.names = NameModel.from_values(
+            (p.metadata.key_people for p in profiles if p.metadata.key_people),
+            (p.metadata.founder for p in profiles if p.metadata.founder),
+        )
 
     def industries(self, labels: list[str]) -> list[str]:
         """``labels`` without another company's classification: when a GICS sector
@@ -379,7 +392,7 @@ class DirectoryCheck:
             update={
                 **figures,
                 "headquarters": clean_headquarters(data.headquarters, self.place_names),
-                "founder": clean_founders(data.founder),
+                "founder": clean_founders(data.founder, self.names, profile.name),
                 "products": clean_products(data.products, profile.name),
                 "founded": clean_founded_text(founded),
                 "employees": clean_figure(data.employees),
