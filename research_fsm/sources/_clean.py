@@ -156,14 +156,22 @@ def clean_headquarters(value: str | None, countries: frozenset[str] = frozenset(
     return text if text and "°" not in text else None
 
 
-def clean_figure(value: str | None) -> str | None:
+def clean_figure(value: str | None, *, money: bool = True) -> str | None:
     """A money figure or headcount: page references and template brackets gone, the
-    latest year's figure when the value lists several years, other figures of one
-    value separated ("7,737 (non-consolidated); 15,468 (consolidated)")."""
+    latest year's figure when the value lists several years; a money field keeps its
+    own figure only (not a "Debt:" run into it), a headcount's figures are separated
+    ("7,737 (non-consolidated); 15,468 (consolidated)", "18,378 in United States;
+    5,350 in Japan")."""
     if not value:
         return None
     text = latest_figure(balance_brackets(drop_page_refs(clean_value(value))))
-    return separate_runs(clean_value(text)) or None
+    text = separate_runs(clean_value(text))
+    if money:
+        text = re.split(r";\s*(?=[A-Z][\w ]{0,30}:)", text)[0]
+    else:
+        text = re.sub(r"(?<=\d)\s+(?=[a-z][\w-]*:)", "; ", text)
+        text = re.sub(r"(?<=[a-z])\s+(?=\d{1,3}(?:,\d{3})+\b)", "; ", text)
+    return balance_brackets(text) or None
 
 
 def clean_founded_text(value: str | None) -> str | None:
@@ -395,8 +403,9 @@ class DirectoryCheck:
                 "founder": clean_founders(data.founder, self.names, profile.name),
                 "products": clean_products(data.products, profile.name),
                 "founded": clean_founded_text(founded),
-                "employees": clean_figure(data.employees),
-                "key_people": data.key_people and tidy_key_people(clean_value(data.key_people)),
+                "employees": clean_figure(data.employees, money=False),
+                "key_people": data.key_people
+                and tidy_key_people(clean_value(data.key_people), self.names, profile.name),
                 "company_type": data.company_type and balance_brackets(data.company_type),
             }
         )

@@ -75,6 +75,9 @@ class NameModel:
     first: Counter[str] = field(default_factory=Counter)
     middle: Counter[str] = field(default_factory=Counter)
     last: Counter[str] = field(default_factory=Counter)
+    role: Counter[str] = field(default_factory=Counter)
+    """How often each word is part of a role ("Chief", "Officer"), counted inside the
+    parentheses of key-people values."""
 
     def learn(self, name: str) -> None:
         """Count one name whose boundaries are known ("Ted Pick", "James P. Gorman")."""
@@ -102,8 +105,11 @@ class NameModel:
         the infobox separated ("A B, C D and E F")."""
         model = cls()
         for value in key_people:
-            for part in re.split(r"\([^()]*\)|[,;]", value):
-                model.learn(part.strip())
+            # a name right before its role in parentheses: "Ted Pick (chairman and CEO)"
+            for part in re.findall(r"(?:^|\))\s*[,;]?\s*([^()]+?)\s*\(", value):
+                model.learn(part.strip().rstrip(","))
+            for note in re.findall(r"\(([^()]*)\)", value):
+                model.role.update(re.findall(r"[\w&-]+", note))
         for value in founders:
             if re.search(r",|\band\b|&", value):
                 for part in re.split(r"\s*(?:,|\band\b|&)\s*", re.sub(r"\([^()]*\)", " ", value)):
@@ -173,7 +179,9 @@ class NameModel:
     def split(self, value: str, company: str = "") -> list[str]:
         """The people of a founders value, one whole name each (a note in parentheses
         stays with the name before it)."""
-        company_name = company.lower()
+        # a family name: in the company's name, or repeated in the value (siblings)
+        words = Counter(re.findall(r"[A-Z][\w'\u2019-]{2,}", value))
+        company_name = " ".join([company, *(w for w, n in words.items() if n > 1)]).lower()
         text = re.sub(r"\s*,?\s*\bet al\b\.?", " et al.", value)
         groups: list[tuple[list[list[str]], str]] = []  # ([segments], note after them)
         segments: list[list[str]] = [[]]
@@ -244,3 +252,88 @@ class NameModel:
             else:
                 names.extend(self.split_run(segment, company))
         return names
+
+    def _is_role(self, token: str) -> bool:
+        """Whether ``token`` belongs to a role rather than a name: lower case, an
+        acronym ("CEO"), or a word the directory's roles use more than its names."""
+        word = token.strip(",:;")
+        if not word or word in {"&", "-", "\u2013", "/"}:
+            return True
+        if word in PARTICLES or _is_suffix(word) or _is_initial(word):
+            return False
+        if word[0].islower() or (len(word) >= 2 and word.isupper() and word.isalpha()):
+            return True
+        names = self.first[word] + self.middle[word] + self.last[word]
+        return self.role[word] > 2 * names or (self.role[word] >= 1 and names == 0)
+
+    def _unseen(self, token: str) -> bool:
+        word = token.strip(",:;")
+        return bool(word[:1].isupper()) and not (
+            self.first[word] or self.middle[word] or self.last[word] or _is_initial(word)
+        )
+
+    def _roles(self, tokens: list[str]) -> list[bool]:
+        """Which tokens are role words; words never seen in a name, between two role
+        words, are role words too ("Chief Consumer Banker")."""
+        flags = [self._is_role(token) for token in tokens]
+        i = 0
+        while i < len(tokens):
+            j = i
+            while j < len(tokens) and not flags[j] and self._unseen(tokens[j]):
+                j += 1
+            if j > i and i > 0 and flags[i - 1] and j < len(tokens) and flags[j]:
+                if not tokens[i - 1].endswith(",") and not tokens[j - 1].endswith(","):
+                    flags[i:j] = [True] * (j - i)
+            i = max(j, i + 1)
+        return flags
+
+    def people_with_roles(self, text: str, company: str = "") -> list[str]:
+        """Key people written without parentheses ("Robin Laik, CEO Mark Friedrich,
+        CFO") as "Name (role)" entries: role words and names told apart by what the
+        directory's roles and names use; a run of names without roles is split like
+        founders. A role before a colon ("CFO: Cory Sindelar") is the next name's."""
+        tokens = re.findall(r"[^\s,]+,?|,", re.sub(r"(?<=\w)[-\u2013](?=\s)", " -", text))
+        people: list[tuple[list[str], list[str]]] = []  # (name words, role words)
+        pending: list[str] = []  # roles before a colon, for the next name
+        run: list[str] = []
+
+        def close_run() -> None:
+            if not run:
+                return
+            for name in self.split_run([w.rstrip(",") for w in run], company.lower()):
+                people.append((name.split(), pending.copy()))
+                pending.clear()
+            run.clear()
+
+        for token, is_role in zip(tokens, self._roles(tokens), strict=True):
+            if not run and people and _is_suffix(token.rstrip(",")):
+                people[-1][0].append(token.rstrip(","))  # "Edward L. Rand, Jr., CEO"
+                continue
+            if is_role:
+                close_run()
+                if token in {"-", "\u2013", ","}:
+                    continue
+                if token.endswith(":") or not people:
+                    pending.append(token.rstrip(":"))  # "CFO: Cory Sindelar"
+                else:
+                    people[-1][1].append(token)
+            else:
+                run.append(token)
+                if token.endswith(","):
+                    close_run()
+        close_run()
+        entries = []
+        for name, roles in people:
+            role = " ".join(roles).strip(" ,&/-")
+            role = re.sub(r"^(?:and|&)\s+|\s+(?:and|&)$", "", role)
+            entries.append(f"{' '.join(name)} ({role})" if role else " ".join(name))
+        return entries
+
+    def is_person(self, name: str) -> bool:
+        """Whether ``name`` (a note in parentheses aside) reads as one person's name."""
+        words = re.sub(r"\([^()]*\)", " ", name).split()
+        core = [w for w in words if not (w in PARTICLES or w in TITLES or _is_initial(w) or _is_suffix(w))]
+        return 2 <= len(core) <= 5 and all(
+            _WORD_RE.fullmatch(w) or w in PARTICLES or _is_suffix(w) or _NICKNAME_RE.fullmatch(w)
+            for w in words
+        ) and not any(self._is_role(w) for w in core)

@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from ._people import NameModel
+
 __all__ = [
     "balance_brackets",
     "drop_page_refs",
@@ -128,12 +130,57 @@ def tidy_founded(text: str) -> str:
     return re.sub(r"\s*;\s*;\s*", "; ", text).strip(" ;,")
 
 
-def tidy_key_people(text: str) -> str:
+_OPEN_NOTE_RE: Final = re.compile(
+    r"(\([^()]*?)\s+((?:[A-Z\u00c0-\u024f][\w.'\u2019-]*\s+){1,3}[A-Z\u00c0-\u024f][\w.'\u2019-]*)\s*(?=\()"
+)
+
+
+def _close_notes(text: str, names: NameModel) -> str:
+    """A note the data left open before the next person ("(chairman of the Board Francesca
+    Weissman (CFO)") closed before that person's name, when it reads as one."""
+
+    def close(match: re.Match[str]) -> str:
+        note, words = match.group(1), match.group(2).split()
+        for size in range(len(words), 1, -1):
+            name = " ".join(words[-size:])
+            if names.is_person(name):
+                rest = " ".join([note, *words[:-size]])
+                return f"{rest}); {name} "
+        return match.group()
+
+    return _OPEN_NOTE_RE.sub(close, text)
+
+
+def tidy_key_people(text: str, names: NameModel | None = None, company: str = "") -> str:
     """Key people as "Name (role)" entries separated by semicolons: "A (CEO), B (CFO)"
     and "A (CEO) B (CFO)" both -> "A (CEO); B (CFO)"; two notes of one person merged
-    ("Takashi Tanaka (businessman) (CEO)" -> "(businessman, CEO)")."""
-    text = balance_brackets(text)
+    ("Takashi Tanaka (businessman) (CEO)" -> "(businessman, CEO)"). With ``names``,
+    entries written without parentheses ("A, CEO B, CFO") or names run together are
+    told apart too, when every part then reads as a person."""
+    text = balance_brackets(re.sub(r"\s*\|\s*", " ", text))
+    text = re.sub(r"\)\s*(and|&)\s*\(", r" \1 ", text)
     text = re.sub(r"\)\s*\(", ", ", text)
     text = re.sub(r"\)\s*[,;]?\s*(?=[A-Z\u00c0-\u024f])", "); ", text)
     text = re.sub(r"(?<=\w)\(", " (", text)
-    return text
+    # a note's own semicolons would read as the end of an entry
+    text = re.sub(r"\([^()]*\)", lambda m: m.group().replace(";", ","), text)
+    if names is None:
+        return text
+    text = balance_brackets(_close_notes(text, names))
+    entries = []
+    for entry in text.split("; "):
+        if entry.startswith("("):
+            continue  # a role without its person says nothing
+        head, paren, note = entry.partition("(")
+        if not re.search(r",|\w\s*[-\u2013:]\s", head) and len(head.split()) <= 5:
+            entries.append(entry)
+            continue
+        people = names.people_with_roles(head, company)
+        if paren and people:
+            last = people[-1]
+            people[-1] = f"{last[:-1]}, {note}" if last.endswith(")") else f"{last} ({note}"
+        if people and all(names.is_person(person) for person in people):
+            entries.extend(people)
+        else:
+            entries.append(entry)
+    return "; ".join(entries)
