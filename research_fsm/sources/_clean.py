@@ -150,7 +150,9 @@ def clean_headquarters(value: str | None, countries: frozenset[str] = frozenset(
     text = re.sub(r"\s*,\s*(?:,\s*)+", ", ", text)
     text = balance_brackets(clean_value(text).strip(" ,;/"))
     text = re.sub(r"^\(([^()]*)\)$", r"\1", text)
-    for country in sorted(countries | {"U.S.", "U.S", "UK", "United States"}, key=len, reverse=True):
+    for country in sorted(
+        countries | {"U.S.", "U.S", "UK", "United States"}, key=len, reverse=True
+    ):
         text = re.sub(rf"(?<=, ){re.escape(country)}(?= [A-Z])", f"{country};", text)
     text = separate_runs(text)
     return text if text and "°" not in text else None

@@ -19,8 +19,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Final
 
-from ._format import Money, format_money, parse_money
 from ._clean import GICS_SECTORS, TRBC_SECTORS
+from ._format import Money, format_money, parse_money
 from ._profiles import CompanyProfile
 
 __all__ = ["USD_RATES", "Peer", "PeerIndex", "PeerRanking", "ordinal", "sectors"]
@@ -151,18 +151,21 @@ def sectors(profiles: Iterable[CompanyProfile]) -> dict[str, str | None]:
         if own and gics and len(own & gics) == 1:
             result[profile.name] = next(iter(own & gics))
             continue
-        tally: Counter[str] = Counter()
+        tally: dict[str, float] = {}
         for label in labels:
             counts = votes.get(label)
             if counts and sum(counts.values()) >= SECTOR_VOTES:
                 sector, n = counts.most_common(1)[0]
                 share = n / sum(counts.values())
                 if share >= SECTOR_SHARE:
-                    tally[sector] += 1 + share  # a label whose companies agree more weighs more
+                    # a label whose companies agree more weighs more
+                    tally[sector] = tally.get(sector, 0.0) + 1 + share
         if len(gics) == 1 and not tally:
-            tally.update(gics)
-        best = tally.most_common(2)
-        result[profile.name] = best[0][0] if best and (len(best) == 1 or best[0][1] > best[1][1]) else None
+            tally = dict.fromkeys(gics, 1.0)
+        best = sorted(tally.items(), key=lambda item: -item[1])[:2]
+        result[profile.name] = (
+            best[0][0] if best and (len(best) == 1 or best[0][1] > best[1][1]) else None
+        )
     return result
 
 

@@ -28,7 +28,23 @@ from typing import Final
 __all__ = ["NameModel"]
 
 PARTICLES: Final = frozenset(
-    {"van", "der", "de", "den", "von", "da", "del", "di", "la", "le", "du", "dos", "das", "zu", "ter"}
+    {
+        "van",
+        "der",
+        "de",
+        "den",
+        "von",
+        "da",
+        "del",
+        "di",
+        "la",
+        "le",
+        "du",
+        "dos",
+        "das",
+        "zu",
+        "ter",
+    }
 )
 """Name particles: inside a name, never at its ends."""
 
@@ -50,7 +66,7 @@ _LENGTH: Final = {1: math.log(0.002), 2: math.log(0.6), 3: math.log(0.3), 4: mat
 _MIDDLE_FROM_FIRST: Final = 0.3
 """Middle names are given names too: a word's middle share is at least this part of its
 given-name share."""
-_COMPANY_BOOST: Final = 6.0
+_COMPANY_BOOST: Final = 6
 """Pseudo-counts of "closes a name" for a word of the company's name."""
 
 
@@ -201,9 +217,7 @@ class NameModel:
         groups.append((segments, ""))
         names: list[str] = []
         for group, note in groups:
-            people = self._group(
-                [s for s in group if s], company_name
-            )
+            people = self._group([s for s in group if s], company_name)
             if note and people:
                 people[-1] = f"{people[-1]} {note}"
             elif note and names:
@@ -234,8 +248,10 @@ class NameModel:
                 merged[-1].extend([*joiner, segment[0]])  # "System, Inc.", "Zimmerer and Sons"
             else:
                 merged.append(segment)
-        if len(merged) >= 2 and len(merged[-1]) >= 2 and all(
-            len(s) == 1 and _WORD_RE.fullmatch(s[0]) for s in merged[:-1]
+        if (
+            len(merged) >= 2
+            and len(merged[-1]) >= 2
+            and all(len(s) == 1 and _WORD_RE.fullmatch(s[0]) for s in merged[:-1])
         ):
             # "Gerard and Anton Philips": the given names share the last family name
             family = merged[-1][1:]
@@ -281,9 +297,9 @@ class NameModel:
             j = i
             while j < len(tokens) and not flags[j] and self._unseen(tokens[j]):
                 j += 1
-            if j > i and i > 0 and flags[i - 1] and j < len(tokens) and flags[j]:
-                if not tokens[i - 1].endswith(",") and not tokens[j - 1].endswith(","):
-                    flags[i:j] = [True] * (j - i)
+            bounded = j > i and i > 0 and flags[i - 1] and j < len(tokens) and flags[j]
+            if bounded and not tokens[i - 1].endswith(",") and not tokens[j - 1].endswith(","):
+                flags[i:j] = [True] * (j - i)
             i = max(j, i + 1)
         return flags
 
@@ -332,8 +348,19 @@ class NameModel:
     def is_person(self, name: str) -> bool:
         """Whether ``name`` (a note in parentheses aside) reads as one person's name."""
         words = re.sub(r"\([^()]*\)", " ", name).split()
-        core = [w for w in words if not (w in PARTICLES or w in TITLES or _is_initial(w) or _is_suffix(w))]
-        return 2 <= len(core) <= 5 and all(
-            _WORD_RE.fullmatch(w) or w in PARTICLES or _is_suffix(w) or _NICKNAME_RE.fullmatch(w)
+        core = [
+            w
             for w in words
-        ) and not any(self._is_role(w) for w in core)
+            if not (w in PARTICLES or w in TITLES or _is_initial(w) or _is_suffix(w))
+        ]
+        return (
+            2 <= len(core) <= 5
+            and all(
+                _WORD_RE.fullmatch(w)
+                or w in PARTICLES
+                or _is_suffix(w)
+                or _NICKNAME_RE.fullmatch(w)
+                for w in words
+            )
+            and not any(self._is_role(w) for w in core)
+        )

@@ -217,7 +217,10 @@ def _symbol_base(record: dict[str, Any]) -> str:
 
 def _symbol_bases(record: dict[str, Any]) -> set[str]:
     """The tickers of a record (its symbol and listings), without exchange suffixes."""
-    symbols = [record.get("symbol"), *((item or {}).get("yahoo") for item in record.get("symbols") or [])]
+    symbols = [
+        record.get("symbol"),
+        *((item or {}).get("yahoo") for item in record.get("symbols") or []),
+    ]
     return {str(symbol).split(".")[0].upper() for symbol in symbols if symbol}
 
 
@@ -227,7 +230,7 @@ def _foreign_symbols(records: list[tuple[str, dict[str, Any]]]) -> set[tuple[str
     Group's, ticker SMIN), and so is every record of the name with the same ticker."""
     from ._clean import record_matches_name  # _clean builds on this module
 
-    foreign = set()
+    foreign: set[tuple[str, str]] = set()
     for _, record in records:
         url = (record.get("metadata") or {}).get("wikipedia_url")
         name = str(record.get("name") or "").strip()

@@ -37,7 +37,7 @@ _DATE: Final = (
 _DATE_THEN_WORD_RE: Final = re.compile(rf"\b({_DATE})\s+(?!(?:{_MONTHS})\b)(?=[A-Z][a-z])")
 _FUNCTION_WORD_RE: Final = re.compile(
     r"(?:\b(?:in|on|of|since|from|by|and|until|to|as|at|the|c|ca|circa|around|before|after"
-    r"|between|early|late|mid|est|founded|established|incorporated)\.?|[,;:(–-])$",
+    r"|between|early|late|mid|est|founded|established|incorporated)\.?|[,;:(\u2013-])$",
     re.IGNORECASE,
 )
 _RUN_RE: Final = re.compile(r"\)\s*(?=[A-Z0-9\u00c0-\u024f])")

@@ -13,6 +13,7 @@ another sector, a date run into the place), whatever produced it.
 
 from __future__ import annotations
 
+import itertools
 import re
 import sys
 from collections import Counter
@@ -46,10 +47,10 @@ TRBC = frozenset(
 )
 """The TRBC economic sectors some index records carry: the check's notion of sector."""
 
-MONTHS = (
-    "January|February|March|April|May|June|July|August|September|October|November|December"
+MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
+_DATE_END = (
+    rf"(?:\b\d{{1,2}}\s+(?:{MONTHS})\s+\d{{4}}|\b(?:{MONTHS})\s+\d{{1,2}},\s*\d{{4}}|\b\d{{4}})"
 )
-_DATE_END = rf"(?:\b\d{{1,2}}\s+(?:{MONTHS})\s+\d{{4}}|\b(?:{MONTHS})\s+\d{{1,2}},\s*\d{{4}}|\b\d{{4}})"
 _DATE_THEN_PLACE = re.compile(rf"{_DATE_END}\s+(?!(?:{MONTHS})\b)[A-Z][a-z]")
 _PAGE_CITE = re.compile(r"(?:\)|\d|\b(?:million|billion|trillion))\s*:\s*\d{1,3}(?![\d,.%])")
 _FOOTNOTE = re.compile(
@@ -64,7 +65,7 @@ _MARKUP = re.compile(
 )
 _YEAR = re.compile(r"\b(?:FY\s?)?(?:19|20)\d\d\b|\bFY\s?\d\d\b")
 _PERIOD = re.compile(
-    r"\b((?:19|20)\d\d)\s*[/–-]\s*(?:19|20)?\d\d\b|\bfrom\b[^()]*?\b(?:until|to)\b[^()]*?\d{4}"
+    r"\b((?:19|20)\d\d)\s*[/\u2013-]\s*(?:19|20)?\d\d\b|\bfrom\b[^()]*?\b(?:until|to)\b[^()]*?\d{4}"
 )
 """A fiscal year over two calendar years ("2024/2025", "from April 2023 until March
 2024"): one period."""
@@ -113,9 +114,7 @@ def _answers() -> tuple[Answer, ...]:
                 lines[label] = value
         competitors = findings.competitors or ""
         peers = re.findall(r"^- (.+?): revenue ", competitors, re.M)
-        answers.append(
-            Answer(profile, lines, findings.products or "", peers, competitors)
-        )
+        answers.append(Answer(profile, lines, findings.products or "", peers, competitors))
     return tuple(answers)
 
 
@@ -188,7 +187,7 @@ def check_one_value_per_field(answer: Answer) -> list[str]:
             # several counts (consolidated, by region) are fine when each stands apart
             run_on = any(
                 len(re.findall(r"(?<![\d,/])\d{1,3}(?:,\d{3})+(?![\d,])", piece)) > 1
-                for piece in re.split(r";|\([^()]*\)|\d\s*[-–]\s*(?=\d)", value)
+                for piece in re.split(r";|\([^()]*\)|\d\s*[-\u2013]\s*(?=\d)", value)
             )
             bad = len(_years(value)) > 1 or run_on
         else:
@@ -274,7 +273,7 @@ def _boundary_problems(people: list[str], company: str, raw: str) -> list[str]:
     name that the first lacks ("Henry Sturgis", "Morgan Harold Stanley")."""
     company_words = set(re.findall(r"[A-Z][\w'-]{2,}", company))
     problems = []
-    for one, two in zip(people, people[1:], strict=False):
+    for one, two in itertools.pairwise(people):
         a, b = _core(one), _core(two)
         if len(a) < 2 or len(b) < 2 or _ORGANISATION.fullmatch(two):
             continue
