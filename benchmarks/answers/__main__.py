@@ -78,11 +78,12 @@ def _flat_ja(text: str) -> str:
 
 
 def fact_in(alternative: str, text: str) -> bool:
-    """Whether ``alternative`` is in ``text``: case, spacing, backslashes and backticks
-    ignored; a Japanese fact also ignores every space and width (NFKC)."""
+    """Whether ``alternative`` is in ``text``: case, spacing, width (NFKC), backslashes and
+    backticks ignored; a Japanese fact also ignores every space."""
     if _cjk(alternative):
         return _flat_ja(alternative) in _flat_ja(text)
-    return _flat(alternative) in _flat(text)
+    wide = unicodedata.normalize("NFKC", alternative), unicodedata.normalize("NFKC", text)
+    return _flat(wide[0]) in _flat(wide[1])
 
 
 _TAG = re.compile(r"<[^>]*>")
@@ -180,9 +181,7 @@ def score(question: dict[str, Any], folder: Path, corpus: Path) -> dict[str, Any
         in_source = bool(quote) and quote in source["text"]
         verbatim += in_source
         raw = file_text(corpus / source["locator"])
-        original += (
-            in_source if raw is None else " ".join(quote.split()) in " ".join(raw.split())
-        )
+        original += in_source if raw is None else " ".join(quote.split()) in " ".join(raw.split())
         precise += in_source and source["locator"] in files
     verdicts = _load(folder / "relevance.json") if (folder / "relevance.json").exists() else []
     return {

@@ -145,8 +145,19 @@ def _pypi(source: dict[str, Any], work: Path, docs: Path) -> dict[str, Any]:
     fetched.mkdir(parents=True, exist_ok=True)
     _run(
         [
-            sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
-            "--platform", "any", "--python-version", "3.11", "-d", str(fetched),
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--only-binary",
+            ":all:",
+            "--platform",
+            "any",
+            "--python-version",
+            "3.11",
+            "-d",
+            str(fetched),
             f"{package}=={version}",
         ],
         work,
