@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
+from functools import cache
 from typing import Final
 from urllib.parse import unquote
 
@@ -140,6 +141,13 @@ MONEY_FIELDS: Final = ("revenue", "operating_income", "net_income", "total_asset
 """The infobox fields that hold a money figure."""
 
 
+@cache
+def _office_end_re(countries: frozenset[str]) -> re.Pattern[str]:
+    """A country that ends one office of several run together ("Venlo, Netherlands Hilden")."""
+    names = sorted(countries | {"U.S.", "U.S", "UK", "United States"}, key=len, reverse=True)
+    return re.compile(rf"(?<=, )({'|'.join(re.escape(name) for name in names)})(?= [A-Z])")
+
+
 def clean_headquarters(value: str | None, countries: frozenset[str] = frozenset()) -> str | None:
     """The headquarters without map coordinates ("Kadoma, Osaka, Japan"), brackets
     paired, and several offices run together separated ("Venlo, Netherlands
@@ -150,10 +158,7 @@ def clean_headquarters(value: str | None, countries: frozenset[str] = frozenset(
     text = re.sub(r"\s*,\s*(?:,\s*)+", ", ", text)
     text = balance_brackets(clean_value(text).strip(" ,;/"))
     text = re.sub(r"^\(([^()]*)\)$", r"\1", text)
-    for country in sorted(
-        countries | {"U.S.", "U.S", "UK", "United States"}, key=len, reverse=True
-    ):
-        text = re.sub(rf"(?<=, ){re.escape(country)}(?= [A-Z])", f"{country};", text)
+    text = _office_end_re(countries).sub(r"\1;", text)
     text = separate_runs(text)
     return text if text and "°" not in text else None
 
@@ -167,7 +172,7 @@ def clean_figure(value: str | None, *, money: bool = True) -> str | None:
     if not value:
         return None
     text = latest_figure(balance_brackets(drop_page_refs(clean_value(value))))
-    text = separate_runs(clean_value(text))
+    text = separate_runs(text)
     if money:
         text = re.split(r";\s*(?=[A-Z][\w ]{0,30}:)", text)[0]
     else:

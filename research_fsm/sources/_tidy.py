@@ -47,33 +47,48 @@ _FIGURE_START: Final = (
     r"|\d[\d,.]*(?:\s*(?:million|billion|trillion))?\s*(?:\(|$))"
 )
 _YEAR_RE: Final = re.compile(r"\b(?:FY\s?)?((?:19|20)\d\d)\b|\bFY\s?(\d\d)\b")
+_PIECE_RE: Final = re.compile(rf"(?<=\))\s+(?=\(?\s*{_FIGURE_START})")
+_BRACKET_RE: Final = re.compile(r"[()\[\]{},]")
+_PAIR_RE: Final = re.compile(r"\([^()]*\)")
+_TEMPLATE_RE: Final = re.compile(r"[\[\]{}]")
+_EMPTY_NOTE_RE: Final = re.compile(r"\(\s*[,;:]?\s*\)")
+_COMMA_NOTE_RE: Final = re.compile(r"\s*,\s*(?=\()")
+_NOTE_COMMA_RE: Final = re.compile(r"\(\s*,\s*")
 
 
 def drop_page_refs(text: str) -> str:
     """``text`` without the page references a citation template left after a figure:
     "US$64.424 billion (2025) : 10" -> "US$64.424 billion (2025)"."""
-    return _PAGE_REF_RE.sub("", text).strip()
+    return _PAGE_REF_RE.sub("", text).strip() if ":" in text else text.strip()
 
 
 def balance_brackets(text: str) -> str:
     """``text`` with every parenthesis paired: a ``)`` with no ``(`` goes, a ``(`` cut
     open at the end is closed; square and curly brackets (template residue) go, as do
     empty parentheses and the comma some values put before one ("Name, (CEO)")."""
-    text = re.sub(r"[\[\]{}]", "", text)
-    kept: list[str] = []
-    depth = 0
-    for char in text:
-        if char == "(":
-            depth += 1
-        elif char == ")":
-            if depth == 0:
-                continue
-            depth -= 1
-        kept.append(char)
-    result = "".join(kept).rstrip(" ,;:(") + ")" * depth
-    result = re.sub(r"\(\s*[,;:]?\s*\)", "", result)
-    result = re.sub(r"\s*,\s*(?=\()", " ", result)
-    result = re.sub(r"\(\s*,\s*", "(", result)
+    if not _BRACKET_RE.search(text):
+        return " ".join(text.split())
+    text = _TEMPLATE_RE.sub("", text)
+    inner = text
+    while (peeled := _PAIR_RE.sub("", inner)) != inner:
+        inner = peeled
+    if "(" in inner or ")" in inner:
+        kept: list[str] = []
+        depth = 0
+        for char in text:
+            if char == "(":
+                depth += 1
+            elif char == ")":
+                if depth == 0:
+                    continue
+                depth -= 1
+            kept.append(char)
+        text = "".join(kept).rstrip(" ,;:(") + ")" * depth
+    result = text.rstrip(" ,;:(")
+    if "(" in result:
+        result = _EMPTY_NOTE_RE.sub("", result)
+        result = _COMMA_NOTE_RE.sub(" ", result)
+        result = _NOTE_COMMA_RE.sub("(", result)
     return " ".join(result.split())
 
 
@@ -94,7 +109,9 @@ def latest_figure(text: str) -> str:
     """The figure of the latest year when a field lists several, each with its year:
     "¥2.939 trillion (2024) ¥2.769 trillion (2023)" -> "¥2.939 trillion (2024)"; a
     field of one figure (in one or two currencies) is returned as it is."""
-    pieces = re.split(rf"(?<=\))\s+(?=\(?\s*{_FIGURE_START})", text)
+    if len(_YEAR_RE.findall(text)) < 2:
+        return text
+    pieces = _PIECE_RE.split(text)
     dated = [(year, i) for i, piece in enumerate(pieces) if (year := _year_of(piece)) is not None]
     if len(pieces) < 2 or len({year for year, _ in dated}) < 2:
         return text
