@@ -23,6 +23,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Final
 
 __all__ = ["NameModel"]
@@ -70,10 +71,12 @@ _COMPANY_BOOST: Final = 6
 """Pseudo-counts of "closes a name" for a word of the company's name."""
 
 
+@cache
 def _is_suffix(token: str) -> bool:
     return bool(_SUFFIX_RE.fullmatch(token.rstrip(",")))
 
 
+@cache
 def _is_initial(token: str) -> bool:
     return bool(_INITIAL_RE.fullmatch(token))
 
