@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import os
 import re
 import threading
 import unicodedata
@@ -32,12 +33,16 @@ from typing import Any, Final
 
 __all__ = [
     "JA_EXTRA_HINT",
+    "SEGMENTER_ENV",
     "long_vowel",
     "segmentation",
     "segmenter_available",
     "words",
 ]
 
+SEGMENTER_ENV: Final = "RESEARCH_FSM_JA_SEGMENTER"
+"""``bigrams``: index and search Japanese as character bigrams even with Sudachi
+installed (to compare the two)."""
 JA_EXTRA_HINT: Final = "pip install 'research-fsm[ja]' (sudachipy with sudachidict-core)"
 _KATAKANA_WORD: Final = re.compile(r"[\u30a0-\u30ffー]{3,}ー")
 _CONTENT: Final = frozenset({"名詞", "動詞", "形容詞", "形状詞"})
@@ -71,6 +76,8 @@ def segmenter_available() -> bool:
 def segmentation() -> str:
     """Which segmentation Japanese gets here: ``sudachi-<version>-core-<version>-A``, or
     ``bigrams`` (the index records it: another one rebuilds the index)."""
+    if os.environ.get(SEGMENTER_ENV, "").strip().lower() == "bigrams":
+        return "bigrams"
     if not segmenter_available():
         return "bigrams"
     from importlib import metadata
@@ -89,7 +96,7 @@ def _tokenizer() -> Callable[[str], Any] | None:
     global _warned
     if segmentation() == "bigrams":
         with _lock:
-            if not _warned:
+            if not _warned and not os.environ.get(SEGMENTER_ENV):
                 import structlog  # only now: a worker process starts without it
 
                 _warned = True
