@@ -105,7 +105,7 @@ def _tokenizer() -> Callable[[str], Any] | None:
                     install=JA_EXTRA_HINT,
                 )
         return None
-    from sudachipy import Dictionary, SplitMode  # type: ignore[import-not-found,unused-ignore]
+    from sudachipy import Dictionary, SplitMode
 
     tokenizer = Dictionary(dict="core").tokenizer(SplitMode.A)
     return tokenizer.tokenize  # type: ignore[no-any-return]
