@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-MODES = ("bigrams", "sudachi")
+MODES = ("bigrams", "words", "kanji")
 
 
 async def _one(questions_path: Path, split: str, docs: Path, home: Path) -> dict[str, Any]:
@@ -65,9 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     runs: dict[str, Any] = {}
     for mode in MODES:
         env = dict(os.environ)
-        env.pop("RESEARCH_FSM_JA_SEGMENTER", None)
-        if mode == "bigrams":
-            env["RESEARCH_FSM_JA_SEGMENTER"] = "bigrams"
+        env["RESEARCH_FSM_JA_SEGMENTER"] = mode
         command = [sys.executable, "-m", "benchmarks.japanese", "--mode", mode]
         command += ["--docs", str(args.docs), "--questions", str(args.questions)]
         command += ["--split", args.split]

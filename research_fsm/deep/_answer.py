@@ -16,6 +16,7 @@ well a passage covers them, and which of its sentences answers it.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Collection, Iterable, Mapping
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from ..common.text import is_japanese
-from ._japanese import JA_COMPARE, JA_FILLERS, JA_SIDE_SPLIT, japanese_kind
+from ._japanese import JA_COMPARE, JA_FILLERS, JA_SIDE_SPLIT, japanese_kind, without_form
 from ._text import ROW, Sentence, sentences, terms
 
 __all__ = [
@@ -216,7 +217,9 @@ def parse_question(text: str, names: Iterable[str] = ()) -> Question:
     compounds = [match.group().lower() for match in _COMPOUND.finditer(text_asked)]
     versions = {compound.split("/", 1)[1] for compound in compounds}
     japanese = is_japanese(text)
-    fillers = _FILLERS | JA_FILLERS if japanese else _FILLERS
+    fillers = _FILLERS | _japanese_fillers() if japanese else _FILLERS
+    if japanese:
+        text_asked = without_form(text_asked)
     for term in terms(text_asked):
         if term in fillers or term in versions or stem(term) in excluded:
             continue
@@ -257,6 +260,12 @@ def parse_question(text: str, names: Iterable[str] = ()) -> Question:
         sides=sides,
         excluded=frozenset(excluded),
     )
+
+
+@functools.cache
+def _japanese_fillers() -> frozenset[str]:
+    """The terms of the Japanese form words as the segmentation in use gives them."""
+    return JA_FILLERS | frozenset(term for word in JA_FILLERS for term in terms(word))
 
 
 def idf(passages: int, frequencies: Mapping[str, int]) -> dict[str, float]:

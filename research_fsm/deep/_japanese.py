@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Final, Literal
 
-__all__ = ["JA_COMPARE", "JA_FILLERS", "JA_SIDE_SPLIT", "japanese_kind"]
+__all__ = ["JA_COMPARE", "JA_FILLERS", "JA_SIDE_SPLIT", "japanese_kind", "without_form"]
 
 JapaneseKind = Literal["howto", "define", "value", "compare", "yesno"]
 
@@ -32,6 +32,7 @@ _HOWTO: Final = re.compile(
     r"(?:する|やる|行う|できる|出来る|には)(?:には|ためには|方法|手順)"
     r"|には" + _END + r"|方法|やり方|仕方|手順|どうやって|どうすれば|どうしたら|どのようにして"
     r"|どのように(?:すれば|したら|して)|コマンドは|コマンドを(?:教え|知り)|どうやる|する(?:の)?は" + _END
+    + r"|(?:し|出し|見|使い|やり|消し|入れ|作り|変え|探し)たい" + _END
 )
 """「〜するには？」, 「〜の方法」, 「どうやって〜」, 「〜するコマンドは？」."""
 _DEFINE: Final = re.compile(
@@ -61,3 +62,21 @@ def japanese_kind(text: str) -> JapaneseKind | None:
     if _YESNO.search(text):
         return "yesno"
     return None
+
+
+_FORM: Final = re.compile(
+    r"(?:は|って|とは)?(?:何が|どこが|どう)違[うい]\S*|の?違いは\S*|の?違い\S*"
+    r"|(?:する|やる|行う)?(?:には|ためには)(?:どう(?:すれば|したら)(?:いい|よい)?)?[?？]?\s*$"
+    r"|(?:の|する)?(?:方法|やり方|仕方|手順)(?:は|を教えて)?\S*"
+    r"|どうやって|どうすれば(?:いい|よい)?|どうしたら(?:いい|よい)?|どのようにして|どのように"
+    r"|(?<![こも])とは(?:何|なに|なん)?\S*$|って(?:何|なに|なん)\S*$|は(?:何|なに|なん)(?:のこと)?\S*$"
+    r"|(?:する|した)?こと[はが]?[?？]?\s*$|の意味\S*|どういう意味\S*|教えて\S*"
+)
+"""The words of a Japanese question's form (「の違いは？」, 「するには？」, 「とは？」,
+「どうやって」), cut before its terms are taken: whatever the segmentation, what is left
+is the question's subject."""
+
+
+def without_form(text: str) -> str:
+    """``text`` without the words of its question form."""
+    return _FORM.sub(" ", text)

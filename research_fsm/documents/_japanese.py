@@ -45,6 +45,7 @@ SEGMENTER_ENV: Final = "RESEARCH_FSM_JA_SEGMENTER"
 installed (to compare the two)."""
 JA_EXTRA_HINT: Final = "pip install 'research-fsm[ja]' (sudachipy with sudachidict-core)"
 _KATAKANA_WORD: Final = re.compile(r"[\u30a0-\u30ffー]{3,}ー")
+_KANJI: Final = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff々]")
 _CONTENT: Final = frozenset({"名詞", "動詞", "形容詞", "形状詞"})
 """Parts of speech kept: nouns, verbs, adjectives, adjectival nouns."""
 _LIGHT_TEXT: Final = """為る 有る 居る 成る 出来る 言う 行う 思う 見る 来る 呉れる 貰う 遣る 置く
@@ -76,19 +77,19 @@ def segmenter_available() -> bool:
 def segmentation() -> str:
     """Which segmentation Japanese gets here: ``sudachi-<version>-core-<version>-A``, or
     ``bigrams`` (the index records it: another one rebuilds the index)."""
-    if os.environ.get(SEGMENTER_ENV, "").strip().lower() == "bigrams":
-        return "bigrams"
-    if not segmenter_available():
+    chosen = os.environ.get(SEGMENTER_ENV, "").strip().lower()
+    if chosen == "bigrams" or not segmenter_available():
         return "bigrams"
     from importlib import metadata
 
+    suffix = "words" if chosen == "words" else "kanji"
     try:
         return (
             f"sudachi-{metadata.version('sudachipy')}-core-"
-            f"{metadata.version('sudachidict-core')}-A"
+            f"{metadata.version('sudachidict-core')}-A-{suffix}"
         )
     except metadata.PackageNotFoundError:  # importable without metadata: a source tree
-        return "sudachi-A"
+        return f"sudachi-A-{suffix}"
 
 
 @functools.cache
@@ -116,6 +117,7 @@ def _segment(run: str) -> tuple[str, ...]:
     tokenize = _tokenizer()
     assert tokenize is not None
     found: list[str] = []
+    kanji = segmentation().endswith("kanji")
     with _lock:  # one Sudachi tokenizer is not safe to share between threads
         morphemes = [(m.normalized_form(), m.part_of_speech()) for m in tokenize(run)]
     for form, pos in morphemes:
@@ -123,8 +125,21 @@ def _segment(run: str) -> tuple[str, ...]:
             continue
         word = long_vowel(unicodedata.normalize("NFKC", form).lower())
         if word and word not in _LIGHT:
-            found.append(word)
+            found += _kanji(word) if kanji else [word]
     return tuple(found)
+
+
+def _kanji(word: str) -> list[str]:
+    """A word as its terms when kanji count on their own: a word of kanji is itself and
+    each of its kanji ("削除": 削除 削 除); a word of kanji and kana (a verb, an adjective)
+    only its kanji ("消す": 消, "要る": 要, so they meet "消去" and "不要"); a word of
+    kana is itself."""
+    chars = _KANJI.findall(word)
+    if not chars:
+        return [word]
+    if len(chars) == len(word):
+        return [word, *chars] if len(word) > 1 else [word]
+    return chars
 
 
 def words(run: str) -> tuple[str, ...] | None:
