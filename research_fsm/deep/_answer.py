@@ -24,7 +24,14 @@ from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from ..common.text import is_japanese
-from ._japanese import JA_COMPARE, JA_FILLERS, JA_SIDE_SPLIT, japanese_kind, without_form
+from ._japanese import (
+    JA_COMPARE,
+    JA_FILLERS,
+    JA_SIDE_SPLIT,
+    asks,
+    japanese_kind,
+    without_form,
+)
 from ._text import ROW, Sentence, sentences, terms
 
 __all__ = [
@@ -118,6 +125,8 @@ asks (its terms less the names of documents) loses ``FOCUS_PENALTY``."""
 FOCUS_PENALTY: Final = 0.15
 NAMED_BONUS: Final = 0.03
 """A unit that names what the question names itself beats one that only sits in its file."""
+ASKS_FACTOR: Final = 0.5
+"""A Japanese sentence that is itself a question (「〜する方法は?」) scores this share."""
 NO_VALUE_FACTOR: Final = 0.5
 """A unit without a number scores this share when the question asks for one ("which
 versions", "what port")."""
@@ -585,6 +594,8 @@ def score_units(
         names_it = NAMED_BONUS if unit.prose & question.named else 0.0
         cue = _cue(question, unit) + names_it - long_penalty
         score = 0.75 * own + 0.25 * wide + cue
+        if asks(unit.statement):
+            score *= ASKS_FACTOR  # an FAQ's question: the answer is what follows it
         if _asks_number(question) and not has_number(unit.statement):
             score *= NO_VALUE_FACTOR  # "which versions" is not answered without a number
         if question.named and not named and not unit.terms & question.named:

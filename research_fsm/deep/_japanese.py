@@ -12,7 +12,14 @@ from __future__ import annotations
 import re
 from typing import Final, Literal
 
-__all__ = ["JA_COMPARE", "JA_FILLERS", "JA_SIDE_SPLIT", "japanese_kind", "without_form"]
+__all__ = [
+    "JA_COMPARE",
+    "JA_FILLERS",
+    "JA_SIDE_SPLIT",
+    "asks",
+    "japanese_kind",
+    "without_form",
+]
 
 JapaneseKind = Literal["howto", "define", "value", "compare", "yesno"]
 
@@ -80,3 +87,14 @@ is the question's subject."""
 def without_form(text: str) -> str:
     """``text`` without the words of its question form."""
     return _FORM.sub(" ", text)
+
+
+_ASKS: Final = re.compile(r"(?:[?？]|(?:ます|です|でしょう|ません)か[。]?)\s*$")
+_JAPANESE: Final = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]")
+
+
+def asks(statement: str) -> bool:
+    """Whether a Japanese sentence is itself a question (an FAQ's heading, 「〜する方法は?」):
+    it asks, it answers nothing."""
+    return _JAPANESE.search(statement) is not None and _ASKS.search(statement) is not None
+
