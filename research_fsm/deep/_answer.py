@@ -367,7 +367,9 @@ def _noise(sentence: str) -> bool:
     return len(words) < 2 or not unlinked  # a badge, an image, a line of links
 
 
-_COMMAND_CELL: Final = re.compile(r"^(?:[a-z][\w.+-]*(?: +[-\w.+=/<>\[\]{}|:]+)+|-{1,2}[a-z][\w-]*)$")
+_COMMAND_CELL: Final = re.compile(
+    r"^(?:[a-z][\w.+-]*(?: +[-\w.+=/<>\[\]{}|:]+)+|-{1,2}[a-z][\w-]*)$"
+)
 """A table cell that is a command or an option ("apt remove", "--purge")."""
 _RULE_CELL: Final = re.compile(r"^[-:=+ ]*$")
 

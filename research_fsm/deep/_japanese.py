@@ -38,12 +38,16 @@ JA_SIDE_SPLIT: Final = re.compile(r"と(?![はがも]?\s*$)|や|、|,|\b(?:and|o
 _HOWTO: Final = re.compile(
     r"(?:する|やる|行う|できる|出来る|には)(?:には|ためには|方法|手順)"
     r"|には" + _END + r"|方法|やり方|仕方|手順|どうやって|どうすれば|どうしたら|どのようにして"
-    r"|どのように(?:すれば|したら|して)|コマンドは|コマンドを(?:教え|知り)|どうやる|する(?:の)?は" + _END
-    + r"|(?:し|出し|見|使い|やり|消し|入れ|作り|変え|探し)たい" + _END
+    r"|どのように(?:すれば|したら|して)|コマンドは|コマンドを(?:教え|知り)|どうやる|する(?:の)?は"
+    + _END
+    + r"|(?:し|出し|見|使い|やり|消し|入れ|作り|変え|探し)たい"
+    + _END
 )
 """「〜するには？」, 「〜の方法」, 「どうやって〜」, 「〜するコマンドは？」."""
 _DEFINE: Final = re.compile(
-    r"(?<![こも])とは" + _END + r"|とは(?:何|なに|なん)|って(?:何|なに|なん)|は(?:何|なに|なん)(?:のこと)?"
+    r"(?<![こも])とは"
+    + _END
+    + r"|とは(?:何|なに|なん)|って(?:何|なに|なん)|は(?:何|なに|なん)(?:のこと)?"
     + _END
     + r"|の意味|どういう意味|何を(?:する|します|している)|何のため|なぜ|原因"
 )
@@ -53,7 +57,9 @@ _VALUE: Final = re.compile(
     r"|デフォルト|既定|初期値|上限|下限|最大|最小|何[がを]"
 )
 """「いくつ」, 「どれ」, 「デフォルトは」: a value, a name or a number."""
-_YESNO: Final = re.compile(r"(?:ます|です|できます|あります|でしょう)か[?？。]*\s*$|[るいた]の[?？]\s*$")
+_YESNO: Final = re.compile(
+    r"(?:ます|です|できます|あります|でしょう)か[?？。]*\s*$|[るいた]の[?？]\s*$"
+)
 
 
 def japanese_kind(text: str) -> JapaneseKind | None:
@@ -97,4 +103,3 @@ def asks(statement: str) -> bool:
     """Whether a Japanese sentence is itself a question (an FAQ's heading, 「〜する方法は?」):
     it asks, it answers nothing."""
     return _JAPANESE.search(statement) is not None and _ASKS.search(statement) is not None
-

@@ -29,8 +29,8 @@ import structlog
 
 from .._home import default_home
 from .._tracing import search_span
-from ._read import Found, SkippedFile, discover, kind_of, read_bytes
 from ._japanese import segmentation
+from ._read import Found, SkippedFile, discover, kind_of, read_bytes
 from ._terms import cjk_terms, query_terms
 from ._types import (
     DamagedIndex,

@@ -121,7 +121,7 @@ def _segment(run: str) -> tuple[str, ...]:
     with _lock:  # one Sudachi tokenizer is not safe to share between threads
         morphemes = [(m.normalized_form(), m.part_of_speech()) for m in tokenize(run)]
     for form, pos in morphemes:
-        if pos[0] not in _CONTENT or pos[1] in ("非自立可能", "助動詞語幹") and pos[0] != "名詞":
+        if pos[0] not in _CONTENT or (pos[1] in ("非自立可能", "助動詞語幹") and pos[0] != "名詞"):
             continue
         word = long_vowel(unicodedata.normalize("NFKC", form).lower())
         if word and word not in _LIGHT:
