@@ -112,20 +112,40 @@ def _tokenizer() -> Callable[[str], Any] | None:
     return tokenizer.tokenize  # type: ignore[no-any-return]
 
 
+MAX_PIECE: Final = 4096
+"""Characters given to Sudachi at once (it refuses more than 48 KB; a run this long is
+no prose, and is cut anywhere)."""
+CACHED_RUN: Final = 64
+"""Runs up to this long are remembered (the same short runs come back all the time)."""
+
+
 @functools.lru_cache(maxsize=65536)
+def _cached(run: str) -> tuple[str, ...]:
+    return _segment(run)
+
+
 def _segment(run: str) -> tuple[str, ...]:
     tokenize = _tokenizer()
     assert tokenize is not None
     found: list[str] = []
     kanji = segmentation().endswith("kanji")
-    with _lock:  # one Sudachi tokenizer is not safe to share between threads
-        morphemes = [(m.normalized_form(), m.part_of_speech()) for m in tokenize(run)]
-    for form, pos in morphemes:
-        if pos[0] not in _CONTENT or (pos[1] in ("非自立可能", "助動詞語幹") and pos[0] != "名詞"):
-            continue
-        word = long_vowel(unicodedata.normalize("NFKC", form).lower())
-        if word and word not in _LIGHT:
-            found += _kanji(word) if kanji else [word]
+    for start in range(0, len(run), MAX_PIECE):
+        with _lock:  # one Sudachi tokenizer is not safe to share between threads
+            try:
+                morphemes = [
+                    (m.normalized_form(), m.part_of_speech())
+                    for m in tokenize(run[start : start + MAX_PIECE])
+                ]
+            except Exception:  # Sudachi refused the text: it has no words then
+                continue
+        for form, pos in morphemes:
+            if pos[0] not in _CONTENT or (
+                pos[1] in ("非自立可能", "助動詞語幹") and pos[0] != "名詞"
+            ):
+                continue
+            word = long_vowel(unicodedata.normalize("NFKC", form).lower())
+            if word and word not in _LIGHT:
+                found += _kanji(word) if kanji else [word]
     return tuple(found)
 
 
@@ -147,4 +167,4 @@ def words(run: str) -> tuple[str, ...] | None:
     when no segmenter is installed (the caller falls back to bigrams)."""
     if _tokenizer() is None:
         return None
-    return _segment(run)
+    return _cached(run) if len(run) <= CACHED_RUN else _segment(run)

@@ -19,7 +19,7 @@ pytest.importorskip("sudachidict_core", reason="the ja extra (Sudachi) is not in
 def _reset() -> None:
     japanese.segmentation.cache_clear()
     japanese._tokenizer.cache_clear()
-    japanese._segment.cache_clear()
+    japanese._cached.cache_clear()
 
 
 @pytest.fixture(autouse=True)
@@ -98,3 +98,9 @@ def test_without_the_package_bigrams_and_one_warning(monkeypatch: pytest.MonkeyP
     assert (["移行", "行手", "手順"], ["手順"]) == (first, second)
     warnings = [entry for entry in logs if entry["log_level"] == "warning"]
     assert 1 == len(warnings) and "ja" in warnings[0]["install"]
+
+
+def test_a_run_longer_than_sudachi_takes_is_cut_not_fatal() -> None:
+    """60,000 kanji in one run (Sudachi refuses over 48 KB at once) are segmented in pieces."""
+    found = japanese.words("漢字" * 30_000)
+    assert found is not None and "漢字" in found
