@@ -10,6 +10,7 @@ say 方法 to say how.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Final, Literal
 
 __all__ = [
@@ -18,6 +19,7 @@ __all__ = [
     "JA_SIDE_SPLIT",
     "asks",
     "japanese_kind",
+    "spelled_by_kanji",
     "without_form",
 ]
 
@@ -103,3 +105,14 @@ def asks(statement: str) -> bool:
     """Whether a Japanese sentence is itself a question (an FAQ's heading, 「〜する方法は?」):
     it asks, it answers nothing."""
     return _JAPANESE.search(statement) is not None and _ASKS.search(statement) is not None
+
+
+_KANJI: Final = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff々]")
+
+
+def spelled_by_kanji(term: str, terms: Iterable[str]) -> bool:
+    """Whether ``term`` is a word of two or more kanji each of which is also one of
+    ``terms`` (the segmentation gives a word's kanji beside it): where the documents never
+    use the word (全部), its kanji (全, 部) can stand for it."""
+    chars = _KANJI.findall(term)
+    return len(chars) >= 2 and len(chars) == len(term) and set(chars) <= set(terms)

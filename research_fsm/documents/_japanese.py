@@ -82,7 +82,7 @@ def segmentation() -> str:
         return "bigrams"
     from importlib import metadata
 
-    suffix = "words" if chosen == "words" else "kanji"
+    suffix = chosen if chosen in ("words", "unigrams") else "kanji"
     try:
         return (
             f"sudachi-{metadata.version('sudachipy')}-core-"
@@ -128,7 +128,8 @@ def _segment(run: str) -> tuple[str, ...]:
     tokenize = _tokenizer()
     assert tokenize is not None
     found: list[str] = []
-    kanji = segmentation().endswith("kanji")
+    kanji = not segmentation().endswith("words")
+    unigrams = segmentation().endswith("unigrams")
     for start in range(0, len(run), MAX_PIECE):
         with _lock:  # one Sudachi tokenizer is not safe to share between threads
             try:
@@ -145,11 +146,11 @@ def _segment(run: str) -> tuple[str, ...]:
                 continue
             word = long_vowel(unicodedata.normalize("NFKC", form).lower())
             if word and word not in _LIGHT:
-                found += _kanji(word) if kanji else [word]
+                found += _kanji(word, unigrams) if kanji else [word]
     return tuple(found)
 
 
-def _kanji(word: str) -> list[str]:
+def _kanji(word: str, unigrams: bool = False) -> list[str]:
     """A word as its terms when kanji count on their own: a word of kanji is itself and
     each of its kanji ("削除": 削除 削 除); a word of kanji and kana (a verb, an adjective)
     only its kanji ("消す": 消, "要る": 要, so they meet "消去" and "不要"); a word of
@@ -158,7 +159,7 @@ def _kanji(word: str) -> list[str]:
     if not chars:
         return [word]
     if len(chars) == len(word):
-        return [word, *chars] if len(word) > 1 else [word]
+        return [word, *chars] if len(word) > 1 and not unigrams else chars
     return chars
 
 
