@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from typing import Final, Literal
 
+from ..common.text import is_japanese
 from ._answer import (
     ANSWER_CUTOFF,
     Question,
@@ -237,7 +238,8 @@ def _complete(
 def _few_words(statement: str) -> bool:
     """Fewer than three words (a Japanese sentence, written without spaces, counted by
     its terms)."""
-    return len(_WORDS.findall(statement)) < 3 and len(terms(statement)) < 3
+    few = len(_WORDS.findall(statement)) < 3
+    return few and (not is_japanese(statement) or len(terms(statement)) < 3)
 
 
 def draft(state: DeepState) -> Draft:
