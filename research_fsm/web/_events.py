@@ -110,7 +110,7 @@ def reply_data(reply: Reply) -> dict[str, Any]:
     sources = [{"title": s.title, "url": s.url} for s in reply.sources] or listed
     return {
         "text": text,
-        "tree": markdown_tree(text),
+        "tree": markdown_tree(text, breaks=True),
         "thread_id": reply.thread_id,
         "company": reply.company,
         "confidence": reply.confidence,
