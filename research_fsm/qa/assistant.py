@@ -343,7 +343,8 @@ class ResearchAssistant:
             await self.store.aclose()
 
     async def history(self, thread_id: str) -> list[Message]:
-        """The conversation's messages (older ones may be folded into its summary)."""
+        """The whole conversation, oldest first (the summary of a long one shortens what
+        the agents read, never this)."""
         snapshot = await (await self.graph()).get_state(thread_id)
         return [] if snapshot is None else list(snapshot.state.messages)
 
