@@ -301,7 +301,7 @@ def compose_answer(state: ResearchState) -> str:
     findings = state.research_findings
     assert findings is not None
     intent, lang = state.query_intent, state.language
-    lacking = missing_sentence(findings, intent, lang)
+    lacking = missing_sentence(findings, intent, lang, state.original_query)
     parts = [_prefix(state.confidence_score, lacking, lang)]
     if intent == "comparison" and state.comparison_findings:
         parts.extend(_comparison(state, findings, lang))
@@ -381,7 +381,9 @@ class SynthesisAgent:
             ),
             SYNTHESIS_TOKEN_BUDGET,
         )
-        lacking = missing_sentence(state.research_findings, state.query_intent, lang)
+        lacking = missing_sentence(
+            state.research_findings, state.query_intent, lang, state.original_query
+        )
         prompt = (
             f"Today's date: {utc_now(self.clock)[:10]}.\n"
             f"Question: {fence('question', state.original_query)}\nIntent: {state.query_intent}\n"
