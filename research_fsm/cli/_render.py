@@ -80,7 +80,9 @@ def _blocks(node: SyntaxTreeNode, indent: str = "") -> list[str]:
         elif kind in ("bullet_list", "ordered_list"):
             out.append(_list(child, indent))
         elif kind in ("fence", "code_block"):
-            out.append("\n".join(f"{indent}    {line}" for line in child.content.rstrip("\n").split("\n")))
+            out.append(
+                "\n".join(f"{indent}    {line}" for line in child.content.rstrip("\n").split("\n"))
+            )
         elif kind == "blockquote":
             out.extend(_blocks(child, indent + "  "))
         elif kind == "hr":
@@ -98,7 +100,11 @@ def _list(node: SyntaxTreeNode, indent: str) -> str:
     for number, item in enumerate(node.children, start=start):
         marker = f"{number}. " if node.type == "ordered_list" else "- "
         body = "\n".join(_blocks(item, indent + " " * len(marker)))
-        body = body[len(indent) + len(marker) :] if body.startswith(indent + " " * len(marker)) else body.lstrip()
+        body = (
+            body[len(indent) + len(marker) :]
+            if body.startswith(indent + " " * len(marker))
+            else body.lstrip()
+        )
         lines.append(indent + marker + body)
     return "\n".join(lines)
 

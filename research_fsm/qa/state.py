@@ -122,7 +122,6 @@ class ResearchState(BaseModel):
     question_usage: Annotated[dict[str, Usage], add] = Field(default_factory=dict)
     """LLM usage per agent for the current question (reset per question)."""
 
-
     @property
     def recent_messages(self) -> list[Message]:
         """The messages the summary does not stand for: what the agents read verbatim

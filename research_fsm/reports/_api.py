@@ -4,7 +4,6 @@ assistant delegates ``report`` / ``stream_report`` to."""
 from __future__ import annotations
 
 import asyncio
-
 import secrets
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field

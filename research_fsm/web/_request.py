@@ -87,15 +87,12 @@ def parse_json(body: bytes) -> dict[str, Any]:
         ) from None
     depth = nesting(text)
     if depth > MAX_NESTING:
-        raise BadRequest(
-            f"the request body nests {depth} levels deep; the limit is {MAX_NESTING}"
-        )
+        raise BadRequest(f"the request body nests {depth} levels deep; the limit is {MAX_NESTING}")
     try:
         value = json.loads(text, parse_constant=_not_json)
     except json.JSONDecodeError as exc:
         raise BadRequest(
-            f"the request body is not valid JSON: {exc.msg} (line {exc.lineno}, "
-            f"column {exc.colno})"
+            f"the request body is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
         ) from None
     except (ValueError, RecursionError) as exc:  # NaN, a 5,000-digit number
         raise BadRequest(f"the request body is not valid JSON: {exc}") from None

@@ -54,7 +54,9 @@ def test_wide_characters_line_up_in_a_plain_table() -> None:
     """A Japanese cell takes two columns a character: the next column still lines up."""
     text = plain_text("| 項目 | 値 |\n|---|---|\n| 売上高 | 1 |\n| CEO | 2 |\n")
     rows = text.split("\n")
-    positions = {row.rstrip()[-1]: sum(2 if ord(c) > 0x2E80 else 1 for c in row) for row in rows[2:]}
+    positions = {
+        row.rstrip()[-1]: sum(2 if ord(c) > 0x2E80 else 1 for c in row) for row in rows[2:]
+    }
     assert positions["1"] == positions["2"]
 
 

@@ -7,10 +7,9 @@ from pathlib import Path
 import pytest
 
 from research_fsm import JsonFileCheckpointStore
-from research_fsm.sources import MockDataSource
-
 from research_fsm.qa import Answer, InvalidQuestion, Progress, ResearchAssistant, Token
 from research_fsm.qa.constants import MAX_QUESTION_CHARS, MESSAGE_THRESHOLD, SUMMARY_MAX_CHARS
+from research_fsm.sources import MockDataSource
 
 
 async def test_query_fields_reset_between_questions(assistant: ResearchAssistant) -> None:

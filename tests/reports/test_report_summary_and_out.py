@@ -22,8 +22,12 @@ FETCHED = [{"id": "S1", "url": "https://example.com/x", "retrieved_at": "2026-01
 
 def _report(quality: Quality | None, sources: list[dict[str, str]]) -> Report:
     return Report(
-        status="completed", thread_id="report-0123456789", company="X", quality=quality,
-        iterations=1, sources=list(sources),
+        status="completed",
+        thread_id="report-0123456789",
+        company="X",
+        quality=quality,
+        iterations=1,
+        sources=list(sources),
     )
 
 
@@ -39,8 +43,10 @@ def test_the_summary_line_names_what_the_score_measures() -> None:
     llm = _report(Quality(score=70, method="llm"), FETCHED).summary_line()
     assert llm.startswith("X: quality 70/100 (judged by the LLM), 1 iteration, 1 source, LLM")
     both = Quality(score=80, method="combined", rule_score=90, llm_score=70)
-    assert "quality 80/100 (the mean of the rules' coverage 90/100 and the LLM's judgement " \
+    assert (
+        "quality 80/100 (the mean of the rules' coverage 90/100 and the LLM's judgement "
         "70/100)" in _report(both, FETCHED).summary_line()
+    )
     assert "X: not scored," in _report(None, []).summary_line()
     assert "quality 100/100" not in rules
 

@@ -31,8 +31,13 @@ MALFORMED: list[tuple[str, bytes, dict[str, str], int, str]] = [
     ("over the size limit", b'{"text": "' + b"a" * MAX_BODY_BYTES + b'"}', JSON, 413, "limit"),
     ("latin-1 bytes", '{"text": "café"}'.encode("latin-1"), JSON, 400, "not UTF-8"),
     ("UTF-16", json.dumps({"text": "Apple"}).encode("utf-16"), JSON, 400, "not UTF-8"),
-    ("a charset not UTF-8", b'{"text": "a"}', {"content-type": "application/json; charset=latin-1"},
-     400, "UTF-8"),
+    (
+        "a charset not UTF-8",
+        b'{"text": "a"}',
+        {"content-type": "application/json; charset=latin-1"},
+        400,
+        "UTF-8",
+    ),
     ("truncated", b'{"text": "Apple', JSON, 400, "not valid JSON"),
     ("empty", b"", JSON, 400, "not valid JSON"),
     ("NaN", b'{"text": NaN}', JSON, 400, "NaN is not a JSON value"),
@@ -40,8 +45,13 @@ MALFORMED: list[tuple[str, bytes, dict[str, str], int, str]] = [
     ("an array", b'["Apple"]', JSON, 400, "must be a JSON object, not an array"),
     ("null", b"null", JSON, 400, "not null"),
     ("a string", b'"Apple"', JSON, 400, "not a string"),
-    ("not JSON at all", b"text=Apple", {"content-type": "application/x-www-form-urlencoded"},
-     400, "Content-Type: application/json"),
+    (
+        "not JSON at all",
+        b"text=Apple",
+        {"content-type": "application/x-www-form-urlencoded"},
+        400,
+        "Content-Type: application/json",
+    ),
 ]
 WRONG_TYPES: list[tuple[str, dict[str, Any], str]] = [
     ("/api/ask", {"thread_id": THREAD, "text": ["Apple"]}, "`text` must be a string, not an array"),
@@ -112,8 +122,12 @@ def test_fields_of_the_wrong_type_are_named(
         st.binary(max_size=300),
         st.recursive(
             st.none() | st.booleans() | st.integers() | st.text(max_size=8),
-            lambda inner: st.lists(inner, max_size=3)
-            | st.dictionaries(st.sampled_from(["text", "token", "lang", "x"]), inner, max_size=3),
+            lambda inner: (
+                st.lists(inner, max_size=3)
+                | st.dictionaries(
+                    st.sampled_from(["text", "token", "lang", "x"]), inner, max_size=3
+                )
+            ),
             max_leaves=60,
         ).map(lambda value: json.dumps(value).encode()),
     ),
