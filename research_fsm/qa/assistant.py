@@ -139,8 +139,8 @@ class Reply:
 
     def confidence_label(self) -> str | None:
         """How sure the answer is, in words ("High confidence (9/10)"); ``None`` for a
-        question back or an answer about no company."""
-        if self.status != "answered" or self.company is None:
+        question back or an answer no research went into ("thanks", off-topic)."""
+        if self.status != "answered" or self.company is None or "research" not in self.path:
             return None
         score = self.confidence
         if score >= CONFIDENCE_HIGH_THRESHOLD:

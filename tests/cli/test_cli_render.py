@@ -148,3 +148,10 @@ def test_chat_commands_are_never_questions(tmp_path: Path) -> None:
     assert ["What about their revenue?"] == [m["content"] for m in second if m["role"] == "user"]
     # (nothing after /quit was asked: "Tell me about Tesla" is in neither conversation)
     assert second[-1]["content"].startswith("Which company")  # no company carried over
+
+
+def test_no_confidence_after_a_reply_without_research(tmp_path: Path) -> None:
+    """ "thanks" after a company answer gets no confidence line (no research went into it)."""
+    result = cli(tmp_path, "chat", "--thread", "chat-t", stdin="Tell me about Apple\nthanks\n")
+    assert result.returncode == 0, result.stderr
+    assert 1 == len(re.findall(r"confidence \(\d+/10\)", result.stdout))
