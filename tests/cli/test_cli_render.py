@@ -155,3 +155,21 @@ def test_no_confidence_after_a_reply_without_research(tmp_path: Path) -> None:
     result = cli(tmp_path, "chat", "--thread", "chat-t", stdin="Tell me about Apple\nthanks\n")
     assert result.returncode == 0, result.stderr
     assert 1 == len(re.findall(r"confidence \(\d+/10\)", result.stdout))
+
+
+def test_without_rich_a_terminal_gets_plain_text_and_one_notice(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """When ``rich`` cannot be imported, answers on a terminal print as plain text and
+    the missing package is said once, on stderr."""
+    from research_fsm.cli import _render
+
+    monkeypatch.setitem(sys.modules, "rich.console", None)
+    monkeypatch.setattr(_render, "_warned", [])
+    out = FakeTerminal()
+    for _ in range(2):
+        view = AnswerView(out)
+        view.token("**Overview**\n\n- **Country:** Japan\n")
+        view.finish("**Overview**\n\n- **Country:** Japan\n")
+    assert "Overview\n\n- Country: Japan\n" * 2 == out.getvalue()
+    assert 1 == capsys.readouterr().err.count("the `rich` package is missing")
