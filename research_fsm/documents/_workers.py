@@ -5,7 +5,9 @@ files to read (or their bytes) and answering their text and passages as length-p
 pickles over its pipes: nothing is forked from a process that has threads (the event
 loop's), and the caller's ``__main__`` is never run again in a child (which
 ``multiprocessing``'s spawn does). A worker that dies or runs past ``timeout`` is replaced, and the file it was on
-is skipped with the reason; the other files go on."""
+is skipped with the reason; the other files go on. A new worker first says it is
+ready (its imports done), within ``STARTUP`` seconds: the time limit is the file's
+alone."""
 
 from __future__ import annotations
 
@@ -19,12 +21,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Final
 
-from ._work import Job, Work, read_frame, write_frame
+from ._work import READY, Job, Work, read_frame, write_frame
 
-__all__ = ["COMMAND", "TIMEOUT", "Workers"]
+__all__ = ["COMMAND", "STARTUP", "TIMEOUT", "Workers"]
 
 TIMEOUT: Final = 120.0
 """Seconds a worker may spend on one file before it is stopped and the file skipped."""
+STARTUP: Final = 60.0
+"""Seconds a new worker may take to start (import its modules) and say it is ready."""
 _PACKAGE_ROOT: Final = str(Path(__file__).resolve().parents[2])
 COMMAND: Final = (sys.executable, "-m", "research_fsm.documents._work")
 """The worker process's command line."""
@@ -106,7 +110,10 @@ class Workers:
         try:
             while (job := self.jobs.get()) is not None:
                 if process is None or process.poll() is not None:
-                    process = _start(self.command)
+                    process = self._started(number)
+                    if process is None:
+                        self.results.put((job[0], ("", "extractor crashed (it could not start)")))
+                        continue
                 self._busy[number] = (time.monotonic() + self.timeout, process)
                 try:
                     work, alive = self._ask(process, job)
@@ -122,6 +129,23 @@ class Workers:
         finally:
             if process is not None:
                 _stop(process)
+
+    def _started(self, number: int) -> subprocess.Popen[bytes] | None:
+        """A new worker process that said it is ready, or ``None``."""
+        process = _start(self.command)
+        assert process.stdout is not None
+        self._busy[number] = (time.monotonic() + max(STARTUP, self.timeout), process)
+        try:
+            ready = read_frame(process.stdout) == READY
+        except Exception:
+            ready = False
+        finally:
+            del self._busy[number]
+        if not ready or process.pid in self._stopped:
+            process.kill()
+            process.wait()
+            return None
+        return process
 
     def _ask(self, process: subprocess.Popen[bytes], job: tuple[object, Job]) -> tuple[Work, bool]:
         """The worker's answer for ``job`` and whether the worker can go on."""
