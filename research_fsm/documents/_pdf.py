@@ -42,6 +42,9 @@ _SOFT_HYPHEN_EOL: Final = re.compile("\ufffe[ \t]*\n[ \t]*")
 _SPACES_AT_EOL: Final = re.compile(r"[ \t]+\n")
 _SECTION_LABEL: Final = re.compile(r"^[A-Z][A-Z ]{1,20}$")
 _MAN_NAME: Final = re.compile(r"^NAME\n(\S[^\n]{0,150}? [-\u2010-\u2014] [^\n]{3,150})$", re.M)
+_RUNNING_HEADER: Final = 200
+"""Characters of a page before its first outline entry's line that may be a running
+header (the entry then heads the whole page)."""
 _MAX_OUTLINE: Final = 5_000
 """Outline entries read at most (a hostile file's outline can be endless)."""
 ENGINE: Final = "pdfium"
@@ -137,28 +140,27 @@ def _outline(document: Any) -> list[tuple[int, int, str]]:
     return entries
 
 
-def _headings(
-    outline: list[tuple[int, int, str]], pages: list[int], text: str
-) -> list[tuple[int, int, str]]:
-    """The outline's entries placed in ``text``: where the entry's title is on its page
-    (at or after the previous heading), else at the page's start."""
-    found: list[tuple[int, int, str]] = []
+def _place(text: str, entries: list[tuple[int, str]]) -> tuple[str, list[tuple[int, int, str]]]:
+    """A page's text with its outline ``entries`` (level, title) placed: a blank line
+    before each entry's line, so a passage starts there (the first entry of the page
+    is placed at the page's start when only a running header comes before it, or when
+    its title is not found), and ``(offset, level, title)`` of each."""
+    placed: list[tuple[int, int, str]] = []
     last = 0
-    lowered = text.lower()
-    for level, index, title in outline:
-        if index >= len(pages):
-            continue
-        page_start = pages[index]
-        page_end = pages[index + 1] if index + 1 < len(pages) else len(text)
-        at = lowered.find(title.lower()[:60], max(page_start, last), page_end)
+    for number, (level, title) in enumerate(entries):
+        at = text.lower().find(title.lower()[:60], last)
         if at < 0:
-            at = max(page_start, last)
-        # a heading starts its line: the passage splitter cuts at line starts
-        line_start = text.rfind("\n", 0, at) + 1
-        at = max(line_start, last, page_start)
-        found.append((at, level + 1, title))
-        last = at
-    return found
+            placed.append((last, level + 1, title))
+            continue
+        line = text.rfind("\n", 0, at) + 1
+        if number == 0 and line <= _RUNNING_HEADER:
+            line = 0
+        elif line > last and not text.startswith("\n", line - 2):
+            text = f"{text[:line]}\n{text[line:]}"
+            line += 1
+        placed.append((line, level + 1, title))
+        last = line
+    return text, placed
 
 
 def _pdfium(data: bytes, name: str) -> Extracted | str:
@@ -176,8 +178,13 @@ def _pdfium(data: bytes, name: str) -> Extracted | str:
     try:
         parts: list[str] = []
         pages: list[int] = []
+        headings: list[tuple[int, int, str]] = []
         position = 0
         largest = ""
+        outline = _outline(document)
+        on_page: dict[int, list[tuple[int, str]]] = {}
+        for level, index, title in outline:
+            on_page.setdefault(index, []).append((level, title))
         for index in range(len(document)):
             page = document[index]
             try:
@@ -190,12 +197,13 @@ def _pdfium(data: bytes, name: str) -> Extracted | str:
                     textpage.close()
             finally:
                 page.close()
-            text = clean(raw) + "\n\n"
+            text, placed = _place(clean(raw), on_page.get(index, []))
+            text += "\n\n"
+            headings += [(position + at, level, title) for at, level, title in placed]
             pages.append(position)
             parts.append(text)
             position += len(text)
         text = "".join(parts)
-        outline = _outline(document)
         metadata = document.get_metadata_dict(skip_empty=True)
         title = (
             _plausible(clean(str(metadata.get("Title", ""))))
@@ -215,7 +223,7 @@ def _pdfium(data: bytes, name: str) -> Extracted | str:
         title=title,
         text=text,
         pages=pages,
-        headings=_headings(outline, pages, text),
+        headings=headings,
     )
 
 
@@ -234,7 +242,7 @@ def _pypdf(data: bytes, name: str) -> Extracted | str:
         position = 0
         for page in reader.pages:
             pages.append(position)
-            text = (page.extract_text() or "").strip() + "\n\n"
+            text = clean(page.extract_text() or "") + "\n\n"
             parts.append(text)
             position += len(text)
         metadata = reader.metadata
