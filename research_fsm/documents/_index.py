@@ -38,7 +38,7 @@ import structlog
 
 from .._home import default_home
 from .._tracing import search_span
-from ._pdf import pdfium_available
+from ._pdf import pdfium_installed
 from ._read import Found, SkippedFile, discover, kind_of, printable, read_bytes
 from ._terms import cjk_bigrams, query_terms
 from ._types import (
@@ -416,7 +416,7 @@ def _say_pdf_engine(files: list[Found]) -> None:
     if _said or not any(kind_of(found.path) == "pdf" for found in files):
         return
     _said.append(True)
-    if not pdfium_available():
+    if not pdfium_installed():
         _log.warning(
             "pypdfium2 is not installed: PDFs are read with pypdf (slower, words may be split"
             " or run together); pip install pypdfium2"

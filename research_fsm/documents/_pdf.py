@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import importlib.util
 import io
 import re
 from typing import TYPE_CHECKING, Any, Final
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Final
 if TYPE_CHECKING:
     from ._read import Extracted
 
-__all__ = ["ENGINE", "pdf_text", "pdfium_available"]
+__all__ = ["ENGINE", "pdf_text", "pdfium_available", "pdfium_installed"]
 
 _LIGATURES: Final = str.maketrans(
     {
@@ -53,12 +54,19 @@ ENGINE: Final = "pdfium"
 
 @functools.cache
 def pdfium_available() -> bool:
-    """Whether ``pypdfium2`` can be imported (PDFs are read by pdfium, else by pypdf)."""
+    """Whether ``pypdfium2`` can be imported (PDFs are read by pdfium, else by pypdf);
+    imports it."""
     try:
         import pypdfium2  # noqa: F401
     except ImportError:
         return False
     return True
+
+
+def pdfium_installed() -> bool:
+    """Whether ``pypdfium2`` is installed, without importing it (a quick check for a
+    process that reads no PDF itself)."""
+    return importlib.util.find_spec("pypdfium2") is not None
 
 
 def clean(text: str) -> str:

@@ -160,7 +160,7 @@ async def test_without_pdfium_the_index_says_so_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """pypdfium2 missing: one warning naming it, however many folders are opened."""
-    monkeypatch.setattr(_index, "pdfium_available", lambda: False)
+    monkeypatch.setattr(_index, "pdfium_installed", lambda: False)
     monkeypatch.setattr(_index, "_said", [])
     folder = tmp_path / "docs"
     folder.mkdir()
