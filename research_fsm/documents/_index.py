@@ -3,7 +3,8 @@
 Why FTS5: it ships with Python's ``sqlite3`` (no dependency), its ``bm25()`` is the
 standard ranking function, the index is one file on disk that updates file by file,
 and SQLite's locking lets two processes open it at once. English words are stemmed
-(``porter``), Japanese and Chinese are indexed as character bigrams (``_terms``).
+(``porter``), Japanese and Chinese as words, or character bigrams without a segmenter
+(``_terms``; the segmentation is part of the schema: another one rebuilds the index).
 
 The index lives in ``cache_dir`` (default ``$RESEARCH_FSM_HOME/indexes``), never in
 the user's folder, as ``<sha256 of the folder's path>.sqlite``. Each file's size,
@@ -38,9 +39,10 @@ import structlog
 
 from .._home import default_home
 from .._tracing import search_span
+from ._japanese import segmentation
 from ._pdf import pdfium_installed
 from ._read import Found, SkippedFile, discover, kind_of, printable, read_bytes
-from ._terms import cjk_bigrams, query_terms
+from ._terms import cjk_terms, query_terms
 from ._types import (
     DamagedIndex,
     DocumentsNotFound,
@@ -71,6 +73,11 @@ CREATE INDEX passages_file ON passages(file_id);
 CREATE VIRTUAL TABLE fts USING fts5(body, title, content='',
     tokenize='porter unicode61 remove_diacritics 2');
 """
+
+
+def _schema() -> str:
+    """The schema version and how CJK text is segmented (words or bigrams)."""
+    return f"{SCHEMA}+{segmentation()}"
 
 
 def default_cache_dir() -> Path:
@@ -136,11 +143,11 @@ def _open_db(path: Path, folder: Path, again: bool = False) -> sqlite3.Connectio
             db.executescript(_TABLES)
             db.executemany(
                 "INSERT INTO meta VALUES (?, ?)",
-                [("schema", SCHEMA), ("folder", printable(str(folder)))],
+                [("schema", _schema()), ("folder", printable(str(folder)))],
             )
             return db
         row = db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
-        if row is not None and row[0] == SCHEMA:
+        if row is not None and row[0] == _schema():
             db.execute("SELECT count(*) FROM fts").fetchone()
             return db
         db.close()
@@ -364,7 +371,7 @@ class _Builder:
         spans = prepared.spans
         first = self.next_passage
         self.next_passage += len(spans)
-        text, title = prepared.text, cjk_bigrams(prepared.title)
+        text, title = prepared.text, cjk_terms(prepared.title)
         self.db.executemany(
             "INSERT INTO passages(id, file_id, start, end, line_start, line_end, page, heading,"
             " text) VALUES (?,?,?,?,?,?,?,?,?)",
@@ -386,13 +393,13 @@ class _Builder:
         # the values it was indexed with, made again as ``_store`` made them
         row = self.db.execute("SELECT title FROM files WHERE id=?", (file_id,)).fetchone()
         if row is not None:
-            title = cjk_bigrams(row[0])
+            title = cjk_terms(row[0])
             passages = self.db.execute(
                 "SELECT id, text FROM passages WHERE file_id=?", (file_id,)
             ).fetchall()
             self.db.executemany(
                 "INSERT INTO fts(fts, rowid, body, title) VALUES ('delete', ?, ?, ?)",
-                [(id_, cjk_bigrams(text), title) for id_, text in passages],
+                [(id_, cjk_terms(text), title) for id_, text in passages],
             )
         self.db.execute("DELETE FROM passages WHERE file_id=?", (file_id,))
         self.db.execute("DELETE FROM files WHERE id=?", (file_id,))
