@@ -308,6 +308,10 @@ class DirectorySource(DataSource):
         """The name index this source built for itself (shared, built once)."""
         return (await self._directory()).index
 
+    async def profiles(self) -> list[CompanyProfile]:
+        """Every profile of the directory, in its order (the loaded objects: read only)."""
+        return list((await self._directory()).profiles.values())
+
     async def companies(self) -> Sequence[CompanyRef]:
         """Every company of the directory."""
         return (await self._directory()).index.refs
