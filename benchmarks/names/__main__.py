@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import statistics
 import sys
 import time
@@ -33,6 +34,9 @@ from ._population import Question, negatives, positives
 DEFAULT_OUT = Path(__file__).resolve().parent.parent / "results" / "names.json"
 QUICK_COMPANIES = 40
 """Companies (every twentieth or so, by name) in the quick form."""
+
+NOT_LISTED_RE = re.compile(r'^"(.+)" is not in the offline directory')
+"""How the question asked back says a weakly matched name is not in the directory."""
 
 GOALS = {
     "wrong_positives_max": 0.001,
@@ -71,6 +75,8 @@ async def decide(
     elif status == "needs_clarification":
         companies = list(update.get("clarification_choices") or [])
         outcome = "asked" if companies else "asked_blank"
+        said = NOT_LISTED_RE.match(update.get("clarification_question") or "")
+        missing = said.group(1) if said else None
     elif status == "clear":
         names = [update.get("detected_company"), *update.get("comparison_companies", [])]
         for name in names:
@@ -98,6 +104,8 @@ def judge(question: Question, outcome: str, companies: list[str], missing: str |
         return "miss"
     if outcome == "asked" and set(question.expected) & set(companies):
         return "asked_with"
+    if outcome == "asked" and question.named is not None and missing is not None:
+        return "not_listed"
     if outcome == "not_listed" and question.named is not None and missing is not None:
         said = question.named.lower()
         return "not_listed" if said in missing.lower() or missing.lower() in said else "miss"

@@ -273,7 +273,6 @@ OUTSIDE: Final[tuple[str, ...]] = (
     "CATL",
     "Xiaomi",
     "Meituan",
-    "MercadoLibre",
     "Novo Nordisk",
     "Saudi Aramco",
     "Gazprom",

@@ -11,6 +11,7 @@ from typing import Final
 from pydantic import BaseModel, ConfigDict
 
 from ._base import DataSource
+from ._lookup import NameLookup, Resolution
 from ._ref import CompanyRef
 from ._text import (
     COMMON_WORDS,
@@ -128,6 +129,7 @@ class CompanyIndex:
         self._by_ticker: dict[str, list[int]] = {}
         self._fuzzy: dict[str, set[str]] = {}
         self._build_lookups()
+        self._lookup = NameLookup([entry.ref for entry in self._entries])
 
     @classmethod
     async def from_sources(cls, sources: Iterable[DataSource]) -> CompanyIndex:
@@ -215,11 +217,16 @@ class CompanyIndex:
         ):
             return self._ref(self._by_ticker[ticker][0])
         if fuzzy:
-            tokens = tokenize(short_name(text))
-            found = self._fuzzy_match(tokens[0], capital=False) if len(tokens) == 1 else None
-            if found is not None:
-                return self._ref(self._by_key[found[0]][0])
+            ids = self._lookup.resolve(text)
+            if len(ids) == 1:
+                return self._ref(ids[0])
         return None
+
+    def find_names(self, text: str) -> Resolution:
+        """The companies a question names (with the evidence for each), the choices
+        when a name fits several or matched too weakly to answer, and the names it
+        holds that no company has (see ``NameLookup``)."""
+        return self._lookup.find(text)
 
     def candidates(self, name: str, *, fuzzy: bool = True) -> list[CompanyRef]:
         """The companies ``name`` may mean, as a person means it: one when it names a
@@ -228,21 +235,12 @@ class CompanyIndex:
         ("Deutsche", or "Mitsubishi": Mitsubishi Corporation's short name and the
         start of seven more), none when nothing fits."""
         text = name.strip()
-        key = key_of(text)
-        if not key:
+        if not key_of(text):
             return []
-        prefixed = self._by_prefix.get(key, [])
-        exact = self._by_key.get(key) or self._by_key.get(key_of(short_name(text)))
-        if exact:
-            entry_id = exact[0]
-            others = [other for other in prefixed if other != entry_id]
-            if self._short_name_only(entry_id, key) and len(others) >= AMBIGUOUS_OTHERS:
-                return [self._ref(other) for other in [entry_id, *others]]
-            return [self._ref(entry_id)]
-        ref = self.resolve(text, fuzzy=fuzzy) or (self.closest(text) if fuzzy else None)
-        if ref is not None:
-            return [ref]
-        return [self._ref(entry_id) for entry_id in prefixed]
+        if not fuzzy:
+            ref = self.resolve(text)
+            return [] if ref is None else [ref]
+        return [self._ref(entry_id) for entry_id in self._lookup.resolve(text, weak=True)]
 
     def starting_with(self, name: str) -> list[CompanyRef]:
         """The companies whose names start with the words of ``name`` and go on
@@ -274,31 +272,17 @@ class CompanyIndex:
         return self._entries[entry_id].ref.model_copy(deep=True)
 
     def find_in_text(self, text: str) -> list[CompanyMatch]:
-        """Companies mentioned in ``text``, in order of first appearance, without repeats.
-
-        Looks for names and aliases of up to ``MAX_NGRAM`` words (case-insensitive),
-        tickers written in upper case or with a ``$`` (``NVDA``, ``$aapl``) and
-        single-word names with one typo (``Microsft``).
-        """
-        tokens = tokenize(text)
-        shouting = self._is_shouting(tokens)
-        matches: list[CompanyMatch] = []
-        seen: set[int] = set()
-        position = 0
-        while position < len(tokens):
-            found = self._match_at(tokens, position, shouting)
-            if found is None:
-                position += 1
-                continue
-            entry_id, length, score = found
-            if entry_id not in seen:
-                seen.add(entry_id)
-                first, last = tokens[position], tokens[position + length - 1]
-                matched = text[first.start : last.start + len(last.raw)]
-                name = self._entries[entry_id].ref.name
-                matches.append(CompanyMatch(name=name, matched=matched, score=score))
-            position += length
-        return matches
+        """Companies mentioned in ``text`` with enough evidence, in order of first
+        appearance, without repeats (see ``find_names``)."""
+        found = self._lookup.find(text)
+        return [
+            CompanyMatch(
+                name=name,
+                matched=found.matched[name],
+                score=0.9 if found.evidence[name] == "typo" else 1.0,
+            )
+            for name in found.companies
+        ]
 
     @staticmethod
     def _is_shouting(tokens: Sequence[Token]) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
@@ -9,11 +10,11 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ...common.fence import fence
-from ...common.names import ask_choices, mentions, pick_choice, slot_name
+from ...common.names import ask_choices, mentions, pick_choice
 from ...common.text import clean_text, is_japanese
 from ...engine import NodeContext, Replace
 from ...llm import LLM, LLMError, fit_to_budget, keep_first
-from ...sources import INTENTS, PLACES, CompanyIndex
+from ...sources import INTENTS, CompanyIndex
 from ..constants import (
     CLARITY_TOKEN_BUDGET,
     MAX_CLARIFICATION_ATTEMPTS,
@@ -28,10 +29,9 @@ from ._rules import (
     is_cancel,
     is_comparison,
     is_follow_up,
-    name_candidate,
     refers_back,
 )
-from ._small_talk import is_small_talk, looks_off_topic
+from ._small_talk import asks_about_a_company, is_small_talk
 
 __all__ = ["ClarityAgent", "ClarityVerdict"]
 
@@ -183,30 +183,26 @@ class ClarityAgent:
                 intent=intent,
                 reasoning="the company picked among those offered",
             )
-        found = mentions(self.index, query)
-        names = found.names
+        found = await asyncio.to_thread(mentions, self.index, query)
+        names = list(found.names)
         comparing = is_comparison(query)
-        if not found.choices and (
-            (not names and not (previous and refers_back(query))) or (comparing and len(names) < 2)
-        ):
-            found = mentions(self.index, query, typed=True)
-            names = found.names if found.names or found.choices else names
         if found.choices:
             lang = "ja" if is_japanese(query) else state.language
             return ClarityVerdict(
                 is_clear=False,
                 intent=intent,
                 choices=found.choices,
-                clarification_needed=ask_choices(found.choices, lang),
+                clarification_needed=ask_choices(found.choices, lang, found.weak),
             )
-        if comparing or (len(names) > 1 and intent in ("overview", "comparison")):
+        described = bool(_DESCRIPTION_CUE.search(query)) and not refers_back(query)
+        unknown = [] if described else found.unknown
+        if comparing or (len(names) + len(unknown) > 1 and intent in ("overview", "comparison")):
             intent = "comparison"
-            if previous and (refers_back(query) or len(names) < 2) and previous not in names:
-                names.insert(0, previous)
-            if len(names) == 1:  # "Compare Apple to Acme Corp": research the unknown name too
-                other = self._unknown_name(query)
-                if other:
-                    names.append(other)
+            if previous and (refers_back(query) or len(names) + len(unknown) < 2):
+                if previous not in names:
+                    names.insert(0, previous)
+            if len(names) < 2 and unknown:  # "Compare Apple to Acme Corp": research it too
+                names.extend(unknown[: 2 - len(names)])
         if names:
             return ClarityVerdict(
                 is_clear=True,
@@ -215,7 +211,13 @@ class ClarityAgent:
                 intent=intent,
                 reasoning="company named in the query",
             )
-        described = bool(_DESCRIPTION_CUE.search(query)) and not refers_back(query)
+        if unknown:
+            return ClarityVerdict(
+                is_clear=True,
+                detected_company=unknown[0],
+                intent=intent,
+                reasoning="a name the directory does not know",
+            )
         if previous and not described and (is_follow_up(query) or intent != "overview"):
             return ClarityVerdict(
                 is_clear=True,
@@ -240,29 +242,10 @@ class ClarityAgent:
                     choices=matches,
                     clarification_needed=ask_choices(matches, lang),
                 )
-        candidate = name_candidate(query) or slot_name(query)
-        place = bool(candidate) and str(candidate).lower() in PLACES
-        if place:
-            candidate = None
-        if looks_off_topic(query, place):
+        if not answering and not asks_about_a_company(query):
             return ClarityVerdict(is_clear=True, off_topic=True, reasoning="not about companies")
-        if candidate:
-            return ClarityVerdict(
-                is_clear=True,
-                detected_company=candidate,
-                intent=intent,
-                reasoning="a name the directory does not know",
-            )
         ask = ASK_WHICH_COMPANY_JA if is_japanese(query) else ASK_WHICH_COMPANY
         return ClarityVerdict(is_clear=False, intent=intent, clarification_needed=ask)
-
-    def _unknown_name(self, query: str) -> str | None:
-        """A capitalised name in ``query`` besides the companies the index knows."""
-        rest = query
-        for match in self.index.find_in_text(query):
-            rest = rest.replace(match.matched, " , ")
-        candidate = name_candidate(rest) or slot_name(rest)
-        return None if candidate is None or candidate.lower() in PLACES else candidate
 
     def _best_guess(self, state: ResearchState, query: str) -> str | None:
         ref = self.index.resolve(query, fuzzy=True)
