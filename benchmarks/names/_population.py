@@ -10,7 +10,7 @@ from typing import Final
 
 from research_fsm.sources import CompanyIndex
 from research_fsm.sources._profiles import CompanyProfile
-from research_fsm.sources._text import LEGAL_SUFFIXES, key_of, short_name
+from research_fsm.sources._text import LEGAL_SUFFIXES, TICKER_STOPWORDS, key_of, short_name
 
 from ._negatives import DESCRIPTIONS, GENERAL, NAMED_TEMPLATES, NEIGHBOURS, OUTSIDE
 from ._negatives import PRODUCTS_AND_PLACES
@@ -154,7 +154,9 @@ def name_variants(
         variants["initials"] = f"{parts[0][0]}&{parts[1][0]}".lower()
     if profile.symbols_primary:
         symbol = profile.symbols_primary[0]
-        if len(symbol.split(".")[0]) >= 2:
+        base = symbol.split(".")[0]
+        # a ticker that is an English word ("HE", "ON", "ALL") typed alone is the word
+        if len(base) >= 2 and base.lower() not in english and base not in TICKER_STOPWORDS:
             variants["ticker"] = symbol
     google = next((item.google for item in profile.listings if item.google), None)
     if google and ":" in google:

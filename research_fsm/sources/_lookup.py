@@ -54,7 +54,7 @@ _LATIN: Final = r"0-9A-Za-z\u00c0-\u024f"
 _TOKEN_RE: Final = re.compile(rf"\$?[{_LATIN}]+(?:[&'\u2019.:\-/][{_LATIN}]+)*(?:['\u2019]s?)?|&")
 _CAMEL_RE: Final = re.compile(r"(?<=[a-z])(?=[A-Z][a-z])|(?<=[A-Z])(?=[A-Z][a-z]{2,})")
 _SQUASH_RE: Final = re.compile(r"[^0-9a-z&]")
-_SENTENCE_END_RE: Final = re.compile(r"[.!?;:\n\"(\[]|。|？|！")
+_SENTENCE_END_RE: Final = re.compile(r"[.!?;:\n\"]|。|？|！")
 _JA_AFTER_RE: Final = re.compile(r"^\s*(について|の|は|を|と|が|って|で|に|、|。|？|\?)")
 
 QUESTION_WORDS: Final = frozenset(
@@ -408,57 +408,46 @@ class NameLookup:
         return _in_slot(text, words, start, length)
 
     def _unknown(self, text: str, words: list[_Word], covered: list[bool]) -> list[str]:
-        """Runs of name-like words no company matched ("SpaceX", "Reliance Industries")."""
+        """Runs of name-like words no company matched ("SpaceX", "Reliance Industries",
+        "Mickey D's"): capitalised or not English, and read as a name when one of them
+        is not English and the run is capitalised or stands where a name goes, or when
+        capitalised English words stand inside a sentence where a name goes."""
         names: list[str] = []
-        position = last_end = 0
+        position = 0
+        short = len(words) <= 3
         while position < len(words):
-            if covered[position] or not self._starts_unknown(text, words, position):
+            end = position
+            while end < len(words) and not covered[end] and self._name_like(words[end]):
+                end += 1
+            if end == position:
                 position += 1
                 continue
-            begin, end = position, position + 1
-            while end < len(words) and not covered[end] and _continues_name(words[end]):
-                end += 1
-            short = len(words) <= 3
-            while (
-                begin > 0
-                and not covered[begin - 1]
-                and begin - 1 >= last_end
-                and words[begin - 1].norm not in QUESTION_WORDS
-                and (short or words[begin - 1].raw[:1].isupper())
-                and not words[begin].sentence_start
+            run = words[position:end]
+            foreign = [not _is_english(word.norm) for word in run]
+            capitals = [_capitalised(word) for word in run]
+            slot = short or _in_slot(text, words, position, end - position)
+            starts = run[0].sentence_start
+            if any(f and (c or slot) for f, c in zip(foreign, capitals, strict=True)) or (
+                all(capitals) and slot and (short or not starts) and not _all_caps(words)
             ):
-                begin -= 1
-            names.append(text[words[begin].start : words[end - 1].end].removesuffix("'s"))
-            position = last_end = end
-        return [name.removesuffix("\u2019s") for name in names]
+                names.append(text[run[0].start : run[-1].end])
+            position = end
+        return [re.sub(r"['\u2019]s$", "", name) for name in names]
 
-    def _starts_unknown(self, text: str, words: list[_Word], position: int) -> bool:
-        word = words[position]
+    @staticmethod
+    def _name_like(word: _Word) -> bool:
         norm = word.norm
-        if (
-            norm in QUESTION_WORDS
-            or norm in COMMON_WORDS
-            or norm in _PLACES
-            or norm in LEGAL_SUFFIXES
-            or not any(ch.isalpha() for ch in norm)
-            or len(squash(norm)) < 2
-            or word.raw.upper() in ACRONYMS
-        ):
+        if not any(ch.isalpha() for ch in norm) or norm in _PLACES:
             return False
-        english = _is_english(norm)
-        slot = len(words) <= 2 or _in_slot(text, words, position, 1)
-        capitalised = word.raw[:1].isupper() or any(ch.isupper() for ch in word.raw[1:])
-        if capitalised and not _all_caps(words) and (not word.sentence_start or slot):
-            return not english or slot
-        return slot and not english
+        if norm in QUESTION_WORDS or word.raw.upper() in ACRONYMS:
+            return word.raw == "&"
+        if norm in LEGAL_SUFFIXES or word.raw == "&":
+            return True
+        return _capitalised(word) or (norm not in COMMON_WORDS and not _is_english(norm))
 
 
-def _continues_name(word: _Word) -> bool:
-    """Whether a word goes on a name begun before it: capitalised ("Epic Games"), a
-    legal suffix or ``&``."""
-    if word.norm in QUESTION_WORDS and word.raw != "&":
-        return False
-    return word.raw[:1].isupper() or word.norm in LEGAL_SUFFIXES or word.raw == "&"
+def _capitalised(word: _Word) -> bool:
+    return word.raw[:1].isupper() or any(ch.isupper() for ch in word.raw[1:])
 
 
 def _in_slot(text: str, words: list[_Word], start: int, length: int) -> bool:
@@ -467,8 +456,10 @@ def _in_slot(text: str, words: list[_Word], start: int, length: int) -> bool:
     after = words[start + length].norm if start + length < len(words) else ""
     possessive = last.raw.endswith(("'s", "\u2019s", "s'"))
     rest = text[last.end :]
-    clause_end = not after or bool(re.match(r"\s*[?.!,;:]", rest))
+    clause_end = not after or bool(re.match(r"\s*[?.!,;:(]", rest))
     if _JA_AFTER_RE.match(rest) or possessive or after in SLOT_AFTER:
+        return True
+    if before == "compare" and after in ("with", "to", "against", "and"):
         return True
     return before in SLOT_BEFORE and (clause_end or after in SLOT_AFTER)
 
@@ -484,7 +475,19 @@ def _all_caps(words: list[_Word]) -> bool:
 
 
 def _is_english(word: str) -> bool:
-    return word in ORDINARY_WORDS or word in english_words()
+    """An English word, or an inflection of one ("games", "tyres", "cities", "baked")."""
+    words = english_words()
+    if word in ORDINARY_WORDS or word in words:
+        return True
+    stems = []
+    if word.endswith("s") and len(word) > 3:
+        stems += [word[:-1], word[:-2] if word.endswith("es") else ""]
+        stems += [word[:-3] + "y"] if word.endswith("ies") else []
+    if word.endswith(("ed", "er")) and len(word) > 4:
+        stems += [word[:-2], word[:-1]]
+    if word.endswith("ing") and len(word) > 5:
+        stems += [word[:-3], word[:-3] + "e"]
+    return any(stem in words for stem in stems if stem)
 
 
 def _deletions(word: str) -> set[str]:

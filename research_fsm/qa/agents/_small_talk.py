@@ -53,7 +53,7 @@ def looks_off_topic(text: str, place: bool) -> bool:
 
 
 _GENERIC_RE: Final = re.compile(
-    r"^\s*(what\s+(is|are)\s+(a|an)\b|what\s+does\s+(an?\s+)?\w+(\s+\w+)?\s+(mean|do)\b|"
+    r"^\s*(how\s+(do|can|should|would)\s+(i|you|we)\b|how\s+to\b|what\s+(is|are)\s+(a|an)\b|what\s+does\s+(an?\s+)?\w+(\s+\w+)?\s+(mean|do)\b|"
     r"how\s+(do|does)\s+(an?\s+)?\w+(\s+\w+)?\s+work\b|explain\b|define\b|meaning of\b)",
     re.I,
 )
