@@ -271,7 +271,8 @@ JA_NAMES: Final[dict[str, str]] = {
 them) -> a name the company index resolves: every Japanese company of the directory,
 and the best-known foreign ones."""
 
-_JA_KEYS: Final = sorted(JA_NAMES, key=len, reverse=True)
+_JA_KEYS: Final = sorted((key for key in JA_NAMES if not key.isascii()), key=len, reverse=True)
+"""The keys in Japanese script (names in Latin letters are found as any other name)."""
 _KATAKANA_RE: Final = re.compile(r"[\u30a0-\u30ff]")
 _JA_SUFFIXES: Final = ("グループ", "ホールディングス", "ジャパン")
 

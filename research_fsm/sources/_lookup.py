@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 import threading
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -33,7 +33,7 @@ __all__ = ["NameLookup", "Resolution", "squash"]
 MAX_SPAN: Final = 6
 """Longest name, in words, looked for."""
 
-MAX_TYPO_SPAN: Final = 3
+MAX_TYPO_SPAN: Final = 6
 """Longest name, in words, matched with a typo."""
 
 TYPO_MIN: Final = 5
@@ -46,9 +46,18 @@ TYPO_ANSWER: Final = 6
 MAX_CHOICES: Final = 10
 """Most companies offered for one ambiguous name."""
 
-AMBIGUOUS_OTHERS: Final = 2
+AMBIGUOUS_OTHERS: Final = 3
 """Other companies whose names start with a short name ("Mitsubishi") that make it
-ambiguous: "Mitsubishi" fits eight companies, "Apple" only Apple Inc. and one REIT."""
+ambiguous: "Mitsubishi" fits eight companies, "Coca-Cola" The Coca-Cola Company and
+two bottlers whose names start with it."""
+
+DESCRIPTIVE: Final = frozenset(
+    "american british swiss japanese german french european chinese korean indian "
+    "canadian dutch italian spanish swedish finnish danish norwegian belgian australian "
+    "international national global world first standard public federal central western "
+    "northern southern eastern general united".split()
+)
+"""Words that start many companies' names but, alone, describe ("American rivals")."""
 
 _LATIN: Final = r"0-9A-Za-z\u00c0-\u024f"
 _TOKEN_RE: Final = re.compile(rf"\$?[{_LATIN}]+(?:[&'\u2019.:\-/][{_LATIN}]+)*(?:['\u2019]s?)?|&")
@@ -66,7 +75,7 @@ QUESTION_WORDS: Final = frozenset(
 """Words that are never a company's name on their own."""
 
 SLOT_BEFORE: Final = frozenset(
-    "about of on for vs versus with and compare than between is does did at".split()
+    "about of on for vs versus with and compare than between is does did at to".split()
 )
 """Words after which a company's name is expected ("tell me about X", "X vs Y")."""
 
@@ -122,12 +131,19 @@ def _words(text: str) -> list[_Word]:
     for match in _TOKEN_RE.finditer(text):
         raw = match.group()
         gap = text[previous_end : match.start()]
+        if words and gap.startswith(".") and _abbreviation(words[-1].raw):
+            gap = gap[1:]  # "St. James's Place", "J. Front Retailing", "Amazon.com Inc. shares"
         starts = not words or bool(_SENTENCE_END_RE.search(gap))
         full = fold(raw.removeprefix("$"))
         norm = re.sub(r"'s?$", "", full)
         words.append(_Word(raw, norm, full, match.start(), match.end(), starts))
         previous_end = match.end()
     return words
+
+
+def _abbreviation(word: str) -> bool:
+    """A word a full stop may follow inside a sentence: an initial, "St", "Inc", "Co"."""
+    return (len(word) <= 3 and word[:1].isupper()) or word.lower() in LEGAL_SUFFIXES
 
 
 @dataclass
@@ -167,16 +183,19 @@ class NameLookup:
         self._names = [ref.name for ref in refs]
         self._forms: dict[str, list[int]] = {}
         self._short_only: dict[str, set[int]] = {}
+        self._full: dict[str, set[int]] = {}
         self._prefixes: dict[str, list[int]] = {}
         self._tickers: dict[str, list[int]] = {}
         self._typo_keys: dict[str, set[str]] | None = None
         self._lock = threading.Lock()
         for entry_id, ref in enumerate(refs):
             self._add_forms(entry_id, ref)
-        for primary in (True, False):
+        # symbols as listed first, primary first; then without their exchange
+        for plain, primary in ((False, True), (False, False), (True, True), (True, False)):
             for entry_id, ref in enumerate(refs):
                 for ticker in ref.tickers[:1] if primary else ref.tickers[1:]:
-                    for key in _ticker_keys(ticker):
+                    keys = _ticker_keys(ticker)
+                    for key in keys[1:] if plain else keys[:1]:
                         ids = self._tickers.setdefault(key, [])
                         if entry_id not in ids:
                             ids.append(entry_id)
@@ -208,6 +227,8 @@ class NameLookup:
                 if entry_id not in ids:
                     ids.append(entry_id)
         full_keys = {squash(ref.name), squash(re.sub(r"\s*\([^)]*\)", "", ref.name))}
+        for key in full_keys:
+            self._full.setdefault(key, set()).add(entry_id)
         alias_keys = {squash(a) for a in ref.aliases if squash(a) != squash(short)}
         if squash(short) not in full_keys | alias_keys:
             self._short_only.setdefault(squash(short), set()).add(entry_id)
@@ -233,7 +254,7 @@ class NameLookup:
         words = _words(text)
         if not words:
             return []
-        hit = self._span_hit(words, 0, len(words), whole=True) if len(words) <= MAX_SPAN else None
+        hit = self._span_hit(text, words, 0, len(words), whole=True) if len(words) <= MAX_SPAN else None
         if hit is None and len(words) <= MAX_TYPO_SPAN:
             hit = self._typo_hit(words, 0, len(words))
         return list(hit.ids) if hit is not None and (weak or not hit.ask) else []
@@ -282,7 +303,7 @@ class NameLookup:
         for length in range(longest, 0, -1):
             if _crosses_sentence(words, position, length):
                 continue
-            hit = self._span_hit(words, position, length, whole=len(words) == length)
+            hit = self._span_hit(text, words, position, length, whole=len(words) == length)
             if hit is not None and (
                 not self._plain_words(words, position, length)
                 or self._stands_as_name(text, words, position, length)
@@ -294,19 +315,24 @@ class NameLookup:
                     return hit
         return None
 
-    def _span_hit(self, words: list[_Word], start: int, length: int, *, whole: bool) -> _Hit | None:
+    def _span_hit(
+        self, text: str, words: list[_Word], start: int, length: int, *, whole: bool
+    ) -> _Hit | None:
         window = words[start : start + length]
         key = squash("".join(word.norm for word in window))
         if not key or (length == 1 and (window[0].norm in QUESTION_WORDS or key in _PLACES)):
             return None
         if length == 1:
-            ticker = self._ticker_hit(window[0], start, whole)
+            slot = whole or _in_slot(text, words, start, 1)
+            ticker = self._ticker_hit(window[0], start, slot, whole)
             if ticker is not None and (key not in self._forms or window[0].raw.isupper()):
                 return ticker
         written = squash("".join(word.norm for word in window[:-1]) + window[-1].full)
         plural = key[:-1] if key.endswith("s") and len(key) > 4 else ""
-        for candidate in dict.fromkeys((written, key, plural)):
+        for candidate in dict.fromkeys((key, written, plural)):
             ids = self._forms.get(candidate) if candidate else None
+            if ids and len(ids) > 1:
+                ids = [i for i in ids if i in self._full.get(candidate, ())] or ids
             if ids:
                 others = [i for i in self._prefixes.get(candidate, []) if i not in ids]
                 short_only = self._short_only.get(candidate, set())
@@ -314,11 +340,13 @@ class NameLookup:
                     return _Hit(start, length, tuple([ids[0], *others]), "prefix")
                 return _Hit(start, length, tuple(ids), "exact")
         ids = self._prefixes.get(key)
-        if ids and len(key) >= 3:
+        if ids and len(key) >= 3 and not (length == 1 and key in DESCRIPTIVE):
             return _Hit(start, length, tuple(ids), "prefix")
         return None
 
-    def _ticker_hit(self, word: _Word, start: int, whole: bool) -> _Hit | None:
+    def _ticker_hit(self, word: _Word, start: int, slot: bool, whole: bool) -> _Hit | None:
+        """A ticker: with ``$`` or an exchange, in capitals (not an English word), or in
+        lower case where a name goes (``slot``: "whats up with msft")."""
         raw = word.raw.removesuffix("'s").removesuffix("\u2019s")
         symbol = raw.removeprefix("$").upper()
         ids = self._tickers.get(symbol)
@@ -326,13 +354,18 @@ class NameLookup:
             return None
         marked = raw.startswith("$") or ":" in raw or "." in raw
         if not marked:
-            if symbol.isdigit() and not whole:
+            if symbol.isdigit() and not slot:
                 return None
             lower = word.norm
             if raw.isupper():
                 if symbol in TICKER_STOPWORDS or len(symbol) < 2:
                     return None
-            elif not whole or len(lower) < 3 or _is_english(lower):
+            elif (
+                not slot
+                or len(lower) < (2 if whole else 3)
+                or lower in COMMON_WORDS
+                or (_is_english(lower) and not (whole and len(lower) <= 2))
+            ):
                 return None
         return _Hit(start, 1, (ids[0],), "ticker")
 
@@ -342,11 +375,13 @@ class NameLookup:
         not all English; a name shorter than ``TYPO_ANSWER`` or several names at that
         distance only give the candidates."""
         window = words[start : start + length]
-        if any(word.norm in QUESTION_WORDS or word.norm in _PLACES for word in window):
+        if any(word.norm in QUESTION_WORDS and word.raw != "&" for word in window):
+            return None
+        if length == 1 and window[0].norm in _PLACES:
             return None
         english = [_is_english(word.norm) or word.norm in COMMON_WORDS for word in window]
         key = squash("".join(word.norm for word in window))
-        if all(english) or (length == 1 and english[0]) or not key.isalpha():
+        if all(english) or (length == 1 and english[0]) or not key.replace("&", "").isalpha():
             return None
         if len(key) < (TYPO_MIN if length == 1 else 10):
             return None
@@ -401,8 +436,8 @@ class NameLookup:
             and after.norm not in QUESTION_WORDS
         ):
             return False
-        if all(word.raw[:1].isupper() for word in window) and not window[0].sentence_start:
-            return not _all_caps(words)
+        if all(_title(word) for word in window) and not window[0].sentence_start:
+            return True
         if len(words) == length:
             return True
         return _in_slot(text, words, start, length)
@@ -437,13 +472,18 @@ class NameLookup:
     @staticmethod
     def _name_like(word: _Word) -> bool:
         norm = word.norm
-        if not any(ch.isalpha() for ch in norm) or norm in _PLACES:
+        if not any(ch.isalpha() for ch in norm) or norm in _PLACES or norm in DESCRIPTIVE:
             return False
         if norm in QUESTION_WORDS or word.raw.upper() in ACRONYMS:
             return word.raw == "&"
         if norm in LEGAL_SUFFIXES or word.raw == "&":
             return True
         return _capitalised(word) or (norm not in COMMON_WORDS and not _is_english(norm))
+
+
+def _title(word: _Word) -> bool:
+    """Title case ("Target", "T"), not all capitals ("NOW" is shouted, not a name)."""
+    return word.raw[:1].isupper() and (len(word.raw) == 1 or not word.raw.isupper())
 
 
 def _capitalised(word: _Word) -> bool:
@@ -483,9 +523,9 @@ def _is_english(word: str) -> bool:
     if word.endswith("s") and len(word) > 3:
         stems += [word[:-1], word[:-2] if word.endswith("es") else ""]
         stems += [word[:-3] + "y"] if word.endswith("ies") else []
-    if word.endswith(("ed", "er")) and len(word) > 4:
+    if word.endswith("ed") and len(word) > 6:
         stems += [word[:-2], word[:-1]]
-    if word.endswith("ing") and len(word) > 5:
+    if word.endswith("ing") and len(word) > 6:
         stems += [word[:-3], word[:-3] + "e"]
     return any(stem in words for stem in stems if stem)
 
@@ -494,12 +534,14 @@ def _deletions(word: str) -> set[str]:
     return {word[:i] + word[i + 1 :] for i in range(len(word))}
 
 
-def _ticker_keys(ticker: str) -> Iterable[str]:
-    """"NASDAQ:AAPL", "AAPL"; "7203.T" and "7203"; "ITRK.L" and "ITRK"."""
+def _ticker_keys(ticker: str) -> list[str]:
+    """The symbol as listed, then without its exchange: "NASDAQ:AAPL", "AAPL"; "7203.T",
+    "7203"; "ITRK.L", "ITRK"."""
     symbol = ticker.upper()
-    yield symbol
+    keys = [symbol]
     if ":" in symbol:
-        yield symbol.split(":", 1)[1]
+        keys.append(symbol.split(":", 1)[1])
     base, dot, _ = symbol.partition(".")
     if dot and len(base) >= 2:
-        yield base
+        keys.append(base)
+    return keys

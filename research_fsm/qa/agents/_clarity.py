@@ -14,7 +14,7 @@ from ...common.names import ask_choices, mentions, pick_choice
 from ...common.text import clean_text, is_japanese
 from ...engine import NodeContext, Replace
 from ...llm import LLM, LLMError, fit_to_budget, keep_first
-from ...sources import INTENTS, CompanyIndex
+from ...sources import COMMON_WORDS, INTENTS, CompanyIndex, tokenize
 from ..constants import (
     CLARITY_TOKEN_BUDGET,
     MAX_CLARIFICATION_ATTEMPTS,
@@ -196,6 +196,7 @@ class ClarityAgent:
             )
         described = bool(_DESCRIPTION_CUE.search(query)) and not refers_back(query)
         unknown = [] if described else found.unknown
+        unknown = [getattr(self.index.resolve(name), "name", name) for name in unknown]
         if comparing or (len(names) + len(unknown) > 1 and intent in ("overview", "comparison")):
             intent = "comparison"
             if previous and (refers_back(query) or len(names) + len(unknown) < 2):
@@ -215,6 +216,14 @@ class ClarityAgent:
             return ClarityVerdict(
                 is_clear=True,
                 detected_company=unknown[0],
+                intent=intent,
+                reasoning="a name the directory does not know",
+            )
+        other = _what_about(query) if previous and not described else None
+        if other is not None:  # "what about edened?": another name, not the previous company
+            return ClarityVerdict(
+                is_clear=True,
+                detected_company=other,
                 intent=intent,
                 reasoning="a name the directory does not know",
             )
@@ -320,6 +329,27 @@ class ClarityAgent:
         if not summary:
             summary = extractive_summary(state.conversation_summary, old, state.detected_company)
         return update | {"conversation_summary": summary, "messages": Replace(list(recent))}
+
+
+_WHAT_ABOUT = re.compile(r"^\s*(?:and\s+)?(?:what|how)\s+about\s+(?P<tail>.+?)[\s?.!]*$", re.I)
+
+
+def _what_about(query: str) -> str | None:
+    """The subject of "what about X?" when X is neither the previous company (no
+    pronoun) nor a topic ("the ceo", "news") nor ordinary words: a name to look up."""
+    match = _WHAT_ABOUT.match(query)
+    if match is None:
+        return None
+    tail = match["tail"]
+    words = [token.norm for token in tokenize(tail)]
+    if refers_back(tail) or detect_intent(tail) != "overview" or len(words) > 4:
+        return None
+    if all(word in COMMON_WORDS or word in _FILLERS for word in words):
+        return None
+    return tail
+
+
+_FILLERS = frozenset({"the", "a", "an", "that", "this", "one", "them", "company", "companies"})
 
 
 def _language(state: ResearchState, query: str) -> str:
