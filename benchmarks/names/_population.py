@@ -121,7 +121,10 @@ def _words(name: str) -> list[str]:
 
 
 def name_variants(
-    profile: CompanyProfile, first_words: dict[str, int], english: frozenset[str]
+    profile: CompanyProfile,
+    first_words: dict[str, int],
+    english: frozenset[str],
+    others: dict[str, str],
 ) -> list[tuple[str, str]]:
     """(kind, text) of the ways a person may write this company's name."""
     name = profile.name
@@ -164,8 +167,10 @@ def name_variants(
     longest = max(short.split(), key=len) if short else ""
     if len(longest) >= 6 and longest.isalpha():
         typo = _typo(longest, name)
-        variants["typo"] = short.replace(longest, typo, 1).lower()
-    return list(variants.items())
+        if typo.lower() not in english:  # a typo that makes a word ("every") is that word
+            variants["typo"] = short.replace(longest, typo, 1).lower()
+    # a variant that is another company's name as listed ("interparfums") names that one
+    return [(kind, text) for kind, text in variants.items() if others.get(text.lower(), name) == name]
 
 
 def _fill(template: str, x: str, target: str) -> str:
@@ -186,11 +191,12 @@ def positives(
         words = _words(short_name(profile.name))
         if words:
             first_words[words[0].lower()] = first_words.get(words[0].lower(), 0) + 1
+    listed = {profile.name.lower(): profile.name for profile in profiles}
     questions: list[Question] = []
     chosen = [p for p in profiles if only is None or p.name in only]
     for profile in chosen:
         part = part_of(profile.name)
-        for kind, x in name_variants(profile, first_words, english):
+        for kind, x in name_variants(profile, first_words, english, listed):
             questions.extend(_in_templates(x, kind, profile.name, part))
     names = {profile.name for profile in profiles}
     for nickname, target in NICKNAMES:

@@ -373,6 +373,10 @@ class Mentions:
     weak: str | None = None
     """When ``choices`` come from a match too weak to answer (a short typo, "Dyson"
     for Tyson Foods): the name as written, which no company has exactly."""
+    evidence: dict[str, str] = field(default_factory=dict)
+    """Per company named: ``exact``, ``ticker``, ``prefix`` or ``typo``."""
+    matched: dict[str, str] = field(default_factory=dict)
+    """Per company named: the text as written."""
 
 
 def mentions(index: CompanyIndex, text: str, *, typed: bool = False) -> Mentions:
@@ -395,7 +399,14 @@ def mentions(index: CompanyIndex, text: str, *, typed: bool = False) -> Mentions
         if name not in names:
             names.append(name)
     unknown = [name for name in resolution.unknown if name.lower() not in PLACES]
-    return Mentions(names, resolution.choices[:MAX_CHOICES], unknown, resolution.weak)
+    return Mentions(
+        names,
+        resolution.choices[:MAX_CHOICES],
+        unknown,
+        resolution.weak,
+        dict(resolution.evidence),
+        dict(resolution.matched),
+    )
 
 
 _ANSWER_FILLERS: Final = frozenset({"the", "a", "an", "one", "mean", "that", "it", "is", "its"})

@@ -130,6 +130,7 @@ class CompanyIndex:
         self._fuzzy: dict[str, set[str]] = {}
         self._build_lookups()
         self._lookup = NameLookup([entry.ref for entry in self._entries])
+        self._by_name = {entry.ref.name: i for i, entry in reversed(list(enumerate(self._entries)))}
 
     @classmethod
     async def from_sources(cls, sources: Iterable[DataSource]) -> CompanyIndex:
@@ -208,6 +209,8 @@ class CompanyIndex:
         ("Microsft", "amazn inc").
         """
         text = name.strip()
+        if text in self._by_name:  # a canonical name as given: "First BanCorp", not "First Bancorp"
+            return self._ref(self._by_name[text])
         for key in (key_of(text), key_of(short_name(text))):
             if key in self._by_key:
                 return self._ref(self._by_key[key][0])

@@ -75,7 +75,7 @@ QUESTION_WORDS: Final = frozenset(
 """Words that are never a company's name on their own."""
 
 SLOT_BEFORE: Final = frozenset(
-    "about of on for vs versus with and compare than between is does did at to".split()
+    "about of on for vs versus with and compare than between".split()
 )
 """Words after which a company's name is expected ("tell me about X", "X vs Y")."""
 
@@ -141,9 +141,14 @@ def _words(text: str) -> list[_Word]:
     return words
 
 
+def _bare(word: _Word) -> str:
+    """The word as written without a possessive "'s" nor a ``$``."""
+    return re.sub(r"['\u2019]s$", "", word.raw).removeprefix("$")
+
+
 def _abbreviation(word: str) -> bool:
     """A word a full stop may follow inside a sentence: an initial, "St", "Inc", "Co"."""
-    return (len(word) <= 3 and word[:1].isupper()) or word.lower() in LEGAL_SUFFIXES
+    return len(word) <= 3 or "." in word or word.lower() in LEGAL_SUFFIXES
 
 
 @dataclass
@@ -185,20 +190,21 @@ class NameLookup:
         self._short_only: dict[str, set[int]] = {}
         self._full: dict[str, set[int]] = {}
         self._prefixes: dict[str, list[int]] = {}
-        self._tickers: dict[str, list[int]] = {}
+        self._tickers: dict[str, list[tuple[int, int]]] = {}
         self._typo_keys: dict[str, set[str]] | None = None
         self._lock = threading.Lock()
         for entry_id, ref in enumerate(refs):
             self._add_forms(entry_id, ref)
-        # symbols as listed first, primary first; then without their exchange
-        for plain, primary in ((False, True), (False, False), (True, True), (True, False)):
+        # (rank, entry): symbols as listed first, primary first; then without exchange
+        order = ((False, True), (False, False), (True, True), (True, False))
+        for rank, (plain, primary) in enumerate(order):
             for entry_id, ref in enumerate(refs):
                 for ticker in ref.tickers[:1] if primary else ref.tickers[1:]:
                     keys = _ticker_keys(ticker)
                     for key in keys[1:] if plain else keys[:1]:
-                        ids = self._tickers.setdefault(key, [])
-                        if entry_id not in ids:
-                            ids.append(entry_id)
+                        ranked = self._tickers.setdefault(key, [])
+                        if all(entry_id != other for _, other in ranked):
+                            ranked.append((rank, entry_id))
 
     def _typos(self) -> dict[str, set[str]]:
         """Each name form (and start of one company's name) under each of its one-letter
@@ -308,6 +314,10 @@ class NameLookup:
                 not self._plain_words(words, position, length)
                 or self._stands_as_name(text, words, position, length)
             ):
+                if hit.kind == "prefix" and len(hit.ids) == 1 and length == 1:
+                    if self._plain_words(words, position, 1) and not _title(words[position]):
+                        if not _strong_slot(text, words, position):
+                            return None
                 return hit
             if length <= MAX_TYPO_SPAN:
                 hit = self._typo_hit(words, position, length)
@@ -325,14 +335,20 @@ class NameLookup:
         if length == 1:
             slot = whole or _in_slot(text, words, start, 1)
             ticker = self._ticker_hit(window[0], start, slot, whole)
-            if ticker is not None and (key not in self._forms or window[0].raw.isupper()):
+            named = self._forms.get(key, [])
+            if ticker is not None and named and set(named) != set(ticker.ids):
+                if _bare(window[0]).isupper():  # "HP": HP Inc. by name, Helmerich & Payne by ticker
+                    both = [*ticker.ids, *(i for i in named if i not in ticker.ids)]
+                    return _Hit(start, 1, tuple(both), "ticker")
+            elif ticker is not None:
                 return ticker
         written = squash("".join(word.norm for word in window[:-1]) + window[-1].full)
         plural = key[:-1] if key.endswith("s") and len(key) > 4 else ""
         for candidate in dict.fromkeys((key, written, plural)):
             ids = self._forms.get(candidate) if candidate else None
-            if ids and len(ids) > 1:
-                ids = [i for i in ids if i in self._full.get(candidate, ())] or ids
+            if ids and len(ids) > 1:  # "Stabilus" is Stabilus, not STABILUS SE; "Inter Parfums" asks
+                typed = fold(" ".join(_bare(word) for word in window))
+                ids = [i for i in ids if fold(self._names[i]) == typed] or ids
             if ids:
                 others = [i for i in self._prefixes.get(candidate, []) if i not in ids]
                 short_only = self._short_only.get(candidate, set())
@@ -341,7 +357,8 @@ class NameLookup:
                 return _Hit(start, length, tuple(ids), "exact")
         ids = self._prefixes.get(key)
         if ids and len(key) >= 3 and not (length == 1 and key in DESCRIPTIVE):
-            return _Hit(start, length, tuple(ids), "prefix")
+            # "NTT" starts NTT Data's name but is another company's nickname: offer it
+            return _Hit(start, length, tuple(ids), "prefix", ask=len(key) <= 3)
         return None
 
     def _ticker_hit(self, word: _Word, start: int, slot: bool, whole: bool) -> _Hit | None:
@@ -349,9 +366,11 @@ class NameLookup:
         lower case where a name goes (``slot``: "whats up with msft")."""
         raw = word.raw.removesuffix("'s").removesuffix("\u2019s")
         symbol = raw.removeprefix("$").upper()
-        ids = self._tickers.get(symbol)
-        if not ids:
+        ranked = self._tickers.get(symbol)
+        if not ranked:
             return None
+        best = min(rank for rank, _ in ranked)
+        ids = tuple(entry_id for rank, entry_id in ranked if rank == best)
         marked = raw.startswith("$") or ":" in raw or "." in raw
         if not marked:
             if symbol.isdigit() and not slot:
@@ -367,21 +386,21 @@ class NameLookup:
                 or (_is_english(lower) and not (whole and len(lower) <= 2))
             ):
                 return None
-        return _Hit(start, 1, (ids[0],), "ticker")
+        return _Hit(start, 1, ids, "ticker")
 
     def _typo_hit(self, words: list[_Word], start: int, length: int) -> _Hit | None:
         """A name one letter away from the words (added, missing, wrong or swapped):
-        one word that is no English word, or several of ten letters or more that are
-        not all English; a name shorter than ``TYPO_ANSWER`` or several names at that
+        one word that is no English word, or several of ten letters or more; a name shorter than ``TYPO_ANSWER`` or several names at that
         distance only give the candidates."""
         window = words[start : start + length]
         if any(word.norm in QUESTION_WORDS and word.raw != "&" for word in window):
             return None
         if length == 1 and window[0].norm in _PLACES:
             return None
-        english = [_is_english(word.norm) or word.norm in COMMON_WORDS for word in window]
         key = squash("".join(word.norm for word in window))
-        if all(english) or (length == 1 and english[0]) or not key.replace("&", "").isalpha():
+        if not key.replace("&", "").isalpha():
+            return None
+        if length == 1 and (window[0].norm in COMMON_WORDS or _is_english(window[0].norm)):
             return None
         if len(key) < (TYPO_MIN if length == 1 else 10):
             return None
@@ -501,7 +520,19 @@ def _in_slot(text: str, words: list[_Word], start: int, length: int) -> bool:
         return True
     if before == "compare" and after in ("with", "to", "against", "and"):
         return True
+    if before in ("to", "is", "does", "did") and clause_end and re.search(r"\bcompar|\bvs\b", text):
+        return True
     return before in SLOT_BEFORE and (clause_end or after in SLOT_AFTER)
+
+
+def _strong_slot(text: str, words: list[_Word], position: int) -> bool:
+    """Whether a lower-case word is surely meant as a name: the whole question, after
+    "about"/"vs"/"compare", or with a possessive ("delta's")."""
+    if len(words) == 1:
+        return True
+    before = words[position - 1].norm if position else ""
+    word = words[position]
+    return before in ("about", "vs", "versus", "compare") or word.raw.endswith(("'s", "\u2019s"))
 
 
 def _crosses_sentence(words: list[_Word], start: int, length: int) -> bool:

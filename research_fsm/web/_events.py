@@ -91,8 +91,9 @@ def language_of(markdown: str) -> str:
 
 
 def confidence_label(reply: Reply) -> str | None:
-    """How sure the answer is, in words (``None`` when it is not about a company)."""
-    if reply.company is None:
+    """How sure the answer is, in words (``None`` when it is not a company's answer: no
+    company, nothing found, or a question back)."""
+    if reply.company is None or reply.state.research_findings is None:
         return None
     score = reply.confidence
     if score >= CONFIDENCE_HIGH_THRESHOLD:

@@ -7,7 +7,7 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from ...common.fence import fence
 from ...common.names import ask_choices, mentions, pick_choice
@@ -83,6 +83,9 @@ class ClarityVerdict(BaseModel):
     query (Japanese for a Japanese query)."""
     reasoning: str = ""
     """Brief explanation (one sentence)."""
+    _match: tuple[str, str | None] = PrivateAttr(default=("exact", None))
+    """How the rules matched the company's name (``exact``, ``ticker``, ``prefix``,
+    ``typo`` or ``description``) and the name as typed; not part of the LLM's schema."""
 
 
 class ClarityAgent:
@@ -105,9 +108,14 @@ class ClarityAgent:
         verdict = None
         if query and not is_cancel(query) and not is_small_talk(query) and self.llm is not None:
             verdict = await self._ask_llm(state, query, ctx, update)
+        match: tuple[str, str | None] = ("exact", None)
         if verdict is None:
-            verdict = await self._rules(state, query)
+            verdict, match = await self._rules(state, query)
+        elif verdict.detected_company and self.index.resolve(verdict.detected_company) is None:
+            match = ("typo", verdict.detected_company)
         update |= self._apply(state, query, verdict)
+        if update["clarity_status"] == "clear":
+            update |= {"name_match": match[0], "name_as_typed": match[1]}
         log_step(
             ctx,
             state,
@@ -167,7 +175,14 @@ class ClarityAgent:
 
     # -- the rule-based path ---------------------------------------------------
 
-    async def _rules(self, state: ResearchState, query: str) -> ClarityVerdict:
+    async def _rules(
+        self, state: ResearchState, query: str
+    ) -> tuple[ClarityVerdict, tuple[str, str | None]]:
+        """The rules' verdict, and how the company's name was matched (and as typed)."""
+        verdict = await self._rule_verdict(state, query)
+        return verdict, verdict._match  # noqa: SLF001 - set by _rule_verdict
+
+    async def _rule_verdict(self, state: ResearchState, query: str) -> ClarityVerdict:
         if not query:
             return ClarityVerdict(is_clear=False, clarification_needed=ASK_EMPTY)
         if is_cancel(query):
@@ -205,13 +220,15 @@ class ClarityAgent:
             if len(names) < 2 and unknown:  # "Compare Apple to Acme Corp": research it too
                 names.extend(unknown[: 2 - len(names)])
         if names:
-            return ClarityVerdict(
+            verdict = ClarityVerdict(
                 is_clear=True,
                 detected_company=names[0],
                 comparison_companies=names[1:],
                 intent=intent,
                 reasoning="company named in the query",
             )
+            verdict._match = (found.evidence.get(names[0], "exact"), found.matched.get(names[0]))
+            return verdict
         if unknown:
             return ClarityVerdict(
                 is_clear=True,
@@ -237,12 +254,14 @@ class ClarityAgent:
         if self.describe is not None and (answering or described):
             matches = await self.describe(query)
             if len(matches) == 1:
-                return ClarityVerdict(
+                verdict = ClarityVerdict(
                     is_clear=True,
                     detected_company=matches[0],
                     intent="overview" if intent == "products" else intent,
                     reasoning="the one company the description fits",
                 )
+                verdict._match = ("description", query)
+                return verdict
             if matches:
                 lang = "ja" if is_japanese(query) else state.language
                 return ClarityVerdict(

@@ -272,7 +272,8 @@ def compose_answer(state: ResearchState) -> str:
     assert findings is not None
     intent, lang = state.query_intent, state.language
     lacking = missing_sentence(findings, intent, lang)
-    parts = [_prefix(state.confidence_score, lacking, lang)]
+    taken = name_sentence(state, lang)
+    parts = [_prefix(state.confidence_score, lacking or taken, lang), taken or ""]
     if intent == "comparison" and state.comparison_findings:
         parts.extend(_comparison(state, findings, lang))
     else:
@@ -317,6 +318,18 @@ def not_listed_answer(company: str, note: str, lang: str) -> str | None:
         f'"{company}" is not in the offline directory of {about} companies from the '
         f"{indices} indices; with TAVILY_API_KEY set, I research it on the web."
     )
+
+
+def name_sentence(state: ResearchState, lang: str) -> str | None:
+    """How a name not matched exactly was read ("_Taking "exxon" to mean ExxonMobil._"),
+    or ``None`` for an exact name or ticker."""
+    company = state.research_findings.company if state.research_findings else None
+    typed = state.name_as_typed
+    if state.name_match in ("exact", "ticker") or not typed or not company:
+        return None
+    if lang == "ja":
+        return f"_「{typed}」を{company}として答えます。_"
+    return f'_Taking "{typed}" to mean {company}._'
 
 
 def no_data_answer(state: ResearchState) -> str:
