@@ -35,7 +35,7 @@ DEFAULT_OUT = Path(__file__).resolve().parent.parent / "results" / "names.json"
 QUICK_COMPANIES = 40
 """Companies (every twentieth or so, by name) in the quick form."""
 
-NOT_LISTED_RE = re.compile(r'^"(.+)" is not in the offline directory')
+NOT_LISTED_RE = re.compile(r'^(?:"(.+)" is not in the offline directory|「(.+)」はオフラインのディレクトリ)')
 """How the question asked back says a weakly matched name is not in the directory."""
 
 GOALS = {
@@ -76,7 +76,7 @@ async def decide(
         companies = list(update.get("clarification_choices") or [])
         outcome = "asked" if companies else "asked_blank"
         said = NOT_LISTED_RE.match(update.get("clarification_question") or "")
-        missing = said.group(1) if said else None
+        missing = (said.group(1) or said.group(2)) if said else None
     elif status == "clear":
         names = [update.get("detected_company"), *update.get("comparison_companies", [])]
         for name in names:
@@ -97,7 +97,7 @@ def judge(question: Question, outcome: str, companies: list[str], missing: str |
     if outcome == "answered":
         if any(name not in fair for name in companies):
             return "wrong"
-        if question.expected and question.expected[0] in companies or (
+        if set(question.expected) & set(companies) or (
             question.kind == "description" and companies
         ):
             return "right"
@@ -174,7 +174,12 @@ async def run(quick: bool, parts: set[str]) -> dict[str, Any]:
         names = sorted(profile.name for profile in profiles)
         only = set(names[:: max(1, len(names) // QUICK_COMPANIES)])
         only |= {"ExxonMobil", "JPMorgan Chase", "McDonald's", "PepsiCo", "Nexon"}
-    population = positives(profiles, english, only=only) + negatives(index)
+    merged = {}
+    for profile in profiles:
+        ref = index.resolve(profile.name)
+        if ref is not None and ref.name != profile.name:
+            merged[profile.name] = ref.name
+    population = positives(profiles, english, merged, only=only) + negatives(index)
     if quick:
         keep = {"general": 2, "product_place": 2, "outside": 3, "neighbour": 2}
         population = [

@@ -182,10 +182,15 @@ def _fill(template: str, x: str, target: str) -> str:
 
 
 def positives(
-    profiles: list[CompanyProfile], english: frozenset[str], *, only: set[str] | None = None
+    profiles: list[CompanyProfile],
+    english: frozenset[str],
+    merged: dict[str, str],
+    *,
+    only: set[str] | None = None,
 ) -> list[Question]:
     """Every variant of every company (or of those named ``only``) in every template,
-    and the nicknames."""
+    and the nicknames; ``merged`` maps a profile the index merged into another (the
+    same company listed twice: "Stabilus" and "STABILUS SE") to the one it answers as."""
     first_words: dict[str, int] = {}
     for profile in profiles:
         words = _words(short_name(profile.name))
@@ -197,18 +202,23 @@ def positives(
     for profile in chosen:
         part = part_of(profile.name)
         for kind, x in name_variants(profile, first_words, english, listed):
-            questions.extend(_in_templates(x, kind, profile.name, part))
+            questions.extend(_in_templates(x, kind, profile.name, part, merged.get(profile.name)))
     names = {profile.name for profile in profiles}
     for nickname, target in NICKNAMES:
         if target not in names:
             raise ValueError(f"nickname {nickname!r} names {target!r}, not in the directory")
         if only is None or target in only:
-            questions.extend(_in_templates(nickname, "nickname", target, part_of(target)))
+            questions.extend(
+                _in_templates(nickname, "nickname", target, part_of(target), merged.get(target))
+            )
     return questions
 
 
-def _in_templates(x: str, kind: str, target: str, part: str) -> list[Question]:
+def _in_templates(
+    x: str, kind: str, target: str, part: str, alias_of: str | None = None
+) -> list[Question]:
     out = []
+    expected = (target,) if alias_of is None else (target, alias_of)
     for template in TEMPLATES:
         other = next(item for item in OTHERS if item != target)
         out.append(
@@ -216,7 +226,7 @@ def _in_templates(x: str, kind: str, target: str, part: str) -> list[Question]:
                 text=_fill(template, x, target),
                 kind=kind,
                 template=template,
-                expected=(target,),
+                expected=expected,
                 part=part,
                 previous=PREVIOUS if template == "follow_up" and target != PREVIOUS else None,
                 other=other if template == "compare" else None,

@@ -40,6 +40,9 @@ TYPO_MIN: Final = 5
 """Shortest squashed name that may match with a typo; below ``TYPO_ANSWER`` the
 match only offers the candidate."""
 
+TYPO_MULTI: Final = 8
+"""Shortest squashed name of several words that may match with a typo ("us bacnorp")."""
+
 TYPO_ANSWER: Final = 6
 """Shortest squashed name a typo match answers with."""
 
@@ -390,10 +393,10 @@ class NameLookup:
 
     def _typo_hit(self, words: list[_Word], start: int, length: int) -> _Hit | None:
         """A name one letter away from the words (added, missing, wrong or swapped):
-        one word that is no English word, or several of ten letters or more; a name shorter than ``TYPO_ANSWER`` or several names at that
+        one word that is no English word, or several of ``TYPO_MULTI`` letters or more; a name shorter than ``TYPO_ANSWER`` or several names at that
         distance only give the candidates."""
         window = words[start : start + length]
-        if any(word.norm in QUESTION_WORDS and word.raw != "&" for word in window):
+        if window[0].norm in QUESTION_WORDS or window[-1].raw == "&":
             return None
         if length == 1 and window[0].norm in _PLACES:
             return None
@@ -402,7 +405,7 @@ class NameLookup:
             return None
         if length == 1 and (window[0].norm in COMMON_WORDS or _is_english(window[0].norm)):
             return None
-        if len(key) < (TYPO_MIN if length == 1 else 10):
+        if len(key) < (TYPO_MIN if length == 1 else TYPO_MULTI):
             return None
         found: set[str] = set()
         typos = self._typos()
@@ -520,7 +523,7 @@ def _in_slot(text: str, words: list[_Word], start: int, length: int) -> bool:
         return True
     if before == "compare" and after in ("with", "to", "against", "and"):
         return True
-    if before in ("to", "is", "does", "did") and clause_end and re.search(r"\bcompar|\bvs\b", text):
+    if before in ("to", "is", "does", "did") and clause_end and re.search(r"\bcompar|\bvs\b", text, re.I):
         return True
     return before in SLOT_BEFORE and (clause_end or after in SLOT_AFTER)
 

@@ -209,7 +209,7 @@ class ClarityAgent:
                 choices=found.choices,
                 clarification_needed=ask_choices(found.choices, lang, found.weak),
             )
-        described = bool(_DESCRIPTION_CUE.search(query)) and not refers_back(query)
+        described = bool(_DESCRIPTION_CUE.search(query)) and not (previous and refers_back(query))
         unknown = [] if described else found.unknown
         unknown = [getattr(self.index.resolve(name), "name", name) for name in unknown]
         if comparing or (len(names) + len(unknown) > 1 and intent in ("overview", "comparison")):
