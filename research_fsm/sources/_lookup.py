@@ -225,7 +225,7 @@ class NameLookup:
 
     def _add_forms(self, entry_id: int, ref: CompanyRef) -> None:
         short = short_name(ref.name)
-        names = [ref.name, re.sub(r"\s*\([^)]*\)", "", ref.name), *ref.aliases]
+        names = [ref.name, re.sub(r"\s*\([^)]*\)", "", ref.name), short, *ref.aliases]
         halves = short.split(" & ")
         if len(halves) == 2 and all(half.isalpha() for half in halves):
             names += [f"{halves[0][0]}&{halves[1][0]}", short.replace(" & ", " and ")]
@@ -241,11 +241,11 @@ class NameLookup:
         alias_keys = {squash(a) for a in ref.aliases if squash(a) != squash(short)}
         if squash(short) not in full_keys | alias_keys:
             self._short_only.setdefault(squash(short), set()).add(entry_id)
-        for name in dict.fromkeys([short, *ref.aliases]):
+        for name in dict.fromkeys([re.sub(r"\s*\([^)]*\)", "", ref.name), short, *ref.aliases]):
             words = _name_words(name)
             for length in range(1, len(words)):
                 key = squash("".join(words[:length]))
-                if key and key not in self._forms.get(key, ()):
+                if key and entry_id not in self._forms.get(key, ()):
                     ids = self._prefixes.setdefault(key, [])
                     if entry_id not in ids:
                         ids.append(entry_id)
@@ -420,8 +420,9 @@ class NameLookup:
             for entry_id in self._forms.get(k) or self._prefixes.get(k, []):
                 if entry_id not in ids:
                     ids.append(entry_id)
-        ask = len(ids) > 1 or len(key) < TYPO_ANSWER
-        return _Hit(start, length, tuple(ids), "typo", ask)
+        core = squash("".join(word.norm for word in window if word.norm not in LEGAL_SUFFIXES))
+        weak = len(core) < (TYPO_ANSWER if length == 1 else TYPO_MULTI)  # "Amazn Inc." is "amazn"
+        return _Hit(start, length, tuple(ids), "typo", len(ids) > 1 or weak)
 
     # -- the guard ----------------------------------------------------------------
 
