@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
+from collections.abc import Set as AbstractSet
 from typing import Final
 
 from research_fsm.sources import CompanyIndex
@@ -123,7 +124,7 @@ def _words(name: str) -> list[str]:
 def name_variants(
     profile: CompanyProfile,
     first_words: dict[str, int],
-    english: frozenset[str],
+    english: AbstractSet[str],
     others: dict[str, str],
 ) -> list[tuple[str, str]]:
     """(kind, text) of the ways a person may write this company's name."""
@@ -183,7 +184,7 @@ def _fill(template: str, x: str, target: str) -> str:
 
 def positives(
     profiles: list[CompanyProfile],
-    english: frozenset[str],
+    english: AbstractSet[str],
     merged: dict[str, str],
     *,
     only: set[str] | None = None,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import pickle
+from collections.abc import Set
 from importlib import resources
 
 import structlog
@@ -16,7 +17,7 @@ _DATA = ("english_words", "data/web2_alpha_lower.pickle")
 
 
 @functools.cache
-def english_words() -> frozenset[str]:
+def english_words() -> Set[str]:
     """Lower-case English words (blocking on first call: about 0.2 s); empty, with a
     warning logged once, when the ``english-words`` package is missing."""
     package, path = _DATA
@@ -26,4 +27,4 @@ def english_words() -> frozenset[str]:
         _log.warning("english word list unavailable; typo matching is stricter", error=str(exc))
         return frozenset()
     words = pickle.loads(data)  # noqa: S301 - the package's own data file
-    return frozenset(word for word in words if isinstance(word, str))
+    return words if isinstance(words, (set, frozenset)) else frozenset()

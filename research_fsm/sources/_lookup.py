@@ -13,6 +13,7 @@ look like a name but match nothing are reported as unknown names.
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 import unicodedata
@@ -101,11 +102,13 @@ def fold(text: str) -> str:
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch)).lower()
 
 
+@functools.lru_cache(maxsize=65536)
 def squash(text: str) -> str:
     """A name's letters, digits and ``&`` only, folded, without a ``.com`` ending:
     "McDonald's" -> "mcdonalds", "Coca-Cola" -> "cocacola", "P&G" -> "p&g"."""
     text = fold(text)
-    text = re.sub(r"\.com\b", "", text)
+    if ".com" in text:
+        text = re.sub(r"\.com\b", "", text)
     return _SQUASH_RE.sub("", text)
 
 
@@ -200,14 +203,15 @@ class NameLookup:
             self._add_forms(entry_id, ref)
         # (rank, entry): symbols as listed first, primary first; then without exchange
         order = ((False, True), (False, False), (True, True), (True, False))
+        seen: set[tuple[str, int]] = set()
         for rank, (plain, primary) in enumerate(order):
             for entry_id, ref in enumerate(refs):
                 for ticker in ref.tickers[:1] if primary else ref.tickers[1:]:
                     keys = _ticker_keys(ticker)
                     for key in keys[1:] if plain else keys[:1]:
-                        ranked = self._tickers.setdefault(key, [])
-                        if all(entry_id != other for _, other in ranked):
-                            ranked.append((rank, entry_id))
+                        if (key, entry_id) not in seen:
+                            seen.add((key, entry_id))
+                            self._tickers.setdefault(key, []).append((rank, entry_id))
 
     def _typos(self) -> dict[str, set[str]]:
         """Each name form (and start of one company's name) under each of its one-letter
@@ -249,6 +253,10 @@ class NameLookup:
                     ids = self._prefixes.setdefault(key, [])
                     if entry_id not in ids:
                         ids.append(entry_id)
+
+    def starting_with(self, text: str) -> list[int]:
+        """Entries whose names start with ``text`` at a word boundary and go on."""
+        return list(self._prefixes.get(squash(text), []))
 
     def name(self, entry_id: int) -> str:
         """The canonical name of an entry."""
@@ -314,12 +322,13 @@ class NameLookup:
                 continue
             hit = self._span_hit(text, words, position, length, whole=len(words) == length)
             if hit is not None and (
-                not self._plain_words(words, position, length)
-                or self._stands_as_name(text, words, position, length)
+                self._stands_as_name(text, words, position, length)
+                or not self._plain_words(words, position, length)
             ):
                 if hit.kind == "prefix" and len(hit.ids) == 1 and length == 1:
-                    if self._plain_words(words, position, 1) and not _title(words[position]):
-                        if not _strong_slot(text, words, position):
+                    word = words[position]
+                    if not _title(word) and not _strong_slot(text, words, position):
+                        if self._plain_words(words, position, 1):
                             return None
                 return hit
             if length <= MAX_TYPO_SPAN:
