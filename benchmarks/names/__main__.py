@@ -35,7 +35,9 @@ DEFAULT_OUT = Path(__file__).resolve().parent.parent / "results" / "names.json"
 QUICK_COMPANIES = 40
 """Companies (every twentieth or so, by name) in the quick form."""
 
-NOT_LISTED_RE = re.compile(r'^(?:"(.+)" is not in the offline directory|「(.+)」はオフラインのディレクトリ)')
+NOT_LISTED_RE = re.compile(
+    r'^(?:"(.+)" is not in the offline directory|「(.+)」はオフラインのディレクトリ)'
+)
 """How the question asked back says a weakly matched name is not in the directory."""
 
 GOALS = {
@@ -185,7 +187,7 @@ async def run(quick: bool, parts: set[str]) -> dict[str, Any]:
         population = [
             q
             for i, q in enumerate(population)
-            if q.expected and q.kind != "description" or i % keep.get(q.kind, 1) == 0
+            if (q.expected and q.kind != "description") or i % keep.get(q.kind, 1) == 0
         ]
     population = [q for q in population if q.part in parts]
     await decide(agent, source, population[0])  # the description index is built once
@@ -227,7 +229,9 @@ def report(rows: list[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
             "negatives_by_template": _grouped(neg, "template"),
         }
         s = summary[part]
-        out.append(_table(f"{part}: totals", {"positives": s["positives"], "negatives": s["negatives"]}))
+        out.append(
+            _table(f"{part}: totals", {"positives": s["positives"], "negatives": s["negatives"]})
+        )
         out.append(_table(f"{part}: positives by name form", s["positives_by_kind"]))
         out.append(_table(f"{part}: positives by template", s["positives_by_template"]))
         out.append(_table(f"{part}: negatives by kind", s["negatives_by_kind"]))
@@ -245,7 +249,8 @@ def goals(summary: dict[str, Any]) -> dict[str, bool]:
         asked = sum(v["questions"] for v in named)
         ms = max(pos["ms_mean"], neg["ms_mean"])
         met |= {
-            f"{part}: wrong on positives <= 0.1%": pos["wrong_rate"] <= GOALS["wrong_positives_max"],
+            f"{part}: wrong on positives <= 0.1%": pos["wrong_rate"]
+            <= GOALS["wrong_positives_max"],
             f"{part}: right or asked-with >= 98%": pos["right_or_asked_rate"]
             >= GOALS["right_or_asked_min"],
             f"{part}: wrong on negatives = 0": neg["wrong"] == 0,
@@ -281,8 +286,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"- [{'x' if ok else ' '}] {goal}")
     if args.failures:
         bad = [r for r in rows if r["verdict"] in ("wrong", "miss", "asked_blank")]
-        bad += [r for r in rows if r["side"] == "negative" and r["kind"] in ("outside", "neighbour")
-                and r["verdict"] != "not_listed"]
+        bad += [
+            r
+            for r in rows
+            if r["side"] == "negative"
+            and r["kind"] in ("outside", "neighbour")
+            and r["verdict"] != "not_listed"
+        ]
         for row in bad[: args.failures]:
             print(
                 f"{row['verdict']:10} {row['kind']:14} {row['text']!r} -> {row['outcome']} "

@@ -5,16 +5,22 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
 from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
 from typing import Final
 
 from research_fsm.sources import CompanyIndex
 from research_fsm.sources._profiles import CompanyProfile
 from research_fsm.sources._text import LEGAL_SUFFIXES, TICKER_STOPWORDS, key_of, short_name
 
-from ._negatives import DESCRIPTIONS, GENERAL, NAMED_TEMPLATES, NEIGHBOURS, OUTSIDE
-from ._negatives import PRODUCTS_AND_PLACES
+from ._negatives import (
+    DESCRIPTIONS,
+    GENERAL,
+    NAMED_TEMPLATES,
+    NEIGHBOURS,
+    OUTSIDE,
+    PRODUCTS_AND_PLACES,
+)
 from ._nicknames import NICKNAMES
 
 HELD_OUT_SHARE: Final = 5
@@ -171,7 +177,9 @@ def name_variants(
         if typo.lower() not in english:  # a typo that makes a word ("every") is that word
             variants["typo"] = short.replace(longest, typo, 1).lower()
     # a variant that is another company's name as listed ("interparfums") names that one
-    return [(kind, text) for kind, text in variants.items() if others.get(text.lower(), name) == name]
+    return [
+        (kind, text) for kind, text in variants.items() if others.get(text.lower(), name) == name
+    ]
 
 
 def _fill(template: str, x: str, target: str) -> str:
@@ -244,8 +252,13 @@ def negatives(index: CompanyIndex) -> list[Question]:
         for text in GENERAL
     ]
     questions += [
-        Question(text=text, kind="product_place", template="product_place", expected=(),
-                 part=part_of(text))
+        Question(
+            text=text,
+            kind="product_place",
+            template="product_place",
+            expected=(),
+            part=part_of(text),
+        )
         for text in PRODUCTS_AND_PLACES
     ]
     for kind, names in (("outside", OUTSIDE), ("neighbour", NEIGHBOURS)):
@@ -267,8 +280,13 @@ def negatives(index: CompanyIndex) -> list[Question]:
                 )
     for text, fair in DESCRIPTIONS:
         questions.append(
-            Question(text=text, kind="description", template="description", expected=fair,
-                     part=part_of(text))
+            Question(
+                text=text,
+                kind="description",
+                template="description",
+                expected=fair,
+                part=part_of(text),
+            )
         )
     return questions
 

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Final
 
-from ..sources import COMMON_WORDS, ORDINARY_WORDS, PLACES, CompanyIndex, Token, tokenize
+from ..sources import COMMON_WORDS, PLACES, CompanyIndex, Token, tokenize
 from .text import is_japanese
 
 __all__ = [
@@ -465,7 +465,6 @@ def ask_choices(choices: list[str], lang: str, weak: str | None = None) -> str:
     listed = ", ".join(choices[:-1]) + f" or {choices[-1]}" if len(choices) > 1 else choices[0]
     if weak is not None:
         return (
-            f'"{weak}" is not in the offline directory. Did you mean {listed}? '
-            "Reply with its name."
+            f'"{weak}" is not in the offline directory. Did you mean {listed}? Reply with its name.'
         )
     return f"Which company do you mean: {listed}? Reply with its name."

@@ -26,5 +26,5 @@ def english_words() -> Set[str]:
     except (ModuleNotFoundError, FileNotFoundError) as exc:
         _log.warning("english word list unavailable; typo matching is stricter", error=str(exc))
         return frozenset()
-    words = pickle.loads(data)  # noqa: S301 - the package's own data file
+    words = pickle.loads(data)
     return words if isinstance(words, (set, frozenset)) else frozenset()

@@ -56,10 +56,43 @@ ambiguous: "Mitsubishi" fits eight companies, "Coca-Cola" The Coca-Cola Company 
 two bottlers whose names start with it."""
 
 DESCRIPTIVE: Final = frozenset(
-    "american british swiss japanese german french european chinese korean indian "
-    "canadian dutch italian spanish swedish finnish danish norwegian belgian australian "
-    "international national global world first standard public federal central western "
-    "northern southern eastern general united".split()
+    [
+        "american",
+        "british",
+        "swiss",
+        "japanese",
+        "german",
+        "french",
+        "european",
+        "chinese",
+        "korean",
+        "indian",
+        "canadian",
+        "dutch",
+        "italian",
+        "spanish",
+        "swedish",
+        "finnish",
+        "danish",
+        "norwegian",
+        "belgian",
+        "australian",
+        "international",
+        "national",
+        "global",
+        "world",
+        "first",
+        "standard",
+        "public",
+        "federal",
+        "central",
+        "western",
+        "northern",
+        "southern",
+        "eastern",
+        "general",
+        "united",
+    ]
 )
 """Words that start many companies' names but, alone, describe ("American rivals")."""
 
@@ -71,22 +104,118 @@ _SENTENCE_END_RE: Final = re.compile(r"[.!?;:\n\"]|。|？|！")
 _JA_AFTER_RE: Final = re.compile(r"^\s*(について|の|は|を|と|が|って|で|に|、|。|？|\?)")
 
 QUESTION_WORDS: Final = frozenset(
-    "what whats what's who whos how why when where which is are was were do does did can "
-    "could should would will tell show give compare explain describe list find hi hello hey "
-    "please thanks thank i im i'm me my we our you your it its they their this that these "
-    "those the a an and or vs versus about of on for with to in at by from".split()
+    [
+        "what",
+        "whats",
+        "what's",
+        "who",
+        "whos",
+        "how",
+        "why",
+        "when",
+        "where",
+        "which",
+        "is",
+        "are",
+        "was",
+        "were",
+        "do",
+        "does",
+        "did",
+        "can",
+        "could",
+        "should",
+        "would",
+        "will",
+        "tell",
+        "show",
+        "give",
+        "compare",
+        "explain",
+        "describe",
+        "list",
+        "find",
+        "hi",
+        "hello",
+        "hey",
+        "please",
+        "thanks",
+        "thank",
+        "i",
+        "im",
+        "i'm",
+        "me",
+        "my",
+        "we",
+        "our",
+        "you",
+        "your",
+        "it",
+        "its",
+        "they",
+        "their",
+        "this",
+        "that",
+        "these",
+        "those",
+        "the",
+        "a",
+        "an",
+        "and",
+        "or",
+        "vs",
+        "versus",
+        "about",
+        "of",
+        "on",
+        "for",
+        "with",
+        "to",
+        "in",
+        "at",
+        "by",
+        "from",
+    ]
 )
 """Words that are never a company's name on their own."""
 
 SLOT_BEFORE: Final = frozenset(
-    "about of on for vs versus with and compare than between".split()
+    ["about", "of", "on", "for", "vs", "versus", "with", "and", "compare", "than", "between"]
 )
 """Words after which a company's name is expected ("tell me about X", "X vs Y")."""
 
 SLOT_AFTER: Final = frozenset(
-    "vs versus and or stock stocks shares share revenue revenues sales profit profits "
-    "earnings ceo cfo founder founders headquarters hq employees competitors rivals "
-    "news products market dividend dividends valuation".split()
+    [
+        "vs",
+        "versus",
+        "and",
+        "or",
+        "stock",
+        "stocks",
+        "shares",
+        "share",
+        "revenue",
+        "revenues",
+        "sales",
+        "profit",
+        "profits",
+        "earnings",
+        "ceo",
+        "cfo",
+        "founder",
+        "founders",
+        "headquarters",
+        "hq",
+        "employees",
+        "competitors",
+        "rivals",
+        "news",
+        "products",
+        "market",
+        "dividend",
+        "dividends",
+        "valuation",
+    ]
 )
 """Words before which a company's name is expected ("X stock", "X vs Y")."""
 
@@ -271,7 +400,11 @@ class NameLookup:
         words = _words(text)
         if not words:
             return []
-        hit = self._span_hit(text, words, 0, len(words), whole=True) if len(words) <= MAX_SPAN else None
+        hit = (
+            self._span_hit(text, words, 0, len(words), whole=True)
+            if len(words) <= MAX_SPAN
+            else None
+        )
         if hit is None and len(words) <= MAX_TYPO_SPAN:
             hit = self._typo_hit(words, 0, len(words))
         return list(hit.ids) if hit is not None and (weak or not hit.ask) else []
@@ -325,11 +458,15 @@ class NameLookup:
                 self._stands_as_name(text, words, position, length)
                 or not self._plain_words(words, position, length)
             ):
-                if hit.kind == "prefix" and len(hit.ids) == 1 and length == 1:
-                    word = words[position]
-                    if not _title(word) and not _strong_slot(text, words, position):
-                        if self._plain_words(words, position, 1):
-                            return None
+                if (
+                    hit.kind == "prefix"
+                    and len(hit.ids) == 1
+                    and length == 1
+                    and not _title(words[position])
+                    and not _strong_slot(text, words, position)
+                    and self._plain_words(words, position, 1)
+                ):
+                    return None
                 return hit
             if length <= MAX_TYPO_SPAN:
                 hit = self._typo_hit(words, position, length)
@@ -358,7 +495,9 @@ class NameLookup:
         plural = key[:-1] if key.endswith("s") and len(key) > 4 else ""
         for candidate in dict.fromkeys((key, written, plural)):
             ids = self._forms.get(candidate) if candidate else None
-            if ids and len(ids) > 1:  # "Stabilus" is Stabilus, not STABILUS SE; "Inter Parfums" asks
+            if (
+                ids and len(ids) > 1
+            ):  # "Stabilus" is Stabilus, not STABILUS SE; "Inter Parfums" asks
                 typed = fold(" ".join(_bare(word) for word in window))
                 ids = [i for i in ids if fold(self._names[i]) == typed] or ids
             if ids:
@@ -533,7 +672,11 @@ def _in_slot(text: str, words: list[_Word], start: int, length: int) -> bool:
         return True
     if before == "compare" and after in ("with", "to", "against", "and"):
         return True
-    if before in ("to", "is", "does", "did") and clause_end and re.search(r"\bcompar|\bvs\b", text, re.I):
+    if (
+        before in ("to", "is", "does", "did")
+        and clause_end
+        and re.search(r"\bcompar|\bvs\b", text, re.I)
+    ):
         return True
     return before in SLOT_BEFORE and (clause_end or after in SLOT_AFTER)
 

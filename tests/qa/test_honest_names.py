@@ -90,9 +90,10 @@ async def test_question_about_no_company_gets_the_short_reply(
         confidence_label(reply),
         ASK_WHICH_COMPANY in reply.text,
     )
-    assert OFF_TOPIC_MESSAGE.startswith("I research companies") and 2 == OFF_TOPIC_MESSAGE.count(
-        '"'
-    ) // 2
+    assert (
+        OFF_TOPIC_MESSAGE.startswith("I research companies")
+        and 2 == OFF_TOPIC_MESSAGE.count('"') // 2
+    )
 
 
 async def test_confidence_is_high_only_for_an_exact_name(offline: ResearchAssistant) -> None:

@@ -271,7 +271,9 @@ async def test_unknown_lowercase_word_is_looked_up_not_dismissed(
     called off-topic."""
     reply = await offline.ask("tell me about zenvia", thread_id="u")
     assert "answered" == reply.status
-    assert reply.text.startswith('"zenvia" is not in the offline directory of about 1,800 companies')
+    assert reply.text.startswith(
+        '"zenvia" is not in the offline directory of about 1,800 companies'
+    )
 
 
 async def test_comparison_with_an_unknown_company_says_so(offline: ResearchAssistant) -> None:

@@ -36,9 +36,7 @@ def index() -> CompanyIndex:
         ("tell me about getty reatly", "Getty Realty Corp."),
     ],
 )
-def test_names_as_typed_find_the_company(
-    index: CompanyIndex, question: str, company: str
-) -> None:
+def test_names_as_typed_find_the_company(index: CompanyIndex, question: str, company: str) -> None:
     """Starts of names, split and joined forms, dropped punctuation, ampersand initials,
     tickers with an exchange and one typo in a long name find that one company."""
     found = index.find_names(question)

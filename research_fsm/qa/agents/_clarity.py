@@ -180,7 +180,7 @@ class ClarityAgent:
     ) -> tuple[ClarityVerdict, tuple[str, str | None]]:
         """The rules' verdict, and how the company's name was matched (and as typed)."""
         verdict = await self._rule_verdict(state, query)
-        return verdict, verdict._match  # noqa: SLF001 - set by _rule_verdict
+        return verdict, verdict._match
 
     async def _rule_verdict(self, state: ResearchState, query: str) -> ClarityVerdict:
         if not query:
@@ -214,9 +214,9 @@ class ClarityAgent:
         unknown = [getattr(self.index.resolve(name), "name", name) for name in unknown]
         if comparing or (len(names) + len(unknown) > 1 and intent in ("overview", "comparison")):
             intent = "comparison"
-            if previous and (refers_back(query) or len(names) + len(unknown) < 2):
-                if previous not in names:
-                    names.insert(0, previous)
+            named = len(names) + len(unknown)
+            if previous and (refers_back(query) or named < 2) and previous not in names:
+                names.insert(0, previous)
             if len(names) < 2 and unknown:  # "Compare Apple to Acme Corp": research it too
                 names.extend(unknown[: 2 - len(names)])
         if names:

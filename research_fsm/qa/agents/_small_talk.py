@@ -70,6 +70,4 @@ def asks_about_a_company(text: str) -> bool:
     what they mean ("what does a CEO do", "how do stocks work")."""
     if is_small_talk(text) or not _COMPANY_WORDS_RE.search(text):
         return False
-    if _GENERIC_RE.search(text) and not _SPECIFIC_RE.search(text):
-        return False
-    return True
+    return not (_GENERIC_RE.search(text) and not _SPECIFIC_RE.search(text))
