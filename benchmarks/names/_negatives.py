@@ -298,7 +298,6 @@ NEIGHBOURS: Final[tuple[str, ...]] = (
     "Sanyo",
     "Olivetti",
     "Kodak",
-    "Nokian Renkaat",
     "Intelsat",
     "Amazonas",
 )

@@ -485,15 +485,20 @@ class NameLookup:
             slot = whole or _in_slot(text, words, start, 1)
             ticker = self._ticker_hit(window[0], start, slot, whole)
             named = self._forms.get(key, [])
+            started = [i for i in self._prefixes.get(key, []) if ticker and i not in ticker.ids]
             if ticker is not None and named and set(named) != set(ticker.ids):
                 if _bare(window[0]).isupper():  # "HP": HP Inc. by name, Helmerich & Payne by ticker
                     both = [*ticker.ids, *(i for i in named if i not in ticker.ids)]
                     return _Hit(start, 1, tuple(both), "ticker")
+            elif ticker is not None and started and not named:
+                # "zurn": Zurich Insurance's symbol, and the start of Zurn Elkay's name
+                return _Hit(start, 1, (*ticker.ids, *started), "ticker")
             elif ticker is not None:
                 return ticker
         written = squash("".join(word.norm for word in window[:-1]) + window[-1].full)
+        as_typed = squash("".join(word.full for word in window))  # "the wendy's company"
         plural = key[:-1] if key.endswith("s") and len(key) > 4 else ""
-        for candidate in dict.fromkeys((key, written, plural)):
+        for candidate in dict.fromkeys((key, written, as_typed, plural)):
             ids = self._forms.get(candidate) if candidate else None
             if (
                 ids and len(ids) > 1
@@ -523,6 +528,8 @@ class NameLookup:
         best = min(rank for rank, _ in ranked)
         ids = tuple(entry_id for rank, entry_id in ranked if rank == best)
         marked = raw.startswith("$") or ":" in raw or "." in raw
+        if not marked and not raw.isupper() and (best >= 2 or _title(word)):
+            return None  # "App's", "zurn": a word, or a symbol without its exchange typed low
         if not marked:
             if symbol.isdigit() and not slot:
                 return None
