@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Set as AbstractSet
+from collections.abc import Container
 from dataclasses import dataclass
 from typing import Final
 
@@ -130,7 +130,7 @@ def _words(name: str) -> list[str]:
 def name_variants(
     profile: CompanyProfile,
     first_words: dict[str, int],
-    english: AbstractSet[str],
+    english: Container[str],
     others: dict[str, str],
 ) -> list[tuple[str, str]]:
     """(kind, text) of the ways a person may write this company's name."""
@@ -192,7 +192,7 @@ def _fill(template: str, x: str, target: str) -> str:
 
 def positives(
     profiles: list[CompanyProfile],
-    english: AbstractSet[str],
+    english: Container[str],
     merged: dict[str, str],
     *,
     only: set[str] | None = None,

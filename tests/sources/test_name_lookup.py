@@ -8,7 +8,8 @@ import asyncio
 
 import pytest
 
-from research_fsm.sources import CompanyIndex, CompanyRef, DirectorySource
+from research_fsm.sources import CompanyIndex, CompanyRef, DirectorySource, english_words
+from research_fsm.sources._english import DATA_FILE, build_word_hashes
 
 
 @pytest.fixture(scope="module")
@@ -110,4 +111,20 @@ def test_typo_ties_ask_which() -> None:
     assert (["Brandex Holdings"], ["Brandex Holdings", "Grandex Group"]) == (
         found.companies,
         found.choices,
+    )
+
+
+def test_shipped_word_hashes_are_the_packages_words() -> None:
+    """data/english.crc32 is rebuilt byte for byte from the english-words package's
+    lower-case Webster's list, and answers for words and non-words."""
+    pickle = pytest.importorskip("pickle")
+    resources = pytest.importorskip("importlib.resources")
+    pytest.importorskip("english_words")
+    raw = resources.files("english_words").joinpath("data/web2_alpha_lower.pickle").read_bytes()
+    shipped = resources.files("research_fsm.sources").joinpath(DATA_FILE).read_bytes()
+    words = english_words()
+    assert (True, True, False) == (
+        build_word_hashes(pickle.loads(raw)) == shipped,
+        "bread" in words,
+        "exxon" in words,
     )
