@@ -142,6 +142,8 @@ class Reply:
         question back or an answer no research went into ("thanks", off-topic)."""
         if self.status != "answered" or self.company is None or "research" not in self.path:
             return None
+        if self.state.research_findings is None:  # a company not found: nothing to be sure of
+            return None
         score = self.confidence
         if score >= CONFIDENCE_HIGH_THRESHOLD:
             return f"High confidence ({score}/10)"

@@ -77,6 +77,11 @@ class ResearchState(BaseModel):
     """The question being answered (or the latest clarification answer)."""
     clarity_status: ClarityStatus = "pending"
     """The clarity agent's verdict."""
+    name_match: str = "exact"
+    """How the company's name was matched: ``exact`` (a name, alias or ticker), or
+    ``prefix``, ``typo`` or ``description``: then the answer is never of high confidence."""
+    name_as_typed: str | None = None
+    """The company's name as the question wrote it, when not matched exactly."""
     clarification_attempts: int = 0
     """Questions asked back for this question."""
     clarification_question: str | None = None
@@ -138,6 +143,8 @@ def new_question_input(text: str, correlation_id: str) -> dict[str, object]:
         "clarification_attempts": 0,
         "clarification_question": None,
         "clarification_choices": [],
+        "name_match": "exact",
+        "name_as_typed": None,
         "query_intent": "overview",
         "comparison_companies": [],
         "research_findings": None,

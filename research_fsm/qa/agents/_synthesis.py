@@ -44,9 +44,9 @@ CANCEL_MESSAGE = "No problem! Let me know if you'd like to research anything els
 MEDIUM_PREFIX = "_I found some information, but couldn't verify all details:_"
 LOW_PREFIX = "**Note**: Based on limited available information:"
 OFF_TOPIC_MESSAGE = (
-    "I'm a company research assistant, so I can't help with that. Ask me about a listed "
-    "company: its profile, leadership, products, financials or competitors, or compare two "
-    '(for example "Tell me about Apple" or "Compare Toyota to Honda").'
+    "I research companies, so I can't help with that. Ask me about a listed company (its "
+    "profile, leadership, products, financials or competitors), for example: "
+    '"Tell me about Apple" or "Compare Toyota to Honda".'
 )
 GREETING_MESSAGE = (
     "Hello! I'm a company research assistant. Ask me about a listed company (its profile, "
@@ -61,8 +61,9 @@ _JA: dict[str, str] = {
     "medium": "_情報は見つかりましたが、すべての詳細は確認できていません:_",
     "low": "**注意**: 限られた情報に基づく回答です:",
     "off_topic": (
-        "私は企業リサーチのアシスタントなので、その質問にはお答えできません。上場企業の概要、"
-        "経営陣、製品、業績、競合について聞くか、2社を比較してください（例:「トヨタについて教えて」）。"
+        "私は企業を調べるアシスタントなので、その質問にはお答えできません。上場企業の概要、"
+        "経営陣、製品、業績、競合について聞いてください（例:「トヨタについて教えて」"
+        "「トヨタとホンダを比較して」）。"
     ),
     "thanks": "どういたしまして。ほかに調べたい会社があればいつでもどうぞ。",
     "greeting": "こんにちは。企業リサーチのアシスタントです。調べたい上場企業を教えてください（例:「トヨタについて教えて」）。",
@@ -302,7 +303,8 @@ def compose_answer(state: ResearchState) -> str:
     assert findings is not None
     intent, lang = state.query_intent, state.language
     lacking = missing_sentence(findings, intent, lang, state.original_query)
-    parts = [_prefix(state.confidence_score, lacking, lang)]
+    taken = name_sentence(state, lang)
+    parts = [_prefix(state.confidence_score, lacking or taken, lang), taken or ""]
     if intent == "comparison" and state.comparison_findings:
         parts.extend(_comparison(state, findings, lang))
     else:
@@ -320,9 +322,53 @@ def compose_answer(state: ResearchState) -> str:
     return "\n\n".join(p for p in parts if p)
 
 
+_NOT_LISTED_RE = re.compile(
+    r"^not in the offline directory of (?P<count>[\d,]+) companies from (?P<indices>.+)$"
+)
+
+
+def _about(count: str) -> str:
+    """ "1,836" -> "about 1,800"."""
+    number = int(count.replace(",", ""))
+    return f"about {round(number, -2):,}" if number >= 1000 else str(number)
+
+
+def not_listed_answer(company: str, note: str, lang: str) -> str | None:
+    """One plain sentence for a company the offline directory does not hold (``note``
+    as the directory's search gives it), or ``None`` for another note."""
+    match = _NOT_LISTED_RE.match(note)
+    if match is None:
+        return None
+    about, indices = _about(match["count"]), match["indices"]
+    if lang == "ja":
+        return (
+            f"「{company}」はオフラインのディレクトリ（{indices}の約{match['count']}社）に"
+            "ありません。TAVILY_API_KEYを設定すると、ウェブで調べます。"
+        )
+    return (
+        f'"{company}" is not in the offline directory of {about} companies from the '
+        f"{indices} indices; with TAVILY_API_KEY set, I research it on the web."
+    )
+
+
+def name_sentence(state: ResearchState, lang: str) -> str | None:
+    """How a name not matched exactly was read ("_Taking "exxon" to mean ExxonMobil._"),
+    or ``None`` for an exact name or ticker."""
+    company = state.research_findings.company if state.research_findings else None
+    typed = state.name_as_typed
+    if state.name_match in ("exact", "ticker") or not typed or not company:
+        return None
+    if lang == "ja":
+        return f"_「{typed}」を{company}として答えます。_"
+    return f'_Taking "{typed}" to mean {company}._'
+
+
 def no_data_answer(state: ResearchState) -> str:
     """The answer when research found nothing."""
     subject = state.detected_company or state.original_query or "that"
+    plain = not_listed_answer(subject, state.research_note or "", state.language)
+    if plain is not None:
+        return plain
     text = (
         f'I couldn\'t find specific information about "{subject}".\n\n'
         "This might be because:\n"
