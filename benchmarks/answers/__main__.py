@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -35,11 +36,14 @@ from pathlib import Path
 from typing import Any
 
 from research_fsm.deep import DeepRunner, grounding_problems
+from research_fsm.documents import EMBEDDER_ENV, embedder
 from research_fsm.engine import MemoryCheckpointStore
 
 from ._corpus import PACKAGES, build_corpus
 
 HERE = Path(__file__).resolve().parent
+INDEX_SECONDS: list[float] = []
+"""How long building each corpus's index took (text and vectors)."""
 QUICK_IDS = ("d01", "d09", "d19", "d21", "d23", "d25")
 GOALS = {
     "facts_found": 0.8,
@@ -129,7 +133,9 @@ async def run(questions: list[dict[str, Any]], corpus: Path, home: Path) -> list
     )
     results = []
     try:
+        started = time.perf_counter()
         await runner.documents(str(corpus.resolve()))
+        INDEX_SECONDS.append(round(time.perf_counter() - started, 3))
         for question in questions:
             started = time.perf_counter()
             report = await runner.research(question["question"], docs=corpus)
@@ -235,7 +241,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", type=Path, default=Path("answers.json"))
     parser.add_argument("--check", action="store_true", help="exit 1 when a goal is missed")
+    parser.add_argument(
+        "--embedder",
+        default=None,
+        help="the embedding model: wordllama (default when installed), none (words alone), "
+        "or a candidate of _candidates.py (minilm-static, minilm)",
+    )
     args = parser.parse_args(argv)
+    if args.embedder is not None:
+        from ._candidates import register_candidates  # numpy: only for a chosen model
+
+        register_candidates()
+        os.environ[EMBEDDER_ENV] = args.embedder
     questions = load_questions(args.split, args.quick, args.questions)
     packages = json.loads(args.questions.read_text(encoding="utf-8")).get("packages", PACKAGES)
     with tempfile.TemporaryDirectory(prefix="answers-") as temp:
@@ -260,8 +277,14 @@ def main(argv: list[str] | None = None) -> int:
     _print(results, figures)
     if stale:
         print(f"\nfacts not on their recorded line (other package versions?): {stale}")
+    model = embedder()
+    print(
+        f"embedding model: {model.name if model else 'none (words alone)'}; index built in {INDEX_SECONDS}s"
+    )
     payload = {
         "corpus": versions,
+        "embedder": model.name if model else None,
+        "index_seconds": INDEX_SECONDS,
         "stale_facts": stale,
         "goals": GOALS,
         "figures": figures,

@@ -140,7 +140,7 @@ class Search:
         weighed: dict[str, Any] = {}
         if not state.weights and isinstance(search, DocumentSearch) and found:
             weights, names = await search.term_weights(state.topic)
-            weighed = {"weights": weights, "names": names}
+            weighed = {"weights": weights, "names": names, "meaning": search.index.semantic}
         update: dict[str, Any] = {
             "sources": new,
             "candidates": candidates,

@@ -30,6 +30,7 @@ from ._answer import (
     stems,
     with_next,
 )
+from ._meaning import blend, closest, similarities
 from ._model import (
     Analysis,
     Claim,
@@ -125,9 +126,11 @@ def relevance(state: DeepState, candidates: list[Source]) -> list[Relevance]:
     question = parse_question(state.topic, state.names)
     verdicts = []
     for source in candidates:
-        score, _, _ = passage_score(
+        score, found, _ = passage_score(
             question, source.text, _context(source), state.weights, headings=_headings(source)
         )
+        if state.meaning is not None:
+            score = blend(score, closest(state.topic, [unit.statement for unit in found]))
         score = round(max(0.0, min(1.0, score)), 3)
         keep = score >= RELEVANCE_CUTOFF
         reason = (
@@ -179,6 +182,15 @@ def analyse(source: Source, state: DeepState) -> Analysis:
     overall, found, scored = passage_score(
         question, source.text, _context(source), state.weights, headings=_headings(source)
     )
+    close = None
+    if state.meaning is not None:
+        close = similarities(state.topic, [unit.statement for unit in found])
+    if close is not None:  # meaning lifts the units that say it in other words
+        scored = [
+            blend(score, sim) if score > 0 else 0.0
+            for score, sim in zip(scored, close, strict=True)
+        ]
+        overall = blend(overall, max(close, default=None))
     best = sorted((i for i in range(len(found)) if scored[i] > 0), key=lambda i: (-scored[i], i))
     facts = []
     for index in sorted(best[:MAX_FACTS]):

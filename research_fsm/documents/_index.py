@@ -38,13 +38,14 @@ from ._types import (
     NotADirectory,
     Passage,
 )
+from ._vectors import Embedder, embedder, from_blobs, sync_vectors
 from ._work import HEADING_SEPARATOR, Job, Work, run_job
 from ._workers import Workers
 
 __all__ = ["DocumentIndex", "default_cache_dir", "default_workers"]
 
 _log = structlog.get_logger(__name__)
-SCHEMA: Final = "research-fsm-documents-3"
+SCHEMA: Final = "research-fsm-documents-4"
 RACY_NS: Final = 2_000_000_000
 """Files modified this close (ns) before the last check are hashed again."""
 DATA_SOURCE: Final = "documents"  # the data source name on search spans
@@ -59,6 +60,7 @@ CREATE TABLE passages(id INTEGER PRIMARY KEY, file_id INTEGER NOT NULL, start IN
 CREATE INDEX passages_file ON passages(file_id);
 CREATE VIRTUAL TABLE fts USING fts5(body, title, content='',
     tokenize='porter unicode61 remove_diacritics 2');
+CREATE TABLE vectors(id INTEGER PRIMARY KEY, vec BLOB NOT NULL);
 """
 
 
@@ -313,6 +315,9 @@ class _Builder:
                 "INSERT INTO fts(fts, rowid, body, title) VALUES ('delete', ?, ?, ?)",
                 [(id_, cjk_bigrams(text[start:end]), title) for id_, start, end in passages],
             )
+        self.db.execute(
+            "DELETE FROM vectors WHERE id IN (SELECT id FROM passages WHERE file_id=?)", (file_id,)
+        )
         self.db.execute("DELETE FROM passages WHERE file_id=?", (file_id,))
         self.db.execute("DELETE FROM files WHERE id=?", (file_id,))
 
@@ -351,6 +356,14 @@ def _build(
     files, skipped = discover(folder, limit=limit, max_files=max_files)
     builder = _Builder(db, progress, workers)
     removed = builder.refresh(files)
+    embedded = time.perf_counter()
+    made = sync_vectors(db, embedder())
+    if made:
+        _log.info(
+            "passages embedded",
+            passages=made,
+            seconds=round(time.perf_counter() - embedded, 3),
+        )
     counts = db.execute("SELECT (SELECT count(*) FROM files), (SELECT count(*) FROM passages)")
     total_files, total_passages = counts.fetchone()
     stats = IndexStats(
@@ -375,6 +388,12 @@ WHERE fts MATCH ? ORDER BY rank LIMIT ?
 """
 
 
+_NEAREST: Final = """
+SELECT p.id, f.path, f.title, substr(f.text, p.start + 1, p.end - p.start), p.start, p.end,
+       p.line_start, p.line_end, p.page, p.heading
+FROM passages p JOIN files f ON f.id = p.file_id WHERE p.id IN ({})
+"""
+
 T = TypeVar("T")
 _Row = tuple[str, str, str, int, int, int, int, int | None, str | None, float]
 
@@ -397,6 +416,8 @@ class DocumentIndex:
         """Files not indexed, and why."""
         self._db = db
         self._lock = asyncio.Lock()
+        self._vectors: tuple[tuple[int, int], Any, Any] | None = None
+        """The stored vectors as read last: (their count and last id, ids, matrix)."""
 
     @classmethod
     async def open(
@@ -475,6 +496,69 @@ class DocumentIndex:
             )
             for path, title, text, start, end, first, last, page, heading, rank in rows
         ]
+
+    @property
+    def semantic(self) -> str | None:
+        """The embedding model passages are also found by (``None``: words alone)."""
+        model = embedder()
+        return model.name if model is not None else None
+
+    async def nearest(self, query: str, *, limit: int = 10) -> list[Passage]:
+        """The passages closest in meaning to ``query`` (cosine of the embedding model's
+        vectors, as ``score``), best first; none without a model (``semantic``)."""
+        model = embedder()
+        if model is None or limit < 1 or not query.strip():
+            return []
+        with search_span(DATA_SOURCE, query) as span:
+            passages = await self._read(self._nearest, model, query, limit)
+            span.set_attribute("research_fsm.search.results", len(passages))
+            return passages
+
+    def _nearest(self, model: Embedder, query: str, limit: int) -> list[Passage]:
+        import numpy as np
+
+        stored = self._db.execute("SELECT value FROM meta WHERE key='embedder'").fetchone()
+        if stored is None or stored[0] != model.name:
+            return []
+        key = tuple(
+            self._db.execute("SELECT count(*), coalesce(max(id), 0) FROM vectors").fetchone()
+        )
+        if self._vectors is None or self._vectors[0] != key:
+            rows = self._db.execute("SELECT id, vec FROM vectors ORDER BY id").fetchall()
+            ids = np.array([row[0] for row in rows], dtype=np.int64)
+            self._vectors = (key, ids, from_blobs([row[1] for row in rows], model.dim))
+        _, ids, matrix = self._vectors
+        if not len(ids):
+            return []
+        similarity = matrix @ model.embed([query])[0]
+        count = min(limit, len(ids))
+        top = np.argpartition(-similarity, count - 1)[:count]
+        top = top[np.argsort(-similarity[top], kind="stable")]
+        wanted = [int(ids[i]) for i in top]
+        scores = {int(ids[i]): float(similarity[i]) for i in top}
+        sql = _NEAREST.format(",".join("?" * len(wanted)))
+        found = {row[0]: row[1:] for row in self._db.execute(sql, wanted)}
+        passages = []
+        for number in wanted:
+            if number not in found:
+                continue
+            path, title, text, start, end, first, last, page, heading = found[number]
+            passages.append(
+                Passage(
+                    path=path,
+                    title=title,
+                    text=text,
+                    start=start,
+                    end=end,
+                    line_start=first,
+                    line_end=last,
+                    page=page,
+                    heading=heading.split(HEADING_SEPARATOR)[-1] if heading else None,
+                    score=round(scores[number], 4),
+                    headings=tuple(heading.split(HEADING_SEPARATOR)) if heading else (),
+                )
+            )
+        return passages
 
     def _query(self, expression: str, limit: int) -> list[_Row]:
         return list(self._db.execute(_SEARCH, (expression, limit)))
