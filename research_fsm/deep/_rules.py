@@ -30,7 +30,7 @@ from ._answer import (
     stems,
     with_next,
 )
-from ._meaning import blend, closest, similarities
+from ._meaning import UNIT_WEIGHT, blend, closest, similarities
 from ._model import (
     Analysis,
     Claim,
@@ -187,7 +187,7 @@ def analyse(source: Source, state: DeepState) -> Analysis:
         close = similarities(state.topic, [unit.statement for unit in found])
     if close is not None:  # meaning lifts the units that say it in other words
         scored = [
-            blend(score, sim) if score > 0 else 0.0
+            blend(score, sim, UNIT_WEIGHT) if score > 0 else 0.0
             for score, sim in zip(scored, close, strict=True)
         ]
         overall = blend(overall, max(close, default=None))

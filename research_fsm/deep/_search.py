@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal, Protocol, runtime_checkable
 
 from ._answer import idf, parse_question, passage_score
-from ._meaning import blend, fuse, passage_text, similarities
+from ._meaning import blend, fuse
 from ._model import Mode
 from ._text import coverage, terms
 
@@ -173,10 +173,7 @@ class DocumentSearch:
         nearest = await self.index.nearest(query, limit=max(limit, POOL))
         passages = fuse(lexical, nearest) if nearest else lexical
         weights = (await self.term_weights(query))[0] if passages else {}
-        close = similarities(
-            query,
-            [passage_text(p.title, p.headings, p.text) for p in passages],
-        )
+        close = await self.index.similarity(query, passages) if nearest else None
         ranked = []
         for order, passage in enumerate(passages):
             context = " ".join([passage.title, *passage.headings, _stem_of(passage.path)])

@@ -19,7 +19,7 @@ import os
 import queue
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, Literal, TypeVar, cast
@@ -38,7 +38,7 @@ from ._types import (
     NotADirectory,
     Passage,
 )
-from ._vectors import Embedder, embedder, from_blobs, sync_vectors
+from ._vectors import Embedder, embedder, from_blobs, passage_text, query_vector, sync_vectors
 from ._work import HEADING_SEPARATOR, Job, Work, run_job
 from ._workers import Workers
 
@@ -514,12 +514,14 @@ class DocumentIndex:
             span.set_attribute("research_fsm.search.results", len(passages))
             return passages
 
-    def _nearest(self, model: Embedder, query: str, limit: int) -> list[Passage]:
+    def _stored(self, model: Embedder) -> tuple[Any, Any] | None:
+        """The stored vectors' passage ids and matrix (read again when they changed), or
+        ``None`` when they are another model's."""
         import numpy as np
 
         stored = self._db.execute("SELECT value FROM meta WHERE key='embedder'").fetchone()
         if stored is None or stored[0] != model.name:
-            return []
+            return None
         key = tuple(
             self._db.execute("SELECT count(*), coalesce(max(id), 0) FROM vectors").fetchone()
         )
@@ -527,10 +529,48 @@ class DocumentIndex:
             rows = self._db.execute("SELECT id, vec FROM vectors ORDER BY id").fetchall()
             ids = np.array([row[0] for row in rows], dtype=np.int64)
             self._vectors = (key, ids, from_blobs([row[1] for row in rows], model.dim))
-        _, ids, matrix = self._vectors
-        if not len(ids):
+        return self._vectors[1], self._vectors[2]
+
+    async def similarity(self, query: str, passages: Sequence[Passage]) -> list[float] | None:
+        """Each passage's similarity to ``query`` by its stored vector (one not stored is
+        embedded now); ``None`` without a model."""
+        model = embedder()
+        if model is None:
+            return None
+        return await self._read(self._similarity, model, query, list(passages))
+
+    def _similarity(self, model: Embedder, query: str, passages: list[Passage]) -> list[float]:
+        import numpy as np
+
+        wanted = query_vector(model, query)
+        stored = self._stored(model)
+        out: list[float] = []
+        for passage in passages:
+            row = self._db.execute(
+                "SELECT p.id FROM passages p JOIN files f ON f.id = p.file_id"
+                " WHERE f.path = ? AND p.start = ? AND p.end = ?",
+                (passage.path, passage.start, passage.end),
+            ).fetchone()
+            at = -1
+            if stored is not None and row is not None:
+                at = int(np.searchsorted(stored[0], row[0]))
+                if at >= len(stored[0]) or stored[0][at] != row[0]:
+                    at = -1
+            if at >= 0 and stored is not None:
+                out.append(round(float(stored[1][at] @ wanted), 4))
+            else:
+                text = passage_text(passage.title, passage.headings, passage.text)
+                out.append(round(float(model.embed([text])[0] @ wanted), 4))
+        return out
+
+    def _nearest(self, model: Embedder, query: str, limit: int) -> list[Passage]:
+        import numpy as np
+
+        stored = self._stored(model)
+        if stored is None or not len(stored[0]):
             return []
-        similarity = matrix @ model.embed([query])[0]
+        ids, matrix = stored
+        similarity = matrix @ query_vector(model, query)
         count = min(limit, len(ids))
         top = np.argpartition(-similarity, count - 1)[:count]
         top = top[np.argsort(-similarity[top], kind="stable")]

@@ -26,7 +26,6 @@ import sqlite3
 import struct
 import threading
 from collections.abc import Callable, Sequence
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Protocol
 
@@ -44,6 +43,7 @@ __all__ = [
     "StaticEmbedder",
     "embedder",
     "passage_text",
+    "query_vector",
     "register",
     "similarities",
     "sync_vectors",
@@ -97,7 +97,8 @@ class StaticEmbedder:
         self._tokenizer = Tokenizer.from_file(str(tokenizer_file))
         self._tokenizer.no_padding()
         self._tokenizer.no_truncation()
-        self._skip = np.array(sorted(set(skip)), dtype=np.int64)
+        self._keep = np.ones(self._matrix.shape[0], dtype=bool)
+        self._keep[[i for i in skip if 0 <= i < len(self._keep)]] = False
         self._lock = threading.Lock()  # a Tokenizer is not to be shared by threads at once
 
     def embed(self, texts: Sequence[str]) -> Matrix:
@@ -109,11 +110,11 @@ class StaticEmbedder:
             chunk = list(texts[first : first + BATCH])
             with self._lock:
                 encoded = self._tokenizer.encode_batch(chunk, add_special_tokens=False)
+            vocabulary = self._matrix.shape[0]
             for row, encoding in enumerate(encoded, first):
                 ids = np.asarray(encoding.ids[:MAX_TOKENS], dtype=np.int64)
-                ids = ids[(ids >= 0) & (ids < self._matrix.shape[0])]
-                if self._skip.size:
-                    ids = ids[~np.isin(ids, self._skip)]
+                ids = ids[(ids >= 0) & (ids < vocabulary)]
+                ids = ids[self._keep[ids]]
                 if ids.size:
                     out[row] = self._matrix[ids].mean(axis=0)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
@@ -236,12 +237,18 @@ def passage_text(title: str, headings: Sequence[str], text: str) -> str:
     return _CODE.sub(" ", text)
 
 
-@lru_cache(maxsize=64)
-def _query_vector(model_name: str, query: str) -> Matrix:
-    model = embedder()
-    if model is None or model.name != model_name:
-        raise LookupError(f"the embedding model {model_name!r} is not the one loaded")
-    vector: Matrix = model.embed([query])[0]
+_queries: dict[tuple[str, str], Matrix] = {}
+
+
+def query_vector(model: Embedder, query: str) -> Matrix:
+    """``query``'s vector by ``model`` (the last 64 are kept)."""
+    key = (f"{model.name}@{id(model)}", query)
+    vector = _queries.get(key)
+    if vector is None:
+        vector = model.embed([query])[0]
+        if len(_queries) >= 64:
+            _queries.pop(next(iter(_queries)))
+        _queries[key] = vector
     return vector
 
 
@@ -253,7 +260,7 @@ def similarities(query: str, texts: Sequence[str]) -> list[float] | None:
         return None
     if not texts:
         return []
-    wanted = _query_vector(model.name, query)
+    wanted = query_vector(model, query)
     return [round(float(x), 4) for x in model.embed(list(texts)) @ wanted]
 
 

@@ -96,6 +96,20 @@ async def test_nearest_finds_a_passage_sharing_no_word(tmp_path: Path, model: Co
         assert "concepts-1" == index.semantic
 
 
+async def test_similarity_reads_the_stored_vectors(tmp_path: Path, model: ConceptModel) -> None:
+    """The similarity of passages a word search found comes from their stored vectors
+    (nothing embedded but the question) and agrees with ``nearest``."""
+    async with await DocumentIndex.open(_folder(tmp_path), cache_dir=tmp_path / "c") as index:
+        found = await index.search("revision", match="any")
+        assert ["bisect.md", "blame.md"] == sorted(p.path for p in found)
+        before = len(model.texts)
+        close = await index.similarity("what broke it", found)
+        assert ["what broke it"] == model.texts[before:]
+        nearest = {p.path: p.score for p in await index.nearest("what broke it", limit=3)}
+        assert close == [nearest[p.path] for p in found]
+        assert max(close) == nearest["bisect.md"] > nearest["blame.md"]
+
+
 async def test_vectors_are_reused_for_unchanged_files(tmp_path: Path, model: ConceptModel) -> None:
     """A second open embeds nothing; a changed file's passages alone are embedded again,
     and a deleted file's vectors go with it."""
