@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from research_fsm.deep import DeepRunner, grounding_problems
+from research_fsm.deep._rules import RELEVANCE_CUTOFF
 from research_fsm.documents import EMBEDDER_ENV, embedder
 from research_fsm.engine import MemoryCheckpointStore
 
@@ -186,6 +187,23 @@ def totals(results: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def calibration(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """Where the refusal cut-off may sit for both error kinds: above every unanswerable
+    question's best passage (all refused) and at most the score under which no more than
+    5% of the answerable ones' best passages fall (at most 5% refused)."""
+    answerable = sorted(r["best_passage"] for r in results if r["kind"] != "unanswerable")
+    unanswerable = [r["best_passage"] for r in results if r["kind"] == "unanswerable"]
+    allowed = int(len(answerable) * GOALS["answerable_refused_max"])
+    above = max(unanswerable, default=0.0)
+    at_most = answerable[allowed] if answerable else 1.0
+    return {
+        "unanswerable_best_max": above,
+        "answerable_best_floor": at_most,
+        "cutoff": RELEVANCE_CUTOFF,
+        "both_met": above < RELEVANCE_CUTOFF <= at_most,
+    }
+
+
 def meets(figures: dict[str, Any]) -> bool:
     """Whether ``figures`` reach every goal."""
     return (
@@ -277,6 +295,12 @@ def main(argv: list[str] | None = None) -> int:
     _print(results, figures)
     if stale:
         print(f"\nfacts not on their recorded line (other package versions?): {stale}")
+    calibrated = calibration(results)
+    print(
+        f"refusal cut-off {calibrated['cutoff']}: unanswerable questions' best passage at most "
+        f"{calibrated['unanswerable_best_max']:.3f}, answerable ones' (5% may fall under) at "
+        f"least {calibrated['answerable_best_floor']:.3f}; both kinds met: {calibrated['both_met']}"
+    )
     model = embedder()
     print(
         f"embedding model: {model.name if model else 'none (words alone)'}; index built in {INDEX_SECONDS}s"
@@ -284,6 +308,7 @@ def main(argv: list[str] | None = None) -> int:
     payload = {
         "corpus": versions,
         "embedder": model.name if model else None,
+        "calibration": calibrated,
         "index_seconds": INDEX_SECONDS,
         "stale_facts": stale,
         "goals": GOALS,
