@@ -231,3 +231,27 @@ def test_wordllama_loads_from_its_wheel_with_no_network(monkeypatch: pytest.Monk
     )
     assert np.allclose(np.linalg.norm(found, axis=1), 1.0, atol=1e-5)
     assert float(found[0] @ found[1]) > float(found[0] @ found[2])
+
+
+async def test_an_index_of_the_previous_schema_is_rebuilt_with_vectors(
+    tmp_path: Path, model: ConceptModel
+) -> None:
+    """An index written before vectors existed (schema 3) is rebuilt once, saying so, and
+    its passages get vectors."""
+    import sqlite3
+
+    root = _folder(tmp_path)
+    async with await DocumentIndex.open(root, cache_dir=tmp_path / "c"):
+        pass
+    (path,) = (tmp_path / "c").glob("*.sqlite")
+    db = sqlite3.connect(path)
+    db.execute("UPDATE meta SET value='research-fsm-documents-3' WHERE key='schema'")
+    db.execute("DROP TABLE vectors")
+    db.commit()
+    db.close()
+    with capture_logs() as logs:
+        async with await DocumentIndex.open(root, cache_dir=tmp_path / "c") as index:
+            assert 3 == index.stats.read
+            assert "bisect.md" == (await index.nearest("what broke", limit=1))[0].path
+    rebuilt = [e for e in logs if e["event"] == "document index rebuilt"]
+    assert ["another schema version"] == [e["reason"] for e in rebuilt]
