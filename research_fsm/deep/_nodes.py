@@ -19,6 +19,7 @@ from ..llm import LLM, LLMError, Usage
 from ..sources import DataSourceError
 from . import _claude as claude
 from . import _rules as rules
+from ._meaning import applies
 from ._model import (
     MAX_SEARCH_ATTEMPTS,
     Analysis,
@@ -144,7 +145,8 @@ class Search:
         weighed: dict[str, Any] = {}
         if not state.weights and isinstance(search, DocumentSearch) and found:
             weights, names = await search.term_weights(state.topic)
-            weighed = {"weights": weights, "names": names, "meaning": search.index.semantic}
+            meaning = search.index.semantic if applies(state.topic) else None
+            weighed = {"weights": weights, "names": names, "meaning": meaning}
             if search.index.semantic is None:
                 notes.append(WORDS_ALONE)
         update: dict[str, Any] = {

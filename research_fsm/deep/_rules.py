@@ -30,7 +30,7 @@ from ._answer import (
     stems,
     with_next,
 )
-from ._meaning import UNIT_WEIGHT, blend, closest, similarities
+from ._meaning import blend, closest
 from ._model import (
     Analysis,
     Claim,
@@ -182,15 +182,8 @@ def analyse(source: Source, state: DeepState) -> Analysis:
     overall, found, scored = passage_score(
         question, source.text, _context(source), state.weights, headings=_headings(source)
     )
-    close = None
-    if state.meaning is not None:
-        close = similarities(state.topic, [unit.statement for unit in found])
-    if close is not None:  # meaning lifts the units that say it in other words
-        scored = [
-            blend(score, sim, UNIT_WEIGHT) if score > 0 else 0.0
-            for score, sim in zip(scored, close, strict=True)
-        ]
-        overall = blend(overall, max(close, default=None))
+    if state.meaning is not None:  # the passage's score as relevance gave it
+        overall = blend(overall, closest(state.topic, [unit.statement for unit in found]))
     best = sorted((i for i in range(len(found)) if scored[i] > 0), key=lambda i: (-scored[i], i))
     facts = []
     for index in sorted(best[:MAX_FACTS]):

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal, Protocol, runtime_checkable
 
 from ._answer import idf, parse_question, passage_score
-from ._meaning import blend, fuse
+from ._meaning import applies, blend, fuse
 from ._model import Mode
 from ._text import coverage, terms
 
@@ -170,7 +170,9 @@ class DocumentSearch:
         words = " ".join(question.words[t] for t in question.terms) or query
         match: Literal["all", "any"] = "any" if broadened else "all"
         lexical = await self.index.search(words, limit=max(limit, POOL), match=match)
-        nearest = await self.index.nearest(query, limit=max(limit, POOL))
+        nearest = []
+        if applies(query):
+            nearest = await self.index.nearest(query, limit=max(limit, POOL))
         passages = fuse(lexical, nearest) if nearest else lexical
         weights = (await self.term_weights(query))[0] if passages else {}
         close = await self.index.similarity(query, passages) if nearest else None

@@ -1,6 +1,7 @@
 """Deep research over documents with an embedding model: a passage sharing no word with
 the question is retrieved (hybrid search, reciprocal-rank fusion), the Methodology names
-the model, and meaning lifts scores by ``WEIGHT`` over ``FLOOR`` only."""
+the model, meaning lifts scores by ``WEIGHT`` over ``FLOOR`` only, and a Japanese question
+is searched by words alone."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 
 np = pytest.importorskip("numpy", reason="the semantic extra (numpy) is not installed")
 
-from research_fsm.deep._meaning import FLOOR, WEIGHT, blend, fuse  # noqa: E402
+from research_fsm.deep._meaning import FLOOR, WEIGHT, applies, blend, fuse  # noqa: E402
 from research_fsm.documents import EMBEDDER_ENV, Passage  # noqa: E402
 from research_fsm.documents import _vectors as vectors  # noqa: E402
 from research_fsm.engine import MemoryCheckpointStore  # noqa: E402
@@ -114,3 +115,24 @@ def test_meaning_lifts_a_score_only_above_the_floor() -> None:
     assert 0.4 == blend(0.4, FLOOR - 0.1)
     assert round(0.4 + WEIGHT * 0.2, 4) == blend(0.4, FLOOR + 0.2)
     assert 0.4 == blend(0.4, None)
+
+
+async def test_a_japanese_question_is_searched_by_words_alone(
+    home: Path, tmp_path: Path, semantic: None
+) -> None:
+    """The model spells Japanese byte by byte: a Japanese question is not searched by
+    meaning (no nearest passage joins, no score lifted), an English one is."""
+    assert applies("Which commit broke my build?")
+    assert not applies("どのコミットが壊した？")
+    folder = tmp_path / "ja"
+    folder.mkdir()
+    (folder / "bisect.md").write_text(
+        "# 二分探索\n\nbisect で最初の悪い版を探す。\n", encoding="utf-8"
+    )
+    (folder / "commit.md").write_text(
+        "# コミット\n\nコミットは変更を記録する。\n", encoding="utf-8"
+    )
+    report = await ResearchAssistant(store=MemoryCheckpointStore()).deep_research(
+        "どのコミットが壊した？", docs=folder
+    )
+    assert "bisect.md" not in _searched(report.folder)
