@@ -14,7 +14,7 @@ from typing import IO, Any, Final, NamedTuple
 
 from ._passages import split
 from ._read import extract_data, read_bytes
-from ._terms import cjk_bigrams, has_cjk
+from ._terms import cjk_terms, has_cjk
 
 __all__ = [
     "HEADING_SEPARATOR",
@@ -88,10 +88,10 @@ def prepare(data: bytes, kind: str, name: str) -> Prepared | str:
         for span in spans
     ]
     bodies: list[str | None] = [None] * len(spans)
-    if has_cjk(text):  # Japanese or Chinese: indexed as bigrams
+    if has_cjk(text):  # Japanese or Chinese: indexed as words (or bigrams)
         for number, span in enumerate(spans):
             passage = text[span.start : span.end]
-            body = cjk_bigrams(passage)
+            body = cjk_terms(passage)
             bodies[number] = None if body == passage else body
     return Prepared(extracted.kind, extracted.title, text, rows, bodies)
 
