@@ -62,9 +62,13 @@ class ResearchState(BaseModel):
 
     # conversation (persists across questions)
     messages: Annotated[list[Message], append] = Field(default_factory=list)
-    """The conversation, oldest first (older turns fold into ``conversation_summary``)."""
+    """The whole conversation, oldest first: only ever appended to (a checkpoint saves
+    just the new messages), never cut. The agents read ``recent_messages``."""
     conversation_summary: str | None = None
-    """Condensed earlier conversation."""
+    """Condensed earlier conversation: the first ``summarised`` messages, for the agents."""
+    summarised: int = 0
+    """How many messages, from the start, ``conversation_summary`` stands for; the
+    agents read only the messages after them."""
     detected_company: str | None = None
     """The company being discussed; inherited by follow-up questions."""
 
@@ -117,6 +121,12 @@ class ResearchState(BaseModel):
     """LLM usage per agent over the whole thread."""
     question_usage: Annotated[dict[str, Usage], add] = Field(default_factory=dict)
     """LLM usage per agent for the current question (reset per question)."""
+
+    @property
+    def recent_messages(self) -> list[Message]:
+        """The messages the summary does not stand for: what the agents read verbatim
+        (a slice of the newest, however long the conversation)."""
+        return self.messages[self.summarised :]
 
 
 def new_question_input(text: str, correlation_id: str) -> dict[str, object]:

@@ -236,7 +236,7 @@ def test_wordllama_loads_from_its_wheel_with_no_network(monkeypatch: pytest.Monk
 async def test_an_index_of_the_previous_schema_is_rebuilt_with_vectors(
     tmp_path: Path, model: ConceptModel
 ) -> None:
-    """An index written before vectors existed (schema 3) is rebuilt once, saying so, and
+    """An index written before vectors existed (schema 4) is rebuilt once, saying so, and
     its passages get vectors."""
     import sqlite3
 
@@ -245,7 +245,7 @@ async def test_an_index_of_the_previous_schema_is_rebuilt_with_vectors(
         pass
     (path,) = (tmp_path / "c").glob("*.sqlite")
     db = sqlite3.connect(path)
-    db.execute("UPDATE meta SET value='research-fsm-documents-3' WHERE key='schema'")
+    db.execute("UPDATE meta SET value='research-fsm-documents-4+bigrams' WHERE key='schema'")
     db.execute("DROP TABLE vectors")
     db.commit()
     db.close()

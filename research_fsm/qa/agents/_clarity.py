@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ...common.fence import fence
 from ...common.names import ask_choices, mentions, pick_choice, slot_name
 from ...common.text import clean_text, is_japanese
-from ...engine import NodeContext, Replace
+from ...engine import NodeContext
 from ...llm import LLM, LLMError, fit_to_budget, keep_first
 from ...sources import INTENTS, PLACES, CompanyIndex
 from ..constants import (
@@ -123,7 +123,7 @@ class ClarityAgent:
         self, state: ResearchState, query: str, ctx: NodeContext, update: dict[str, Any]
     ) -> ClarityVerdict | None:
         assert self.llm is not None
-        history = "\n".join(f"{m.role}: {m.content}" for m in state.messages)
+        history = "\n".join(f"{m.role}: {m.content}" for m in state.recent_messages)
         context = await fit_to_budget(
             f"{state.conversation_summary or ''}\n{history}", CLARITY_TOKEN_BUDGET, keep="end"
         )
@@ -312,10 +312,12 @@ class ClarityAgent:
     # -- long conversations ----------------------------------------------------
 
     async def _fold_history(self, state: ResearchState, ctx: NodeContext) -> dict[str, Any]:
-        """Fold older messages into the summary when there are too many."""
-        if len(state.messages) <= MESSAGE_THRESHOLD:
+        """Fold older messages into the summary the agents read when there are too many
+        since the last fold; the messages themselves stay (the user sees them all)."""
+        total = len(state.messages)
+        if total - state.summarised <= MESSAGE_THRESHOLD:
             return {}
-        old, recent = state.messages[:-MESSAGES_TO_KEEP], state.messages[-MESSAGES_TO_KEEP:]
+        old = state.messages[state.summarised : total - MESSAGES_TO_KEEP]
         summary = None
         update: dict[str, Any] = {}
         if self.llm is not None:
@@ -336,7 +338,7 @@ class ClarityAgent:
                 update |= failed_usage("clarity", exc)
         if not summary:
             summary = extractive_summary(state.conversation_summary, old, state.detected_company)
-        return update | {"conversation_summary": summary, "messages": Replace(list(recent))}
+        return update | {"conversation_summary": summary, "summarised": total - MESSAGES_TO_KEEP}
 
 
 def _language(state: ResearchState, query: str) -> str:

@@ -202,10 +202,41 @@ def _section(findings: ResearchFindings, intent: str, lang: str = "en") -> list[
     if intent not in ("overview", "comparison") and any(n in fields for n in answering):
         fields = [name for name in fields if name in answering]
     labels = LABELS_JA if lang == "ja" else LABELS
+    return [_field_markdown(labels[name], getattr(findings, name), lang) for name in fields]
+
+
+_FIELD_LINE_RE = re.compile(r"^(?P<label>[^\W\d][\w &/()'.-]{0,38}?)(?:: |：)(?P<value>\S.*)$")
+"""A ``Label: value`` line of the findings (a short label, no sentence before it)."""
+
+
+def _field_line(line: str) -> str | None:
+    """``- **Label:** value`` for a ``Label: value`` line, else ``None``."""
+    match = _FIELD_LINE_RE.match(line)
+    if match is None or match.group("label").endswith((".", " ")):
+        return None
+    colon = "：" if "：" in line[: match.end("label") + 1] else ":"
+    return f"- **{match.group('label')}{colon}** {match.group('value')}"
+
+
+def _field_markdown(label: str, text: str, lang: str) -> str:
+    """One field of the findings as Markdown that keeps its lines apart: a single
+    line as ``**Label**: text``; several as ``**Label**`` over a list of its
+    ``Label: value`` lines (``- **Label:** value``) and list items, sentences as
+    paragraphs between them, so no renderer runs the fields together."""
+    lines = [line.strip() for line in _localised(text, lang).split("\n") if line.strip()]
     sep = "：" if lang == "ja" else ": "
-    return [
-        f"**{labels[name]}**{sep}{_localised(getattr(findings, name), lang)}" for name in fields
-    ]
+    if len(lines) == 1 and not lines[0].startswith("- ") and _field_line(lines[0]) is None:
+        return f"**{label}**{sep}{lines[0]}"
+    blocks: list[list[str]] = []
+    listing = False
+    for line in lines:
+        item = line if line.startswith("- ") else _field_line(line)
+        if item is not None and listing:
+            blocks[-1].append(item)
+        else:
+            blocks.append([item if item is not None else line])
+        listing = item is not None
+    return f"**{label}**\n\n" + "\n\n".join("\n".join(block) for block in blocks)
 
 
 def _as_of(findings: ResearchFindings, lang: str) -> str | None:
@@ -227,7 +258,7 @@ def _comparison(state: ResearchState, findings: ResearchFindings, lang: str) -> 
     table = comparison_table(items, lang)
     if table is None:  # nothing both sides have: each side's findings in turn
         stacked = [
-            f"### {item.company}\n" + "\n".join(_section(item, "comparison", lang))
+            f"### {item.company}\n\n" + "\n\n".join(_section(item, "comparison", lang))
             for item in items
         ]
         return [intro, *stacked]
@@ -270,7 +301,7 @@ def compose_answer(state: ResearchState) -> str:
     findings = state.research_findings
     assert findings is not None
     intent, lang = state.query_intent, state.language
-    lacking = missing_sentence(findings, intent, lang)
+    lacking = missing_sentence(findings, intent, lang, state.original_query)
     parts = [_prefix(state.confidence_score, lacking, lang)]
     if intent == "comparison" and state.comparison_findings:
         parts.extend(_comparison(state, findings, lang))
@@ -350,7 +381,9 @@ class SynthesisAgent:
             ),
             SYNTHESIS_TOKEN_BUDGET,
         )
-        lacking = missing_sentence(state.research_findings, state.query_intent, lang)
+        lacking = missing_sentence(
+            state.research_findings, state.query_intent, lang, state.original_query
+        )
         prompt = (
             f"Today's date: {utc_now(self.clock)[:10]}.\n"
             f"Question: {fence('question', state.original_query)}\nIntent: {state.query_intent}\n"
