@@ -31,6 +31,7 @@ from ._answer import (
     stems,
     with_next,
 )
+from ._meaning import blend, closest
 from ._model import (
     Analysis,
     Claim,
@@ -126,9 +127,11 @@ def relevance(state: DeepState, candidates: list[Source]) -> list[Relevance]:
     question = parse_question(state.topic, state.names)
     verdicts = []
     for source in candidates:
-        score, _, _ = passage_score(
+        score, found, _ = passage_score(
             question, source.text, _context(source), state.weights, headings=_headings(source)
         )
+        if state.meaning is not None:
+            score = blend(score, closest(state.topic, [unit.statement for unit in found]))
         score = round(max(0.0, min(1.0, score)), 3)
         keep = score >= RELEVANCE_CUTOFF
         reason = (
@@ -180,6 +183,8 @@ def analyse(source: Source, state: DeepState) -> Analysis:
     overall, found, scored = passage_score(
         question, source.text, _context(source), state.weights, headings=_headings(source)
     )
+    if state.meaning is not None:  # the passage's score as relevance gave it
+        overall = blend(overall, closest(state.topic, [unit.statement for unit in found]))
     best = sorted((i for i in range(len(found)) if scored[i] > 0), key=lambda i: (-scored[i], i))
     facts = []
     for index in sorted(best[:MAX_FACTS]):

@@ -29,7 +29,7 @@ import queue
 import sqlite3
 import stat
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
@@ -51,13 +51,14 @@ from ._types import (
     NotADirectory,
     Passage,
 )
+from ._vectors import Embedder, embedder, from_blobs, passage_text, query_vector, sync_vectors
 from ._work import HEADING_SEPARATOR, Job, Work
 from ._workers import TIMEOUT, Workers
 
 __all__ = ["DocumentIndex", "default_cache_dir", "default_workers"]
 
 _log = structlog.get_logger(__name__)
-SCHEMA: Final = "research-fsm-documents-4"
+SCHEMA: Final = "research-fsm-documents-5"
 RACY_NS: Final = 2_000_000_000
 """Files modified this close (ns) before the last check are hashed again."""
 DATA_SOURCE: Final = "documents"  # the data source name on search spans
@@ -72,6 +73,7 @@ CREATE TABLE passages(id INTEGER PRIMARY KEY, file_id INTEGER NOT NULL, start IN
 CREATE INDEX passages_file ON passages(file_id);
 CREATE VIRTUAL TABLE fts USING fts5(body, title, content='',
     tokenize='porter unicode61 remove_diacritics 2');
+CREATE TABLE vectors(id INTEGER PRIMARY KEY, vec BLOB NOT NULL);
 """
 
 
@@ -401,6 +403,9 @@ class _Builder:
                 "INSERT INTO fts(fts, rowid, body, title) VALUES ('delete', ?, ?, ?)",
                 [(id_, cjk_terms(text), title) for id_, text in passages],
             )
+        self.db.execute(
+            "DELETE FROM vectors WHERE id IN (SELECT id FROM passages WHERE file_id=?)", (file_id,)
+        )
         self.db.execute("DELETE FROM passages WHERE file_id=?", (file_id,))
         self.db.execute("DELETE FROM files WHERE id=?", (file_id,))
 
@@ -459,6 +464,14 @@ def _build(
         try:
             builder = _Builder(db, progress, workers, timeout)
             removed = builder.refresh(files)
+            embedded = time.perf_counter()
+            made = sync_vectors(db, embedder())
+            if made:
+                _log.info(
+                    "passages embedded",
+                    passages=made,
+                    seconds=round(time.perf_counter() - embedded, 3),
+                )
             counts = db.execute(
                 "SELECT (SELECT count(*) FROM files), (SELECT count(*) FROM passages)"
             )
@@ -492,6 +505,12 @@ ORDER BY best.rank
 sorted), then their own text: a search never reads a whole document."""
 
 
+_NEAREST: Final = """
+SELECT p.id, f.path, f.title, substr(f.text, p.start + 1, p.end - p.start), p.start, p.end,
+       p.line_start, p.line_end, p.page, p.heading
+FROM passages p JOIN files f ON f.id = p.file_id WHERE p.id IN ({})
+"""
+
 T = TypeVar("T")
 _Row = tuple[str, str, str, int, int, int, int, int | None, str | None, float]
 
@@ -514,6 +533,8 @@ class DocumentIndex:
         """Files not indexed, and why."""
         self._db = db
         self._lock = asyncio.Lock()
+        self._vectors: tuple[tuple[int, int], Any, Any] | None = None
+        """The stored vectors as read last: (their count and last id, ids, matrix)."""
 
     @classmethod
     async def open(
@@ -598,6 +619,109 @@ class DocumentIndex:
             )
             for path, title, text, start, end, first, last, page, heading, rank in rows
         ]
+
+    @property
+    def semantic(self) -> str | None:
+        """The embedding model passages are also found by (``None``: words alone)."""
+        model = embedder()
+        return model.name if model is not None else None
+
+    async def nearest(self, query: str, *, limit: int = 10) -> list[Passage]:
+        """The passages closest in meaning to ``query`` (cosine of the embedding model's
+        vectors, as ``score``), best first; none without a model (``semantic``)."""
+        model = embedder()
+        if model is None or limit < 1 or not query.strip():
+            return []
+        with search_span(DATA_SOURCE, query) as span:
+            passages = await self._read(self._nearest, model, query, limit)
+            span.set_attribute("research_fsm.search.results", len(passages))
+            return passages
+
+    def _stored(self, model: Embedder) -> tuple[Any, Any] | None:
+        """The stored vectors' passage ids and matrix (read again when they changed), or
+        ``None`` when they are another model's."""
+        import numpy as np
+
+        stored = self._db.execute("SELECT value FROM meta WHERE key='embedder'").fetchone()
+        if stored is None or stored[0] != model.name:
+            return None
+        key = tuple(
+            self._db.execute("SELECT count(*), coalesce(max(id), 0) FROM vectors").fetchone()
+        )
+        if self._vectors is None or self._vectors[0] != key:
+            rows = self._db.execute("SELECT id, vec FROM vectors ORDER BY id").fetchall()
+            ids = np.array([row[0] for row in rows], dtype=np.int64)
+            self._vectors = (key, ids, from_blobs([row[1] for row in rows], model.dim))
+        return self._vectors[1], self._vectors[2]
+
+    async def similarity(self, query: str, passages: Sequence[Passage]) -> list[float] | None:
+        """Each passage's similarity to ``query`` by its stored vector (one not stored is
+        embedded now); ``None`` without a model."""
+        model = embedder()
+        if model is None:
+            return None
+        return await self._read(self._similarity, model, query, list(passages))
+
+    def _similarity(self, model: Embedder, query: str, passages: list[Passage]) -> list[float]:
+        import numpy as np
+
+        wanted = query_vector(model, query)
+        stored = self._stored(model)
+        out: list[float] = []
+        for passage in passages:
+            row = self._db.execute(
+                "SELECT p.id FROM passages p JOIN files f ON f.id = p.file_id"
+                " WHERE f.path = ? AND p.start = ? AND p.end = ?",
+                (passage.path, passage.start, passage.end),
+            ).fetchone()
+            at = -1
+            if stored is not None and row is not None:
+                at = int(np.searchsorted(stored[0], row[0]))
+                if at >= len(stored[0]) or stored[0][at] != row[0]:
+                    at = -1
+            if at >= 0 and stored is not None:
+                out.append(round(float(stored[1][at] @ wanted), 4))
+            else:
+                text = passage_text(passage.title, passage.headings, passage.text)
+                out.append(round(float(model.embed([text])[0] @ wanted), 4))
+        return out
+
+    def _nearest(self, model: Embedder, query: str, limit: int) -> list[Passage]:
+        import numpy as np
+
+        stored = self._stored(model)
+        if stored is None or not len(stored[0]):
+            return []
+        ids, matrix = stored
+        similarity = matrix @ query_vector(model, query)
+        count = min(limit, len(ids))
+        top = np.argpartition(-similarity, count - 1)[:count]
+        top = top[np.argsort(-similarity[top], kind="stable")]
+        wanted = [int(ids[i]) for i in top]
+        scores = {int(ids[i]): float(similarity[i]) for i in top}
+        sql = _NEAREST.format(",".join("?" * len(wanted)))
+        found = {row[0]: row[1:] for row in self._db.execute(sql, wanted)}
+        passages = []
+        for number in wanted:
+            if number not in found:
+                continue
+            path, title, text, start, end, first, last, page, heading = found[number]
+            passages.append(
+                Passage(
+                    path=path,
+                    title=title,
+                    text=text,
+                    start=start,
+                    end=end,
+                    line_start=first,
+                    line_end=last,
+                    page=page,
+                    heading=heading.split(HEADING_SEPARATOR)[-1] if heading else None,
+                    score=round(scores[number], 4),
+                    headings=tuple(heading.split(HEADING_SEPARATOR)) if heading else (),
+                )
+            )
+        return passages
 
     def _query(self, expression: str, limit: int) -> list[_Row]:
         return list(self._db.execute(_SEARCH, (expression, limit)))
