@@ -359,6 +359,7 @@ class NameLookup:
     def _add_forms(self, entry_id: int, ref: CompanyRef) -> None:
         short = short_name(ref.name)
         names = [ref.name, re.sub(r"\s*\([^)]*\)", "", ref.name), short, *ref.aliases]
+        names += ref.former_names  # whole names only: no prefixes below ("Acme" is no Cintas)
         halves = short.split(" & ")
         if len(halves) == 2 and all(half.isalpha() for half in halves):
             names += [f"{halves[0][0]}&{halves[1][0]}", short.replace(" & ", " and ")]
@@ -467,12 +468,27 @@ class NameLookup:
                     and self._plain_words(words, position, 1)
                 ):
                     return None
+                if hit.kind == "prefix" and self._name_goes_on(words, position + length):
+                    continue  # "Royal Mail" is not the start of Royal Caribbean's name
                 return hit
             if length <= MAX_TYPO_SPAN:
                 hit = self._typo_hit(words, position, length)
                 if hit is not None:
                     return hit
         return None
+
+    @staticmethod
+    def _name_goes_on(words: list[_Word], start: int) -> bool:
+        """Whether the name typed goes on past ``start`` with a capitalised word that is
+        no legal suffix, in a sentence not written in title case: "Royal Mail", "Royal
+        Dutch Shell" name something else than the company whose name starts "Royal"."""
+        if start >= len(words) or words[start].sentence_start:
+            return False
+        after = words[start]
+        if not _title(after) or after.norm in LEGAL_SUFFIXES or after.norm in QUESTION_WORDS:
+            return False
+        letters = [word for word in words if word.raw[:1].isalpha()]
+        return sum(_title(word) for word in letters) * 10 < len(letters) * 6
 
     def _span_hit(
         self, text: str, words: list[_Word], start: int, length: int, *, whole: bool

@@ -28,6 +28,7 @@ BRAND_ALIASES: Final[dict[str, tuple[str, ...]]] = {
 }
 """Well-known brand names the data lacks, used for name lookup only."""
 
+_FORMER_NAME_RE: Final = re.compile(r"\(\s*as\s+((?:the\s+)?[A-Z][^(),;]*?)\s*\)")
 _YEARS_AGO_RE: Final = re.compile(r"\s*[;,]?\s*\(?\s*\d+\s+years?\s+ago\s*\)?", re.IGNORECASE)
 _ISO_DATE_RE: Final = re.compile(r"\(\s*\d{4}(?:-\d{2}){0,2}\s*\)")
 _SPACE_BEFORE_RE: Final = re.compile(r"\s+([,;:)])")
@@ -178,13 +179,27 @@ class CompanyProfile(BaseModel):
         url = self.metadata.wikipedia_url or ""
         return url if url.startswith("https://") and ".wikipedia.org/wiki/" in url else None
 
+    @property
+    def former_names(self) -> list[str]:
+        """The names the company was founded or known under, from its founding value's
+        "(as Royal Dutch Shell)" notes: names of two words or more (one word, as "X.com"
+        or "Fortis", may name another company today), never "(as a subsidiary of …)"."""
+        names = []
+        for match in _FORMER_NAME_RE.finditer(self.metadata.founded or ""):
+            name = re.sub(r"\s+until\s+\d{4}$", "", match.group(1).removeprefix("the ")).strip()
+            if name[:1].isupper() and 2 <= len(name.split()) <= 6 and name != self.name:
+                names.append(name)
+        return names
+
     def to_ref(self) -> CompanyRef:
         """The name-resolution view of this profile."""
         aliases = [short_name(self.name), *BRAND_ALIASES.get(self.name, ())]
         aliases = [alias for alias in dict.fromkeys(aliases) if alias and alias != self.name]
         listed = [item.google for item in self.listings if item.google and ":" in item.google]
         tickers = list(dict.fromkeys([*self.tickers, *listed]))
-        return CompanyRef(name=self.name, aliases=aliases, tickers=tickers)
+        return CompanyRef(
+            name=self.name, aliases=aliases, former_names=self.former_names, tickers=tickers
+        )
 
 
 def _merge_record(target: dict[str, Any], record: dict[str, Any], index: str) -> None:

@@ -14,5 +14,8 @@ class CompanyRef(BaseModel):
     """Canonical name, e.g. ``"Apple Inc."``."""
     aliases: list[str] = Field(default_factory=list)
     """Other names, e.g. ``["Apple"]`` or ``["Google"]``."""
+    former_names: list[str] = Field(default_factory=list)
+    """Names it was known by, found only when typed whole (never by their first words),
+    e.g. ``["Royal Dutch Shell"]``."""
     tickers: list[str] = Field(default_factory=list)
     """Ticker symbols, primary listing first, e.g. ``["AAPL", "APC.F"]``."""

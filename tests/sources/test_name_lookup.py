@@ -128,3 +128,39 @@ def test_shipped_word_hashes_are_the_packages_words() -> None:
         "bread" in words,
         "exxon" in words,
     )
+
+
+@pytest.mark.parametrize(
+    ("question", "company"),
+    [
+        ("tell me about Royal Dutch Shell", "Shell plc"),
+        ("Anglo-Persian Oil Company", "BP"),
+        ("what was the Hughes Tool Company?", "Baker Hughes"),
+    ],
+)
+def test_a_former_name_from_the_data_finds_the_company(
+    index: CompanyIndex, question: str, company: str
+) -> None:
+    """A name of two words or more the company was founded as ("(as Royal Dutch Shell)" in its founding value) finds it."""
+    found = index.find_names(question)
+    assert ([company], []) == (found.companies, found.choices)
+
+
+@pytest.mark.parametrize("question", ["tell me about Royal Mail", "Royal Mail's revenue?"])
+def test_the_start_of_a_name_that_goes_on_otherwise_is_no_match(
+    index: CompanyIndex, question: str
+) -> None:
+    """A name's first word followed by a capitalised word that does not carry on that name ("Royal Mail", not Royal Caribbean) names no listed company."""
+    found = index.find_names(question)
+    assert ([], []) == (found.companies, found.choices)
+    assert found.unknown
+
+
+def test_a_one_word_former_name_is_no_alias(index: CompanyIndex) -> None:
+    """A one-word former name ("X.com", PayPal's) is left out: it may name another company today."""
+    assert "PayPal" not in index.find_names("tell me about X.com").companies
+
+
+def test_a_former_name_is_found_only_whole(index: CompanyIndex) -> None:
+    """The first word of a former name ("Acme", of Cintas' "Acme Industrial Laundry Company") finds nothing."""
+    assert "Cintas" not in index.find_names("Compare Apple to Acme Corp").companies
