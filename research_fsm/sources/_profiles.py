@@ -8,12 +8,19 @@ once, from a worker thread (see ``_directory``).
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import importlib
+import os
 import re
+import secrets
+from importlib import metadata
+from pathlib import Path
 from typing import Any, Final
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
+from .._home import default_home
 from ._format import split_people_names, split_products, strip_wiki_residue
 from ._ref import CompanyRef
 from ._text import short_name
@@ -220,12 +227,61 @@ def _merge_record(target: dict[str, Any], record: dict[str, Any], index: str) ->
 
 def load_profiles() -> list[CompanyProfile]:
     """Read every company of the data ``pytickersymbols`` bundles (blocking), each
-    field checked and repaired or dropped (see ``_clean``)."""
+    field checked and repaired or dropped (see ``_clean``).
+
+    The checked profiles are kept in ``$RESEARCH_FSM_HOME/cache`` under a key of the
+    data's version and this package's code, so later processes read them instead of
+    checking 1,800 profiles again; a cache that is missing, damaged or unwritable is
+    only rebuilt (or skipped), never an error."""
     from ._clean import DirectoryCheck  # _clean builds on this module
 
+    path = _cache_path()
+    if path is not None:
+        try:
+            return _PROFILES.validate_json(path.read_bytes())
+        except (OSError, ValueError):
+            pass  # not there yet, or damaged: checked again below and rewritten
     raw = load_raw_profiles()
     check = DirectoryCheck(raw)
-    return [check.clean(profile) for profile in raw]
+    profiles = [check.clean(profile) for profile in raw]
+    if path is not None:
+        _write_cache(path, _PROFILES.dump_json(profiles))
+    return profiles
+
+
+_PROFILES: Final = TypeAdapter(list[CompanyProfile])
+
+
+def _cache_path() -> Path | None:
+    """Where the checked profiles are kept: named by the data's version and a digest of
+    this package's code (a change to either makes a new file)."""
+    try:
+        version = metadata.version("pytickersymbols")
+    except metadata.PackageNotFoundError:
+        return None
+    digest = hashlib.sha256(version.encode())
+    here = Path(__file__).parent
+    try:
+        for source in sorted(here.glob("*.py")):
+            digest.update(source.name.encode() + b"\0" + source.read_bytes())
+    except OSError:
+        return None
+    return default_home() / "cache" / f"directory-{digest.hexdigest()[:20]}.json"
+
+
+def _write_cache(path: Path, data: bytes) -> None:
+    """``data`` to ``path``, owner-only, all or nothing; a folder that cannot take it
+    leaves the directory uncached, nothing else."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(temporary, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            temporary.unlink(missing_ok=True)
 
 
 def _symbol_base(record: dict[str, Any]) -> str:
