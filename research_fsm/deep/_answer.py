@@ -26,9 +26,11 @@ from ._text import Sentence, sentences, terms
 
 __all__ = [
     "ANSWER_CUTOFF",
+    "LINE_KINDS",
     "Question",
     "Unit",
     "idf",
+    "one_line_blocks",
     "parse_question",
     "passage_score",
     "score_units",
@@ -41,6 +43,15 @@ ANSWER_CUTOFF: Final = 0.70
 """Least passage score for a passage to be about the question. Calibrated on the dev set
 of ``benchmarks.answers``: its unanswerable questions' best passages score at most 0.63,
 its answerable ones' at least 0.80; the cut-off sits between them."""
+LINE_KINDS: Final = (".html", ".htm", ".xhtml")
+"""Files whose extracted text has one line per paragraph, list item or table row."""
+
+
+def one_line_blocks(path: str) -> bool:
+    """Whether the text of the file at ``path`` has a line per block (``LINE_KINDS``)."""
+    return path.lower().endswith(LINE_KINDS)
+
+
 QuestionKind = Literal["howto", "define", "value", "compare", "yesno", "general"]
 
 _FILLER_WORDS: Final = """how do does did i we you one get way possible there exist someone
@@ -128,6 +139,11 @@ its paragraph joins it)."""
 MAX_TITLE_WORDS: Final = 8
 """Words of a paragraph without a sentence end that is taken for a section's title."""
 _SENTENCE_END: Final = re.compile(r"[.!?:;。！？)\]]$")
+_NAME_LINE: Final = re.compile(
+    r"^[\w.+:@/-]+(?:\(\w+\))?(?:,\s*[\w.+:@/-]+(?:\(\w+\))?)*\s+[-\u2013\u2014]\s+\S"
+)
+"""A man page's NAME line, "tig - text-mode interface for Git": the command's purpose,
+a statement though it has no sentence end."""
 MAX_CODE_LINES: Final = 3
 """Code lines a step keeps after its ``:``."""
 MAX_BLOCK_LINES: Final = 6
@@ -391,13 +407,14 @@ def _code_units(text: str, block: list[Sentence]) -> list[Unit]:
     return [_unit(text, first, last, "; ".join(lines), True)]
 
 
-def units(text: str, headings: Collection[str] = ()) -> list[Unit]:
+def units(text: str, headings: Collection[str] = (), *, lines: bool = False) -> list[Unit]:
     """The passage's candidate answers, in text order: sentences; a sentence that
     introduces a code block (ends in ":", or ends its paragraph right before the code)
     with the block's first lines; a code block followed by "This ..." with that sentence;
     and, alone, the lines of a code block no sentence introduces. A line that is one of
-    ``headings`` (a section's title, as HTML pages give them) is none."""
-    found = sentences(text)
+    ``headings`` (a section's title, as HTML pages give them) is none. ``lines``: each
+    line is a sentence's end too (HTML's list items, see ``_text.sentences``)."""
+    found = sentences(text, lines=lines)
     fenced = _fenced(text)
     code = [_is_code(text, sentence, fenced) for sentence in found]
     out: list[Unit] = []
@@ -413,8 +430,8 @@ def units(text: str, headings: Collection[str] = ()) -> list[Unit]:
                 index += 1
             after = found[index] if index < len(found) else None
             if after is not None and _BACK_REFERENCE.match(after.text) and not _noise(after.text):
-                lines, last = _code_lines(text, block)
-                statement = f"{' '.join(lines)} — {clean(after.text)}"
+                shown, last = _code_lines(text, block)
+                statement = f"{' '.join(shown)} — {clean(after.text)}"
                 out.append(
                     _unit(text, block[0].start, after.end, statement, True, clean(after.text))
                 )
@@ -441,9 +458,9 @@ def units(text: str, headings: Collection[str] = ()) -> list[Unit]:
             if following is not None and _BACK_REFERENCE.match(following.text):
                 index -= len(block)  # the code belongs to the sentence after it
             else:
-                lines, last = _code_lines(text, block)
-                if lines:
-                    statement = f"{statement} {' '.join(lines)}"
+                shown, last = _code_lines(text, block)
+                if shown:
+                    statement = f"{statement} {' '.join(shown)}"
                     end, has_code = max(last, sentence.end), True
                 while index < len(found) and code[index]:
                     index += 1  # the rest of the block goes with it
@@ -469,7 +486,9 @@ def _a_title(text: str, sentence: Sentence) -> bool:
         sentence.start == 0 or text[max(sentence.start - 2, 0) : sentence.start] == "\n\n"
     ) and (sentence.end >= len(text.rstrip()) or text[sentence.end : sentence.end + 2] == "\n\n")
     words = sentence.text.split()
-    return alone and len(words) <= MAX_TITLE_WORDS and not _SENTENCE_END.search(words[-1])
+    if not alone or _NAME_LINE.match(sentence.text):
+        return False
+    return len(words) <= MAX_TITLE_WORDS and not _SENTENCE_END.search(words[-1])
 
 
 def _ends_paragraph(text: str, sentence: Sentence) -> bool:
@@ -573,10 +592,15 @@ def _one(
 
 
 def side_scores(
-    question: Question, text: str, context: str, weights: Mapping[str, float]
+    question: Question,
+    text: str,
+    context: str,
+    weights: Mapping[str, float],
+    *,
+    lines: bool = False,
 ) -> list[float]:
     """For a comparison: how well the passage answers each side."""
-    found = units(text)
+    found = units(text, lines=lines)
     return [
         _one(question.side(index), found, text, context, weights)[0]
         for index in range(len(question.sides))
@@ -590,12 +614,13 @@ def passage_score(
     weights: Mapping[str, float],
     *,
     headings: Collection[str] = (),
+    lines: bool = False,
 ) -> tuple[float, list[Unit], list[float]]:
     """How well a passage answers the question (0-1), its units and their scores.
     ``context``: its title, heading and file name; ``headings``: its heading path's titles
     (a line that is one of them names a section, it states nothing). A comparison's
-    passage is scored for the side it answers best."""
-    found = units(text, headings)
+    passage is scored for the side it answers best; ``lines``: see ``units``."""
+    found = units(text, headings, lines=lines)
     if question.kind == "compare":
         sides = [
             _one(question.side(index), found, text, context, weights)

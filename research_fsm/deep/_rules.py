@@ -24,6 +24,7 @@ from typing import Final, Literal
 from ._answer import (
     ANSWER_CUTOFF,
     Question,
+    one_line_blocks,
     parse_question,
     passage_score,
     side_scores,
@@ -114,6 +115,11 @@ def _context(source: Source) -> str:
     return f"{source.title} {source.heading or ''} {name}"
 
 
+def _lines(source: Source) -> bool:
+    """Whether the source's text has a line per block (``_answer.one_line_blocks``)."""
+    return source.kind == "file" and one_line_blocks(source.locator)
+
+
 def _headings(source: Source) -> frozenset[str]:
     """The titles of the passage's heading path."""
     return frozenset(source.heading.split(HEADING_PATH)) if source.heading else frozenset()
@@ -126,7 +132,12 @@ def relevance(state: DeepState, candidates: list[Source]) -> list[Relevance]:
     verdicts = []
     for source in candidates:
         score, _, _ = passage_score(
-            question, source.text, _context(source), state.weights, headings=_headings(source)
+            question,
+            source.text,
+            _context(source),
+            state.weights,
+            headings=_headings(source),
+            lines=_lines(source),
         )
         score = round(max(0.0, min(1.0, score)), 3)
         keep = score >= RELEVANCE_CUTOFF
@@ -146,7 +157,8 @@ def _each_side(
     """A comparison analyses each side's best passage first: those score 1, the others
     at most ``1 - SIDE_GAP`` (kept or not as their own score says)."""
     per_side = [
-        side_scores(question, source.text, _context(source), state.weights) for source in candidates
+        side_scores(question, source.text, _context(source), state.weights, lines=_lines(source))
+        for source in candidates
     ]
     firsts = set()
     for side in range(len(question.sides)):
@@ -177,7 +189,12 @@ def analyse(source: Source, state: DeepState) -> Analysis:
     text order; each quote is the passage's own text, each score how well it answers."""
     question = parse_question(state.topic, state.names)
     overall, found, scored = passage_score(
-        question, source.text, _context(source), state.weights, headings=_headings(source)
+        question,
+        source.text,
+        _context(source),
+        state.weights,
+        headings=_headings(source),
+        lines=_lines(source),
     )
     best = sorted((i for i in range(len(found)) if scored[i] > 0), key=lambda i: (-scored[i], i))
     facts = []
@@ -307,7 +324,7 @@ def check_claims(state: DeepState, claims: list[Claim]) -> list[ClaimCheck]:
             if quote is not None and own >= SUPPORT_THRESHOLD and own > best[0]:
                 best = (own, quote, cited)
                 continue
-            found, sentence = support(claim.text, source.text)
+            found, sentence = support(claim.text, source.text, lines=_lines(source))
             if sentence is not None and found > best[0]:
                 best = (found, sentence.text, cited)
         score, evidence, sid = best

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal, Protocol, runtime_checkable
 
-from ._answer import idf, parse_question, passage_score
+from ._answer import idf, one_line_blocks, parse_question, passage_score
 from ._model import Mode
 from ._text import coverage, terms
 
@@ -166,7 +166,14 @@ class DocumentSearch:
         ranked = []
         for order, passage in enumerate(passages):
             context = " ".join([passage.title, *passage.headings, _stem_of(passage.path)])
-            score, _, _ = passage_score(question, passage.text, context, weights)
+            score, _, _ = passage_score(
+                question,
+                passage.text,
+                context,
+                weights,
+                headings=passage.headings,
+                lines=one_line_blocks(passage.path),
+            )
             ranked.append((-score, order, passage))
         ranked.sort(key=lambda item: item[:2])
         return [

@@ -119,13 +119,15 @@ class Sentence:
         """Offset after its last character."""
 
 
-def _blocks(text: str) -> Iterator[tuple[int, int]]:
-    """Paragraphs, headings and list items as (start, end) offsets."""
+def _blocks(text: str, lines: bool = False) -> Iterator[tuple[int, int]]:
+    """Paragraphs, headings and list items as (start, end) offsets; ``lines``: every line
+    is a block of its own (text extracted from HTML, where a paragraph is one line and a
+    line break is a list item, a table row or a ``<br>``)."""
     start: int | None = None
     position = 0
     for line in text.splitlines(keepends=True):
         blank = not line.strip()
-        if start is not None and (blank or _BLOCK_START.match(line)):
+        if start is not None and (blank or lines or _BLOCK_START.match(line)):
             yield start, position
             start = None
         if not blank and start is None:
@@ -138,11 +140,12 @@ def _blocks(text: str) -> Iterator[tuple[int, int]]:
         yield start, position
 
 
-def sentences(text: str) -> list[Sentence]:
+def sentences(text: str, *, lines: bool = False) -> list[Sentence]:
     """``text`` split into sentences (English and Japanese endings, paragraphs, headings
-    and list items); each one's text is ``text[start:end]``."""
+    and list items; ``lines``: each line too, see ``_blocks``); each one's text is
+    ``text[start:end]``."""
     found: list[Sentence] = []
-    for block_start, block_end in _blocks(text):
+    for block_start, block_end in _blocks(text, lines):
         position = block_start
         block = text[block_start:block_end]
         for match in [*_SENTENCE_END.finditer(block), None]:
@@ -157,13 +160,13 @@ def sentences(text: str) -> list[Sentence]:
     return found
 
 
-def support(claim: str, text: str) -> tuple[float, Sentence | None]:
+def support(claim: str, text: str, *, lines: bool = False) -> tuple[float, Sentence | None]:
     """The best sentence of ``text`` for ``claim`` and the share of the claim's terms
     it holds (a claim of two sentences can draw on two neighbouring sentences)."""
     wanted = set(terms(claim))
     if not wanted:
         return 0.0, None
-    found = sentences(text)
+    found = sentences(text, lines=lines)
     owns = [set(_tokens(sentence.text)) for sentence in found]
     best: tuple[float, Sentence | None] = (0.0, None)
     for sentence, own in zip(found, owns, strict=True):
