@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from research_fsm.deep import DeepRunner, grounding_problems
+from research_fsm.deep import DeepRunner, grounding_problems, quote_in
 from research_fsm.engine import MemoryCheckpointStore
 
 from ._corpus import PACKAGES, build_corpus
@@ -97,7 +97,7 @@ def score(question: dict[str, Any], folder: Path, corpus: Path) -> dict[str, Any
     for claim in claims:
         source = sources[claim["source"]]
         quote = claim["evidence"] or ""
-        in_source = bool(quote) and quote in source["text"]
+        in_source = quote_in(quote, source["text"])
         verbatim += in_source
         raw = (corpus / source["locator"]).read_text(encoding="utf-8")
         original += " ".join(quote.split()) in " ".join(raw.split())

@@ -43,7 +43,7 @@ from ._model import (
     Source,
 )
 from ._search import HEADING_PATH
-from ._text import SUPPORT_THRESHOLD, coverage, normalise, support, terms
+from ._text import SUPPORT_THRESHOLD, coverage, normalise, quote_in, quote_of, support, terms
 
 __all__ = [
     "RELEVANCE_CUTOFF",
@@ -204,7 +204,7 @@ def analyse(source: Source, state: DeepState) -> Analysis:
             Fact(
                 kind=_kind(unit.statement, unit.code),
                 statement=unit.statement,
-                quote=source.text[unit.start : unit.end],
+                quote=quote_of(source.text, unit.start, unit.end),
                 score=round(0.7 * scored[index] + 0.3 * overall, 4),
             )
         )
@@ -304,7 +304,7 @@ def _own_quote(state: DeepState, claim: Claim, sid: str, text: str) -> tuple[flo
         if analysis.source != sid:
             continue
         for fact in analysis.facts:
-            if fact.statement == claim.text and fact.quote and fact.quote in text:
+            if fact.statement == claim.text and quote_in(fact.quote, text):
                 return coverage(terms(claim.text), fact.quote), fact.quote
     return 0.0, None
 
@@ -326,7 +326,7 @@ def check_claims(state: DeepState, claims: list[Claim]) -> list[ClaimCheck]:
                 continue
             found, sentence = support(claim.text, source.text, lines=_lines(source))
             if sentence is not None and found > best[0]:
-                best = (found, sentence.text, cited)
+                best = (found, quote_of(source.text, sentence.start, sentence.end), cited)
         score, evidence, sid = best
         if not claim.sources:
             reason = "cites no source"

@@ -21,9 +21,12 @@ __all__ = [
     "coverage",
     "locate",
     "normalise",
+    "quote_in",
+    "quote_of",
     "sentences",
     "support",
     "terms",
+    "unfenced",
     "verbatim",
 ]
 
@@ -45,6 +48,40 @@ _HIRAGANA: Final = re.compile(r"[\u3040-\u309f]")
 _SENTENCE_END: Final = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9*`])|(?<=[。！？])")
 _BLOCK_START: Final = re.compile(r"\s*(?:#|[-*•>|]\s|\d+[.)]\s)")
 _SPACES: Final = re.compile(r"\s+")
+_FENCE_LINE: Final = re.compile(r"^[ \t]*(?:`{3,}|~{3,})[^\n`]*(?:\n|\Z)", re.MULTILINE)
+"""A code fence's own line: the extractor marks code with it (HTML has none); no quote
+holds it."""
+_GLYPH: Final = re.compile(r"^[ \t]*(?:[-*+\u2022\u25aa\u25e6\u2023]|\d{1,3}[.)])[ \t]+")
+"""A list item's glyph or number as the quote would start with it."""
+_PERMALINK_END: Final = re.compile(r"[ \t]*[\u00b6\u00a7](?=\n|\Z)", re.MULTILINE)
+"""A permalink sign at a line's end (Sphinx's and MkDocs' "¶")."""
+
+
+def unfenced(text: str) -> str:
+    """``text`` without its fence lines (``_FENCE_LINE``) nor line-end permalink signs:
+    the characters quotes are taken from and checked against."""
+    if "```" in text or "~~~" in text:
+        text = _FENCE_LINE.sub("", text)
+    if "\u00b6" in text or "\u00a7" in text:
+        text = _PERMALINK_END.sub("", text)
+    return text
+
+
+def quote_of(text: str, start: int, end: int) -> str:
+    """The verbatim quote of ``text[start:end]``: its characters less what only presents
+    them (a leading list glyph, code fence lines, a permalink sign), trimmed; it occurs in
+    ``unfenced(text)`` (``quote_in``)."""
+    piece = text[start:end]
+    glyph = _GLYPH.match(piece)
+    if glyph is not None and start + glyph.end() < end:
+        piece = piece[glyph.end() :]
+    return unfenced(piece).strip()
+
+
+def quote_in(quote: str, text: str) -> bool:
+    """Whether ``quote`` is verbatim in ``text``: the same characters, in order, once the
+    presentational marks ``unfenced`` drops are left out of both."""
+    return bool(quote) and (quote in text or unfenced(quote) in unfenced(text))
 
 
 def normalise(text: str) -> str:
@@ -183,8 +220,8 @@ def support(claim: str, text: str, *, lines: bool = False) -> tuple[float, Sente
 
 
 def locate(quote: str, text: str) -> str | None:
-    """``quote`` as it occurs in ``text`` (case and runs of whitespace may differ), or
-    ``None``. Quotes under three words and 12 characters (6 for CJK) never count: they
+    """``quote`` as it occurs in ``text`` (case and runs of whitespace may differ; fence
+    lines and permalink signs left out, ``unfenced``), or ``None``. Quotes under three words and 12 characters (6 for CJK) never count: they
     would prove nothing."""
     words = quote.strip().strip("\"'“”「」").split()
     joined = " ".join(words)
@@ -192,7 +229,7 @@ def locate(quote: str, text: str) -> str | None:
     if len(joined) < (6 if cjk else 12) or (len(words) < 3 and not cjk):
         return None
     pattern = r"\s+".join(re.escape(word) for word in words)
-    match = re.search(pattern, text, re.IGNORECASE)
+    match = re.search(pattern, unfenced(text), re.IGNORECASE)
     return match.group() if match else None
 
 

@@ -281,6 +281,8 @@ def _clean(raw: str) -> str:
         text = _SPACES.sub(" ", raw).strip()
     if text.endswith(" |"):
         text = text[:-2].rstrip()
+    if text.endswith("\u00b6"):  # a permalink sign no class marked
+        text = text[:-1].rstrip()
     return text
 
 
