@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator
 from typing import Final
 
 from ..documents import CJK as _CJK
+from ..documents import SYMBOL as _SYMBOL
 
 __all__ = [
     "SUPPORT_THRESHOLD",
@@ -112,8 +113,19 @@ def _bigrams(run: str) -> Iterator[str]:
             yield pair
 
 
+def _symbols(text: str) -> Iterator[str]:
+    """Option names and symbols whole (``--force-all``, ``$@``, ``xdg_config_home``):
+    an option keeps its case, the rest is lower case (as the index has them)."""
+    for match in _SYMBOL.finditer(text):
+        found = match.group()
+        yield found if found.startswith("-") else found.replace("{", "").replace("}", "").lower()
+
+
 def _tokens(text: str) -> Iterator[str]:
-    text = unicodedata.normalize("NFKC", text).lower()
+    text = unicodedata.normalize("NFKC", text)
+    if "-" in text or "$" in text or "_" in text:
+        yield from _symbols(text)
+    text = text.lower()
     position = 0
     for match in _CJK.finditer(text):
         yield from _latin_tokens(text[position : match.start()])

@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # loaded on first use: a worker process imports only what it 
     from ._index import default_workers as default_workers
     from ._read import KINDS as KINDS
     from ._read import SkippedFile as SkippedFile
+    from ._symbols import SYMBOL as SYMBOL
     from ._terms import CJK as CJK
     from ._types import DamagedIndex as DamagedIndex
     from ._types import DocumentsError as DocumentsError
@@ -34,6 +35,7 @@ _WHERE = {
     "KINDS": "._read",
     "SkippedFile": "._read",
     "CJK": "._terms",
+    "SYMBOL": "._symbols",
     "DamagedIndex": "._types",
     "DocumentsError": "._types",
     "DocumentsNotFound": "._types",
@@ -57,6 +59,7 @@ __all__ = [
     "CJK",
     "DOCS_ENV",
     "KINDS",
+    "SYMBOL",
     "DamagedIndex",
     "DocumentIndex",
     "DocumentsError",

@@ -38,13 +38,13 @@ from ._types import (
     NotADirectory,
     Passage,
 )
-from ._work import HEADING_SEPARATOR, Job, Work, run_job
+from ._work import HEADING_SEPARATOR, Job, Work, index_body, run_job
 from ._workers import Workers
 
 __all__ = ["DocumentIndex", "default_cache_dir", "default_workers"]
 
 _log = structlog.get_logger(__name__)
-SCHEMA: Final = "research-fsm-documents-3"
+SCHEMA: Final = "research-fsm-documents-4"
 RACY_NS: Final = 2_000_000_000
 """Files modified this close (ns) before the last check are hashed again."""
 DATA_SOURCE: Final = "documents"  # the data source name on search spans
@@ -311,7 +311,7 @@ class _Builder:
             ).fetchall()
             self.db.executemany(
                 "INSERT INTO fts(fts, rowid, body, title) VALUES ('delete', ?, ?, ?)",
-                [(id_, cjk_bigrams(text[start:end]), title) for id_, start, end in passages],
+                [(id_, index_body(text[start:end]), title) for id_, start, end in passages],
             )
         self.db.execute("DELETE FROM passages WHERE file_id=?", (file_id,))
         self.db.execute("DELETE FROM files WHERE id=?", (file_id,))

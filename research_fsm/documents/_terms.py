@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from ._symbols import SYMBOL, token
+
 __all__ = ["CJK", "STOP_WORDS", "cjk_bigrams", "has_cjk", "query_terms"]
 
 CJK: Final = re.compile(
@@ -54,8 +56,11 @@ def cjk_bigrams(text: str) -> str:
 
 def query_terms(query: str) -> list[str]:
     """The distinct terms of a query: words (stop words dropped) and CJK bigrams (those
-    made only of hiragana dropped: particles and endings)."""
+    made only of hiragana dropped: particles and endings); an option name or symbol
+    (``--force-all``, ``$@``) is one term (``_symbols``)."""
     found: list[str] = []
+    if "-" in query or "$" in query or "_" in query:
+        query = SYMBOL.sub(lambda m: f" {token(m.group())} ", query)
     for word in _WORD.findall(cjk_bigrams(query).lower()):
         if word in STOP_WORDS:
             continue

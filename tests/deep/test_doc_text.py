@@ -1,0 +1,111 @@
+"""Text in, clean and faithful, as offline deep research answers from it: option names
+and shell symbols are single terms, quotes hold the source's characters and nothing a
+page only shows (fences, list glyphs, permalink signs), list items are claims of their
+own, a man page's NAME line is a statement. ``pages/`` holds pages cut from what Debian's
+``dpkg`` (its man page through groff) and ``tig`` (AsciiDoc) packages ship."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from research_fsm.deep import quote_in
+from research_fsm.deep._answer import parse_question, units
+from research_fsm.deep._text import quote_of, terms
+from research_fsm.documents import DocumentIndex
+from research_fsm.documents._terms import query_terms
+from research_fsm.engine import MemoryCheckpointStore
+from research_fsm.qa import ResearchAssistant
+
+PAGES = Path(__file__).parent / "pages"
+
+
+@pytest.fixture
+def docs(tmp_path: Path) -> Path:
+    folder = tmp_path / "docs"
+    shutil.copytree(PAGES, folder)
+    return folder
+
+
+@pytest.fixture
+def assistant(home: Path) -> ResearchAssistant:
+    return ResearchAssistant(store=MemoryCheckpointStore())
+
+
+def test_options_and_shell_symbols_are_single_terms() -> None:
+    """``--force-all``, ``$@`` and ``$*`` stay whole in the answerer's terms and in the
+    index's query; an option keeps its case, a hyphenated word is no option."""
+    found = terms("Use --force-all, then $@ or $* and -F; a well-known flag.")
+    assert {"--force-all", "$@", "$*", "-F"} <= set(found)
+    assert "-known" not in found and "well" in found
+    assert parse_question("What does --force-all do?").terms[0] == "--force-all"
+    at, star = query_terms("$@"), query_terms("$*")
+    assert len(at) == 1 and len(star) == 1 and at != star
+    assert query_terms("-f") != query_terms("-F")
+
+
+async def test_the_index_finds_an_option_only_where_it_is(tmp_path: Path) -> None:
+    """A search for ``$@`` does not find the passage about ``$*``, and ``--force-all``
+    not the one that only says "force" and "all"."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "at.md").write_text('# At\n\n"$@" expands to each parameter quoted.\n')
+    (folder / "star.md").write_text("# Star\n\n$* expands to all parameters as one word.\n")
+    (folder / "all.md").write_text("# All\n\nTo force all packages, use --force-depends.\n")
+    (folder / "force.md").write_text("# Force\n\nThe --force-all option turns on all.\n")
+    index = await DocumentIndex.open(folder, cache_dir=tmp_path / "cache")
+    try:
+        assert ["at.md"] == [p.path for p in await index.search("$@")]
+        assert ["star.md"] == [p.path for p in await index.search("$*")]
+        assert ["force.md"] == [p.path for p in await index.search("--force-all")]
+        assert {"all.md", "force.md"} == {p.path for p in await index.search("force all")}
+    finally:
+        await index.aclose()
+
+
+async def test_an_option_the_manual_lacks_is_refused(
+    assistant: ResearchAssistant, docs: Path
+) -> None:
+    """No neighbouring option's text answers a question about an option that does not
+    exist; the option that does exist is answered from its own entry."""
+    refused = await assistant.deep_research("What does --force-overwrite-all do?", docs=docs)
+    assert "no_sources" == refused.status
+    answered = await assistant.deep_research("What does --force-confold do?", docs=docs)
+    assert "completed" == answered.status
+    assert "--force-confold" in answered.summary or "confold:" in answered.summary
+
+
+async def test_a_man_page_purpose_line_answers_what_is_it(
+    assistant: ResearchAssistant, docs: Path
+) -> None:
+    """The NAME line ("tig - text-mode interface for Git") is a statement, not a title."""
+    report = await assistant.deep_research("What is tig?", docs=docs)
+    assert "tig - text-mode interface for Git" in report.summary
+
+
+def test_html_list_items_are_units_of_their_own() -> None:
+    """Lines of HTML text (one per list item) are not run together into one sentence."""
+    text = "Views\n\nMain view shows commits\nDiff view shows changes\nBlame view shows authors"
+    joined = [u.statement for u in units(text)]
+    apart = [u.statement for u in units(text, lines=True)]
+    assert 1 == len(joined)
+    assert ["Main view shows commits", "Diff view shows changes", "Blame view shows authors"] == (
+        apart
+    )
+
+
+def test_a_quote_holds_no_fence_glyph_or_permalink_and_is_verbatim() -> None:
+    """The quote of a step with its code leaves the fence lines out, a list item's quote
+    its glyph; ``quote_in`` finds both in the source, and a permalink sign never fails one."""
+    text = "Intro.\n\nInstall it with:\n\n```\n$ pip install tig\n```\n\n- Run tig in a repository."
+    step = next(u for u in units(text) if "Install it" in u.statement)
+    quote = quote_of(text, step.start, step.end)
+    assert "Install it with:\n\n$ pip install tig" == quote
+    assert quote_in(quote, text)
+    item = next(u for u in units(text) if "Run tig" in u.statement)
+    assert "Run tig in a repository." == quote_of(text, item.start, item.end)
+    signed = "sleep(seconds) \u00b6\nWaits for the given number of seconds."
+    assert quote_in("sleep(seconds)\nWaits for the given number of seconds.", signed)
+    assert not quote_in("sleep(minutes)", signed)
