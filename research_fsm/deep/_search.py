@@ -13,7 +13,9 @@ from ._model import Mode
 from ._text import coverage, terms
 
 if TYPE_CHECKING:
-    from ..documents import DocumentIndex
+    from ..documents import DocumentIndex, Passage
+
+    _Ranked = tuple[float, int, Passage]
     from ..sources import TavilyWebSearch
 
 __all__ = [
@@ -163,7 +165,7 @@ class DocumentSearch:
         match: Literal["all", "any"] = "any" if broadened else "all"
         passages = await self.index.search(words, limit=max(limit, POOL), match=match)
         weights = (await self.term_weights(query))[0] if passages else {}
-        ranked = []
+        ranked: list[_Ranked] = []
         for order, passage in enumerate(passages):
             context = " ".join([passage.title, *passage.headings, _stem_of(passage.path)])
             score, _, _ = passage_score(
@@ -176,6 +178,7 @@ class DocumentSearch:
             )
             ranked.append((-score, order, passage))
         ranked.sort(key=lambda item: item[:2])
+        ranked = _distinct(ranked)
         return [
             Found(
                 kind="file",
@@ -192,6 +195,19 @@ class DocumentSearch:
 
 HEADING_PATH: Final = " \u203a "
 """Between the headings of a passage's heading path as a source shows it."""
+
+
+def _distinct(ranked: list[_Ranked]) -> list[_Ranked]:
+    """``ranked`` without a passage whose words another file's passage ranked before it
+    already has (the same page twice in a folder: one source, not two)."""
+    seen: set[str] = set()
+    kept = []
+    for item in ranked:
+        key = " ".join(item[2].text.split()).lower()
+        if key not in seen:
+            seen.add(key)
+            kept.append(item)
+    return kept
 
 
 def _stem_of(path: str) -> str:

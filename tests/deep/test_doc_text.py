@@ -109,3 +109,17 @@ def test_a_quote_holds_no_fence_glyph_or_permalink_and_is_verbatim() -> None:
     signed = "sleep(seconds) \u00b6\nWaits for the given number of seconds."
     assert quote_in("sleep(seconds)\nWaits for the given number of seconds.", signed)
     assert not quote_in("sleep(minutes)", signed)
+
+
+async def test_the_same_text_in_two_files_is_one_source(
+    assistant: ResearchAssistant, tmp_path: Path
+) -> None:
+    """Two copies of one README answer with one source, not two."""
+    root = tmp_path / "docs"
+    (root / "copy").mkdir(parents=True)
+    text = "# Widget\n\nWidget renders JSON logs with the JSONRenderer processor.\n"
+    (root / "widget.md").write_text(text, encoding="utf-8")
+    (root / "copy" / "widget.md").write_text(text, encoding="utf-8")
+    report = await assistant.deep_research("How does widget render JSON logs?", docs=root)
+    assert "completed" == report.status
+    assert 1 == len(report.sources)
