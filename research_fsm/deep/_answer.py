@@ -29,6 +29,7 @@ __all__ = [
     "LINE_KINDS",
     "Question",
     "Unit",
+    "family",
     "idf",
     "one_line_blocks",
     "parse_question",
@@ -64,6 +65,14 @@ that need not be these."""
 _FILLERS: Final = frozenset(_FILLER_WORDS.split())
 _COMPOUND: Final = re.compile(r"(?<![\w/])[a-z][a-z0-9]*/\d+(?:\.\d+)*(?![\w/])", re.IGNORECASE)
 """A versioned name ("HTTP/2", "OAuth/2.0"): one term, so HTTP/3 is not HTTP/2."""
+_CAUSATIVE: Final = re.compile(
+    r"\b(?:make|let|get|have)\s+(?!(?:a|an|the|my|your|our|its|this|that|these|those|some|"
+    r"new|it|sure)\b)([\w.\-]+)(?=\s+(?!(?:of|for|in|on|with|to|from|by|and|or|as|at|into)\b)"
+    r"[\w\-])",
+    re.IGNORECASE,
+)
+"""'make structlog output JSON': 'make' before an object and the action it takes asks
+for that action, it is no action itself (unlike 'make a virtual environment')."""
 _RELEASE: Final = re.compile(r"^\d+(?:\.[\dx]+)+$")
 """A release number ("3.0", "2.7.x"): it also holds its major number ("3")."""
 _SUFFIXES: Final = ("ations", "ation", "ions", "ion", "ings", "ing", "ed", "er", "es", "e")
@@ -161,9 +170,7 @@ def has_number(text: str) -> bool:
     return bool(_DIGIT.search(_COMPOUND.sub(" ", text)))
 
 
-def stem(word: str) -> str:
-    """A light suffix strip: "installation", "installing", "installed" -> "install";
-    "migration", "migrate", "migrating" -> "migr"."""
+def _strip(word: str) -> str:
     if not word.isalpha() or len(word) <= 4:
         return word
     for suffix in _SUFFIXES:
@@ -171,6 +178,56 @@ def stem(word: str) -> str:
             word = word[: -len(suffix)]
             break
     return word[:-2] if word.endswith("at") and len(word) > 5 else word  # migrat(e) = migr
+
+
+FAMILIES: Final = (
+    ("output", "render", "print", "emit", "produce"),
+    ("create", "make", "generate"),
+    ("remove", "delete", "erase"),
+    ("show", "display", "view"),
+    ("find", "search", "locate"),
+    ("start", "launch"),
+    ("stop", "terminate", "kill"),
+    ("change", "modify", "alter", "edit"),
+)
+"""Verbs documentation uses for one action: a question's word matches its family's
+("How do I make structlog output JSON?" is answered by "structlog renders JSON"); each
+family is one term, named by its first word."""
+
+
+def _forms(word: str) -> set[str]:
+    base = word[:-1] if word.endswith("e") else word
+    return {word, f"{word}s", f"{word}es", f"{base}ed", f"{base}ing", f"{word}ed", f"{word}ing"}
+
+
+def _keys(form: str) -> set[str]:
+    """The stems a word form has, with and without the plural "s" ``terms`` strips."""
+    plural = form.endswith("s") and not form.endswith("ss")
+    return {_strip(form), _strip(form[:-1])} if plural else {_strip(form)}
+
+
+_FAMILY_OF: Final = {
+    key: words[0]
+    for words in FAMILIES
+    for word in words
+    for form in _forms(word)
+    for key in _keys(form)
+}
+
+
+def family(term: str) -> tuple[str, ...]:
+    """The words of the verb family ``term`` (a stemmed term) names, or ``()``."""
+    for words in FAMILIES:
+        if words[0] == term:
+            return words
+    return ()
+
+
+def stem(word: str) -> str:
+    """A light suffix strip: "installation", "installing", "installed" -> "install";
+    "migration", "migrate", "migrating" -> "migr"; a verb of ``FAMILIES`` -> its family."""
+    stripped = _strip(word)
+    return _FAMILY_OF.get(stripped, stripped)
 
 
 def stems(text: str) -> set[str]:
@@ -227,6 +284,7 @@ def parse_question(text: str, names: Iterable[str] = ()) -> Question:
     words: dict[str, str] = {}
     excluded = {stem(t) for m in _EXCEPT.finditer(text) for t in terms(m.group(1))}
     text_asked = _EXCEPT.sub(" ", text)
+    text_asked = _CAUSATIVE.sub(lambda m: f" {m.group(1)}", text_asked)
     compounds = [match.group().lower() for match in _COMPOUND.finditer(text_asked)]
     versions = {compound.split("/", 1)[1] for compound in compounds}
     for term in terms(text_asked):

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal, Protocol, runtime_checkable
 
-from ._answer import idf, one_line_blocks, parse_question, passage_score
+from ._answer import Question, family, idf, one_line_blocks, parse_question, passage_score
 from ._model import Mode
 from ._text import coverage, terms
 
@@ -30,6 +30,8 @@ __all__ = [
 
 POOL: Final = 40
 """Passages BM25 hands to the question's ranking per search."""
+MAX_VARIANTS: Final = 6
+"""Searches more per question, one per other word of a family verb it asks with."""
 NAME_BOOST: Final = 2.0
 """How much more a question's term weighs when it names a document (a product, a package):
 a passage about another product should not answer for it."""
@@ -164,6 +166,13 @@ class DocumentSearch:
         words = " ".join(question.words[t] for t in question.terms) or query
         match: Literal["all", "any"] = "any" if broadened else "all"
         passages = await self.index.search(words, limit=max(limit, POOL), match=match)
+        if match == "all":  # a verb of a family: its other words find passages too
+            seen = {(p.path, p.start) for p in passages}
+            for variant in _variants(question)[:MAX_VARIANTS]:
+                for passage in await self.index.search(variant, limit=POOL, match="all"):
+                    if (passage.path, passage.start) not in seen:
+                        seen.add((passage.path, passage.start))
+                        passages.append(passage)
         weights = (await self.term_weights(query))[0] if passages else {}
         ranked: list[_Ranked] = []
         for order, passage in enumerate(passages):
@@ -195,6 +204,18 @@ class DocumentSearch:
 
 HEADING_PATH: Final = " \u203a "
 """Between the headings of a passage's heading path as a source shows it."""
+
+
+def _variants(question: Question) -> list[str]:
+    """The question's search words with one family verb (``_answer.FAMILIES``) replaced
+    by each other word of its family."""
+    out = []
+    for term in question.terms:
+        for word in family(term):
+            if word != question.words[term]:
+                swapped = [word if t == term else question.words[t] for t in question.terms]
+                out.append(" ".join(swapped))
+    return out
 
 
 def _distinct(ranked: list[_Ranked]) -> list[_Ranked]:

@@ -123,3 +123,15 @@ async def test_the_same_text_in_two_files_is_one_source(
     report = await assistant.deep_research("How does widget render JSON logs?", docs=root)
     assert "completed" == report.status
     assert 1 == len(report.sources)
+
+
+async def test_how_do_i_is_answered_by_the_sentence_that_does_it(
+    assistant: ResearchAssistant, tmp_path: Path
+) -> None:
+    """ "How do I make structlog output JSON logs?" beside structlog's README (its opening
+    lines) is answered by "structlog renders JSON logs with the JSONRenderer processor":
+    'make' asks for the action after it, 'renders' is 'output' in other words."""
+    folder = tmp_path / "docs"
+    shutil.copytree(Path(__file__).parent / "structlog", folder)
+    report = await assistant.deep_research("How do I make structlog output JSON logs?", docs=folder)
+    assert report.summary.startswith("structlog renders JSON logs with the JSONRenderer")
