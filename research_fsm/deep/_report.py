@@ -41,7 +41,7 @@ TRAILING: Final = ".,;:`*_~"
 span or emphasis around it (a code span's closing backtick, quoted as the document has it)."""
 _SECTIONS: Final = ("summary", "key_points", "steps", "caveats")
 CLOSEST: Final = 3
-"""Sources listed as the closest, not about it, when the documents do not answer."""
+"""Sources listed as the closest, under the bar, when the documents do not answer."""
 
 
 def scrub(text: str, allowed: set[str]) -> str:
@@ -101,8 +101,9 @@ def _body(state: DeepState, lang: str, allowed: set[str]) -> list[DocSection]:
 
 
 def _closest(state: DeepState, lang: str, allowed: set[str]) -> list[Any]:
-    """The best-scoring sources of a question the documents do not answer, each marked
-    as not about it (never cited: no claim is made from them)."""
+    """The best-scoring sources of a question the documents do not answer, each with its
+    share of the question's key terms: under the bar for an answer, never said to be "not
+    about it" (a reader may find the answer there); never cited, no claim is made."""
     ranked = sorted(state.relevance, key=lambda v: -v.score)[:CLOSEST]
     lines = [
         f"{_cite(source, allowed)} ({label(lang, 'not_about').format(score=verdict.score)})"

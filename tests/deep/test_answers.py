@@ -140,14 +140,16 @@ async def test_a_question_the_documents_do_not_answer_is_refused(
     assistant: ResearchAssistant, docs: Path
 ) -> None:
     """A plausible question about something the folder never covers: no claims, the
-    closest sources listed as not about it, nothing cited."""
+    closest sources listed as under the bar (never as "not about it"), nothing cited."""
     report = await assistant.deep_research(
         "What is the default port of the Redis server?", docs=docs
     )
     assert "no_sources" == report.status
     assert ("", [], []) == (report.summary, report.key_points, report.sources)
     assert "do not answer" in report.markdown
-    assert "not about it" in report.markdown
+    assert (
+        "under the bar for an answer" in report.markdown and "not about it" not in report.markdown
+    )
     assert "[S" not in report.markdown.split("## Methodology")[0]
     assert report.folder is not None
     assert [] == json.loads((report.folder / "sources.json").read_text(encoding="utf-8"))
