@@ -38,6 +38,7 @@ __all__ = [
     "side_scores",
     "units",
     "with_next",
+    "with_previous",
 ]
 
 ANSWER_CUTOFF: Final = 0.70
@@ -498,6 +499,13 @@ def units(text: str, headings: Collection[str] = (), *, lines: bool = False) -> 
                 out += _code_units(text, block)
             continue
         index += 1
+        row = _table_row(sentence.text)
+        if row is not None:
+            after_title = False
+            header = index < len(found) and _TABLE_RULE.match(found[index].text) is not None
+            if not header and len(row) >= 12 and not _noise(row.replace("|", " ")):
+                out.append(_unit(text, sentence.start, sentence.end, row, False))
+            continue
         if _noise(sentence.text) or len(sentence.text) > 600:
             continue
         statement, end, has_code = clean(sentence.text), sentence.end, False
@@ -535,6 +543,22 @@ def units(text: str, headings: Collection[str] = (), *, lines: bool = False) -> 
                 )
             )
     return out
+
+
+_TABLE_RULE: Final = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")
+"""A Markdown table's rule under its header row."""
+
+
+def _table_row(line: str) -> str | None:
+    """A Markdown table row's cells, " | " between them (a definition table's term and
+    what it means, "--foo | does X"), or ``None`` for any other line or a rule."""
+    stripped = line.strip()
+    if not stripped.startswith("|") or stripped.count("|") < 2 or "\n" in stripped:
+        return None
+    if _TABLE_RULE.match(stripped):
+        return ""
+    cells = [clean(cell) for cell in stripped.strip("|").split("|")]
+    return " | ".join(cell for cell in cells if cell)
 
 
 def _a_title(text: str, sentence: Sentence) -> bool:
@@ -576,6 +600,37 @@ def with_next(question: Question, found: list[Unit], index: int, text: str) -> U
         code=unit.code or after.code,
         terms=unit.terms | after.terms,
         prose=unit.prose | after.prose,
+    )
+
+
+_REFERS_BACK: Final = re.compile(
+    r"^(?:this|that|these|those|it|they|such|both)\b(?!\s+(?:is|are)\s+(?:why|how|what)\b)",
+    re.IGNORECASE,
+)
+"""A sentence whose subject is in the sentence before it ("This command does not update
+your branch", "It is ...")."""
+
+
+def with_previous(found: list[Unit], index: int, text: str) -> Unit:
+    """``found[index]`` with the sentence it refers to ("This command ...", "It ...") put
+    before it: the unit just before, when nothing but white space is between them (the
+    same paragraph, or the paragraph right before), so the claim says what it is about."""
+    unit = found[index]
+    if index == 0 or not _REFERS_BACK.match(unit.statement):
+        return unit
+    before = found[index - 1]
+    if before.code or text[before.end : unit.start].strip() or before.end > unit.start:
+        return unit
+    if _REFERS_BACK.match(before.statement):
+        return unit  # a chain of references: the first of them is no better a subject
+    return Unit(
+        start=before.start,
+        end=unit.end,
+        statement=f"{before.statement} {unit.statement}",
+        code=unit.code,
+        terms=unit.terms | before.terms,
+        prose=unit.prose | before.prose,
+        opens_section=before.opens_section,
     )
 
 

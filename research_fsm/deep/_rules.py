@@ -30,6 +30,7 @@ from ._answer import (
     side_scores,
     stems,
     with_next,
+    with_previous,
 )
 from ._model import (
     Analysis,
@@ -199,7 +200,9 @@ def analyse(source: Source, state: DeepState) -> Analysis:
     best = sorted((i for i in range(len(found)) if scored[i] > 0), key=lambda i: (-scored[i], i))
     facts = []
     for index in sorted(best[:MAX_FACTS]):
-        unit = with_next(question, found, index, source.text)
+        unit = with_previous(found, index, source.text)
+        if unit is found[index]:
+            unit = with_next(question, found, index, source.text)
         facts.append(
             Fact(
                 kind=_kind(unit.statement, unit.code),

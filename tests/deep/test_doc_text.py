@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from research_fsm.deep import quote_in
-from research_fsm.deep._answer import parse_question, units
+from research_fsm.deep._answer import parse_question, units, with_previous
 from research_fsm.deep._text import quote_of, terms
 from research_fsm.documents import DocumentIndex
 from research_fsm.documents._terms import query_terms
@@ -135,3 +135,34 @@ async def test_how_do_i_is_answered_by_the_sentence_that_does_it(
     shutil.copytree(Path(__file__).parent / "structlog", folder)
     report = await assistant.deep_research("How do I make structlog output JSON logs?", docs=folder)
     assert report.summary.startswith("structlog renders JSON logs with the JSONRenderer")
+
+
+def test_a_claim_that_refers_back_carries_its_subject() -> None:
+    """ "This command does not update your branch" is quoted with the sentence before it,
+    which says which command; a sentence with its own subject stays alone."""
+    text = (
+        "tig fetch downloads objects and refs from another repository.\n\n"
+        "This command does not update your branch. Your files stay as they are."
+    )
+    found = units(text)
+    joined = with_previous(found, 1, text)
+    assert joined.statement.startswith("tig fetch downloads objects")
+    assert joined.statement.endswith("This command does not update your branch.")
+    assert text[joined.start : joined.end].startswith("tig fetch")
+    assert with_previous(found, 2, text) is found[2]
+
+
+def test_a_definition_table_gives_one_claim_per_row() -> None:
+    """The rows of a Markdown table after "...are described below:" are units (term |
+    meaning); the header row and the rule under it are none."""
+    text = (
+        "The options are described below:\n\n| Option | Meaning |\n|---|---|\n"
+        "| `--force` | Overwrite existing files without asking. |\n"
+        "| `--quiet` | Print nothing but errors. |\n"
+    )
+    statements = [u.statement for u in units(text)]
+    assert [
+        "The options are described below:",
+        "--force | Overwrite existing files without asking.",
+        "--quiet | Print nothing but errors.",
+    ] == statements
