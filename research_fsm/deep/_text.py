@@ -52,6 +52,8 @@ _SPACES: Final = re.compile(r"\s+")
 _FENCE_LINE: Final = re.compile(r"^[ \t]*(?:`{3,}|~{3,})[^\n`]*(?:\n|\Z)", re.MULTILINE)
 """A code fence's own line: the extractor marks code with it (HTML has none); no quote
 holds it."""
+_FENCE_WORD: Final = re.compile(r"(?:`{3,}|~{3,})[\w+-]*")
+"""A fence as a word of a quote (a model's quote of code, its lines joined): no part of it."""
 _GLYPH: Final = re.compile(r"^[ \t]*(?:[-*+\u2022\u25aa\u25e6\u2023]|\d{1,3}[.)])[ \t]+")
 """A list item's glyph or number as the quote would start with it."""
 _PERMALINK_END: Final = re.compile(r"[ \t]*[\u00b6\u00a7](?=\n|\Z)", re.MULTILINE)
@@ -235,7 +237,7 @@ def locate(quote: str, text: str) -> str | None:
     """``quote`` as it occurs in ``text`` (case and runs of whitespace may differ; fence
     lines and permalink signs left out, ``unfenced``), or ``None``. Quotes under three words and 12 characters (6 for CJK) never count: they
     would prove nothing."""
-    words = quote.strip().strip("\"'“”「」").split()
+    words = [w for w in quote.strip().strip("\"'“”「」").split() if not _FENCE_WORD.fullmatch(w)]
     joined = " ".join(words)
     cjk = _CJK.search(joined) is not None
     if len(joined) < (6 if cjk else 12) or (len(words) < 3 and not cjk):
