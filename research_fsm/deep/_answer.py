@@ -525,8 +525,8 @@ def units(text: str, headings: Collection[str] = (), *, lines: bool = False) -> 
                 index -= len(block)  # the code belongs to the sentence after it
             else:
                 shown, last = _code_lines(text, block)
-                if shown:
-                    statement = f"{statement} {' '.join(shown)}"
+                if shown:  # its code on lines of their own: a code block in the report
+                    statement = "\n".join([statement, *shown])
                     end, has_code = max(last, sentence.end), True
                 while index < len(found) and code[index]:
                     index += 1  # the rest of the block goes with it

@@ -344,6 +344,13 @@ class Analyse:
         return Analysis(source=source.id, facts=facts, dropped=dropped, method="llm"), reply.usage
 
 
+def _with_marks(text: str, marks: str) -> str:
+    """A claim and its ``[S#]`` marks, a step's code lines after them, indented."""
+    first, _, code = text.partition("\n")
+    lines = [f"    {line}" for line in code.split("\n")] if code else []
+    return "\n".join([f"{first} {marks}".strip(), *lines])
+
+
 def draft_markdown(draft: Draft, language: str) -> str:
     """The draft as Markdown with ``[S#]`` markers (``draft.md`` and the streamed text)."""
     titles: dict[SectionName, str] = {
@@ -360,13 +367,12 @@ def draft_markdown(draft: Draft, language: str) -> str:
         if not claims:
             continue
         cite = ["".join(f"[{s}]" for s in c.sources) for c in claims]
+        shown = [_with_marks(c.text, m) for c, m in zip(claims, cite, strict=True)]
         if key == "summary":
-            body = " ".join(f"{c.text} {m}".strip() for c, m in zip(claims, cite, strict=True))
+            body = " ".join(shown)
         else:
             marker = "1." if key == "steps" else "-"
-            body = "\n".join(
-                f"{marker} {c.text} {m}".rstrip() for c, m in zip(claims, cite, strict=True)
-            )
+            body = "\n".join(f"{marker} {line}" for line in shown)
         parts.append(f"## {title}\n{body}")
     return "\n\n".join(parts) + "\n"
 

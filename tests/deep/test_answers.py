@@ -117,14 +117,16 @@ def test_a_question_knows_what_it_asks() -> None:
 async def test_how_do_i_is_answered_with_the_command(
     assistant: ResearchAssistant, docs: Path
 ) -> None:
-    """The summary opens with the step and its command, from the passage that has it."""
+    """The summary opens with the step and its command, from the passage that has it; the
+    command is a code block of the report."""
     report = await assistant.deep_research(
         "How do I install widgetlib with HTTP/2 support?", docs=docs
     )
     assert "completed" == report.status
-    first = report.summary.split(" [S1]")[0]
+    first, command = report.summary.split(" [S1]")[0], report.summary.split("\n")[1]
     assert "to include the optional HTTP/2 support, use:" in first
-    assert "pip install widgetlib[http2]" in first
+    assert "$ pip install widgetlib[http2]" == command
+    assert "```\n$ pip install widgetlib[http2]\n```" in report.markdown
     assert "widgetlib.md" == report.sources[0]["locator"]
 
 
