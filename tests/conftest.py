@@ -3,7 +3,11 @@ server, each kind of file-store lease, and every store (for the engine and store
 
 from __future__ import annotations
 
+import atexit
 import itertools
+import os
+import shutil
+import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
@@ -17,6 +21,28 @@ from research_fsm.engine import CheckpointStore, MemoryCheckpointStore
 from research_fsm.stores import JsonFileCheckpointStore
 from research_fsm.stores._file import fs as _fs
 from research_fsm.stores._file.fs import FileSystem
+
+
+def _isolate_home() -> None:
+    """Point ``$RESEARCH_FSM_HOME`` and ``$XDG_DATA_HOME`` at one temporary folder for the
+    whole run, before any test (or pytest-xdist worker, which inherits the environment)
+    starts: no test, subprocess or default store writes into the user's real data folder.
+    The real folder's path is kept in ``RESEARCH_FSM_REAL_HOME`` for the test that proves
+    it untouched."""
+    if os.environ.get("RESEARCH_FSM_TEST_HOME"):  # a worker: the controller already did it
+        return
+    real = os.environ.get("RESEARCH_FSM_HOME") or str(
+        Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "research-fsm"
+    )
+    base = Path(tempfile.mkdtemp(prefix="research-fsm-tests-"))
+    atexit.register(shutil.rmtree, base, ignore_errors=True)
+    os.environ["RESEARCH_FSM_REAL_HOME"] = real
+    os.environ["RESEARCH_FSM_TEST_HOME"] = str(base)
+    os.environ["RESEARCH_FSM_HOME"] = str(base / "research-fsm")
+    os.environ["XDG_DATA_HOME"] = str(base / "data")
+
+
+_isolate_home()
 
 STORE_KINDS = ["memory", "file-none", "file-fsync", "file-flock", "postgres"]
 
