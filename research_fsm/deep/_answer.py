@@ -88,12 +88,13 @@ _VALUE: Final = re.compile(
     re.IGNORECASE,
 )
 _DEFINE: Final = re.compile(
-    r"^\s*what\s+(?:does|do)\s+.+?\s+mean\b|^\s*what\s+causes?\b"
-    r"|^\s*what\s+(?:is|are)\s+(?:an?\s+)?[\w.\-/]+\s*\??\s*$",
+    r"^\s*what\s+(?:does|do)\s+.+?\s+(?:mean|do)\s*\??\s*$|^\s*what\s+causes?\b"
+    r"|^\s*what\s+(?:is|are)\s+(?:an?\s+|the\s+(?!default\b))?[\w.\-/$@*]+\s*\??\s*$"
+    r"|^\s*what\s+(?:does|do)\s+.+?\s+mean\b",
     re.IGNORECASE,
 )
-"""A question asking what something is or what brings it ("What does E0133 mean?", "What
-is ASGI?", "What causes E0106?"): the definition, a sentence of prose, answers it, not
+"""A question asking what something is, does or brings ("What does E0133 mean?", "What
+is ASGI?", "What does --force-confold do?", "What causes E0106?"): the definition, a sentence of prose, answers it, not
 the code example near it."""
 _YESNO: Final = re.compile(r"^\s*(?:does|do|is|are|can|will|should|has|have|was)\b", re.IGNORECASE)
 _COMPARE: Final = re.compile(

@@ -166,3 +166,11 @@ def test_a_definition_table_gives_one_claim_per_row() -> None:
         "--force | Overwrite existing files without asking.",
         "--quiet | Print nothing but errors.",
     ] == statements
+
+
+def test_what_does_it_do_asks_for_a_definition() -> None:
+    """ "What does X do?" and "What is the X?" want the sentence that defines X; "what is
+    the default ..." wants a value."""
+    assert "define" == parse_question("What does --force-confold do?").kind
+    assert "define" == parse_question("What is the JSONRenderer?").kind
+    assert "value" == parse_question("What is the default port?").kind
