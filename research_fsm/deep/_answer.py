@@ -22,6 +22,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
+from ..documents import SYMBOL
 from ._text import Sentence, sentences, terms
 
 __all__ = [
@@ -480,6 +481,7 @@ def units(text: str, headings: Collection[str] = (), *, lines: bool = False) -> 
     out: list[Unit] = []
     index = 0
     after_title = False  # the last sentence was a section's title
+    title: Sentence | None = None
     while index < len(found):
         sentence = found[index]
         if code[index]:
@@ -507,13 +509,21 @@ def units(text: str, headings: Collection[str] = (), *, lines: bool = False) -> 
             if not header and len(row) >= 12 and not _noise(row.replace("|", " ")):
                 out.append(_unit(text, sentence.start, sentence.end, row, False))
             continue
+        if lines and index < len(found) and _a_term(text, sentence, found[index]):
+            after_title, title = True, sentence  # a definition list's term, on its own line
+            continue
         if _noise(sentence.text) or len(sentence.text) > 600:
             continue
         statement, end, has_code = clean(sentence.text), sentence.end, False
         if statement in headings or _a_title(text, sentence):
-            after_title = True
+            after_title, title = True, sentence
             continue
         opens_section, after_title = after_title, False
+        start = sentence.start
+        if opens_section and title is not None and _names_a_term(title, sentence, text):
+            # a definition list's term ("-O: optimize your code", "$mail_check"): the
+            # sentence under it says what the term is, the claim says which term
+            statement, start = f"{clean(title.text)} — {statement}", title.start
         prose = statement
         introduces = sentence.text.rstrip().endswith(":") or _ends_paragraph(text, sentence)
         if introduces and index < len(found) and code[index]:
@@ -533,17 +543,31 @@ def units(text: str, headings: Collection[str] = (), *, lines: bool = False) -> 
                     index += 1  # the rest of the block goes with it
         if len(statement) >= 12:
             out.append(
-                _unit(
-                    text,
-                    sentence.start,
-                    end,
-                    statement,
-                    has_code,
-                    prose,
-                    opens_section=opens_section,
-                )
+                _unit(text, start, end, statement, has_code, prose, opens_section=opens_section)
             )
     return out
+
+
+def _a_term(text: str, sentence: Sentence, after: Sentence) -> bool:
+    """Whether ``sentence`` is a definition list's term ("TIG_EDITOR", "--force-all"): a
+    line of a few words naming an option or a symbol, without a sentence end, right above
+    the line that says what it is."""
+    words = sentence.text.split()
+    return (
+        len(words) <= MAX_TITLE_WORDS
+        and "\n" not in sentence.text
+        and text[sentence.end : after.start] == "\n"
+        and not _SENTENCE_END.search(words[-1])
+        and SYMBOL.search(sentence.text) is not None
+    )
+
+
+def _names_a_term(title: Sentence, sentence: Sentence, text: str) -> bool:
+    """Whether ``title``, right above ``sentence``, names an option, a variable or a
+    symbol (``documents.SYMBOL``): the term a definition list's entry defines."""
+    if text[title.end : sentence.start].strip():
+        return False
+    return SYMBOL.search(title.text) is not None
 
 
 _TABLE_RULE: Final = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")

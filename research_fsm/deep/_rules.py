@@ -268,11 +268,13 @@ def draft(state: DeepState) -> Draft:
         if analysis.error is None and analysis.source in relevant
         for fact in analysis.facts
     ]
+    longer = [(normalise(fact.statement), sid) for fact, sid in pool]
     for fact, sid in sorted(pool, key=lambda pair: -pair[0].score):
         key = normalise(fact.statement)
-        if key not in seen:
-            seen.add(key)
-            ranked.append((fact, sid))
+        if key in seen or any(key != other and key in other for other, _ in longer):
+            continue  # said already, or inside a fact that says more ("X — Y. This ...")
+        seen.add(key)
+        ranked.append((fact, sid))
     if not ranked:
         return Draft(claims=[], method="rules")
     lead = _sides(state, question, ranked) if question.kind == "compare" else []

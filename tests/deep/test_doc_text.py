@@ -174,3 +174,31 @@ def test_what_does_it_do_asks_for_a_definition() -> None:
     assert "define" == parse_question("What does --force-confold do?").kind
     assert "define" == parse_question("What is the JSONRenderer?").kind
     assert "value" == parse_question("What is the default port?").kind
+
+
+def test_a_definition_list_entry_names_its_term() -> None:
+    """Under a term that is an option ("-O: optimize your code", as the rustc book's
+    HTML gives it), the sentence is claimed with its term, quoted from the term on."""
+    text = (
+        "-g: include debug information\n\nA synonym for -C debuginfo=2.\n\n"
+        "-O: optimize your code\n\nA synonym for -C opt-level=2."
+    )
+    found = units(text, lines=True)
+    optimize = next(u for u in found if "opt-level" in u.statement)
+    assert "-O: optimize your code — A synonym for -C opt-level=2." == optimize.statement
+    assert text[optimize.start : optimize.end].startswith("-O: optimize your code")
+    assert "-O" in optimize.prose
+
+
+def test_a_definition_list_term_on_its_own_line_joins_its_description() -> None:
+    """ "TIG_EDITOR" above its description (an AsciiDoc man page's ``<dt>``/``<dd>``, one
+    line each) is claimed with it, and no shorter copy of the claim is kept."""
+    text = (
+        "TIG_NO_DISPLAY\nOpen Tig without rendering anything to the terminal.\n"
+        "TIG_EDITOR\nThe editor command to use when visiting files."
+    )
+    statements = [u.statement for u in units(text, lines=True)]
+    assert [
+        "TIG_NO_DISPLAY — Open Tig without rendering anything to the terminal.",
+        "TIG_EDITOR — The editor command to use when visiting files.",
+    ] == statements
