@@ -151,6 +151,8 @@ its paragraph joins it)."""
 MAX_TITLE_WORDS: Final = 8
 """Words of a paragraph without a sentence end that is taken for a section's title."""
 _SENTENCE_END: Final = re.compile(r"[.!?:;。！？)\]]$")
+MAX_TERM_WORDS: Final = 3
+"""Words of a definition list's term (see ``_a_term``)."""
 _NAME_LINE: Final = re.compile(
     r"^[\w.+:@/-]+(?:\(\w+\))?(?:,\s*[\w.+:@/-]+(?:\(\w+\))?)*\s+[-\u2013\u2014]\s+\S"
 )
@@ -549,17 +551,20 @@ def units(text: str, headings: Collection[str] = (), *, lines: bool = False) -> 
 
 
 def _a_term(text: str, sentence: Sentence, after: Sentence) -> bool:
-    """Whether ``sentence`` is a definition list's term ("TIG_EDITOR", "--force-all"): a
-    line of a few words naming an option or a symbol, without a sentence end, right above
-    the line that says what it is."""
+    """Whether ``sentence`` is a definition list's term ("TIG_EDITOR", "aptitude update"):
+    a line of ``MAX_TERM_WORDS`` words or fewer (more when it names an option or symbol),
+    without a sentence end, right above the sentence that says what it is (a list of items
+    without full stops is no definition list)."""
     words = sentence.text.split()
-    return (
-        len(words) <= MAX_TITLE_WORDS
-        and "\n" not in sentence.text
-        and text[sentence.end : after.start] == "\n"
-        and not _SENTENCE_END.search(words[-1])
-        and SYMBOL.search(sentence.text) is not None
-    )
+    if (
+        len(words) > MAX_TITLE_WORDS
+        or "\n" in sentence.text
+        or text[sentence.end : after.start] != "\n"
+        or _SENTENCE_END.search(words[-1])
+        or not after.text.rstrip().endswith((".", "!", "?", "。", "！", "？"))
+    ):
+        return False
+    return len(words) <= MAX_TERM_WORDS or SYMBOL.search(sentence.text) is not None
 
 
 def _names_a_term(title: Sentence, sentence: Sentence, text: str) -> bool:
@@ -567,7 +572,9 @@ def _names_a_term(title: Sentence, sentence: Sentence, text: str) -> bool:
     symbol (``documents.SYMBOL``): the term a definition list's entry defines."""
     if text[title.end : sentence.start].strip():
         return False
-    return SYMBOL.search(title.text) is not None
+    return SYMBOL.search(title.text) is not None or (
+        text[title.end : sentence.start] == "\n" and len(title.text.split()) <= MAX_TERM_WORDS
+    )
 
 
 _TABLE_RULE: Final = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")
@@ -629,7 +636,8 @@ def with_next(question: Question, found: list[Unit], index: int, text: str) -> U
 
 
 _REFERS_BACK: Final = re.compile(
-    r"^(?:this|that|these|those|it|they|such|both)\b(?!\s+(?:is|are)\s+(?:why|how|what)\b)",
+    r"^(?:this|that|these|those|it|they|such|both)\b(?!\s+(?:is|are)\s+(?:why|how|what)\b)"
+    r"|^(?:この|その|これ|それ|こうした|そうした|こちら)",
     re.IGNORECASE,
 )
 """A sentence whose subject is in the sentence before it ("This command does not update

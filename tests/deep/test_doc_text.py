@@ -202,3 +202,19 @@ def test_a_definition_list_term_on_its_own_line_joins_its_description() -> None:
         "TIG_NO_DISPLAY — Open Tig without rendering anything to the terminal.",
         "TIG_EDITOR — The editor command to use when visiting files.",
     ] == statements
+
+
+def test_a_short_term_above_its_sentence_is_claimed_with_it() -> None:
+    """A command of a definition list ("aptitude update", as aptitude's Japanese manual
+    lists it) is claimed with its description, "このコマンドは…" included; a list's
+    items, each ending its sentence, stay items of their own."""
+    text = (
+        "aptitude update\nこのコマンドは、パッケージ一覧を更新します。\n"
+        "aptitude safe-upgrade\nThis command will upgrade as many packages as it can."
+    )
+    assert [
+        "aptitude update — このコマンドは、パッケージ一覧を更新します。",
+        "aptitude safe-upgrade — This command will upgrade as many packages as it can.",
+    ] == [u.statement for u in units(text, lines=True)]
+    listed = "Main view shows commits.\nDiff view shows changes.\nBlame view shows authors."
+    assert 3 == len(units(listed, lines=True))
