@@ -198,9 +198,18 @@ def analyse(source: Source, state: DeepState) -> Analysis:
         lines=_lines(source),
     )
     best = sorted((i for i in range(len(found)) if scored[i] > 0), key=lambda i: (-scored[i], i))
+    chosen = sorted(best[:MAX_FACTS])
+    merged = {
+        index - 1: index
+        for index in chosen
+        if index - 1 in chosen and with_previous(found, index, source.text) is not found[index]
+    }  # "X. It ..." chosen with X: one fact, the one that says both
     facts = []
-    for index in sorted(best[:MAX_FACTS]):
+    for index in chosen:
+        if index in merged:
+            continue
         unit = with_previous(found, index, source.text)
+        score = max(scored[index], scored[index - 1]) if index - 1 in merged else scored[index]
         if unit is found[index]:
             unit = with_next(question, found, index, source.text)
         facts.append(
@@ -208,7 +217,7 @@ def analyse(source: Source, state: DeepState) -> Analysis:
                 kind=_kind(unit.statement, unit.code),
                 statement=unit.statement,
                 quote=quote_of(source.text, unit.start, unit.end),
-                score=round(0.7 * scored[index] + 0.3 * overall, 4),
+                score=round(0.7 * score + 0.3 * overall, 4),
             )
         )
     return Analysis(source=source.id, facts=facts)
@@ -268,13 +277,11 @@ def draft(state: DeepState) -> Draft:
         if analysis.error is None and analysis.source in relevant
         for fact in analysis.facts
     ]
-    longer = [(normalise(fact.statement), sid) for fact, sid in pool]
     for fact, sid in sorted(pool, key=lambda pair: -pair[0].score):
         key = normalise(fact.statement)
-        if key in seen or any(key != other and key in other for other, _ in longer):
-            continue  # said already, or inside a fact that says more ("X — Y. This ...")
-        seen.add(key)
-        ranked.append((fact, sid))
+        if key not in seen:
+            seen.add(key)
+            ranked.append((fact, sid))
     if not ranked:
         return Draft(claims=[], method="rules")
     lead = _sides(state, question, ranked) if question.kind == "compare" else []
