@@ -27,7 +27,12 @@ def add_deep_parsers(sub: Any) -> None:
     )
     deep.add_argument("topic", nargs="?")
     deep.add_argument("--docs", metavar="DIR", help="a folder of .md, .txt, .html and .pdf files")
-    deep.add_argument("--lang", choices=("en", "ja"), default="en")
+    deep.add_argument(
+        "--lang",
+        choices=("en", "ja"),
+        default=None,
+        help="the report's language (default: the topic's, Japanese or English)",
+    )
     deep.add_argument("--pdf", action="store_true", help="also write report.pdf")
     deep.add_argument(
         "--top", type=int, default=3, metavar="N", help="sources analysed in depth (default 3)"

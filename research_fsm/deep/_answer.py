@@ -16,14 +16,24 @@ well a passage covers them, and which of its sentences answers it.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
+from ..common.text import is_japanese
 from ..documents import SYMBOL
-from ._text import Sentence, sentences, terms
+from ._japanese import (
+    JA_COMPARE,
+    JA_FILLERS,
+    JA_SIDE_SPLIT,
+    asks,
+    japanese_kind,
+    without_form,
+)
+from ._text import ROW, Sentence, sentences, terms
 
 __all__ = [
     "ANSWER_CUTOFF",
@@ -138,6 +148,8 @@ asks (its terms less the names of documents) loses ``FOCUS_PENALTY``."""
 FOCUS_PENALTY: Final = 0.15
 NAMED_BONUS: Final = 0.03
 """A unit that names what the question names itself beats one that only sits in its file."""
+ASKS_FACTOR: Final = 0.5
+"""A Japanese sentence that is itself a question (「〜する方法は?」) scores this share."""
 NO_VALUE_FACTOR: Final = 0.5
 """A unit without a number scores this share when the question asks for one ("which
 versions", "what port")."""
@@ -197,7 +209,7 @@ FAMILIES: Final = (
 )
 """Verbs documentation uses for one action: a question's word matches its family's
 ("How do I make structlog output JSON?" is answered by "structlog renders JSON"); each
-family is one term, named by its first word."""
+family is one term, named by its first word's stem."""
 
 
 def _forms(word: str) -> set[str]:
@@ -212,7 +224,7 @@ def _keys(form: str) -> set[str]:
 
 
 _FAMILY_OF: Final = {
-    key: words[0]
+    key: _strip(words[0])
     for words in FAMILIES
     for word in words
     for form in _forms(word)
@@ -223,7 +235,7 @@ _FAMILY_OF: Final = {
 def family(term: str) -> tuple[str, ...]:
     """The words of the verb family ``term`` (a stemmed term) names, or ``()``."""
     for words in FAMILIES:
-        if words[0] == term:
+        if _strip(words[0]) == term:
             return words
     return ()
 
@@ -292,8 +304,12 @@ def parse_question(text: str, names: Iterable[str] = ()) -> Question:
     text_asked = _CAUSATIVE.sub(lambda m: f" {m.group(1)}", text_asked)
     compounds = [match.group().lower() for match in _COMPOUND.finditer(text_asked)]
     versions = {compound.split("/", 1)[1] for compound in compounds}
+    japanese = is_japanese(text)
+    fillers = _FILLERS | _japanese_fillers() if japanese else _FILLERS
+    if japanese:
+        text_asked = without_form(text_asked)
     for term in terms(text_asked):
-        if term in _FILLERS or term in versions or stem(term) in excluded:
+        if term in fillers or term in versions or stem(term) in excluded:
             continue
         words.setdefault(stem(term), term)
     for compound in compounds:
@@ -301,18 +317,20 @@ def parse_question(text: str, names: Iterable[str] = ()) -> Question:
     named = frozenset(t for t in words if t in set(names) or words[t] in set(names))
     kind: QuestionKind = "general"
     sides: tuple[frozenset[str], ...] = ()
-    if _COMPARE.search(text):
+    compare, split = (JA_COMPARE, JA_SIDE_SPLIT) if japanese else (_COMPARE, _SIDE_SPLIT)
+    if compare.search(text):
         if len(named) >= 2:
             own = [frozenset({t}) for t in words if t in named]
         else:
-            parts = [
-                stems(part) & set(words) for part in _SIDE_SPLIT.split(_COMPARE.sub(" ", text))
-            ]
+            parts = [stems(part) & set(words) for part in split.split(compare.sub(" ", text))]
             shared = set.intersection(*parts) if parts else set()
             own = [frozenset(part - shared) for part in parts if part - shared]
         if len(own) >= 2:
             kind, sides = "compare", tuple(own[:3])
-    if kind == "general":
+    if kind == "general" and japanese:
+        found = japanese_kind(text)
+        kind = found if found is not None and found != "compare" else "general"
+    elif kind == "general":
         if _HOWTO.search(text):
             kind = "howto"
         elif _DEFINE.search(text):
@@ -330,6 +348,12 @@ def parse_question(text: str, names: Iterable[str] = ()) -> Question:
         sides=sides,
         excluded=frozenset(excluded),
     )
+
+
+@functools.cache
+def _japanese_fillers() -> frozenset[str]:
+    """The terms of the Japanese form words as the segmentation in use gives them."""
+    return JA_FILLERS | frozenset(term for word in JA_FILLERS for term in terms(word))
 
 
 def idf(passages: int, frequencies: Mapping[str, int]) -> dict[str, float]:
@@ -417,7 +441,29 @@ def _noise(sentence: str) -> bool:
         return True
     words = re.findall(r"[^\W\d_]{2,}", _URL.sub(" ", clean(sentence)))
     unlinked = re.findall(r"[^\W\d_]{2,}", _URL.sub(" ", _LINK.sub(" ", sentence)))
+    if len(words) < 2 and unlinked and is_japanese(sentence):  # no spaces between words
+        words = terms(_URL.sub(" ", clean(sentence)))
     return len(words) < 2 or not unlinked  # a badge, an image, a line of links
+
+
+_COMMAND_CELL: Final = re.compile(
+    r"^(?:[a-z][\w.+-]*(?: +[-\w.+=/<>\[\]{}|:]+)+|-{1,2}[a-z][\w-]*)$"
+)
+"""A table cell that is a command or an option ("apt remove", "--purge")."""
+_RULE_CELL: Final = re.compile(r"^[-:=+ ]*$")
+
+
+def _row(text: str, sentence: Sentence) -> Unit | None:
+    """A table row as a unit: its cells joined by " — " (its quote the row as written);
+    a command in its first cell makes it code. A rule line or a row of one cell is none."""
+    cells = [clean(cell) for cell in sentence.text.strip().strip("|").split("|")]
+    cells = [cell for cell in cells if cell]
+    if len(cells) < 2 or any(_RULE_CELL.match(cell) for cell in cells):
+        return None
+    command = _COMMAND_CELL.match(cells[0].strip("`")) is not None
+    statement = " — ".join(cells)
+    prose = " ".join(cells[1:]) if command else statement
+    return _unit(text, sentence.start, sentence.end, statement, command, prose)
 
 
 def _code_lines(text: str, following: list[Sentence], most: int = 0) -> tuple[list[str], int]:
@@ -504,12 +550,10 @@ def units(text: str, headings: Collection[str] = (), *, lines: bool = False) -> 
                 out += _code_units(text, block)
             continue
         index += 1
-        row = _table_row(sentence.text)
-        if row is not None:
+        if ROW.match(sentence.text):  # a table row: its cells, one unit
+            row = _row(text, sentence)
+            out += [row] if row is not None else []
             after_title = False
-            header = index < len(found) and _TABLE_RULE.match(found[index].text) is not None
-            if not header and len(row) >= 12 and not _noise(row.replace("|", " ")):
-                out.append(_unit(text, sentence.start, sentence.end, row, False))
             continue
         if lines and index < len(found) and _a_term(text, sentence, found[index]):
             after_title, title = True, sentence  # a definition list's term, on its own line
@@ -577,22 +621,6 @@ def _names_a_term(title: Sentence, sentence: Sentence, text: str) -> bool:
     )
 
 
-_TABLE_RULE: Final = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")
-"""A Markdown table's rule under its header row."""
-
-
-def _table_row(line: str) -> str | None:
-    """A Markdown table row's cells, " | " between them (a definition table's term and
-    what it means, "--foo | does X"), or ``None`` for any other line or a rule."""
-    stripped = line.strip()
-    if not stripped.startswith("|") or stripped.count("|") < 2 or "\n" in stripped:
-        return None
-    if _TABLE_RULE.match(stripped):
-        return ""
-    cells = [clean(cell) for cell in stripped.strip("|").split("|")]
-    return " | ".join(cell for cell in cells if cell)
-
-
 def _a_title(text: str, sentence: Sentence) -> bool:
     """A paragraph of a few words with no sentence end: a section's title, as HTML pages
     give their headings ("Error code E0133"); it names a section, it states nothing."""
@@ -602,6 +630,8 @@ def _a_title(text: str, sentence: Sentence) -> bool:
     words = sentence.text.split()
     if not alone or _NAME_LINE.match(sentence.text):
         return False
+    if len(words) < 3 and is_japanese(sentence.text):  # no spaces between words
+        words = [*terms(sentence.text), words[-1]]
     return len(words) <= MAX_TITLE_WORDS and not _SENTENCE_END.search(words[-1])
 
 
@@ -708,6 +738,8 @@ def score_units(
         names_it = NAMED_BONUS if unit.prose & question.named else 0.0
         cue = _cue(question, unit) + names_it - long_penalty
         score = 0.75 * own + 0.25 * wide + cue
+        if asks(unit.statement):
+            score *= ASKS_FACTOR  # an FAQ's question: the answer is what follows it
         if _asks_number(question) and not has_number(unit.statement):
             score *= NO_VALUE_FACTOR  # "which versions" is not answered without a number
         if question.named and not named and not unit.terms & question.named:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from ..common.files import Clock, utc_now
+from ..common.text import is_japanese
 from ..common.writer import check_pdf_fonts
 from ..documents import DOCS_ENV, DocumentIndex, IndexProgress, documents_folder_from_env
 from ..engine import (
@@ -142,6 +143,14 @@ def default_web_search() -> TopicSearch | None:
     """Tavily when ``TAVILY_API_KEY`` is set, else ``None``."""
     client = TavilyWebSearch()
     return WebSearch(client) if client.is_available() else None
+
+
+def report_language(topic: object, language: str | None) -> str:
+    """The report's language: ``language`` when given, else the topic's (Japanese when it
+    is written in Japanese, English otherwise)."""
+    if language is not None:
+        return language
+    return "ja" if isinstance(topic, str) and is_japanese(topic) else "en"
 
 
 def check_request(
@@ -318,7 +327,7 @@ class DeepRunner:
         self,
         topic: object,
         *,
-        language: Language,
+        language: Language | None,
         docs: str | os.PathLike[str] | None,
         formats: tuple[str, ...],
         top_k: int = DEFAULT_TOP_K,
@@ -328,7 +337,8 @@ class DeepRunner:
     ) -> tuple[dict[str, Any], str]:
         """Check the request, pick the sources, create the session folder: the run's
         input and the session id; ``progress`` hears how indexing the folder goes."""
-        clean = check_request(topic, language, formats, top_k, threshold)
+        lang = report_language(topic, language)
+        clean = check_request(topic, lang, formats, top_k, threshold)
         folder = check_docs(docs)
         mode = self.web.mode if folder is None and self.web is not None else "docs"
         if folder is None and self.web is None:
@@ -344,7 +354,7 @@ class DeepRunner:
             sid, path = session_id, await asyncio.to_thread(session_folder, self.root, session_id)
         value: dict[str, Any] = {
             "topic": clean,
-            "language": language,
+            "language": lang,
             "formats": list(formats),
             "mode": mode,
             "docs": str(folder) if folder else None,
@@ -378,13 +388,14 @@ class DeepRunner:
         self,
         topic: str,
         *,
-        language: Language = "en",
+        language: Language | None = None,
         docs: str | os.PathLike[str] | None = None,
         formats: tuple[str, ...] = ("md",),
         top_k: int = DEFAULT_TOP_K,
         threshold: float = DEFAULT_THRESHOLD,
     ) -> ResearchReport:
-        """Research ``topic`` and save a cited, verified report: the last event of ``stream``."""
+        """Research ``topic`` and save a cited, verified report: the last event of ``stream``.
+        ``language``: the report's (default: the topic's, Japanese or English)."""
         stream = self.stream(
             topic, language=language, docs=docs, formats=formats, top_k=top_k, threshold=threshold
         )
@@ -397,7 +408,7 @@ class DeepRunner:
         self,
         topic: str,
         *,
-        language: Language = "en",
+        language: Language | None = None,
         docs: str | os.PathLike[str] | None = None,
         formats: tuple[str, ...] = ("md",),
         top_k: int = DEFAULT_TOP_K,

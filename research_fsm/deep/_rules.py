@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from typing import Final, Literal
 
+from ..common.text import is_japanese
 from ._answer import (
     ANSWER_CUTOFF,
     Question,
@@ -263,6 +264,13 @@ def _complete(
     return added
 
 
+def _few_words(statement: str) -> bool:
+    """Fewer than three words (a Japanese sentence, written without spaces, counted by
+    its terms)."""
+    few = len(_WORDS.findall(statement)) < 3
+    return few and (not is_japanese(statement) or len(terms(statement)) < 3)
+
+
 def draft(state: DeepState) -> Draft:
     """Answer first: the summary is the unit that answers the question best, in its own
     words (for a comparison, the best one of each side); then the other units of the
@@ -292,7 +300,7 @@ def draft(state: DeepState) -> Draft:
     pools: dict[FactKind, list[tuple[str, str]]] = {"finding": [], "step": [], "caveat": []}
     for index in rest:
         fact, sid = ranked[index]
-        if fact.statement.endswith(":") or len(_WORDS.findall(fact.statement)) < 3:
+        if fact.statement.endswith((":", "：")) or _few_words(fact.statement):
             continue  # a lead-in without its list, a two-word label: nothing said alone
         pools[fact.kind].append((fact.statement, sid))
     sections: list[tuple[SectionName, list[tuple[str, str]]]] = [

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal, Protocol, runtime_checkable
 
 from ._answer import Question, family, idf, one_line_blocks, parse_question, passage_score
+from ._japanese import spelled_by_kanji
 from ._model import Mode
 from ._text import coverage, terms
 
@@ -152,10 +153,14 @@ class DocumentSearch:
         parsed = parse_question(question, names)
         words = [parsed.words[t] for t in parsed.terms]
         total, counts = await self.index.frequencies(words)
-        found = idf(total, {t: counts.get(parsed.words[t], 0) for t in parsed.terms})
+        frequencies = {t: counts.get(parsed.words[t], 0) for t in parsed.terms}
+        found = idf(total, frequencies)
         weights = {
             t: round(w * (NAME_BOOST if t in parsed.named else 1.0), 4) for t, w in found.items()
         }
+        for term, count in frequencies.items():  # a word no passage uses, its kanji spell
+            if count == 0 and spelled_by_kanji(term, parsed.terms):
+                weights[term] = 0.0
         return weights, sorted(parsed.named)
 
     async def search(self, query: str, *, limit: int, broadened: bool) -> list[Found]:

@@ -1,9 +1,10 @@
 """Words, sentences and lexical support: the offline rules' view of text.
 
 Latin text is split into lower-case words (stop words dropped, a light plural
-strip); Japanese and other CJK text into overlapping character bigrams (bigrams of
-with hiragana, mostly particles and endings, are dropped), so "移行手順" and
-"手順の移行" share terms without a dictionary.
+strip); Japanese into its content words in dictionary form (the index's segmenter:
+"消して" and "消す" are one term), or, without the ``ja`` extra, into overlapping
+character bigrams (those with hiragana, mostly particles and endings, dropped), so
+"移行手順" and "手順の移行" share terms either way.
 """
 
 from __future__ import annotations
@@ -15,8 +16,10 @@ from typing import Final
 
 from ..documents import CJK as _CJK
 from ..documents import SYMBOL as _SYMBOL
+from ..documents import japanese_words
 
 __all__ = [
+    "ROW",
     "SUPPORT_THRESHOLD",
     "Sentence",
     "coverage",
@@ -48,6 +51,9 @@ _WORD: Final = re.compile(r"[^\W_]+(?:[.+#][^\W_]+)*[+#]*", re.UNICODE)
 _HIRAGANA: Final = re.compile(r"[\u3040-\u309f]")
 _SENTENCE_END: Final = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9*`])|(?<=[。！？])")
 _BLOCK_START: Final = re.compile(r"\s*(?:#|[-*•>|]\s|\d+[.)]\s)")
+ROW: Final = re.compile(r"^ {0,3}(?:\|.*\||(?![$#>]|\.\.\.)\S.*? \| \S.*)\s*$")
+"""A table row as the extractors give it: ``| a | b |`` (Markdown) or ``a | b`` (HTML):
+a block of its own, so a row is one sentence (an indented line is code, not a row)."""
 _SPACES: Final = re.compile(r"\s+")
 _FENCE_LINE: Final = re.compile(r"^[ \t]*(?:`{3,}|~{3,})[^\n`]*(?:\n|\Z)", re.MULTILINE)
 """A code fence's own line: the extractor marks code with it (HTML has none); no quote
@@ -131,7 +137,8 @@ def _tokens(text: str) -> Iterator[str]:
     position = 0
     for match in _CJK.finditer(text):
         yield from _latin_tokens(text[position : match.start()])
-        yield from _bigrams(match.group())
+        segmented = japanese_words(match.group())
+        yield from segmented if segmented is not None else _bigrams(match.group())
         position = match.end()
     yield from _latin_tokens(text[position:])
 
@@ -178,13 +185,14 @@ def _blocks(text: str, lines: bool = False) -> Iterator[tuple[int, int]]:
     position = 0
     for line in text.splitlines(keepends=True):
         blank = not line.strip()
-        if start is not None and (blank or lines or _BLOCK_START.match(line)):
+        row = ROW.match(line) is not None
+        if start is not None and (blank or lines or row or _BLOCK_START.match(line)):
             yield start, position
             start = None
         if not blank and start is None:
             start = position
         position += len(line)
-        if start is not None and line.lstrip().startswith("#"):
+        if start is not None and (row or line.lstrip().startswith("#")):
             yield start, position
             start = None
     if start is not None:

@@ -1,6 +1,6 @@
 """Your own documents as a research source: a folder of ``.md``, ``.txt``, ``.html`` and
-``.pdf`` files, indexed once into SQLite FTS5 (BM25; Japanese searchable through
-character bigrams) and kept up to date file by file.
+``.pdf`` files, indexed once into SQLite FTS5 (BM25; Japanese searchable as words with the ``ja``
+extra's segmenter, else as character bigrams) and kept up to date file by file.
 
 ``async with await DocumentIndex.open("./notes") as index: await index.search("jakarta")``
 """
@@ -16,6 +16,8 @@ if TYPE_CHECKING:  # loaded on first use: a worker process imports only what it 
     from ._index import DocumentIndex as DocumentIndex
     from ._index import default_cache_dir as default_cache_dir
     from ._index import default_workers as default_workers
+    from ._japanese import segmentation as segmentation
+    from ._japanese import words as japanese_words
     from ._read import KINDS as KINDS
     from ._read import SkippedFile as SkippedFile
     from ._symbols import SYMBOL as SYMBOL
@@ -32,6 +34,8 @@ _WHERE = {
     "DocumentIndex": "._index",
     "default_cache_dir": "._index",
     "default_workers": "._index",
+    "japanese_words": "._japanese",
+    "segmentation": "._japanese",
     "KINDS": "._read",
     "SkippedFile": "._read",
     "CJK": "._terms",
@@ -45,12 +49,15 @@ _WHERE = {
     "Passage": "._types",
 }
 
+_NAMES = {"japanese_words": "words"}
+"""Public names whose private module calls them otherwise."""
+
 
 def __getattr__(name: str) -> Any:
     where = _WHERE.get(name)
     if where is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(where, __name__), name)
+    value = getattr(importlib.import_module(where, __name__), _NAMES.get(name, name))
     globals()[name] = value
     return value
 
@@ -72,6 +79,8 @@ __all__ = [
     "default_cache_dir",
     "default_workers",
     "documents_folder_from_env",
+    "japanese_words",
+    "segmentation",
 ]
 
 DOCS_ENV = "RESEARCH_DOCS"

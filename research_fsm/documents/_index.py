@@ -3,7 +3,8 @@
 Why FTS5: it ships with Python's ``sqlite3`` (no dependency), its ``bm25()`` is the
 standard ranking function, the index is one file on disk that updates file by file,
 and SQLite's locking lets two processes open it at once. English words are stemmed
-(``porter``), Japanese and Chinese are indexed as character bigrams (``_terms``).
+(``porter``), Japanese and Chinese as words, or character bigrams without a segmenter
+(``_terms``; the segmentation is part of the schema: another one rebuilds the index).
 
 The index lives in ``cache_dir`` (default ``$RESEARCH_FSM_HOME/indexes``), never in
 the user's folder, as ``<sha256 of the folder's path>.sqlite``. Each file's size,
@@ -28,8 +29,9 @@ import structlog
 
 from .._home import default_home
 from .._tracing import search_span
+from ._japanese import segmentation
 from ._read import Found, SkippedFile, discover, kind_of, read_bytes
-from ._terms import cjk_bigrams, query_terms
+from ._terms import cjk_terms, query_terms
 from ._types import (
     DamagedIndex,
     DocumentsNotFound,
@@ -62,6 +64,11 @@ CREATE VIRTUAL TABLE fts USING fts5(body, title, content='',
 """
 
 
+def _schema() -> str:
+    """The schema version and how CJK text is segmented (words or bigrams)."""
+    return f"{SCHEMA}+{segmentation()}"
+
+
 def default_cache_dir() -> Path:
     """``indexes`` in the assistant's home (``$RESEARCH_FSM_HOME``)."""
     return default_home() / "indexes"
@@ -84,11 +91,11 @@ def _open_db(path: Path, folder: Path) -> sqlite3.Connection:
         if not tables:
             db.executescript(_TABLES)
             db.executemany(
-                "INSERT INTO meta VALUES (?, ?)", [("schema", SCHEMA), ("folder", str(folder))]
+                "INSERT INTO meta VALUES (?, ?)", [("schema", _schema()), ("folder", str(folder))]
             )
             return db
         row = db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
-        if row is not None and row[0] == SCHEMA:
+        if row is not None and row[0] == _schema():
             db.execute("SELECT count(*) FROM fts").fetchone()
             return db
         reason = "another schema version"
@@ -291,7 +298,7 @@ class _Builder:
             " VALUES (?,?,?,?,?,?,?,?)",
             [(first + number, file_id, *span) for number, span in enumerate(spans)],
         )
-        text, title = prepared.text, cjk_bigrams(prepared.title)
+        text, title = prepared.text, cjk_terms(prepared.title)
         self.db.executemany(
             "INSERT INTO fts(rowid, body, title) VALUES (?,?,?)",
             [
@@ -305,7 +312,7 @@ class _Builder:
         # the values it was indexed with, made again as ``_store`` made them
         row = self.db.execute("SELECT title, text FROM files WHERE id=?", (file_id,)).fetchone()
         if row is not None:
-            title, text = cjk_bigrams(row[0]), row[1]
+            title, text = cjk_terms(row[0]), row[1]
             passages = self.db.execute(
                 "SELECT id, start, end FROM passages WHERE file_id=?", (file_id,)
             ).fetchall()

@@ -1,18 +1,21 @@
-"""Search terms for the index: lower-case words, and CJK runs as overlapping bigrams.
+"""Search terms for the index: lower-case words, and CJK runs as words or bigrams.
 
 FTS5's ``unicode61`` tokenizer keeps a run of Japanese or Chinese characters as one
-token, so "移行手順を確認" could only be found whole. Rewriting each run as its
-character bigrams ("移行 行手 手順 ...") before indexing, and queries the same way,
-makes any two-character word findable without a dictionary."""
+token, so "移行手順を確認" could only be found whole. Each run is rewritten before
+indexing, and queries the same way: as its content words in dictionary form when a
+Japanese segmenter is installed (``_japanese``: "移行 手順 確認"), else as its character
+bigrams ("移行 行手 手順 ..."), which find any two-character word without a dictionary."""
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Final
 
+from ._japanese import words as japanese_words
 from ._symbols import SYMBOL, token
 
-__all__ = ["CJK", "STOP_WORDS", "cjk_bigrams", "has_cjk", "query_terms"]
+__all__ = ["CJK", "STOP_WORDS", "cjk_bigrams", "cjk_terms", "has_cjk", "query_terms"]
 
 CJK: Final = re.compile(
     r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\uff66-\uff9f]+"
@@ -54,17 +57,33 @@ def cjk_bigrams(text: str) -> str:
     return CJK.sub(lambda m: " " + " ".join(_pairs(m.group())) + " ", text)
 
 
+def _run_terms(run: str) -> str:
+    segmented = japanese_words(unicodedata.normalize("NFKC", run).lower())
+    return " ".join(segmented if segmented is not None else _pairs(run))
+
+
+def cjk_terms(text: str) -> str:
+    """``text`` with every CJK run replaced by its terms (content words when a segmenter
+    is installed, else bigrams), separated by spaces: what the index stores."""
+    if not has_cjk(text):
+        return text
+    text = unicodedata.normalize("NFKC", text)  # full-width letters and digits too
+    return CJK.sub(lambda m: " " + _run_terms(m.group()) + " ", text)
+
+
 def query_terms(query: str) -> list[str]:
-    """The distinct terms of a query: words (stop words dropped) and CJK bigrams (those
-    made only of hiragana dropped: particles and endings); an option name or symbol
-    (``--force-all``, ``$@``) is one term (``_symbols``)."""
+    """The distinct terms of a query: words (stop words dropped) and CJK terms (content
+    words; or bigrams, those with hiragana dropped: particles and endings); an option
+    name or symbol (``--force-all``, ``$@``) is one term (``_symbols``)."""
     found: list[str] = []
-    if "-" in query or "$" in query or "_" in query:
-        query = SYMBOL.sub(lambda m: f" {token(m.group())} ", query)
-    for word in _WORD.findall(cjk_bigrams(query).lower()):
+    text = unicodedata.normalize("NFKC", query) if has_cjk(query) else query
+    segmented = has_cjk(text) and japanese_words("") is not None
+    if "-" in text or "$" in text or "_" in text:
+        text = SYMBOL.sub(lambda m: f" {token(m.group())} ", text)
+    for word in _WORD.findall(cjk_terms(text).lower()):
         if word in STOP_WORDS:
             continue
-        if CJK.fullmatch(word) and len(word) <= 2 and _HIRAGANA.search(word):
+        if not segmented and CJK.fullmatch(word) and len(word) <= 2 and _HIRAGANA.search(word):
             continue
         found.append(word)
     return list(dict.fromkeys(found))

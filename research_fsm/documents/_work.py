@@ -15,7 +15,7 @@ from typing import IO, Any, Final, NamedTuple
 from ._passages import split
 from ._read import extract_data, read_bytes
 from ._symbols import with_symbols
-from ._terms import cjk_bigrams, has_cjk
+from ._terms import cjk_terms, has_cjk
 
 __all__ = [
     "HEADING_SEPARATOR",
@@ -62,9 +62,9 @@ Job = tuple[str, str | None, bytes | None, str, str]
 
 
 def index_body(passage: str) -> str:
-    """What the full-text index holds of a passage: Japanese or Chinese as bigrams, and
-    the synthetic terms of its option names and symbols (``_symbols``)."""
-    body = cjk_bigrams(passage) if has_cjk(passage) else passage
+    """What the full-text index holds of a passage: Japanese or Chinese as words (or
+    bigrams), and the synthetic terms of its option names and symbols (``_symbols``)."""
+    body = cjk_terms(passage) if has_cjk(passage) else passage
     return with_symbols(body, passage)
 
 

@@ -444,14 +444,15 @@ class ResearchAssistant:
         self,
         topic: str,
         *,
-        language: Language = "en",
+        language: Language | None = None,
         docs: str | os.PathLike[str] | None = None,
         formats: tuple[str, ...] = ("md",),
         top_k: int = DEFAULT_TOP_K,
         threshold: float = DEFAULT_THRESHOLD,
     ) -> ResearchReport:
         """Research ``topic`` over ``docs`` (a folder; default ``$RESEARCH_DOCS``) or the
-        web (with a Tavily key) and save a cited, verified report in the session folder."""
+        web (with a Tavily key) and save a cited, verified report in the session folder;
+        ``language``: the report's (default: the topic's, Japanese or English)."""
         return await self.deep_runner().research(
             topic, language=language, docs=docs, formats=formats, top_k=top_k, threshold=threshold
         )
@@ -460,7 +461,7 @@ class ResearchAssistant:
         self,
         topic: str,
         *,
-        language: Language = "en",
+        language: Language | None = None,
         docs: str | os.PathLike[str] | None = None,
         formats: tuple[str, ...] = ("md",),
         top_k: int = DEFAULT_TOP_K,

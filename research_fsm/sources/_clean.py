@@ -15,17 +15,30 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
+from functools import cache
 from typing import Final
 from urllib.parse import unquote
 
 from ._format import split_people_names, split_products, strip_wiki_residue
-from ._profiles import CompanyProfile, clean_value
+from ._people import NameModel
+from ._profiles import CompanyProfile, clean_founded, clean_value
+from ._tidy import (
+    balance_brackets,
+    drop_page_refs,
+    latest_figure,
+    separate_runs,
+    tidy_founded,
+    tidy_key_people,
+)
 
 __all__ = [
+    "MONEY_FIELDS",
     "UK_PLACES",
     "US_PLACES",
     "DirectoryCheck",
     "clean_country",
+    "clean_figure",
+    "clean_founded_text",
     "clean_founders",
     "clean_headquarters",
     "clean_products",
@@ -124,14 +137,55 @@ _NAME_STOPWORDS: Final = frozenset(
 )
 
 
-def clean_headquarters(value: str | None) -> str | None:
-    """The headquarters without map coordinates ("Kadoma, Osaka, Japan")."""
+MONEY_FIELDS: Final = ("revenue", "operating_income", "net_income", "total_assets", "total_equity")
+"""The infobox fields that hold a money figure."""
+
+
+@cache
+def _office_end_re(countries: frozenset[str]) -> re.Pattern[str]:
+    """A country that ends one office of several run together ("Venlo, Netherlands Hilden")."""
+    names = sorted(countries | {"U.S.", "U.S", "UK", "United States"}, key=len, reverse=True)
+    return re.compile(rf"(?<=, )({'|'.join(re.escape(name) for name in names)})(?= [A-Z])")
+
+
+def clean_headquarters(value: str | None, countries: frozenset[str] = frozenset()) -> str | None:
+    """The headquarters without map coordinates ("Kadoma, Osaka, Japan"), brackets
+    paired, and several offices run together separated ("Venlo, Netherlands
+    (corporate); Hilden, Germany (operational)"); ``countries`` end an office."""
     if not value:
         return None
     text = _COORDINATES_RE.sub(" ", value.replace("\ufeff", " "))
     text = re.sub(r"\s*,\s*(?:,\s*)+", ", ", text)
-    text = clean_value(text).strip(" ,;/()")
+    text = balance_brackets(clean_value(text).strip(" ,;/"))
+    text = re.sub(r"^\(([^()]*)\)$", r"\1", text)
+    text = _office_end_re(countries).sub(r"\1;", text)
+    text = separate_runs(text)
     return text if text and "°" not in text else None
+
+
+def clean_figure(value: str | None, *, money: bool = True) -> str | None:
+    """A money figure or headcount: page references and template brackets gone, the
+    latest year's figure when the value lists several years; a money field keeps its
+    own figure only (not a "Debt:" run into it), a headcount's figures are separated
+    ("7,737 (non-consolidated); 15,468 (consolidated)", "18,378 in United States;
+    5,350 in Japan")."""
+    if not value:
+        return None
+    text = latest_figure(balance_brackets(drop_page_refs(clean_value(value))))
+    text = separate_runs(text)
+    if money:
+        text = re.split(r";\s*(?=[A-Z][\w ]{0,30}:)", text)[0]
+    else:
+        text = re.sub(r"(?<=\d)\s+(?=[a-z][\w-]*:)", "; ", text)
+        text = re.sub(r"(?<=[a-z])\s+(?=\d{1,3}(?:,\d{3})+\b)", "; ", text)
+    return balance_brackets(text) or None
+
+
+def clean_founded_text(value: str | None) -> str | None:
+    """The founding value as a list of dated events that reads (see ``tidy_founded``)."""
+    if not value:
+        return None
+    return balance_brackets(tidy_founded(clean_founded(value))) or None
 
 
 def _person_shaped(name: str) -> bool:
@@ -146,18 +200,26 @@ def _person_shaped(name: str) -> bool:
     return all(word.lower() in _PARTICLES or _NAME_WORD_RE.fullmatch(word) for word in words)
 
 
-def clean_founders(value: str | None) -> str | None:
+def clean_founders(
+    value: str | None, names_model: NameModel | None = None, company: str = ""
+) -> str | None:
     """The founders, ``"; "``-separated, or ``None`` when they are not names.
 
     "Team led by Jerry Sanders" -> "Jerry Sanders"; a value with dates or phrases
-    ("May 2019", "Government of Italy Enrico Mattei, first CEO") is dropped.
+    ("May 2019", "Government of Italy Enrico Mattei, first CEO") is dropped. With
+    ``names_model`` (learnt from the directory) names run together are told apart by
+    it ("Henry Sturgis Morgan; Harold Stanley" for ``company`` Morgan Stanley), else
+    as given name + family name.
     """
     if not value:
         return None
     text = _LEADING_NOTE_RE.sub("", strip_wiki_residue(value))
     if re.search(r"\byears? ago\b|^named after\b", text, re.I):
         return None
-    names = [clean_value(name) for name in split_people_names(text)]
+    found = names_model.split(text, company) if names_model else split_people_names(text)
+    names = [balance_brackets(clean_value(name)) for name in found]
+    # a comma inside a note would read as the end of a name in "A, B, C"
+    names = [re.sub(r"\([^()]*\)", lambda m: m.group().replace(",", ";"), n) for n in names]
     names = [name for name in names if name]
     if not names or not all(_person_shaped(name) for name in names):
         return None
@@ -308,6 +370,11 @@ class DirectoryCheck:
         self._sector = {label: count.most_common(1)[0][0] for label, count in votes.items()}
         counts = Counter(p.country for p in profiles if p.country and "," not in p.country)
         self.countries = {country for country, n in counts.items() if n >= 2}
+        self.place_names = frozenset(self.countries | US_PLACES | UK_PLACES)
+        self.names = NameModel.from_values(
+            (p.metadata.key_people for p in profiles if p.metadata.key_people),
+            (p.metadata.founder for p in profiles if p.metadata.founder),
+        )
 
     def industries(self, labels: list[str]) -> list[str]:
         """``labels`` without another company's classification: when a GICS sector
@@ -335,12 +402,18 @@ class DirectoryCheck:
             # STMicroelectronics' infobox): its figures and industries are not this one's
             data, industries = type(data)(), []
         founded = data.founded if data.founded and _YEAR_RE.search(data.founded) else None
+        figures = {field: clean_figure(getattr(data, field)) for field in MONEY_FIELDS}
         data = data.model_copy(
             update={
-                "headquarters": clean_headquarters(data.headquarters),
-                "founder": clean_founders(data.founder),
+                **figures,
+                "headquarters": clean_headquarters(data.headquarters, self.place_names),
+                "founder": clean_founders(data.founder, self.names, profile.name),
                 "products": clean_products(data.products, profile.name),
-                "founded": founded,
+                "founded": clean_founded_text(founded),
+                "employees": clean_figure(data.employees, money=False),
+                "key_people": data.key_people
+                and tidy_key_people(clean_value(data.key_people), self.names, profile.name),
+                "company_type": data.company_type and balance_brackets(data.company_type),
             }
         )
         return profile.model_copy(

@@ -1,5 +1,10 @@
-"""Competitors and peers offline: the directory's companies of the same industry,
-ranked by revenue.
+"""Competitors and peers offline: the directory's companies of the same industry and
+sector, ranked by revenue.
+
+A label such as "Conglomerate" or "Retail" spans sectors (Amazon and Sony are both
+"Conglomerate"); a peer must also be of the company's economic sector, read from the
+TRBC sector labels the index records carry or, for a company without one, from the
+sector its industry labels carry across the directory.
 
 ``PeerIndex(profiles).rank("Nvidia")`` gives a ``PeerRanking``: the industry chosen,
 the peers in revenue order and the company's position ("3rd of 14 companies
@@ -9,14 +14,16 @@ is the async entry point over the bundled directory.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Final
 
+from ._clean import GICS_SECTORS, TRBC_SECTORS
 from ._format import Money, format_money, parse_money
 from ._profiles import CompanyProfile
 
-__all__ = ["USD_RATES", "Peer", "PeerIndex", "PeerRanking", "ordinal"]
+__all__ = ["USD_RATES", "Peer", "PeerIndex", "PeerRanking", "ordinal", "sectors"]
 
 MIN_GROUP: Final = 4
 """Smallest industry group (the company included) worth ranking in."""
@@ -115,6 +122,53 @@ class PeerRanking:
         return "\n".join(lines)
 
 
+SECTOR_VOTES: Final = 3
+"""Companies with a sector that must carry a label before it tells the sector."""
+
+SECTOR_SHARE: Final = 0.6
+"""Share of those companies that must agree on the sector."""
+
+
+def sectors(profiles: Iterable[CompanyProfile]) -> dict[str, str | None]:
+    """Each company's TRBC economic sector: its own sector label; else the one its GICS
+    sector agrees with; else the sector most companies sharing its labels have (when
+    ``SECTOR_SHARE`` of at least ``SECTOR_VOTES`` agree); else ``None``."""
+    profiles = list(profiles)
+    votes: dict[str, Counter[str]] = {}
+    for profile in profiles:
+        own = set(profile.industries) & TRBC_SECTORS
+        if len(own) == 1:
+            for label in set(profile.industries) - TRBC_SECTORS:
+                votes.setdefault(label, Counter()).update(own)
+    result: dict[str, str | None] = {}
+    for profile in profiles:
+        labels = set(profile.industries)
+        own = labels & TRBC_SECTORS
+        gics = {s for label in labels & GICS_SECTORS.keys() for s in GICS_SECTORS[label]}
+        if len(own) == 1:
+            result[profile.name] = next(iter(own))
+            continue
+        if own and gics and len(own & gics) == 1:
+            result[profile.name] = next(iter(own & gics))
+            continue
+        tally: dict[str, float] = {}
+        for label in labels:
+            counts = votes.get(label)
+            if counts and sum(counts.values()) >= SECTOR_VOTES:
+                sector, n = counts.most_common(1)[0]
+                share = n / sum(counts.values())
+                if share >= SECTOR_SHARE:
+                    # a label whose companies agree more weighs more
+                    tally[sector] = tally.get(sector, 0.0) + 1 + share
+        if len(gics) == 1 and not tally:
+            tally = dict.fromkeys(gics, 1.0)
+        best = sorted(tally.items(), key=lambda item: -item[1])[:2]
+        result[profile.name] = (
+            best[0][0] if best and (len(best) == 1 or best[0][1] > best[1][1]) else None
+        )
+    return result
+
+
 def _revenue(profile: CompanyProfile) -> tuple[str | None, float | None]:
     text = profile.metadata.revenue
     money: Money | None = parse_money(text)
@@ -128,6 +182,8 @@ class PeerIndex:
 
     def __init__(self, profiles: Iterable[CompanyProfile]) -> None:
         """Group ``profiles`` by each of their industries (case-insensitively)."""
+        profiles = list(profiles)
+        self._sector = sectors(profiles)
         self._industries: dict[str, list[str]] = {}
         self._groups: dict[str, list[str]] = {}
         self._labels: dict[str, str] = {}
@@ -143,26 +199,44 @@ class PeerIndex:
                     self._groups.setdefault(key, []).append(profile.name)
             self._industries[profile.name] = keys
 
+    def sector_of(self, company: str) -> str | None:
+        """The company's economic sector, if the data tells it."""
+        return self._sector.get(company)
+
+    def _members(self, key: str, company: str) -> list[str]:
+        """The companies of industry ``key`` that may be ``company``'s peers: of its
+        sector, or of an unknown one."""
+        mine = self._sector.get(company)
+        return [
+            name
+            for name in self._groups[key]
+            if mine is None or self._sector.get(name) in (None, mine)
+        ]
+
     def industry_of(self, company: str) -> str | None:
         """The most specific industry ``company`` shares with at least ``MIN_GROUP`` - 1
-        others (the smallest such group), else its largest group; ``None`` if it has none."""
+        others of its sector (the smallest such group), else its largest group; ``None``
+        if it has none."""
         keys = self._industries.get(company) or []
         if not keys:
             return None
-        sizes = {key: len(self._groups[key]) for key in keys}
+        sizes = {key: len(self._members(key, company)) for key in keys}
         big_enough = [key for key in keys if sizes[key] >= MIN_GROUP]
         if big_enough:
             return min(big_enough, key=lambda key: (sizes[key], keys.index(key)))
         return max(keys, key=lambda key: (sizes[key], -keys.index(key)))
 
     def rank(self, company: str) -> PeerRanking | None:
-        """``company`` among the companies of its industry, by revenue; ``None`` when
-        the company is unknown or shares no industry with another company."""
+        """``company`` among the companies of its industry and sector, by revenue;
+        ``None`` when the company is unknown or shares no industry with another company."""
         key = self.industry_of(company)
-        if key is None or len(self._groups[key]) < 2:
+        if key is None:
+            return None
+        members = self._members(key, company)
+        if len(members) < 2:
             return None
         ranked, unranked = [], []
-        for name in self._groups[key]:
+        for name in members:
             text, usd = self._revenue[name]
             if usd is None:
                 unranked.append(name)

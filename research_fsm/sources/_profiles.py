@@ -153,7 +153,9 @@ class CompanyProfile(BaseModel):
         value = self.metadata.founder
         if not value:
             return []
-        return value.split("; ") if self.checked else split_people_names(value)
+        if not self.checked:
+            return split_people_names(value)
+        return re.split(r"; (?![^()]*\))", value)  # a note's own "; " stays in it
 
     @property
     def tickers(self) -> list[str]:
@@ -209,28 +211,64 @@ def load_profiles() -> list[CompanyProfile]:
     return [check.clean(profile) for profile in raw]
 
 
+def _symbol_base(record: dict[str, Any]) -> str:
+    return str(record.get("symbol") or "").split(".")[0].upper()
+
+
+def _symbol_bases(record: dict[str, Any]) -> set[str]:
+    """The tickers of a record (its symbol and listings), without exchange suffixes."""
+    symbols = [
+        record.get("symbol"),
+        *((item or {}).get("yahoo") for item in record.get("symbols") or []),
+    ]
+    return {str(symbol).split(".")[0].upper() for symbol in symbols if symbol}
+
+
+def _foreign_symbols(records: list[tuple[str, dict[str, Any]]]) -> set[tuple[str, str]]:
+    """(name, symbol base) of the records that are another company's under this name:
+    the record's Wikipedia article is another company's ("SES S.A." holding Smiths
+    Group's, ticker SMIN), and so is every record of the name with the same ticker."""
+    from ._clean import record_matches_name  # _clean builds on this module
+
+    foreign: set[tuple[str, str]] = set()
+    for _, record in records:
+        url = (record.get("metadata") or {}).get("wikipedia_url")
+        name = str(record.get("name") or "").strip()
+        if not record_matches_name(name, url):
+            foreign.update((name, base) for base in _symbol_bases(record))
+    return foreign
+
+
 def load_raw_profiles() -> list[CompanyProfile]:
-    """Every company of the data as bundled, unchecked (blocking)."""
+    """Every company of the data as bundled, unchecked (blocking); a record that is
+    another company's under this name keeps only its index membership."""
     module: Any = importlib.import_module("pytickersymbols")
     data = module.PyTickerSymbols()
+    records = [
+        (str(index), record)
+        for index in data.get_all_indices()
+        for record in data.get_stocks_by_index(index)
+    ]
+    foreign = _foreign_symbols(records)
     merged: dict[str, dict[str, Any]] = {}
-    for index in data.get_all_indices():
-        for record in data.get_stocks_by_index(index):
-            name = str(record.get("name") or "").strip()
-            if not name:
-                continue
-            target = merged.setdefault(
-                name,
-                {
-                    "name": name,
-                    "symbols_primary": [],
-                    "country": None,
-                    "industries": [],
-                    "listings": [],
-                    "metadata": {},
-                    "isins": [],
-                    "indices": [],
-                },
-            )
-            _merge_record(target, record, str(index))
+    for index, record in records:
+        name = str(record.get("name") or "").strip()
+        if not name:
+            continue
+        if (name, _symbol_base(record)) in foreign:
+            record = {"name": name}
+        target = merged.setdefault(
+            name,
+            {
+                "name": name,
+                "symbols_primary": [],
+                "country": None,
+                "industries": [],
+                "listings": [],
+                "metadata": {},
+                "isins": [],
+                "indices": [],
+            },
+        )
+        _merge_record(target, record, index)
     return [CompanyProfile.model_validate(item) for item in merged.values()]

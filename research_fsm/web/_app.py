@@ -31,7 +31,15 @@ from ._events import (
 )
 from ._guard import GuardMiddleware, allowed_host_names
 from ._markdown import markdown_tree
-from ._request import BadRequest, flag, language, read_json, text_field, thread_id
+from ._request import (
+    BadRequest,
+    flag,
+    language,
+    read_json,
+    text_field,
+    thread_id,
+    topic_language,
+)
 from ._sse import Pump, event_stream, first
 
 __all__ = ["STATIC", "create_app"]
@@ -119,7 +127,7 @@ class _Routes:
 
     async def deep(self, request: Request) -> Response:
         body = await read_json(request)
-        topic, lang = text_field(body, "topic"), language(body)
+        topic, lang = text_field(body, "topic"), topic_language(body)
         formats = ("md", "pdf") if flag(body, "pdf") else ("md",)
         events = self.assistant.stream_deep_research(
             topic,

@@ -75,6 +75,16 @@ def language(body: dict[str, Any]) -> Literal["en", "ja"]:
     raise BadRequest("`lang` must be en or ja")
 
 
+def topic_language(body: dict[str, Any]) -> Literal["en", "ja"] | None:
+    """``lang``: ``en``, ``ja``, or ``auto`` (default: the topic's language)."""
+    value = body.get("lang", "auto")
+    if value == "auto" or value is None:
+        return None
+    if value == "en" or value == "ja":
+        return value  # type: ignore[no-any-return]
+    raise BadRequest("`lang` must be auto, en or ja")
+
+
 def thread_id(value: object) -> str:
     """A conversation id of the page (``web-`` and 8-64 letters, digits, ``-`` or ``_``)."""
     if not isinstance(value, str) or not THREAD_RE.match(value):

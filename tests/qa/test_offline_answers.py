@@ -235,7 +235,7 @@ async def test_japanese_questions(
 async def test_japanese_peer_ranking_wording(offline: ResearchAssistant) -> None:
     """The peer ranking of a Japanese question is worded in Japanese."""
     reply = await offline.ask("トヨタの競合は？", thread_id="jc")
-    assert "Toyotaは、ディレクトリでAutomotiveに分類される26社のうち売上高で1位です。" in reply.text
+    assert "Toyotaは、ディレクトリでAutomotiveに分類される25社のうち売上高で1位です。" in reply.text
     assert "classified as" not in reply.text
 
 

@@ -113,3 +113,23 @@ async def test_a_city_given_as_country(offline: ResearchAssistant) -> None:
     """Delta's country is given as "Atlanta, Georgia": the answer says the United States."""
     text = (await offline.ask("Tell me about Delta Air Lines", thread_id="t")).text
     assert "Country: United States\n" in text
+
+
+async def test_the_issue_samples_read_right(offline: ResearchAssistant) -> None:
+    """The glitches reported from answers: HSBC's page reference, Asahi's two years in
+    one field, Siemens' date run into its place, Morgan Stanley's founders cut in the
+    wrong place, a satellite operator among Siemens' peers, Amazon among Sony's."""
+    hsbc = (await offline.ask("Tell me about HSBC", thread_id="h")).text
+    asahi = (await offline.ask("Asahi Breweries revenue", thread_id="a")).text
+    siemens = (await offline.ask("Tell me about Siemens", thread_id="s")).text
+    morgan = (await offline.ask("Morgan Stanley founders", thread_id="m")).text
+    sony = (await offline.ask("Sony competitors", thread_id="y")).text
+    assert (True, False, True, True, True, False, False) == (
+        "Revenue: US$64.424 billion (2025)\n" in hsbc,
+        "(2025): 10" in hsbc,
+        "Revenue: ¥2.939 trillion (2024)\n" in asahi,
+        "Founded: 1 October 1847, Berlin, Kingdom of Prussia\n" in siemens,
+        "Founders: Henry Sturgis Morgan, Harold Stanley\n" in morgan,
+        "SES S.A." in siemens,
+        "Amazon" in sony,
+    )
