@@ -5,6 +5,13 @@ figure 11 reports. The corpus is generated (deterministic): Markdown, text and H
 files of ~20 KB, paragraphs of sentences over a 6,000-word vocabulary in which some
 words are rare (so queries have something to rank).
 
+``python -m benchmarks.documents --search [--main DIR]``: search time on a folder of one
+Markdown file of 1, 8 and 32 MB (with ``--main``, that checkout too, up to 8 MB): flat
+when a search reads passages, not whole documents.
+
+``python -m benchmarks.documents --pdf DIR [--main DIR]``: the PDFs under ``DIR`` indexed
+as ``--html`` indexes its pages, paired with the other checkout.
+
 ``python -m benchmarks.documents --html [--main DIR] [--files 500] [--out PATH]``:
 indexing a folder of documentation pages as Sphinx, MkDocs and GitHub render them
 (``_sphinx_pages``), paired in one run with another checkout (default ``../main`` of
@@ -186,11 +193,38 @@ def _index_with(checkout: Path, folder: Path, cache: Path) -> dict[str, Any]:
 
 def measure_html(files: int, main: Path, rounds: int = 1) -> dict[str, Any]:
     """Paired: this checkout and ``main`` index the same generated HTML folder."""
-    here = Path(__file__).resolve().parents[1]
-    runs: dict[str, list[dict[str, Any]]] = {"main": [], "this": []}
     with tempfile.TemporaryDirectory(prefix="bench-html-") as tmp:
         folder = Path(tmp) / "pages"
         size = make_pages(folder, files)
+        return measure_folder(folder, files, size, main, rounds)
+
+
+def measure_pdf(source: Path, main: Path, rounds: int = 1) -> dict[str, Any]:
+    """Paired: this checkout and ``main`` index the PDFs found under ``source`` (copied
+    into one folder)."""
+    with tempfile.TemporaryDirectory(prefix="bench-pdf-") as tmp:
+        folder = Path(tmp) / "pdfs"
+        folder.mkdir()
+        size = 0
+        for number, pdf in enumerate(sorted(source.rglob("*.pdf"))):
+            data = pdf.read_bytes()
+            (folder / f"{number:04d}-{pdf.name}").write_bytes(data)
+            size += len(data)
+        files = len(list(folder.iterdir()))
+        if not files:
+            raise SystemExit(f"no PDF under {source}")
+        return measure_folder(folder, files, size, main, rounds)
+
+
+def measure_folder(
+    folder: Path, files: int, size: int, main: Path, rounds: int = 1
+) -> dict[str, Any]:
+    """Paired: this checkout and ``main`` index ``folder`` (``files`` files, ``size``
+    bytes) cold and reopen it unchanged, each in a process of its own, ``rounds`` times,
+    alternating which goes first."""
+    here = Path(__file__).resolve().parents[1]
+    runs: dict[str, list[dict[str, Any]]] = {"main": [], "this": []}
+    with tempfile.TemporaryDirectory(prefix="bench-index-") as tmp:
         for number in range(rounds):
             order = [("main", main), ("this", here)]
             for name, checkout in order if number % 2 == 0 else order[::-1]:
@@ -217,7 +251,124 @@ def measure_html(files: int, main: Path, rounds: int = 1) -> dict[str, Any]:
     return summary
 
 
-def _html_table(result: dict[str, Any]) -> str:
+SEARCH_SIZES_MB = ((1, 1), (8, 1), (32, 1), (1, 32))
+"""(MB a file, files): one file of 1, 8 and 32 MB, and the 32 MB in 32 files."""
+MAIN_SEARCH_MB = 8
+"""The largest file searched with ``--main`` (its searches grow with the file's size)."""
+_SEARCH_RUNNER = """
+import asyncio, json, logging, statistics, sys, time
+from pathlib import Path
+import structlog
+structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.ERROR))
+from research_fsm.documents import DocumentIndex
+
+async def main(folder, cache, queries, repeat):
+    t0 = time.perf_counter()
+    index = await DocumentIndex.open(folder, cache_dir=Path(cache))
+    indexed = time.perf_counter() - t0
+    await index.search(queries[0], limit=10, match="any")  # the index's pages read once
+    medians, matches = [], []
+    for query in queries:
+        times = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            await index.search(query, limit=10, match="any")
+            times.append(time.perf_counter() - t0)
+        medians.append(statistics.median(times) * 1e3)
+        total, counts = await index.frequencies(query.split())
+        matches.append(max(counts.values()))
+    await index.aclose()
+    print(json.dumps({"median_ms": medians, "matching": matches, "index_s": indexed,
+        "passages": index.stats.passages, "files": index.stats.files}))
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), int(sys.argv[4])))
+"""
+
+
+def _one_file(
+    folder: Path, megabytes: int, vocab: list[str], rng: random.Random, files: int = 1
+) -> None:
+    """``files`` Markdown files of ``megabytes`` MB each: sections of paragraphs of
+    generated text."""
+    folder.mkdir(parents=True)
+    for number in range(files):
+        target, size, parts = megabytes * 1_048_576, 0, ["# One large document\n"]
+        while size < target:
+            paragraph = " ".join(_sentence(rng, vocab) for _ in range(rng.randint(3, 7)))
+            if rng.random() < 0.05:
+                paragraph = f"## Section {len(parts)}\n\n{paragraph}"
+            parts.append(paragraph)
+            size += len(paragraph) + 2
+        text = "\n\n".join(parts) + "\n"
+        (folder / f"large-{number:02d}.md").write_text(text, encoding="utf-8")
+
+
+def measure_search(main: Path | None, repeat: int = 5) -> dict[str, Any]:
+    """Median search time (``limit=10``) of each query on a folder of one file of 1, 8
+    and 32 MB, and of 32 files of 1 MB, with this checkout and, up to
+    ``MAIN_SEARCH_MB``, with ``main``. The queries' words are common (a third of the
+    passages match), less common and rare: a search's cost follows the passages that
+    match, whatever the size of their files."""
+    here = Path(__file__).resolve().parents[1]
+    rng = random.Random(5)
+    vocab = _vocabulary(rng)
+    queries = [vocab[2], vocab[40], f"{vocab[300]} {vocab[900]}"]
+    result: dict[str, Any] = {"queries": queries, "sizes": {}}
+    with tempfile.TemporaryDirectory(prefix="bench-search-") as tmp:
+        for megabytes, files in SEARCH_SIZES_MB:
+            folder = Path(tmp) / f"mb-{megabytes}-{files}"
+            _one_file(folder, megabytes, vocab, random.Random(megabytes), files)
+            row: dict[str, Any] = {}
+            checkouts = [("this", here)]
+            if main is not None and megabytes <= MAIN_SEARCH_MB and files == 1:
+                checkouts.append(("main", main))
+            for name, checkout in checkouts:
+                done = subprocess.run(
+                    [
+                        sys.executable,
+                        "-c",
+                        _SEARCH_RUNNER,
+                        str(folder),
+                        str(Path(tmp) / f"cache-{name}-{megabytes}-{files}"),
+                        json.dumps(queries),
+                        str(repeat if name == "this" else 1),
+                    ],
+                    cwd=checkout,
+                    env=dict(os.environ, PYTHONPATH=str(checkout)),
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                )
+                if done.returncode != 0:
+                    raise RuntimeError(f"searching with {checkout} failed:\n{done.stderr[-2000:]}")
+                row[name] = json.loads(done.stdout.strip().splitlines()[-1])
+            result["sizes"][f"{files} x {megabytes} MB"] = row
+    return result
+
+
+def _search_table(result: dict[str, Any]) -> str:
+    queries = result["queries"]
+    head = " | ".join(f"q{n + 1} ms (matching)" for n in range(len(queries)))
+    rows = [
+        f"| files | passages | checkout | {head} |",
+        "| --- | --- | --- |" + " --- |" * len(queries),
+    ]
+    for size, row in result["sizes"].items():
+        for name in ("this", "main"):
+            if name not in row:
+                continue
+            r = row[name]
+            cells = " | ".join(
+                f"{ms:.1f} ({hits:,})"
+                for ms, hits in zip(r["median_ms"], r["matching"], strict=True)
+            )
+            rows.append(f"| {size} | {r['passages']:,} | {name} | {cells} |")
+    rows.append(f"\nq1..q{len(queries)} (any term, 10 best): {queries}")
+    return "\n".join(rows)
+
+
+def _html_table(result: dict[str, Any], kind: str = "HTML") -> str:
     rows = [
         "| checkout | files/s | MB/s | cold index s | CPU s | unchanged reopen s | passages |",
         "| --- | --- | --- | --- | --- | --- | --- |",
@@ -229,7 +380,7 @@ def _html_table(result: dict[str, Any]) -> str:
             f"{r['cold_cpu_s']} | {r['warm_reopen_s']} | {r['passages']:,} |"
         )
     rows.append(
-        f"\n{result['files']} HTML files, {result['mb']} MB; files/s x{result['speedup_files_per_s']}"
+        f"\n{result['files']} {kind} files, {result['mb']} MB; files/s x{result['speedup_files_per_s']}"
         f", CPU x{result['speedup_cpu']}; {result['cores']} cores, load {result['load_average']}"
     )
     return "\n".join(rows)
@@ -243,6 +394,12 @@ def main() -> None:
     parser.add_argument(
         "--html", action="store_true", help="index an HTML folder, paired with --main"
     )
+    parser.add_argument(
+        "--pdf", type=Path, default=None, help="index the PDFs under this folder, paired"
+    )
+    parser.add_argument(
+        "--search", action="store_true", help="search time on one 1, 8 and 32 MB file"
+    )
     parser.add_argument("--main", type=Path, default=None, help="the checkout to compare with")
     parser.add_argument("--files", type=int, default=HTML_FILES, help="HTML pages (--html)")
     parser.add_argument("--rounds", type=int, default=1, help="paired runs (--html)")
@@ -251,10 +408,22 @@ def main() -> None:
     from ._common import quiet_logging
 
     quiet_logging()
+    here = Path(__file__).resolve().parents[1]
+    main_checkout = (args.main or here.parent.parent / "main").resolve()
+    if args.search:
+        search_result = measure_search(args.main.resolve() if args.main else None)
+        print(_search_table(search_result))
+        if args.out:
+            args.out.write_text(json.dumps(search_result, indent=2) + "\n", encoding="utf-8")
+        return
+    if args.pdf:
+        pdf_result = measure_pdf(args.pdf, main_checkout, args.rounds)
+        print(_html_table(pdf_result, "PDF"))
+        if args.out:
+            args.out.write_text(json.dumps(pdf_result, indent=2) + "\n", encoding="utf-8")
+        return
     if args.html:
-        here = Path(__file__).resolve().parents[1]
-        main_checkout = args.main or here.parent.parent / "main"
-        html_result = measure_html(args.files, main_checkout.resolve(), args.rounds)
+        html_result = measure_html(args.files, main_checkout, args.rounds)
         print(_html_table(html_result))
         if args.out:
             args.out.write_text(json.dumps(html_result, indent=2) + "\n", encoding="utf-8")

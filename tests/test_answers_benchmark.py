@@ -99,3 +99,21 @@ def test_a_folder_given_with_docs_is_the_corpus(
     assert ({"folder": str(folder.resolve())}, []) == (payload["corpus"], payload["stale_facts"])
     with pytest.raises(SystemExit):
         main(["--questions", str(file), "--docs", str(tmp_path / "nowhere")])
+
+
+def test_calibration_says_whether_the_cutoff_meets_both_error_kinds() -> None:
+    """The refusal cut-off meets both kinds when every unanswerable question's best passage
+    is under it and no more than 5% of the answerable ones' are; one unanswerable question
+    above it, or too many answerable ones under it, and it does not."""
+    from benchmarks.answers.__main__ import calibration
+
+    def results(unanswerable: list[float], answerable: list[float]) -> list[dict[str, object]]:
+        return [{"kind": "unanswerable", "best_passage": s} for s in unanswerable] + [
+            {"kind": "direct", "best_passage": s} for s in answerable
+        ]
+
+    good = calibration(results([0.5, 0.62], [0.9] * 20))
+    assert good["both_met"] and 0.62 == good["unanswerable_best_max"]
+    assert not calibration(results([0.5, 0.75], [0.9] * 20))["both_met"]
+    assert not calibration(results([0.5], [0.3, 0.4] + [0.9] * 18))["both_met"]
+    assert calibration(results([0.5], [0.3] + [0.9] * 19))["both_met"]

@@ -38,6 +38,7 @@ import argparse
 import asyncio
 import html
 import json
+import os
 import re
 import statistics
 import sys
@@ -48,12 +49,16 @@ from pathlib import Path
 from typing import Any
 
 from research_fsm.deep import DeepRunner, grounding_problems, quote_in
+from research_fsm.deep._rules import RELEVANCE_CUTOFF
+from research_fsm.documents import EMBEDDER_ENV, embedder
 from research_fsm.engine import MemoryCheckpointStore
 
 from ._corpus import PACKAGES, build_corpus
 from ._docsets import SetUnavailable, ensure, load_sets, manifest
 
 HERE = Path(__file__).resolve().parent
+INDEX_SECONDS: list[float] = []
+"""How long building each corpus's index took (text and vectors)."""
 QUICK_IDS = ("d01", "d09", "d19", "d21", "d23", "d25")
 GOALS = {
     "facts_found": 0.8,
@@ -218,6 +223,7 @@ async def run(
     try:
         started = time.perf_counter()
         await runner.documents(str(corpus.resolve()))
+        INDEX_SECONDS.append(round(time.perf_counter() - started, 3))
         if timings is not None:
             timings["index_seconds"] = round(time.perf_counter() - started, 2)
         for question in questions:
@@ -298,6 +304,23 @@ def totals(results: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def calibration(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """Where the refusal cut-off may sit for both error kinds: above every unanswerable
+    question's best passage (all refused) and at most the score under which no more than
+    5% of the answerable ones' best passages fall (at most 5% refused)."""
+    answerable = sorted(r["best_passage"] for r in results if r["kind"] != "unanswerable")
+    unanswerable = [r["best_passage"] for r in results if r["kind"] == "unanswerable"]
+    allowed = int(len(answerable) * GOALS["answerable_refused_max"])
+    above = max(unanswerable, default=0.0)
+    at_most = answerable[allowed] if answerable else 1.0
+    return {
+        "unanswerable_best_max": above,
+        "answerable_best_floor": at_most,
+        "cutoff": RELEVANCE_CUTOFF,
+        "both_met": above < RELEVANCE_CUTOFF <= at_most,
+    }
+
+
 def meets(figures: dict[str, Any]) -> bool:
     """Whether ``figures`` reach every goal."""
     return (
@@ -370,7 +393,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", type=Path, default=Path("answers.json"))
     parser.add_argument("--check", action="store_true", help="exit 1 when a goal is missed")
+    parser.add_argument(
+        "--embedder",
+        default=None,
+        help="the embedding model: wordllama (default when installed), none (words alone), "
+        "or a candidate of _candidates.py (minilm-static, minilm)",
+    )
     args = parser.parse_args(argv)
+    if args.embedder is not None:
+        from ._candidates import register_candidates  # numpy: only for a chosen model
+
+        register_candidates()
+        os.environ[EMBEDDER_ENV] = args.embedder
     if args.set is not None:
         return main_sets(parser, args)
     questions = load_questions(args.split, args.quick, args.questions)
@@ -397,8 +431,21 @@ def main(argv: list[str] | None = None) -> int:
     _print(results, figures)
     if stale:
         print(f"\nfacts not on their recorded line (other package versions?): {stale}")
+    calibrated = calibration(results)
+    print(
+        f"refusal cut-off {calibrated['cutoff']}: unanswerable questions' best passage at most "
+        f"{calibrated['unanswerable_best_max']:.3f}, answerable ones' (5% may fall under) at "
+        f"least {calibrated['answerable_best_floor']:.3f}; both kinds met: {calibrated['both_met']}"
+    )
+    model = embedder()
+    print(
+        f"embedding model: {model.name if model else 'none (words alone)'}; index built in {INDEX_SECONDS}s"
+    )
     payload = {
         "corpus": versions,
+        "embedder": model.name if model else None,
+        "calibration": calibrated,
+        "index_seconds": INDEX_SECONDS,
         "stale_facts": stale,
         "goals": GOALS,
         "figures": figures,
@@ -514,8 +561,18 @@ def main_sets(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if stale:
         print(f"\nfacts not where they were recorded (other package versions?): {stale}")
     totals_key = f"all / {part}" if part != "all" else "all / dev"
+    calibrated = calibration(results)
+    model = embedder()
+    print(
+        f"\nembedding model: {model.name if model else 'none (words alone)'}; refusal cut-off "
+        f"{calibrated['cutoff']}: unanswerable questions' best passage at most "
+        f"{calibrated['unanswerable_best_max']:.3f}, answerable ones' (5% may fall under) at "
+        f"least {calibrated['answerable_best_floor']:.3f}; both kinds met: {calibrated['both_met']}"
+    )
     payload = {
         "part": part,
+        "embedder": model.name if model else None,
+        "calibration": calibrated,
         "sets": corpora,
         "skipped": skipped,
         "stale_facts": stale,

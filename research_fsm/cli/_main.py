@@ -24,6 +24,7 @@ from ..reports import InvalidReportRequest
 from ..sources import create_data_source
 from ..stores import MissingExtra
 from ._deep import add_deep_parsers, run_deep, run_sessions
+from ._render import AnswerView, print_markdown
 from ._reports import add_parsers, answer_report, run_report, run_reports
 from ._serve import add_serve_parser, run_serve
 
@@ -167,25 +168,22 @@ def _as_json(reply: Reply) -> str:
 async def _converse(
     assistant: ResearchAssistant, text: str, thread: str, out: TextIO, err: TextIO
 ) -> Reply:
-    """Stream one turn: progress on ``err``, the answer on ``out``."""
+    """Stream one turn: progress on ``err``, the answer on ``out`` (drawn as Markdown on
+    a terminal, plain text otherwise), then how confident it is."""
     reply: Reply | None = None
-    streamed = False
+    view = AnswerView(out)
     async for event in assistant.stream(text, thread_id=thread):
         if isinstance(event, Progress):
             print(f"  [{event.agent}] {for_terminal(event.message)}", file=err, flush=True)
         elif isinstance(event, Token):
-            out.write(for_terminal(event.text))
-            out.flush()
-            streamed = True
+            view.token(event.text)
         elif isinstance(event, Answer):
             reply = event.reply
     assert reply is not None
-    if reply.status == "needs_clarification":
-        print(for_terminal(reply.text), file=out, flush=True)
-    elif streamed:
-        print(file=out, flush=True)
-    else:
-        print(for_terminal(reply.text), file=out, flush=True)
+    view.finish(reply.text)
+    label = reply.confidence_label()
+    if label:
+        print(f"\n{label}", file=out, flush=True)
     if reply.usage_line():
         print(f"\n({reply.usage_line()})", file=out, flush=True)
     return reply
@@ -224,18 +222,35 @@ async def _ask(args: argparse.Namespace, question: str, resume: bool) -> int:
     return EXIT_OK
 
 
+CHAT_HELP = """Ask about a company, e.g. "Tell me about Apple"; follow-ups keep the company.
+  /new    start a new conversation
+  /quit   leave (also /exit or Ctrl-D)
+  /help   this list"""
+_COMMAND = re.compile(r"^/[A-Za-z]+$")
+
+
 async def _chat(args: argparse.Namespace) -> int:
     assistant = _assistant(args.source)
     thread = _thread(args.thread)
-    print(f"Conversation {thread}. Ask about a company; /quit to leave.", file=sys.stderr)
+    print(f"Conversation {thread}. Ask about a company; /help for commands.", file=sys.stderr)
     while True:
         try:
             line = await asyncio.to_thread(input, "you> ")
         except EOFError:
             return EXIT_OK
-        if line.strip() in ("/quit", "/exit"):
-            return EXIT_OK
-        if not line.strip():
+        command = line.strip().lower()
+        if not command:
+            continue
+        if _COMMAND.match(command):  # never sent as a question
+            if command in ("/quit", "/exit"):
+                return EXIT_OK
+            if command == "/new":
+                thread = _thread(None)
+                print(f"New conversation {thread}.", file=sys.stderr)
+            elif command == "/help":
+                print(CHAT_HELP, file=sys.stderr)
+            else:
+                print(f"unknown command {command}; /help lists them", file=sys.stderr)
             continue
         try:
             await _converse(assistant, _question(line), thread, sys.stdout, sys.stderr)
@@ -253,7 +268,12 @@ async def _history(args: argparse.Namespace) -> int:
         print(_dumps([m.model_dump() for m in messages]))
     else:
         for message in messages:
-            print(f"[{message.timestamp}] {message.role}: {for_terminal(message.content)}\n")
+            head = f"[{message.timestamp}] {message.role}: "
+            if message.role == "assistant":
+                print_markdown(message.content, sys.stdout, head)
+            else:
+                print(head + for_terminal(message.content))
+            print()
     return EXIT_OK
 
 

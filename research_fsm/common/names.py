@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Final
 
-from ..sources import COMMON_WORDS, ORDINARY_WORDS, PLACES, CompanyIndex, Token, tokenize
+from ..sources import COMMON_WORDS, PLACES, CompanyIndex, Token, tokenize
 from .text import is_japanese
 
 __all__ = [
@@ -271,7 +271,8 @@ JA_NAMES: Final[dict[str, str]] = {
 them) -> a name the company index resolves: every Japanese company of the directory,
 and the best-known foreign ones."""
 
-_JA_KEYS: Final = sorted(JA_NAMES, key=len, reverse=True)
+_JA_KEYS: Final = sorted((key for key in JA_NAMES if not key.isascii()), key=len, reverse=True)
+"""The keys in Japanese script (names in Latin letters are found as any other name)."""
 _KATAKANA_RE: Final = re.compile(r"[\u30a0-\u30ff]")
 _JA_SUFFIXES: Final = ("グループ", "ホールディングス", "ジャパン")
 
@@ -306,15 +307,6 @@ def _japanese_keys(text: str) -> list[str]:
                 taken.append((start, end))
             start = text.find(key, end)
     return [key for _, key in sorted(found)]
-
-
-def _japanese_companies(index: CompanyIndex, text: str) -> list[str]:
-    names = []
-    for key in _japanese_keys(text):
-        ref = index.resolve(JA_NAMES[key])
-        if ref is not None:
-            names.append(ref.name)
-    return list(dict.fromkeys(names))
 
 
 _DESCRIPTIVE: Final = frozenset(
@@ -367,20 +359,6 @@ def _in_name_slot(text: str, tokens: list[Token], position: int) -> bool:
     return len(tokens) == 1 or (before in _SLOT_BEFORE and clause_ends) or after in _SLOT_AFTER
 
 
-def _typed_word(text: str, tokens: list[Token], position: int) -> bool:
-    """Whether a word may be a company name typed in any case: not a common word
-    (unless one that is also a company's name, in a name's place: "about intel"), a
-    place or too short (two letters only when it is the whole text: "ko")."""
-    word = tokens[position].norm
-    if word in _NOT_NAME_WORDS or word in PLACES or word in _DESCRIPTIVE or not word.isalnum():
-        return False
-    if len(word) < (2 if len(tokens) == 1 else 3):
-        return False
-    if word in COMMON_WORDS:
-        return word not in ORDINARY_WORDS and _in_name_slot(text, tokens, position)
-    return True
-
-
 @dataclass(frozen=True, slots=True)
 class Mentions:
     """The companies a text names, or the candidates of a name that fits several."""
@@ -388,54 +366,47 @@ class Mentions:
     names: list[str] = field(default_factory=list)
     """Companies named, in order."""
     choices: list[str] = field(default_factory=list)
-    """When a name fits several companies ("Deutsche", "Mitsubishi"): those companies."""
-
-
-def _spans(index: CompanyIndex, text: str) -> list[tuple[int, int]]:
-    spans, start = [], 0
-    for match in index.find_in_text(text):
-        found = text.find(match.matched, start)
-        if found >= 0:
-            spans.append((found, found + len(match.matched)))
-            start = found + len(match.matched)
-    return spans
+    """When a name fits several companies ("Deutsche", "Mitsubishi"), or matched too
+    weakly to answer (a short typo): the candidates."""
+    unknown: list[str] = field(default_factory=list)
+    """Names as written that no company of the index has ("SpaceX")."""
+    weak: str | None = None
+    """When ``choices`` come from a match too weak to answer (a short typo, "Dyson"
+    for Tyson Foods): the name as written, which no company has exactly."""
+    evidence: dict[str, str] = field(default_factory=dict)
+    """Per company named: ``exact``, ``ticker``, ``prefix`` or ``typo``."""
+    matched: dict[str, str] = field(default_factory=dict)
+    """Per company named: the text as written."""
 
 
 def mentions(index: CompanyIndex, text: str, *, typed: bool = False) -> Mentions:
-    """The companies ``text`` names, as a person means them.
-
-    Names, aliases and tickers as ``find_companies`` finds them; a capitalised word
-    that starts one company's name ("Delta" -> Delta Air Lines); with ``typed``, also
-    words in any case as ``typed_companies`` reads them. A name that fits several
-    companies ("Deutsche", "Mitsubishi") gives those companies as ``choices``.
-    """
-    names = find_companies(index, text)
-    for key in _japanese_keys(text) if is_japanese(text) else []:
-        found = index.candidates(JA_NAMES[key])
-        if len(found) > 1:  # 三菱: eight companies
-            return Mentions(names, [ref.name for ref in found][:MAX_CHOICES])
-    for match in index.find_in_text(text):
-        found = index.candidates(match.matched)
-        if len(found) > 1:
-            return Mentions(names, [ref.name for ref in found][:MAX_CHOICES])
-    spans = _spans(index, text)
-    tokens = tokenize(text)
-    for position, token in enumerate(tokens):
-        if any(a <= token.start < b for a, b in spans):
-            continue
-        if typed and _typed_word(text, tokens, position):
-            refs = index.candidates(token.raw)
-        elif token.raw[:1].isupper() and token.norm not in (
-            COMMON_WORDS | _NOT_NAME_WORDS | PLACES | _DESCRIPTIVE
-        ):
-            refs = index.starting_with(token.raw)
-        else:
-            continue
-        if len(refs) > 1:
-            return Mentions(names, [ref.name for ref in refs][:MAX_CHOICES])
-        if refs and refs[0].name not in names:
-            names.append(refs[0].name)
-    return Mentions(names)
+    """The companies ``text`` names, as a person means them: katakana and kanji names,
+    then names, aliases, tickers, starts of names and clear typos in any case, as
+    ``CompanyIndex.find_names`` finds them (``typed`` is accepted for compatibility:
+    names typed in any case are always read). A name that fits several companies
+    ("Deutsche", "Mitsubishi") gives those companies as ``choices``."""
+    del typed
+    names: list[str] = []
+    if is_japanese(text):
+        for key in _japanese_keys(text):
+            found = index.candidates(JA_NAMES[key])
+            if len(found) > 1:  # 三菱: eight companies
+                return Mentions(names, [ref.name for ref in found][:MAX_CHOICES])
+            if found and found[0].name not in names:
+                names.append(found[0].name)
+    resolution = index.find_names(text)
+    for name in resolution.companies:
+        if name not in names:
+            names.append(name)
+    unknown = [name for name in resolution.unknown if name.lower() not in PLACES]
+    return Mentions(
+        names,
+        resolution.choices[:MAX_CHOICES],
+        unknown,
+        resolution.weak,
+        dict(resolution.evidence),
+        dict(resolution.matched),
+    )
 
 
 _ANSWER_FILLERS: Final = frozenset({"the", "a", "an", "one", "mean", "that", "it", "is", "its"})
@@ -469,35 +440,31 @@ def pick_choice(choices: list[str], answer: str) -> str | None:
 
 
 def typed_companies(index: CompanyIndex, text: str) -> list[str]:
-    """Companies written the way people type them when nothing else matched: lower-case
-    tickers ("msft"), typos ("micrsoft", "nvidea"), names in any case and the start of
-    one company's name ("delta"). A word of two letters counts only when it is the
-    whole text (an answer like "ko"); a word that is also a company's name ("intel")
-    only where a name goes ("tell me about intel")."""
-    tokens = tokenize(text)
-    found: list[str] = []
-    for position, token in enumerate(tokens):
-        if not _typed_word(text, tokens, position):
-            continue
-        refs = index.candidates(token.raw)
-        if len(refs) == 1 and refs[0].name not in found:
-            found.append(refs[0].name)
-    return found
+    """Companies written the way people type them (lower-case tickers, typos, names in
+    any case, the start of one company's name): those ``mentions`` answers with."""
+    return mentions(index, text).names
 
 
 def find_companies(index: CompanyIndex, text: str) -> list[str]:
     """Companies named in ``text``, in order: katakana/kanji names, then names, aliases,
-    tickers and capitalised typos as ``CompanyIndex.find_in_text`` finds them."""
-    names = _japanese_companies(index, text) if is_japanese(text) else []
-    for match in index.find_in_text(text):
-        if match.name not in names:
-            names.append(match.name)
-    return names
+    tickers and clear typos as ``CompanyIndex.find_names`` finds them."""
+    return mentions(index, text).names
 
 
-def ask_choices(choices: list[str], lang: str) -> str:
-    """The question asked back when a description fits several companies."""
+def ask_choices(choices: list[str], lang: str, weak: str | None = None) -> str:
+    """The question asked back when a name or description fits several companies; for
+    a ``weak`` match (a short typo), says plainly that the name as written is not in
+    the directory and offers the near names."""
     if lang == "ja":
+        if weak is not None:
+            return (
+                f"「{weak}」はオフラインのディレクトリにありません。"
+                f"{'、'.join(choices)}のことですか？会社名で答えてください。"
+            )
         return f"どの会社ですか: {'、'.join(choices)}？会社名で答えてください。"
     listed = ", ".join(choices[:-1]) + f" or {choices[-1]}" if len(choices) > 1 else choices[0]
+    if weak is not None:
+        return (
+            f'"{weak}" is not in the offline directory. Did you mean {listed}? Reply with its name.'
+        )
     return f"Which company do you mean: {listed}? Reply with its name."

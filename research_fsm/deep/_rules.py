@@ -33,6 +33,7 @@ from ._answer import (
     with_next,
     with_previous,
 )
+from ._meaning import blend, closest
 from ._model import (
     Analysis,
     Claim,
@@ -133,7 +134,7 @@ def relevance(state: DeepState, candidates: list[Source]) -> list[Relevance]:
     question = parse_question(state.topic, state.names)
     verdicts = []
     for source in candidates:
-        score, _, _ = passage_score(
+        score, found, _ = passage_score(
             question,
             source.text,
             _context(source),
@@ -141,6 +142,8 @@ def relevance(state: DeepState, candidates: list[Source]) -> list[Relevance]:
             headings=_headings(source),
             lines=_lines(source),
         )
+        if state.meaning is not None:
+            score = blend(score, closest(state.topic, [unit.statement for unit in found]))
         score = round(max(0.0, min(1.0, score)), 3)
         keep = score >= RELEVANCE_CUTOFF
         reason = (
@@ -198,6 +201,8 @@ def analyse(source: Source, state: DeepState) -> Analysis:
         headings=_headings(source),
         lines=_lines(source),
     )
+    if state.meaning is not None:  # the passage's score as relevance gave it
+        overall = blend(overall, closest(state.topic, [unit.statement for unit in found]))
     best = sorted((i for i in range(len(found)) if scored[i] > 0), key=lambda i: (-scored[i], i))
     chosen = sorted(best[:MAX_FACTS])
     merged = {

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Final, Literal, Protocol, runtime_checkable
 
 from ._answer import Question, family, idf, one_line_blocks, parse_question, passage_score
 from ._japanese import spelled_by_kanji
+from ._meaning import applies, blend, fuse
 from ._model import Mode
 from ._text import coverage, terms
 
@@ -141,10 +142,17 @@ class DocumentSearch:
     (``_answer.passage_score``: weighted coverage, proximity, answer cues, headings)."""
 
     name = "local documents (SQLite FTS5, BM25, ranked for the question)"
+    """Shown under Methodology; with an embedding model, it names it too."""
     mode: Mode = "docs"
 
     def __init__(self, index: DocumentIndex) -> None:
         self.index = index
+        model = index.semantic
+        if model is not None:
+            self.name = (
+                f"local documents (SQLite FTS5, BM25 and the {model} embedding model, "
+                "fused by rank; ranked for the question)"
+            )
 
     async def term_weights(self, question: str) -> tuple[dict[str, float], list[str]]:
         """The weight of each salient term of ``question`` (its inverse document frequency;
@@ -170,15 +178,20 @@ class DocumentSearch:
         question = parse_question(query, names)
         words = " ".join(question.words[t] for t in question.terms) or query
         match: Literal["all", "any"] = "any" if broadened else "all"
-        passages = await self.index.search(words, limit=max(limit, POOL), match=match)
+        lexical = await self.index.search(words, limit=max(limit, POOL), match=match)
         if match == "all":  # a verb of a family: its other words find passages too
-            seen = {(p.path, p.start) for p in passages}
+            seen = {(p.path, p.start) for p in lexical}
             for variant in _variants(question)[:MAX_VARIANTS]:
                 for passage in await self.index.search(variant, limit=POOL, match="all"):
                     if (passage.path, passage.start) not in seen:
                         seen.add((passage.path, passage.start))
-                        passages.append(passage)
+                        lexical.append(passage)
+        nearest = []
+        if applies(query):
+            nearest = await self.index.nearest(query, limit=max(limit, POOL))
+        passages = fuse(lexical, nearest) if nearest else lexical
         weights = (await self.term_weights(query))[0] if passages else {}
+        close = await self.index.similarity(query, passages) if nearest else None
         ranked: list[_Ranked] = []
         for order, passage in enumerate(passages):
             context = " ".join([passage.title, *passage.headings, _stem_of(passage.path)])
@@ -190,6 +203,7 @@ class DocumentSearch:
                 headings=passage.headings,
                 lines=one_line_blocks(passage.path),
             )
+            score = blend(score, close[order] if close is not None else None)
             ranked.append((-score, order, passage))
         ranked.sort(key=lambda item: item[:2])
         ranked = _distinct(ranked)

@@ -29,6 +29,10 @@ if TYPE_CHECKING:  # loaded on first use: a worker process imports only what it 
     from ._types import IndexStats as IndexStats
     from ._types import NotADirectory as NotADirectory
     from ._types import Passage as Passage
+    from ._vectors import EMBEDDER_ENV as EMBEDDER_ENV
+    from ._vectors import embedder as embedder
+    from ._vectors import passage_text as passage_text
+    from ._vectors import similarities as similarities
 
 _WHERE = {
     "DocumentIndex": "._index",
@@ -47,6 +51,10 @@ _WHERE = {
     "IndexStats": "._types",
     "NotADirectory": "._types",
     "Passage": "._types",
+    "EMBEDDER_ENV": "._vectors",
+    "embedder": "._vectors",
+    "passage_text": "._vectors",
+    "similarities": "._vectors",
 }
 
 _NAMES = {"japanese_words": "words"}
@@ -65,6 +73,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "CJK",
     "DOCS_ENV",
+    "EMBEDDER_ENV",
     "KINDS",
     "SYMBOL",
     "DamagedIndex",
@@ -79,8 +88,11 @@ __all__ = [
     "default_cache_dir",
     "default_workers",
     "documents_folder_from_env",
+    "embedder",
     "japanese_words",
+    "passage_text",
     "segmentation",
+    "similarities",
 ]
 
 DOCS_ENV = "RESEARCH_DOCS"

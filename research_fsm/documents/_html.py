@@ -18,12 +18,13 @@ a passage can be cited by the file's own line numbers and by its heading path.
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass, field
 from typing import Final
 
 from lxml import etree
 
-__all__ = ["HtmlText", "html_text"]
+__all__ = ["MAX_DEPTH", "HtmlText", "TooDeep", "html_text"]
 
 _DROP_TAGS: Final = frozenset(
     [
@@ -218,10 +219,24 @@ _PREV_NEXT: Final = re.compile(
 _SPACES: Final = re.compile(r"[ \t\n\r\f\v\u00a0\u200b]+")
 _PERMALINKS: Final = frozenset({"¶", "#", "§", "🔗", "\uf0c1"})
 _PARSER: Final = etree.HTMLParser(
-    remove_comments=True, remove_pis=True, no_network=True, collect_ids=False, encoding="utf-8"
+    remove_comments=True,
+    remove_pis=True,
+    no_network=True,
+    collect_ids=False,
+    encoding="utf-8",
+    huge_tree=True,
 )
 """Plain elements (no per-element Python class lookup, as ``lxml.html`` does), read from
-UTF-8 bytes (quicker than from a ``str``; the page was decoded before)."""
+UTF-8 bytes (quicker than from a ``str``; the page was decoded before); ``huge_tree``:
+elements nested up to ``MAX_DEPTH`` deep and text nodes of any size are read whole."""
+MAX_DEPTH: Final = 2048
+"""How deep libxml2 reads nested elements with ``huge_tree`` (256 without)."""
+
+
+class TooDeep(ValueError):
+    """A page the parser cannot read fully: its elements are nested deeper than it goes."""
+
+
 _CHROME_TAG: Final = "research-fsm-chrome"
 """What page chrome is renamed to, to be stripped in one C call."""
 _XML_DECLARATION: Final = re.compile(r"^\s*<\?xml[^>]*\?>", re.I)
@@ -514,9 +529,19 @@ def html_text(markup: str) -> HtmlText:
     try:
         root = etree.fromstring(markup.encode("utf-8", "surrogatepass"), _PARSER)
     except (etree.ParserError, etree.XMLSyntaxError, ValueError):
-        return HtmlText(title="", text="")
+        root = None
+    for error in _PARSER.error_log:
+        if error.type_name == "ERR_RESOURCE_LIMIT":
+            what = " ".join(str(error.message).split())[:120]
+            if "depth" in what:
+                what = f"nested deeper than {MAX_DEPTH:,} levels"
+            raise TooDeep(f"HTML the parser cannot read fully ({what})")
     if root is None:
         return HtmlText(title="", text="")
+    # the writer recurses once a level: room for the deepest page the parser reads
+    limit = sys.getrecursionlimit()
+    if limit < MAX_DEPTH * 2 + 500:
+        sys.setrecursionlimit(MAX_DEPTH * 2 + 500)
     main = _main(root)
     etree.strip_tags(main, "span")  # highlighted code's thousands of spans, at C speed
     etree.strip_elements(main, *_DROP_TAGS, with_tail=False)

@@ -2,8 +2,9 @@
 
 Markdown and text are decoded (UTF-8, then CP932 for Japanese Windows files, else
 UTF-8 with replacement characters); Markdown is cleaned line for line (``_markdown``),
-HTML reduced to its main content (``_html``, lxml), PDF read through **pypdf**, page by
-page; a package's ``METADATA`` / ``PKG-INFO`` file is titled by its ``Name:``.
+HTML reduced to its main content (``_html``, lxml), PDF read page by page through
+**pdfium**, else pypdf (``_pdf``); a package's ``METADATA`` / ``PKG-INFO`` file is
+titled by its ``Name:``.
 ``extract_data`` never raises: any failure of an extractor is a reason to skip the file.
 Nothing is ever followed out of the folder: symlinks are resolved and checked,
 hidden folders are skipped, every folder between the root and a file is opened without
@@ -13,7 +14,6 @@ can hang)."""
 
 from __future__ import annotations
 
-import io
 import os
 import re
 import stat
@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from ._html import html_text
+from ._html import TooDeep, html_text
 from ._markdown import markdown_text
+from ._pdf import pdf_text
 
 __all__ = [
     "KINDS",
@@ -34,6 +35,7 @@ __all__ = [
     "extract",
     "extract_data",
     "kind_of",
+    "printable",
 ]
 
 KINDS: Final = {
@@ -54,6 +56,17 @@ _NO_TITLE: Final = re.compile(r"^(?:\.\.\s|:[a-z]+:|\||\[!\[|!\[)")
 """Lines that are no title: an RST directive or field, a table row, a badge, an image."""
 _HEADER: Final = re.compile(r"^([A-Za-z][A-Za-z0-9-]*):[ \t]?(.*)$")
 _KEPT_HEADERS: Final = frozenset({"name", "version", "summary"})
+
+
+def printable(name: str) -> str:
+    """``name`` as it can be stored and shown: a file name's bytes that are not UTF-8
+    (held by Python as lone surrogates, as ``unzip`` or an old disk leaves them) written
+    as ``\\xe9``; any other name as it is."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return name
 
 
 def kind_of(name: str) -> str | None:
@@ -139,22 +152,30 @@ def _check(entry: Path, rel: str, root: Path, limit: int) -> Found | SkippedFile
 
 
 def discover(root: Path, *, limit: int, max_files: int) -> tuple[list[Found], list[SkippedFile]]:
-    """Every indexable file under ``root`` (sorted), and the ones skipped with why."""
+    """Every indexable file under ``root`` (sorted), and the ones skipped with why. A
+    path that is not UTF-8 is given as ``printable`` writes it."""
     found: list[Found] = []
     skipped: list[SkippedFile] = []
+    seen: set[str] = set()
     for folder, dirs, files in os.walk(root, followlinks=False):
         base = Path(folder)
         for name in list(dirs):
             if name.startswith(".") or (base / name).is_symlink():
                 dirs.remove(name)
                 if not name.startswith("."):
-                    rel = (base / name).relative_to(root).as_posix()
+                    rel = printable((base / name).relative_to(root).as_posix())
                     skipped.append(SkippedFile(path=rel, reason="symlinked folder (not followed)"))
         dirs.sort()
         for name in sorted(files):
             if name.startswith(".") or kind_of(name) is None:
                 continue
-            rel = (base / name).relative_to(root).as_posix()
+            real_rel = (base / name).relative_to(root).as_posix()
+            rel = printable(real_rel)
+            if rel != real_rel and rel in seen:
+                reason = "its name is not UTF-8 and another file is named as it is shown"
+                skipped.append(SkippedFile(path=rel, reason=reason))
+                continue
+            seen.add(rel)
             if len(found) >= max_files:
                 skipped.append(SkippedFile(path=rel, reason=f"more than {max_files:,} files"))
                 continue
@@ -258,38 +279,11 @@ def _first_line(text: str, fallback: str) -> str:
     return fallback
 
 
-def _pdf(data: bytes, name: str) -> Extracted | str:
-    from pypdf import PdfReader
-    from pypdf.errors import PdfReadError
-
+def _html(data: bytes, name: str) -> Extracted | str:
     try:
-        reader = PdfReader(io.BytesIO(data))
-        if reader.is_encrypted and not reader.decrypt(""):
-            return "encrypted PDF"
-        pages: list[int] = []
-        parts: list[str] = []
-        position = 0
-        for page in reader.pages:
-            pages.append(position)
-            text = (page.extract_text() or "").strip() + "\n\n"
-            parts.append(text)
-            position += len(text)
-        metadata = reader.metadata
-        title = str(metadata.title or "").strip() if metadata is not None else ""
-    except (PdfReadError, ValueError, KeyError, TypeError, OSError) as exc:
-        return f"unreadable PDF ({type(exc).__name__})"
-    text = "".join(parts)
-    return Extracted(
-        kind="pdf",
-        title=title[:200] or _first_line(text, name),
-        text=text,
-        pages=pages,
-        headings=[],
-    )
-
-
-def _html(data: bytes, name: str) -> Extracted:
-    page = html_text(_decode(data))
+        page = html_text(_decode(data))
+    except TooDeep as exc:
+        return str(exc)
     return Extracted(
         kind="html",
         title=page.title or _first_line(page.text, name),
@@ -337,7 +331,7 @@ def extract_data(data: bytes, kind: str, name: str) -> Extracted | str:
     failure of an extractor is a reason, naming the exception)."""
     try:
         if kind == "pdf":
-            return _pdf(data, name) if data.startswith(b"%PDF") else "not a PDF file"
+            return pdf_text(data, name) if data.startswith(b"%PDF") else "not a PDF file"
         if b"\x00" in data[:8192]:
             return "binary file"
         if kind == "html":

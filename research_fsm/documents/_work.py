@@ -7,18 +7,21 @@ from __future__ import annotations
 import hashlib
 import logging
 import pickle
+import re
 import struct
 import sys
 from pathlib import Path
 from typing import IO, Any, Final, NamedTuple
 
 from ._passages import split
+from ._pdf import pdfium_available
 from ._read import extract_data, read_bytes
 from ._symbols import with_symbols
 from ._terms import cjk_terms, has_cjk
 
 __all__ = [
     "HEADING_SEPARATOR",
+    "READY",
     "Job",
     "Prepared",
     "Work",
@@ -29,6 +32,9 @@ __all__ = [
 ]
 
 _HEADER: Final = struct.Struct(">Q")
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+READY: Final = "ready"
+"""A worker's first answer: it has started and is waiting for files."""
 HEADING_SEPARATOR: Final = "\x1f"
 """Between the headings of a passage's heading path in the index."""
 
@@ -73,7 +79,9 @@ def prepare(data: bytes, kind: str, name: str) -> Prepared | str:
     extracted = extract_data(data, kind, name)
     if isinstance(extracted, str):
         return extracted
-    text = extracted.text
+    # a lone surrogate (from a PDF's broken UTF-16) cannot be stored: shown as U+FFFD
+    text = _SURROGATE.sub("\ufffd", extracted.text)
+    title = _SURROGATE.sub("\ufffd", extracted.title)
     try:
         spans = split(
             text,
@@ -100,7 +108,7 @@ def prepare(data: bytes, kind: str, name: str) -> Prepared | str:
         passage = text[span.start : span.end]
         body = index_body(passage)
         bodies[number] = None if body == passage else body
-    return Prepared(extracted.kind, extracted.title, text, rows, bodies)
+    return Prepared(extracted.kind, title, text, rows, bodies)
 
 
 def run_job(job: Job) -> Work:
@@ -138,6 +146,8 @@ def _serve() -> None:
     logging.disable(logging.CRITICAL)  # pypdf's warnings about damaged files
     inbox, outbox = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing but answers on the answers' pipe
+    pdfium_available()  # its import is part of starting, not of the first file's time
+    write_frame(outbox, READY)
     while True:
         try:
             job = read_frame(inbox)

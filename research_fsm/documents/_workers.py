@@ -4,8 +4,10 @@ Each worker is a fresh interpreter (``python -m research_fsm.documents._work``),
 files to read (or their bytes) and answering their text and passages as length-prefixed
 pickles over its pipes: nothing is forked from a process that has threads (the event
 loop's), and the caller's ``__main__`` is never run again in a child (which
-``multiprocessing``'s spawn does). A worker that dies or runs past ``timeout`` is replaced, and the file it was on
-is skipped with the reason; the other files go on."""
+``multiprocessing``'s spawn does). A worker that dies or runs past ``timeout`` (seconds
+of processor time on one file) is replaced, and the file it was on is skipped with the
+reason; the other files go on. A new worker first says it is ready (its imports done),
+within ``STARTUP`` seconds: the time limit is the file's alone."""
 
 from __future__ import annotations
 
@@ -19,12 +21,18 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Final
 
-from ._work import Job, Work, read_frame, write_frame
+from ._work import READY, Job, Work, read_frame, write_frame
 
-__all__ = ["COMMAND", "TIMEOUT", "Workers"]
+__all__ = ["COMMAND", "STARTUP", "TIMEOUT", "Workers"]
 
 TIMEOUT: Final = 120.0
-"""Seconds a worker may spend on one file before it is stopped and the file skipped."""
+"""Seconds of processor time a worker may spend on one file before it is stopped and
+the file skipped (where the processor time cannot be read, seconds in all)."""
+WALL_FACTOR: Final = 10
+"""A worker on one file is stopped after ``WALL_FACTOR`` times the time limit in all,
+however little processor time it used."""
+STARTUP: Final = 60.0
+"""Seconds a new worker may take to start (import its modules) and say it is ready."""
 _PACKAGE_ROOT: Final = str(Path(__file__).resolve().parents[2])
 COMMAND: Final = (sys.executable, "-m", "research_fsm.documents._work")
 """The worker process's command line."""
@@ -55,8 +63,9 @@ class Workers:
         self.results: queue.Queue[tuple[object, Work]] = queue.Queue()
         self.timeout = timeout
         self.command = tuple(command)
-        self._busy: dict[int, tuple[float, subprocess.Popen[bytes]]] = {}
-        """Each worker thread's deadline for the file it is on, and its process."""
+        self._busy: dict[int, tuple[float, float | None, subprocess.Popen[bytes]]] = {}
+        """Each worker thread's process, when it took its file (``time.monotonic``) and
+        the processor seconds it had used then (``None``: not measured: it is starting)."""
         self._stopped: set[int] = set()
         """Processes (by pid) the watchdog stopped."""
         self._closed = threading.Event()
@@ -96,18 +105,34 @@ class Workers:
         every = min(0.5, self.timeout / 4)
         while not self._closed.wait(every):
             now = time.monotonic()
-            for deadline, process in list(self._busy.values()):
-                if now > deadline and process.poll() is None:
+            for since, cpu, process in list(self._busy.values()):
+                if self._overdue(now - since, cpu, process) and process.poll() is None:
                     self._stopped.add(process.pid)
                     process.kill()
+
+    def _overdue(self, elapsed: float, cpu: float | None, process: subprocess.Popen[bytes]) -> bool:
+        """Whether a worker has had its time: ``timeout`` seconds of processor time on
+        its file (so a busy machine does not cut a large file short), or ``WALL_FACTOR``
+        times that in all (one that waits on nothing); a starting worker ``STARTUP``."""
+        if cpu is None:
+            return elapsed > max(STARTUP, self.timeout)
+        if elapsed > self.timeout * WALL_FACTOR:
+            return True
+        if elapsed <= self.timeout:
+            return False
+        used = _cpu_seconds(process.pid)
+        return used is None or used - cpu > self.timeout
 
     def _serve(self, number: int) -> None:
         process: subprocess.Popen[bytes] | None = None
         try:
             while (job := self.jobs.get()) is not None:
                 if process is None or process.poll() is not None:
-                    process = _start(self.command)
-                self._busy[number] = (time.monotonic() + self.timeout, process)
+                    process = self._started(number)
+                    if process is None:
+                        self.results.put((job[0], ("", "extractor crashed (it could not start)")))
+                        continue
+                self._busy[number] = (time.monotonic(), _cpu_seconds(process.pid) or 0.0, process)
                 try:
                     work, alive = self._ask(process, job)
                 finally:
@@ -122,6 +147,23 @@ class Workers:
         finally:
             if process is not None:
                 _stop(process)
+
+    def _started(self, number: int) -> subprocess.Popen[bytes] | None:
+        """A new worker process that said it is ready, or ``None``."""
+        process = _start(self.command)
+        assert process.stdout is not None
+        self._busy[number] = (time.monotonic(), None, process)
+        try:
+            ready = read_frame(process.stdout) == READY
+        except Exception:
+            ready = False
+        finally:
+            del self._busy[number]
+        if not ready or process.pid in self._stopped:
+            process.kill()
+            process.wait()
+            return None
+        return process
 
     def _ask(self, process: subprocess.Popen[bytes], job: tuple[object, Job]) -> tuple[Work, bool]:
         """The worker's answer for ``job`` and whether the worker can go on."""
@@ -139,6 +181,19 @@ class Workers:
                 "",
                 f"extractor failed (its answer was unreadable: {type(exc).__name__})",
             ), False
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """The processor seconds process ``pid`` has used (Linux's ``/proc``), or ``None``."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            fields = handle.read().rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / _TICKS
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+_TICKS: Final = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:

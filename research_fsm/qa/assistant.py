@@ -53,7 +53,11 @@ from ..sources import (
     create_data_source,
 )
 from ..stores import JsonFileCheckpointStore, store_from_env
-from .constants import MAX_QUESTION_CHARS
+from .constants import (
+    CONFIDENCE_HIGH_THRESHOLD,
+    CONFIDENCE_MEDIUM_THRESHOLD,
+    MAX_QUESTION_CHARS,
+)
 from .graph import build_research_graph
 from .state import Message, ResearchState, new_question_input
 
@@ -132,6 +136,20 @@ class Reply:
     """Id of the question in the logs."""
     usage: dict[str, Usage] = field(default_factory=dict)
     """LLM usage per agent for this question (``state.usage`` has the conversation's total)."""
+
+    def confidence_label(self) -> str | None:
+        """How sure the answer is, in words ("High confidence (9/10)"); ``None`` for a
+        question back or an answer no research went into ("thanks", off-topic)."""
+        if self.status != "answered" or self.company is None or "research" not in self.path:
+            return None
+        if self.state.research_findings is None:  # a company not found: nothing to be sure of
+            return None
+        score = self.confidence
+        if score >= CONFIDENCE_HIGH_THRESHOLD:
+            return f"High confidence ({score}/10)"
+        if score >= CONFIDENCE_MEDIUM_THRESHOLD:
+            return f"Medium confidence ({score}/10): some details could not be verified"
+        return f"Low confidence ({score}/10): based on limited information"
 
     def usage_line(self) -> str:
         """A one-line summary of this question's LLM usage ("" when no LLM was called)."""
@@ -343,7 +361,8 @@ class ResearchAssistant:
             await self.store.aclose()
 
     async def history(self, thread_id: str) -> list[Message]:
-        """The conversation's messages (older ones may be folded into its summary)."""
+        """The whole conversation, oldest first (the summary of a long one shortens what
+        the agents read, never this)."""
         snapshot = await (await self.graph()).get_state(thread_id)
         return [] if snapshot is None else list(snapshot.state.messages)
 

@@ -62,9 +62,13 @@ class ResearchState(BaseModel):
 
     # conversation (persists across questions)
     messages: Annotated[list[Message], append] = Field(default_factory=list)
-    """The conversation, oldest first (older turns fold into ``conversation_summary``)."""
+    """The whole conversation, oldest first: only ever appended to (a checkpoint saves
+    just the new messages), never cut. The agents read ``recent_messages``."""
     conversation_summary: str | None = None
-    """Condensed earlier conversation."""
+    """Condensed earlier conversation: the first ``summarised`` messages, for the agents."""
+    summarised: int = 0
+    """How many messages, from the start, ``conversation_summary`` stands for; the
+    agents read only the messages after them."""
     detected_company: str | None = None
     """The company being discussed; inherited by follow-up questions."""
 
@@ -73,6 +77,11 @@ class ResearchState(BaseModel):
     """The question being answered (or the latest clarification answer)."""
     clarity_status: ClarityStatus = "pending"
     """The clarity agent's verdict."""
+    name_match: str = "exact"
+    """How the company's name was matched: ``exact`` (a name, alias or ticker), or
+    ``prefix``, ``typo`` or ``description``: then the answer is never of high confidence."""
+    name_as_typed: str | None = None
+    """The company's name as the question wrote it, when not matched exactly."""
     clarification_attempts: int = 0
     """Questions asked back for this question."""
     clarification_question: str | None = None
@@ -118,6 +127,12 @@ class ResearchState(BaseModel):
     question_usage: Annotated[dict[str, Usage], add] = Field(default_factory=dict)
     """LLM usage per agent for the current question (reset per question)."""
 
+    @property
+    def recent_messages(self) -> list[Message]:
+        """The messages the summary does not stand for: what the agents read verbatim
+        (a slice of the newest, however long the conversation)."""
+        return self.messages[self.summarised :]
+
 
 def new_question_input(text: str, correlation_id: str) -> dict[str, object]:
     """The run input for a new question: the message plus every query-scoped reset."""
@@ -128,6 +143,8 @@ def new_question_input(text: str, correlation_id: str) -> dict[str, object]:
         "clarification_attempts": 0,
         "clarification_question": None,
         "clarification_choices": [],
+        "name_match": "exact",
+        "name_as_typed": None,
         "query_intent": "overview",
         "comparison_companies": [],
         "research_findings": None,

@@ -3,6 +3,7 @@ assistant delegates ``report`` / ``stream_report`` to."""
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -76,13 +77,36 @@ class Report:
         return round(sum(u.cost_usd for u in self.usage.values()), 6)
 
     def summary_line(self) -> str:
-        """One line: company, score, iterations, sources, LLM calls and cost."""
-        score = self.quality.score if self.quality else 0
+        """One line: company, the score and what it measures, iterations, sources (and
+        whether they were fetched), LLM calls and cost."""
         calls = sum(u.calls for u in self.usage.values())
+        count = len(self.sources)
+        offline = count and all(source.get("dataset") for source in self.sources)
+        sources = f"{count} source{'s' if count != 1 else ''}" + (
+            " (cited by the offline directory, not fetched)" if offline else ""
+        )
         return (
-            f"{self.company}: quality {score}/100, {self.iterations} iteration"
-            f"{'s' if self.iterations != 1 else ''}, {len(self.sources)} sources, "
+            f"{self.company}: {self.score_phrase()}, {self.iterations} iteration"
+            f"{'s' if self.iterations != 1 else ''}, {sources}, "
             f"LLM {calls} calls ~${self.cost_usd:.4f}"
+        )
+
+    def score_phrase(self) -> str:
+        """The score with what it measures: "coverage 100/100 (...)" for the rules'
+        score, which counts the fields found and sourced, not whether they are right."""
+        quality = self.quality
+        if quality is None:
+            return "not scored"
+        if quality.method == "rules":
+            return (
+                f"coverage {quality.score}/100 (the fields the specialists look for, found "
+                "and sourced; not an accuracy check)"
+            )
+        if quality.method == "llm":
+            return f"quality {quality.score}/100 (judged by the LLM)"
+        return (
+            f"quality {quality.score}/100 (the mean of the rules' coverage "
+            f"{quality.rule_score}/100 and the LLM's judgement {quality.llm_score}/100)"
         )
 
 
@@ -214,6 +238,8 @@ class ReportRunner:
         """``ReportProgress`` per agent as it starts and finishes, then the ``Report``;
         ``thread_id`` names the run (default: a new one)."""
         value, thread = self.start(company, language, formats, out)
+        if out is not None:  # the research starts only where its report can be saved
+            await asyncio.to_thread(check_out_folder, out)
         async for event in self.events(value, thread_id or thread, None):
             yield event
 
@@ -237,8 +263,6 @@ class ReportRunner:
     ) -> tuple[dict[str, Any], str]:
         """The run input and a new thread id."""
         query = check_request(name, language, formats)
-        if out is not None:
-            check_out_folder(out)
         value = {
             "query": query,
             "language": language,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
+import secrets
 import unicodedata
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Final
 
 from .._home import default_home
-from ..common.files import ReportStoreError
+from ..common.files import ReportStoreError, write_file
 
 __all__ = ["ReportEntry", "list_reports", "new_report_dir", "reports_home", "slug"]
 
@@ -34,32 +34,64 @@ def slug(name: str) -> str:
     return cleaned or "company"
 
 
+def _make_folders(root: Path) -> None:
+    """Create ``root`` and any missing parent, each owner-only (0700 whatever the
+    umask); a folder that exists already is left exactly as it is."""
+    missing = []
+    path = root
+    while not path.exists() and path != path.parent:
+        missing.append(path)
+        path = path.parent
+    for folder in reversed(missing):
+        try:
+            folder.mkdir(mode=0o700)
+        except FileExistsError:  # made meanwhile by someone else: not ours to change
+            continue
+        os.chmod(folder, 0o700)
+
+
+def _new_folder(path: Path) -> None:
+    """Create ``path`` (its parent exists), owner-only; ``FileExistsError`` if it exists."""
+    path.mkdir(mode=0o700)
+    os.chmod(path, 0o700)
+
+
+_PROBE_FILE: Final = "report.md"
+
+
 def check_out_folder(root: Path) -> None:
-    """Before a run that will save under ``root``: create it (0700) if missing and make
-    and remove an empty folder in it, so a folder that cannot take a report (``/proc``,
-    a file, no permission) is refused at once, by name, instead of after the research."""
+    """Before a run that will save under ``root``: prove a report can be written there,
+    by doing what saving it does: the missing folders made (0700), a report folder
+    made in ``root`` and a file written into it, then both removed. A folder that
+    cannot take a report (``/proc``, a file, no permission) is refused at once, by
+    name, instead of after the research; ``root`` itself is never changed."""
     if root.exists() and not root.is_dir():
         raise ReportStoreError(f"cannot save reports in {root}: it is not a folder")
     try:
-        root.mkdir(mode=0o700, parents=True, exist_ok=True)
-        probe = Path(tempfile.mkdtemp(prefix=".write-check-", dir=root))
-        probe.rmdir()
-    except OSError as exc:
-        reason = exc.strerror or str(exc)
+        _make_folders(root)
+        probe = root / f".write-check-{secrets.token_hex(6)}"
+        _new_folder(probe)
+        try:
+            write_file(probe / _PROBE_FILE, b"")
+            (probe / _PROBE_FILE).unlink()
+        finally:
+            probe.rmdir()
+    except (OSError, ReportStoreError) as exc:
+        reason = exc.strerror or str(exc) if isinstance(exc, OSError) else str(exc)
         raise ReportStoreError(f"cannot save reports in {root}: {reason}") from exc
 
 
 def new_report_dir(root: Path, company: str, now: datetime | None = None) -> Path:
-    """Create (0700) and return a new folder for a report of ``company`` under ``root``."""
+    """Create (0700) and return a new folder for a report of ``company`` under ``root``
+    (``root`` and its parents made when missing; an existing ``root`` is left as it is)."""
     stamp = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
     base = f"{slug(company)}-{stamp}"
     try:
-        root.mkdir(mode=0o700, parents=True, exist_ok=True)
-        os.chmod(root, 0o700)
+        _make_folders(root)
         for attempt in range(1, 100):
             path = root / (base if attempt == 1 else f"{base}-{attempt}")
             try:
-                path.mkdir(mode=0o700)
+                _new_folder(path)
             except FileExistsError:
                 continue
             return path

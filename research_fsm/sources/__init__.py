@@ -23,6 +23,7 @@ from ._base import (
     SourceRef,
 )
 from ._directory import DirectorySource
+from ._english import english_words
 from ._factory import DATA_SOURCE_ENV, DATA_SOURCE_KINDS, create_data_source
 from ._format import (
     Money,
@@ -73,6 +74,7 @@ __all__ = [
     "clean_founded",
     "clean_value",
     "create_data_source",
+    "english_words",
     "fiscal_year",
     "format_money",
     "parse_money",

@@ -81,7 +81,9 @@ class DescriptionIndex:
         """Index the words of the products and industries of ``profiles``."""
         self._weights: dict[str, dict[str, int]] = {}
         self._revenue: dict[str, float] = {}
+        self._products: dict[str, str] = {}
         for profile in profiles:
+            self._products[profile.name] = profile.metadata.products or ""
             money = parse_money(profile.metadata.revenue)
             rate = USD_RATES.get(money.currency, 0.0) if money else 0.0
             self._revenue[profile.name] = money.amount * rate if money else 0.0
@@ -99,14 +101,13 @@ class DescriptionIndex:
         scores: dict[str, float] = {}
         total = max(len(self._revenue), 1)
         for term in dict.fromkeys(description_terms(text)):
-            matched: dict[str, float] = {}
-            for variant in SYNONYMS.get(term, (term,)):
-                companies = self._weights.get(variant, {})
-                rarity = math.log(1 + total / max(len(companies), 1))  # rarer words count more
-                for name, weight in companies.items():
-                    matched[name] = max(matched.get(name, 0.0), weight * rarity)
-            for name, value in matched.items():
-                scores[name] = scores.get(name, 0.0) + value
+            weights: dict[str, int] = {}
+            for variant in SYNONYMS.get(term, (term,)):  # a word and its synonyms are one term
+                for name, weight in self._weights.get(variant, {}).items():
+                    weights[name] = max(weights.get(name, 0), weight)
+            rarity = math.log(1 + total / max(len(weights), 1))  # rarer terms count more
+            for name, weight in weights.items():
+                scores[name] = scores.get(name, 0.0) + weight * rarity
         ranked = sorted(
             (name for name, score in scores.items() if score >= MIN_SCORE),
             key=lambda name: (-scores[name], -self._revenue.get(name, 0.0), name),
@@ -114,5 +115,19 @@ class DescriptionIndex:
         if not ranked:
             return []
         if len(ranked) == 1 or scores[ranked[0]] >= CLEAR_MARGIN * scores[ranked[1]]:
-            return ranked[:1]
+            return ranked[:1] if self._names_its_product(text, ranked[0]) else []
         return ranked[:3]
+
+    def _names_its_product(self, text: str, name: str) -> bool:
+        """Whether the product names the description capitalises ("Windows", "iPhone")
+        are written so in the company's products: "the company behind Windows" is not
+        a maker of windows."""
+        proper = [
+            word
+            for word in re.findall(r"(?<=\s)[A-Za-z][a-z]*[A-Z][A-Za-z]*|(?<=\s)[A-Z][a-z]+", text)
+            if word.lower() not in DESCRIPTION_WORDS
+        ]
+        products = self._products.get(name, "")
+        return all(
+            re.search(rf"\b{re.escape(word.rstrip('s'))}", products) is not None for word in proper
+        )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib.util
 import threading
 import time
@@ -77,6 +78,16 @@ class _Directory:
     findings: dict[str, ResearchFindings] = field(default_factory=dict)
     """``profile_findings`` of each profile asked about, computed once (copied on use)."""
 
+    @functools.cached_property
+    def indices(self) -> list[str]:
+        """The stock indices the directory covers, the largest first."""
+        counts: dict[str, int] = {}
+        for profile in self.profiles.values():
+            for index in profile.indices:
+                name = index.replace("_", " ")
+                counts[name] = counts.get(name, 0) + 1
+        return sorted(counts, key=lambda name: (-counts[name], name))
+
     def findings_of(self, name: str) -> ResearchFindings:
         """The findings of profile ``name`` (a copy the caller may change)."""
         cached = self.findings.get(name)
@@ -126,6 +137,16 @@ class _LazyDirectory:
 
 
 _SHARED: Final = _LazyDirectory(load_profiles)
+
+
+NOT_LISTED: Final = "not in the offline directory"
+"""How a directory search's note starts when the company is not in it."""
+
+
+def not_listed_note(companies: int, indices: list[str]) -> str:
+    """The note of a search for a company the directory does not hold: how many
+    companies it has, and from which indices."""
+    return f"{NOT_LISTED} of {companies:,} companies from {', '.join(indices)}"
 
 
 def completeness(profile: CompanyProfile) -> int:
@@ -308,6 +329,10 @@ class DirectorySource(DataSource):
         """The name index this source built for itself (shared, built once)."""
         return (await self._directory()).index
 
+    async def profiles(self) -> list[CompanyProfile]:
+        """Every profile of the directory, in its order (the loaded objects: read only)."""
+        return list((await self._directory()).profiles.values())
+
     async def companies(self) -> Sequence[CompanyRef]:
         """Every company of the directory."""
         return (await self._directory()).index.refs
@@ -347,7 +372,7 @@ class DirectorySource(DataSource):
                 findings=None,
                 confidence=0,
                 source_name=self.name,
-                note=f"company {company!r} not found in directory",
+                note=not_listed_note(len(directory.profiles), directory.indices),
             )
         profile = directory.profiles[ref.name]
         findings = directory.findings_of(profile.name)

@@ -182,7 +182,9 @@ class CompanyProfile(BaseModel):
         """The name-resolution view of this profile."""
         aliases = [short_name(self.name), *BRAND_ALIASES.get(self.name, ())]
         aliases = [alias for alias in dict.fromkeys(aliases) if alias and alias != self.name]
-        return CompanyRef(name=self.name, aliases=aliases, tickers=self.tickers)
+        listed = [item.google for item in self.listings if item.google and ":" in item.google]
+        tickers = list(dict.fromkeys([*self.tickers, *listed]))
+        return CompanyRef(name=self.name, aliases=aliases, tickers=tickers)
 
 
 def _merge_record(target: dict[str, Any], record: dict[str, Any], index: str) -> None:

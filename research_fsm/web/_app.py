@@ -103,7 +103,7 @@ class _Routes:
                 text, sources = message.content, []
             entry = {"role": message.role, "text": text, "sources": sources}
             if message.role == "assistant":
-                entry["tree"] = markdown_tree(text)
+                entry["tree"] = markdown_tree(text, breaks=True)
             messages.append({**entry, "time": message.timestamp})
         pending = await self.assistant.pending_question(thread)
         waiting = None if pending is None else {"text": pending.text, "token": pending.token}

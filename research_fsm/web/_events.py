@@ -12,7 +12,6 @@ from ..common.writer import MissingFontError
 from ..deep import DeepProgress, DeepText, InvalidResearchRequest, ResearchReport
 from ..engine import EngineError, InvalidResumeToken, StaleResumeToken, ThreadBusy
 from ..qa import Answer, InvalidQuestion, Progress, Reply, Token
-from ..qa.constants import CONFIDENCE_HIGH_THRESHOLD, CONFIDENCE_MEDIUM_THRESHOLD
 from ..reports import CompanyNotFound, InvalidReportRequest, Report, ReportProgress
 from ..sources import DataSourceError
 from ._markdown import markdown_tree
@@ -92,14 +91,7 @@ def language_of(markdown: str) -> str:
 
 def confidence_label(reply: Reply) -> str | None:
     """How sure the answer is, in words (``None`` when it is not about a company)."""
-    if reply.company is None:
-        return None
-    score = reply.confidence
-    if score >= CONFIDENCE_HIGH_THRESHOLD:
-        return f"High confidence ({score}/10)"
-    if score >= CONFIDENCE_MEDIUM_THRESHOLD:
-        return f"Medium confidence ({score}/10): some details could not be verified"
-    return f"Low confidence ({score}/10): based on limited information"
+    return reply.confidence_label()
 
 
 def reply_data(reply: Reply) -> dict[str, Any]:
@@ -110,7 +102,7 @@ def reply_data(reply: Reply) -> dict[str, Any]:
     sources = [{"title": s.title, "url": s.url} for s in reply.sources] or listed
     return {
         "text": text,
-        "tree": markdown_tree(text),
+        "tree": markdown_tree(text, breaks=True),
         "thread_id": reply.thread_id,
         "company": reply.company,
         "confidence": reply.confidence,

@@ -96,6 +96,10 @@ def _text(text: str, sources: Mapping[str, str]) -> list[Node]:
     return out
 
 
+class _Breaking(dict[str, str]):
+    """The sources of a text whose soft line breaks stay line breaks."""
+
+
 def _children(node: SyntaxTreeNode, sources: Mapping[str, str], depth: int) -> list[Node]:
     out: list[Node] = []
     for child in node.children:
@@ -111,7 +115,7 @@ def _convert(node: SyntaxTreeNode, sources: Mapping[str, str], depth: int) -> li
     if kind == "text":
         return _text(node.content, sources)
     if kind == "softbreak":
-        return ["\n"]
+        return [{"t": "br", "a": {}, "c": []}] if isinstance(sources, _Breaking) else ["\n"]
     if kind == "hardbreak":
         return [{"t": "br", "a": {}, "c": []}]
     if kind == "code_inline":
@@ -143,7 +147,12 @@ def _convert(node: SyntaxTreeNode, sources: Mapping[str, str], depth: int) -> li
     return [{"t": tag, "a": attrs, "c": _children(node, sources, depth)}]
 
 
-def markdown_tree(markdown: str, sources: Mapping[str, str] | None = None) -> list[Node]:
-    """``markdown`` as the page's element tree; ``sources`` maps ``S#`` ids to URLs."""
+def markdown_tree(
+    markdown: str, sources: Mapping[str, str] | None = None, *, breaks: bool = False
+) -> list[Node]:
+    """``markdown`` as the page's element tree; ``sources`` maps ``S#`` ids to URLs.
+    ``breaks``: a line break inside a paragraph stays a line break (``<br>``), as a
+    chat answer's lines are meant (a report's wrapped lines join, as CommonMark says)."""
     root = SyntaxTreeNode(_MD.parse(markdown))
-    return _children(root, sources or {}, 0)
+    links = _Breaking(sources or {}) if breaks else dict(sources or {})
+    return _children(root, links, 0)

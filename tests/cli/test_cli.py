@@ -149,4 +149,4 @@ def test_offline_apple_question_through_the_cli(tmp_path: Path) -> None:
 def test_off_topic_does_not_wait_for_an_answer(tmp_path: Path) -> None:
     """ "What's the capital of France?" exits 0 with what the assistant does, no question back."""
     result = cli(tmp_path, "ask", "What's the capital of France?")
-    assert (0, True) == (result.returncode, "company research assistant" in result.stdout)
+    assert (0, True) == (result.returncode, "I research companies" in result.stdout)

@@ -19,23 +19,23 @@ def offline() -> ResearchAssistant:
 
 
 @pytest.mark.parametrize(
-    ("question", "confidence"),
+    ("question", "confidence", "says_no_news"),
     [
-        ("What's happening with Apple?", 7),
-        ("What's going on with Tesla?", 7),
-        ("What's new at Apple?", 7),
-        ("What's the latest news on Nvidia?", 3),
-        ("Tell me about Tesla", 9),
+        ("What's happening with Apple?", 7, True),
+        ("What's going on with Tesla?", 7, True),
+        ("What's new at Apple?", 7, True),
+        ("What's the latest news on Nvidia?", 3, True),
+        ("Tell me about Tesla", 9, False),
     ],
 )
 async def test_confidence_reflects_what_was_asked(
-    offline: ResearchAssistant, question: str, confidence: int
+    offline: ResearchAssistant, question: str, confidence: int, says_no_news: bool
 ) -> None:
     """Answered from the directory, which has no news: a question about what is
     happening now is medium (the profile answers half of it), a news question low, a
-    profile question high; each answer says there is no news."""
+    profile question high; the answers that asked for news say there is none."""
     reply = await offline.ask(question, thread_id="t")
-    assert (confidence, True) == (reply.confidence, NO_NEWS in reply.text)
+    assert (confidence, says_no_news) == (reply.confidence, NO_NEWS in reply.text)
 
 
 async def test_medium_answer_says_what_it_lacks_instead_of_a_vague_note(

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from research_fsm import JsonFileCheckpointStore
 from research_fsm.qa import Answer, InvalidQuestion, Progress, ResearchAssistant, Token
 from research_fsm.qa.constants import MAX_QUESTION_CHARS, MESSAGE_THRESHOLD, SUMMARY_MAX_CHARS
+from research_fsm.sources import MockDataSource
 
 
 async def test_query_fields_reset_between_questions(assistant: ResearchAssistant) -> None:
@@ -20,13 +24,19 @@ async def test_query_fields_reset_between_questions(assistant: ResearchAssistant
 
 
 async def test_long_conversation_is_summarised(assistant: ResearchAssistant) -> None:
-    """Past 10 messages, older ones fold into a bounded summary; the company is kept."""
+    """Past 10 messages, older ones fold into a bounded summary the agents read; the
+    company is kept, and so is every message (the user sees the whole conversation)."""
     companies = ["Apple", "Tesla", "Microsoft", "Amazon", "Google"]
     for turn in range(12):
         await assistant.ask(f"Tell me about {companies[turn % 5]}", thread_id="c2")
     reply = await assistant.ask("What about their stock?", thread_id="c2")
     state = reply.state
-    assert len(state.messages) <= MESSAGE_THRESHOLD + 1
+    assert len(state.recent_messages) <= MESSAGE_THRESHOLD + 1
+    assert state.summarised >= 26 - MESSAGE_THRESHOLD - 1
+    history = await assistant.history("c2")
+    assert len(history) == 26
+    assert [m.content for m in history[:2:2]] == ["Tell me about Apple"]
+    assert ["user", "assistant"] * 13 == [m.role for m in history]
     assert state.conversation_summary is not None
     assert len(state.conversation_summary) <= SUMMARY_MAX_CHARS
     assert state.conversation_summary.startswith("Current company: ")
@@ -96,3 +106,24 @@ async def test_comparison_reply_lists_compared(assistant: ResearchAssistant) -> 
     await assistant.ask("Tell me about Tesla", thread_id="cmp")
     reply = await assistant.ask("Compare them to Apple", thread_id="cmp")
     assert ["Apple Inc."] == reply.compared
+
+
+async def test_a_long_conversation_saves_no_more_per_question(tmp_path: Path) -> None:
+    """Keeping every message costs a checkpoint no more as the conversation grows: the
+    30th question writes about as many bytes to the file store as the 5th (only the new
+    messages are saved, never the whole list)."""
+    store = JsonFileCheckpointStore(tmp_path / "threads")
+    assistant = ResearchAssistant(source=MockDataSource(), store=store)
+
+    def saved() -> int:
+        files = (tmp_path / "threads").rglob("*.jsonl")
+        return sum(len(path.read_bytes().rstrip(b"\0")) for path in files)  # no block padding
+
+    written = []
+    for _ in range(30):
+        before = saved()
+        await assistant.ask("Tell me about Apple", thread_id="long")
+        written.append(saved() - before)
+    assert len(await assistant.history("long")) == 60
+    assert max(written[10:]) <= written[4] + 2 * SUMMARY_MAX_CHARS, written
+    await assistant.aclose()

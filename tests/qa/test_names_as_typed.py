@@ -28,11 +28,9 @@ TYPOS = [
     ("mircosoft", "Microsoft"),
     ("nvidea", "Nvidia"),
     ("nvidai", "Nvidia"),
-    ("amazn", "Amazon"),
-    ("tesle", "Tesla, Inc."),
-    ("appel", "Apple Inc."),
     ("netflx", "Netflix, Inc."),
-    ("toyta", "Toyota"),
+    ("qualcom", "Qualcomm"),
+    ("salesfroce", "Salesforce"),
     ("walmrt", "Walmart"),
     ("starbuks", "Starbucks"),
     ("siemns", "Siemens"),
@@ -48,6 +46,13 @@ POSSESSIVES_AND_BRANDS = [
     ("MSFT", "Microsoft"),
 ]
 CASES = LOWERCASE_TICKERS + TYPOS + POSSESSIVES_AND_BRANDS
+SHORT_TYPOS = [
+    ("amazn", "Amazon"),
+    ("tesle", "Tesla, Inc."),
+    ("appel", "Apple Inc."),
+    ("toyta", "Toyota"),
+]
+"""One typo in a name of five letters: too little evidence to answer."""
 
 
 @pytest.fixture
@@ -66,6 +71,20 @@ async def test_name_in_a_question(offline: ResearchAssistant, typed: str, compan
     """ "whats up with <name as typed>" is answered about that company, not asked back."""
     reply = await offline.ask(f"whats up with {typed}", thread_id="q")
     assert ("answered", company) == (reply.status, reply.company)
+
+
+@pytest.mark.parametrize(("typed", "company"), SHORT_TYPOS)
+async def test_short_typo_is_offered_not_answered(
+    offline: ResearchAssistant, typed: str, company: str
+) -> None:
+    """A typo in a five-letter name says the name is not in the directory and offers the
+    company it is near, rather than answering about a company the user may not mean."""
+    reply = await offline.ask(f"whats up with {typed}", thread_id="s")
+    assert ("needs_clarification", True, True) == (
+        reply.status,
+        company in reply.state.clarification_choices,
+        reply.text.startswith(f'"{typed}" is not in the offline directory. Did you mean'),
+    )
 
 
 @pytest.mark.parametrize(("typed", "company"), CASES)

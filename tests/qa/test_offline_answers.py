@@ -267,11 +267,13 @@ async def test_greeting_is_not_thanked(offline: ResearchAssistant) -> None:
 async def test_unknown_lowercase_word_is_looked_up_not_dismissed(
     offline: ResearchAssistant,
 ) -> None:
-    """ "tell me about acme" may be a company: it is looked up and said not found, not
+    """ "tell me about zenvia" may be a company: it is looked up and said not found, not
     called off-topic."""
-    reply = await offline.ask("tell me about acme", thread_id="u")
+    reply = await offline.ask("tell me about zenvia", thread_id="u")
     assert "answered" == reply.status
-    assert reply.text.startswith('I couldn\'t find specific information about "acme".')
+    assert reply.text.startswith(
+        '"zenvia" is not in the offline directory of about 1,800 companies'
+    )
 
 
 async def test_comparison_with_an_unknown_company_says_so(offline: ResearchAssistant) -> None:

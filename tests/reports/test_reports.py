@@ -246,7 +246,7 @@ def test_cli_report_reports_and_exit_codes(tmp_path: Path) -> None:
     done = cli(tmp_path, "report", "Siemens", "--pdf")
     assert 0 == done.returncode, done.stderr
     assert done.stdout.splitlines()[0].endswith("report.md")
-    assert "Siemens: quality 100/100" in done.stdout
+    assert "Siemens: coverage 100/100 (the fields the specialists look for" in done.stdout
     assert "[financial] (financial[0]) started" in done.stderr
     listed = cli(tmp_path, "reports")
     assert "Siemens" in listed.stdout and "100/100" in listed.stdout

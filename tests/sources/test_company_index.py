@@ -55,7 +55,7 @@ def test_find_in_text(index: CompanyIndex, text: str, expected: list[str]) -> No
         ("Should I buy Intel?", ["Intel"]),
         ("TELL ME ABOUT APPLE", ["Apple Inc."]),
         ("what about 7203.T?", ["Toyota"]),
-        ("Amazn or Google?", ["Amazon.com, Inc.", "Alphabet Inc. (Google)"]),
+        ("Amazon's shares or Google?", ["Amazon.com, Inc.", "Alphabet Inc. (Google)"]),
     ],
 )
 def test_find_names_in_various_forms(index: CompanyIndex, text: str, expected: list[str]) -> None:
@@ -69,13 +69,26 @@ def test_mentions_are_in_order_without_repeats(index: CompanyIndex) -> None:
     assert ["Apple Inc.", "Microsoft Corporation"] == names(index, text)
 
 
-def test_tickers_need_upper_case_or_dollar(index: CompanyIndex) -> None:
-    """Tickers are "$aapl" or "AAPL"; a bare lower-case "aapl" is not."""
-    assert [["Apple Inc."], ["Apple Inc."], []] == [
+def test_tickers_need_upper_case_dollar_or_a_names_place(index: CompanyIndex) -> None:
+    """Tickers are "$aapl", "AAPL", or "aapl" where a name goes; a lower-case "aapl"
+    elsewhere in a sentence is not."""
+    assert [["Apple Inc."], ["Apple Inc."], ["Apple Inc."], []] == [
         names(index, "what about $aapl"),
         names(index, "what about AAPL"),
         names(index, "what about aapl"),
+        names(index, "is aapl a word I should know"),
     ]
+
+
+def test_short_typo_only_offers_the_company(index: CompanyIndex) -> None:
+    """A one-letter typo in a five-letter name ("Amazn") is not answered: the company is
+    offered, and the name as written is reported as matched too weakly."""
+    found = index.find_names("Amazn or Google?")
+    assert (["Alphabet Inc. (Google)"], ["Amazon.com, Inc."], "Amazn") == (
+        found.companies,
+        found.choices,
+        found.weak,
+    )
 
 
 def test_match_reports_text_as_written_and_score(index: CompanyIndex) -> None:
@@ -108,16 +121,22 @@ def test_resolve_is_exact(index: CompanyIndex, name: str, expected: str | None) 
 
 
 def test_resolve_fuzzy_accepts_one_typo(index: CompanyIndex) -> None:
-    """With fuzzy=True a one-typo name resolves; a longer phrase with a name does not."""
+    """With fuzzy=True a one-typo name resolves, and the start of one company's name is
+    that company: "Apple Hospitality" is the REIT, not Apple Inc."""
     typo = index.resolve("Microsft", fuzzy=True)
     phrase = index.resolve("Apple Hospitality", fuzzy=True)
-    assert ("Microsoft Corporation", None) == (typo.name if typo else None, phrase)
+    assert ("Microsoft Corporation", "Apple Hospitality REIT, Inc.") == (
+        typo.name if typo else None,
+        phrase.name if phrase else None,
+    )
 
 
 def test_sources_merge_without_duplicates(index: CompanyIndex) -> None:
     """Apple from the mock and from the directory is one entry with both tickers."""
     apples = [ref for ref in index.refs if "AAPL" in ref.tickers]
-    assert [("Apple Inc.", ["AAPL", "APC.F"])] == [(ref.name, ref.tickers) for ref in apples]
+    assert [("Apple Inc.", ["AAPL", "APC.F", "FRA:APC", "NASDAQ:AAPL"])] == [
+        (ref.name, ref.tickers) for ref in apples
+    ]
 
 
 def test_mock_and_directory_merge_to_directory_size(index: CompanyIndex) -> None:
@@ -155,14 +174,16 @@ async def test_from_sources_builds_from_companies() -> None:
     ("name", "expected"),
     [
         ("microsft", "Microsoft Corporation"),
-        ("Amazn Inc.", "Amazon.com, Inc."),
+        ("Amazn Inc.", None),
         ("version", None),
-        ("Apple Hospitality", None),
+        ("Apple Hospitality", "Apple Hospitality REIT, Inc."),
         ("Acme Corp", None),
     ],
 )
 def test_resolve_fuzzy_cases(index: CompanyIndex, name: str, expected: str | None) -> None:
-    """Fuzzy resolve takes one typo'd word in any case, never ordinary words or phrases."""
+    """Fuzzy resolve takes one typo in a name of six letters or more (a five-letter one,
+    "Amazn", is too little evidence), and the start of one company's name; never
+    ordinary words."""
     ref = index.resolve(name, fuzzy=True)
     assert expected == (ref.name if ref else None)
 
@@ -175,6 +196,7 @@ def test_candidates_of_names_as_a_person_means_them() -> None:
             CompanyRef(name="Mitsubishi Corporation", aliases=["Mitsubishi"], tickers=["8058.T"]),
             CompanyRef(name="Mitsubishi Motors", tickers=["7211.T"]),
             CompanyRef(name="Mitsubishi Electric", tickers=["6503.T"]),
+            CompanyRef(name="Mitsubishi Estate", tickers=["8802.T"]),
             CompanyRef(name="Apple Inc.", aliases=["Apple"], tickers=["AAPL"]),
             CompanyRef(name="Apple Hospitality REIT, Inc.", tickers=["APLE"]),
             CompanyRef(name="Delta Air Lines", tickers=["DAL"]),
@@ -194,7 +216,12 @@ def test_candidates_of_names_as_a_person_means_them() -> None:
         )
     }
     assert {
-        "Mitsubishi": ["Mitsubishi Corporation", "Mitsubishi Motors", "Mitsubishi Electric"],
+        "Mitsubishi": [
+            "Mitsubishi Corporation",
+            "Mitsubishi Motors",
+            "Mitsubishi Electric",
+            "Mitsubishi Estate",
+        ],
         "mitsubishi electric": ["Mitsubishi Electric"],
         "Apple": ["Apple Inc."],
         "delta": ["Delta Air Lines"],

@@ -76,7 +76,7 @@ async def test_amd_is_a_semiconductor_company_founded_by_jerry_sanders(
     peers are chip makers, not airlines and Cintas."""
     text = (await offline.ask("Tell me about AMD", thread_id="t")).text
     assert (True, True, False, False, True) == (
-        "Founders: Jerry Sanders\n" in text,
+        "**Founders:** Jerry Sanders\n" in text,
         "**Products**: AMD CPUs, AMD GPUs, AMD FPGAs" in text,
         "Professional & Commercial Services" in text,
         "Cintas" in text,
@@ -87,7 +87,7 @@ async def test_amd_is_a_semiconductor_company_founded_by_jerry_sanders(
 async def test_panasonic_headquarters_without_coordinates(offline: ResearchAssistant) -> None:
     """Panasonic's headquarters is a place, not a place and its map coordinates."""
     text = (await offline.ask("Tell me about Panasonic", thread_id="t")).text
-    assert "Headquarters: Kadoma, Osaka, Japan\n" in text
+    assert "**Headquarters:** Kadoma, Osaka, Japan\n" in text
 
 
 async def test_nintendo_products_are_missing_not_list_of_products(
@@ -112,7 +112,7 @@ async def test_no_peer_carries_another_company_record() -> None:
 async def test_a_city_given_as_country(offline: ResearchAssistant) -> None:
     """Delta's country is given as "Atlanta, Georgia": the answer says the United States."""
     text = (await offline.ask("Tell me about Delta Air Lines", thread_id="t")).text
-    assert "Country: United States\n" in text
+    assert "**Country:** United States\n" in text
 
 
 async def test_the_issue_samples_read_right(offline: ResearchAssistant) -> None:
@@ -125,11 +125,11 @@ async def test_the_issue_samples_read_right(offline: ResearchAssistant) -> None:
     morgan = (await offline.ask("Morgan Stanley founders", thread_id="m")).text
     sony = (await offline.ask("Sony competitors", thread_id="y")).text
     assert (True, False, True, True, True, False, False) == (
-        "Revenue: US$64.424 billion (2025)\n" in hsbc,
+        "**Revenue:** US$64.424 billion (2025)\n" in hsbc,
         "(2025): 10" in hsbc,
-        "Revenue: ¥2.939 trillion (2024)\n" in asahi,
-        "Founded: 1 October 1847, Berlin, Kingdom of Prussia\n" in siemens,
-        "Founders: Henry Sturgis Morgan, Harold Stanley\n" in morgan,
+        "**Revenue:** ¥2.939 trillion (2024)\n" in asahi,
+        "**Founded:** 1 October 1847, Berlin, Kingdom of Prussia\n" in siemens,
+        "**Founders:** Henry Sturgis Morgan, Harold Stanley\n" in morgan,
         "SES S.A." in siemens,
         "Amazon" in sony,
     )

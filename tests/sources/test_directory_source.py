@@ -59,12 +59,15 @@ async def test_lookup_by_name_alias_and_ticker(name: str, expected: str) -> None
 
 
 async def test_unknown_company_is_not_found() -> None:
-    """An unknown company gives no findings, confidence 0 and a note saying so."""
+    """An unknown company gives no findings, confidence 0 and a note saying it is not
+    in the directory, how many companies it holds and from which indices."""
     result = await DirectorySource().search("Acme Corp", SearchContext())
-    assert (None, 0, "company 'Acme Corp' not found in directory") == (
+    note = result.note or ""
+    assert (None, 0, True, True) == (
         result.findings,
         result.confidence,
-        result.note,
+        re.match(r"not in the offline directory of 1,\d{3} companies from ", note) is not None,
+        all(index in note for index in ("S&P 500", "NIKKEI 225", "FTSE 100", "DAX")),
     )
 
 

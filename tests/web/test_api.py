@@ -177,7 +177,7 @@ def test_report_streams_progress_then_files_to_download(client: TestClient, home
         "message": "Researching the company",
     } in steps
     report = last(stream, "report")
-    assert report["company"] == "Apple Inc." and "quality" in report["summary"]
+    assert report["company"] == "Apple Inc." and "coverage" in report["summary"]
     urls = {f["name"]: f["url"] for f in report["files"]}
     assert set(urls) == {"report.md", "report.pdf"}
     markdown = client.get(urls["report.md"])

@@ -342,3 +342,49 @@ def test_unparseable_source_urls_are_text_and_the_conversation_restores(
             expect(sources.nth(i)).to_have_text(f"Odd {i} — {url}")
         assert answers(page).last.locator(".sources a").count() == 0
         shot(page, "20-unparseable-urls-as-text")
+
+
+TEN_QUESTIONS = (
+    "Tell me about Apple",
+    "Who runs Microsoft?",
+    "Tell me about Toyota",
+    "What about their revenue?",
+    "Tell me about Siemens",
+    "Compare Nvidia with AMD",
+    "Tell me about Tesla",
+    "Who are Intel's competitors?",
+    "Tell me about Sony",
+    "What about their products?",
+)
+
+
+def test_ten_questions_all_come_back_after_a_reload(context: Any, home: Path) -> None:
+    """After ten questions (past the point where the agents' summary starts) a reload
+    shows all twenty messages, the first question first, and a profile answer's
+    fields as a list."""
+    with LiveServer(create_app(home_assistant(home, source=DirectorySource()))) as live:
+        page = open_page(context, live.url)
+        for number, question in enumerate(TEN_QUESTIONS, start=1):
+            ask(page, question)
+            expect(answers(page)).to_have_count(number)
+            expect(page.locator("#send")).to_be_enabled()
+        page.reload()
+        page.wait_for_selector("body[data-ready=true]")
+        messages = page.locator("#log li.msg")
+        expect(messages).to_have_count(20)
+        users = page.locator("#log li.msg.user")
+        assert list(TEN_QUESTIONS) == [text.strip() for text in users.all_text_contents()]
+        assert ["user", "assistant"] * 10 == [
+            "user" if "user" in (m.get_attribute("class") or "") else "assistant"
+            for m in messages.all()
+        ]
+        apple = answers(page).first
+        expect(apple).to_contain_text("Apple Inc.")
+        fields = apple.locator(".bubble li", has_text="Country:")
+        expect(fields).to_have_count(1)
+        expect(fields).to_have_text("Country: United States")
+        page.evaluate("document.getElementById('log').scrollTop = 0")
+        shot(page, "20-ten-questions-reloaded-top")
+        page.evaluate("document.getElementById('log').scrollTop = 1e9")
+        expect(page.locator("#log li.msg.user").last).to_be_in_viewport()
+        shot(page, "21-ten-questions-reloaded-bottom")

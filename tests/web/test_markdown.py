@@ -65,3 +65,15 @@ def test_citations_link_to_their_sources() -> None:
         ".",
     ]
     assert expected == paragraph["c"]
+
+
+def test_an_answer_keeps_its_line_breaks_a_report_joins_them() -> None:
+    """In an answer (``breaks=True``) a line break inside a paragraph is a ``br``, so
+    lines never run together on the page; in a report it joins the lines, as CommonMark says."""
+    text = "Country: United States\nEmployees: 166,000"
+    answer = markdown_tree(text, breaks=True)
+    assert ["p", "br"] == [node["t"] for node in walk(answer)]
+    assert ["Country: United States", "Employees: 166,000"] == [
+        child for child in answer[0]["c"] if isinstance(child, str)
+    ]
+    assert ["p"] == [node["t"] for node in walk(markdown_tree(text))]

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from ...common.fence import fence
-from ...common.names import ask_choices, mentions, pick_choice, slot_name
+from ...common.names import ask_choices, mentions, pick_choice
 from ...common.text import clean_text, is_japanese
-from ...engine import NodeContext, Replace
+from ...engine import NodeContext
 from ...llm import LLM, LLMError, fit_to_budget, keep_first
-from ...sources import INTENTS, PLACES, CompanyIndex
+from ...sources import COMMON_WORDS, INTENTS, CompanyIndex, tokenize
 from ..constants import (
     CLARITY_TOKEN_BUDGET,
     MAX_CLARIFICATION_ATTEMPTS,
@@ -28,10 +29,9 @@ from ._rules import (
     is_cancel,
     is_comparison,
     is_follow_up,
-    name_candidate,
     refers_back,
 )
-from ._small_talk import is_small_talk, looks_off_topic
+from ._small_talk import asks_about_a_company, is_small_talk
 
 __all__ = ["ClarityAgent", "ClarityVerdict"]
 
@@ -83,6 +83,9 @@ class ClarityVerdict(BaseModel):
     query (Japanese for a Japanese query)."""
     reasoning: str = ""
     """Brief explanation (one sentence)."""
+    _match: tuple[str, str | None] = PrivateAttr(default=("exact", None))
+    """How the rules matched the company's name (``exact``, ``ticker``, ``prefix``,
+    ``typo`` or ``description``) and the name as typed; not part of the LLM's schema."""
 
 
 class ClarityAgent:
@@ -105,9 +108,14 @@ class ClarityAgent:
         verdict = None
         if query and not is_cancel(query) and not is_small_talk(query) and self.llm is not None:
             verdict = await self._ask_llm(state, query, ctx, update)
+        match: tuple[str, str | None] = ("exact", None)
         if verdict is None:
-            verdict = await self._rules(state, query)
+            verdict, match = await self._rules(state, query)
+        elif verdict.detected_company and self.index.resolve(verdict.detected_company) is None:
+            match = ("typo", verdict.detected_company)
         update |= self._apply(state, query, verdict)
+        if update["clarity_status"] == "clear":
+            update |= {"name_match": match[0], "name_as_typed": match[1]}
         log_step(
             ctx,
             state,
@@ -123,7 +131,7 @@ class ClarityAgent:
         self, state: ResearchState, query: str, ctx: NodeContext, update: dict[str, Any]
     ) -> ClarityVerdict | None:
         assert self.llm is not None
-        history = "\n".join(f"{m.role}: {m.content}" for m in state.messages)
+        history = "\n".join(f"{m.role}: {m.content}" for m in state.recent_messages)
         context = await fit_to_budget(
             f"{state.conversation_summary or ''}\n{history}", CLARITY_TOKEN_BUDGET, keep="end"
         )
@@ -167,7 +175,14 @@ class ClarityAgent:
 
     # -- the rule-based path ---------------------------------------------------
 
-    async def _rules(self, state: ResearchState, query: str) -> ClarityVerdict:
+    async def _rules(
+        self, state: ResearchState, query: str
+    ) -> tuple[ClarityVerdict, tuple[str, str | None]]:
+        """The rules' verdict, and how the company's name was matched (and as typed)."""
+        verdict = await self._rule_verdict(state, query)
+        return verdict, verdict._match
+
+    async def _rule_verdict(self, state: ResearchState, query: str) -> ClarityVerdict:
         if not query:
             return ClarityVerdict(is_clear=False, clarification_needed=ASK_EMPTY)
         if is_cancel(query):
@@ -183,39 +198,52 @@ class ClarityAgent:
                 intent=intent,
                 reasoning="the company picked among those offered",
             )
-        found = mentions(self.index, query)
-        names = found.names
+        found = await asyncio.to_thread(mentions, self.index, query)
+        names = list(found.names)
         comparing = is_comparison(query)
-        if not found.choices and (
-            (not names and not (previous and refers_back(query))) or (comparing and len(names) < 2)
-        ):
-            found = mentions(self.index, query, typed=True)
-            names = found.names if found.names or found.choices else names
         if found.choices:
             lang = "ja" if is_japanese(query) else state.language
             return ClarityVerdict(
                 is_clear=False,
                 intent=intent,
                 choices=found.choices,
-                clarification_needed=ask_choices(found.choices, lang),
+                clarification_needed=ask_choices(found.choices, lang, found.weak),
             )
-        if comparing or (len(names) > 1 and intent in ("overview", "comparison")):
+        described = bool(_DESCRIPTION_CUE.search(query)) and not (previous and refers_back(query))
+        unknown = [] if described else found.unknown
+        unknown = [getattr(self.index.resolve(name), "name", name) for name in unknown]
+        if comparing or (len(names) + len(unknown) > 1 and intent in ("overview", "comparison")):
             intent = "comparison"
-            if previous and (refers_back(query) or len(names) < 2) and previous not in names:
+            named = len(names) + len(unknown)
+            if previous and (refers_back(query) or named < 2) and previous not in names:
                 names.insert(0, previous)
-            if len(names) == 1:  # "Compare Apple to Acme Corp": research the unknown name too
-                other = self._unknown_name(query)
-                if other:
-                    names.append(other)
+            if len(names) < 2 and unknown:  # "Compare Apple to Acme Corp": research it too
+                names.extend(unknown[: 2 - len(names)])
         if names:
-            return ClarityVerdict(
+            verdict = ClarityVerdict(
                 is_clear=True,
                 detected_company=names[0],
                 comparison_companies=names[1:],
                 intent=intent,
                 reasoning="company named in the query",
             )
-        described = bool(_DESCRIPTION_CUE.search(query)) and not refers_back(query)
+            verdict._match = (found.evidence.get(names[0], "exact"), found.matched.get(names[0]))
+            return verdict
+        if unknown:
+            return ClarityVerdict(
+                is_clear=True,
+                detected_company=unknown[0],
+                intent=intent,
+                reasoning="a name the directory does not know",
+            )
+        other = _what_about(query) if previous and not described else None
+        if other is not None:  # "what about edened?": another name, not the previous company
+            return ClarityVerdict(
+                is_clear=True,
+                detected_company=other,
+                intent=intent,
+                reasoning="a name the directory does not know",
+            )
         if previous and not described and (is_follow_up(query) or intent != "overview"):
             return ClarityVerdict(
                 is_clear=True,
@@ -226,12 +254,14 @@ class ClarityAgent:
         if self.describe is not None and (answering or described):
             matches = await self.describe(query)
             if len(matches) == 1:
-                return ClarityVerdict(
+                verdict = ClarityVerdict(
                     is_clear=True,
                     detected_company=matches[0],
                     intent="overview" if intent == "products" else intent,
                     reasoning="the one company the description fits",
                 )
+                verdict._match = ("description", query)
+                return verdict
             if matches:
                 lang = "ja" if is_japanese(query) else state.language
                 return ClarityVerdict(
@@ -240,29 +270,10 @@ class ClarityAgent:
                     choices=matches,
                     clarification_needed=ask_choices(matches, lang),
                 )
-        candidate = name_candidate(query) or slot_name(query)
-        place = bool(candidate) and str(candidate).lower() in PLACES
-        if place:
-            candidate = None
-        if looks_off_topic(query, place):
+        if not answering and not asks_about_a_company(query):
             return ClarityVerdict(is_clear=True, off_topic=True, reasoning="not about companies")
-        if candidate:
-            return ClarityVerdict(
-                is_clear=True,
-                detected_company=candidate,
-                intent=intent,
-                reasoning="a name the directory does not know",
-            )
         ask = ASK_WHICH_COMPANY_JA if is_japanese(query) else ASK_WHICH_COMPANY
         return ClarityVerdict(is_clear=False, intent=intent, clarification_needed=ask)
-
-    def _unknown_name(self, query: str) -> str | None:
-        """A capitalised name in ``query`` besides the companies the index knows."""
-        rest = query
-        for match in self.index.find_in_text(query):
-            rest = rest.replace(match.matched, " , ")
-        candidate = name_candidate(rest) or slot_name(rest)
-        return None if candidate is None or candidate.lower() in PLACES else candidate
 
     def _best_guess(self, state: ResearchState, query: str) -> str | None:
         ref = self.index.resolve(query, fuzzy=True)
@@ -312,10 +323,12 @@ class ClarityAgent:
     # -- long conversations ----------------------------------------------------
 
     async def _fold_history(self, state: ResearchState, ctx: NodeContext) -> dict[str, Any]:
-        """Fold older messages into the summary when there are too many."""
-        if len(state.messages) <= MESSAGE_THRESHOLD:
+        """Fold older messages into the summary the agents read when there are too many
+        since the last fold; the messages themselves stay (the user sees them all)."""
+        total = len(state.messages)
+        if total - state.summarised <= MESSAGE_THRESHOLD:
             return {}
-        old, recent = state.messages[:-MESSAGES_TO_KEEP], state.messages[-MESSAGES_TO_KEEP:]
+        old = state.messages[state.summarised : total - MESSAGES_TO_KEEP]
         summary = None
         update: dict[str, Any] = {}
         if self.llm is not None:
@@ -336,7 +349,28 @@ class ClarityAgent:
                 update |= failed_usage("clarity", exc)
         if not summary:
             summary = extractive_summary(state.conversation_summary, old, state.detected_company)
-        return update | {"conversation_summary": summary, "messages": Replace(list(recent))}
+        return update | {"conversation_summary": summary, "summarised": total - MESSAGES_TO_KEEP}
+
+
+_WHAT_ABOUT = re.compile(r"^\s*(?:and\s+)?(?:what|how)\s+about\s+(?P<tail>.+?)[\s?.!]*$", re.I)
+
+
+def _what_about(query: str) -> str | None:
+    """The subject of "what about X?" when X is neither the previous company (no
+    pronoun) nor a topic ("the ceo", "news") nor ordinary words: a name to look up."""
+    match = _WHAT_ABOUT.match(query)
+    if match is None:
+        return None
+    tail = match["tail"]
+    words = [token.norm for token in tokenize(tail)]
+    if refers_back(tail) or detect_intent(tail) != "overview" or len(words) > 4:
+        return None
+    if all(word in COMMON_WORDS or word in _FILLERS for word in words):
+        return None
+    return tail
+
+
+_FILLERS = frozenset({"the", "a", "an", "that", "this", "one", "them", "company", "companies"})
 
 
 def _language(state: ResearchState, query: str) -> str:

@@ -188,19 +188,27 @@ def _join(items: list[str], lang: str) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]
 
 
-def missing_sentence(findings: ResearchFindings, intent: str, lang: str = "en") -> str | None:
+def missing_sentence(
+    findings: ResearchFindings, intent: str, lang: str = "en", query: str = ""
+) -> str | None:
     """One plain sentence naming what the answer lacks and why, or ``None``.
 
     "The offline directory has no share prices or news; set TAVILY_API_KEY for live
-    data." for what the source never has; "I couldn't find ... for X in my sources."
-    for what this company's data lacks.
+    data." for what the source never has, said only when the question asks for it
+    (``query``: "What's happening with Tesla?" asks for news, "Tell me about Tesla"
+    does not); "I couldn't find ... for X in my sources." for what this company's data
+    lacks.
     """
     missing = missing_topics(findings, intent)
     if not missing:
         return None
     labels = _LABELS["ja" if lang == "ja" else "en"]
     scope = findings.scope
-    never = [t for t in missing if scope is not None and t in scope.unavailable]
+    asked = answer_topics(intent, query)[0]
+    never = [t for t in missing if scope is not None and t in scope.unavailable and t in asked]
+    missing = [t for t in missing if t in never or scope is None or t not in scope.unavailable]
+    if not missing:
+        return None
     absent = [t for t in missing if t not in never]
     sentences = []
     if never and scope is not None:

@@ -7,11 +7,15 @@ from typing import Any
 
 from ...engine import NodeContext
 from ...sources import DataSource, DataSourceError, SearchContext, SearchResult
+from ..constants import CONFIDENCE_HIGH_THRESHOLD
 from ..state import ResearchState
 from ._common import log_step
 from ._intents import coverage_score
 
-__all__ = ["ResearchAgent", "coverage_score"]
+__all__ = ["EXACT_MATCHES", "ResearchAgent", "coverage_score"]
+
+EXACT_MATCHES = frozenset({"exact", "ticker"})
+"""Ways of matching a company's name that leave no doubt about the company."""
 
 
 class ResearchAgent:
@@ -60,6 +64,8 @@ class ResearchAgent:
         if findings is not None and not isinstance(main, str):
             coverage = coverage_score(findings, state.query_intent, state.original_query)
             confidence = min(main.confidence, coverage)
+        if state.name_match not in EXACT_MATCHES:  # a typo or the start of a name: never high
+            confidence = min(confidence, CONFIDENCE_HIGH_THRESHOLD - 1)
         compared = [r.findings for r in results[1:] if not isinstance(r, str) and r.findings]
         log_step(
             ctx,

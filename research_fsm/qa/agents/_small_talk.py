@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-__all__ = ["is_small_talk", "is_thanks", "looks_off_topic"]
+__all__ = ["asks_about_a_company", "is_small_talk", "is_thanks", "looks_off_topic"]
 
 _SMALL_TALK_RE: Final = re.compile(
     r"^\s*(thanks?( you)?( so much| a lot)?|thx|ty|cheers|great|cool|nice|ok(ay)?|"
@@ -50,3 +50,24 @@ def looks_off_topic(text: str, place: bool) -> bool:
     if _COMPANY_WORDS_RE.search(text):
         return False
     return place or bool(_GENERAL_KNOWLEDGE_RE.search(text))
+
+
+_GENERIC_RE: Final = re.compile(
+    r"^\s*(how\s+(do|can|should|would)\s+(i|you|we)\b|how\s+to\b|what\s+(is|are)\s+(a|an)\b|what\s+does\s+(an?\s+)?\w+(\s+\w+)?\s+(mean|do)\b|"
+    r"how\s+(do|does)\s+(an?\s+)?\w+(\s+\w+)?\s+work\b|explain\b|define\b|meaning of\b)",
+    re.I,
+)
+_SPECIFIC_RE: Final = re.compile(
+    r"\b(the|this|that|their|its|which|a certain)\s+(compan(y|ies)|firm|business|stock|"
+    r"shares?|ceo|revenue|earnings)\b|\b(their|its)\b|会社|企業",
+    re.I,
+)
+
+
+def asks_about_a_company(text: str) -> bool:
+    """Whether a question that names no company still asks about one ("tell me about the
+    company", "what's their revenue?"): company words, and not a general question about
+    what they mean ("what does a CEO do", "how do stocks work")."""
+    if is_small_talk(text) or not _COMPANY_WORDS_RE.search(text):
+        return False
+    return not (_GENERIC_RE.search(text) and not _SPECIFIC_RE.search(text))

@@ -44,9 +44,9 @@ CANCEL_MESSAGE = "No problem! Let me know if you'd like to research anything els
 MEDIUM_PREFIX = "_I found some information, but couldn't verify all details:_"
 LOW_PREFIX = "**Note**: Based on limited available information:"
 OFF_TOPIC_MESSAGE = (
-    "I'm a company research assistant, so I can't help with that. Ask me about a listed "
-    "company: its profile, leadership, products, financials or competitors, or compare two "
-    '(for example "Tell me about Apple" or "Compare Toyota to Honda").'
+    "I research companies, so I can't help with that. Ask me about a listed company (its "
+    "profile, leadership, products, financials or competitors), for example: "
+    '"Tell me about Apple" or "Compare Toyota to Honda".'
 )
 GREETING_MESSAGE = (
     "Hello! I'm a company research assistant. Ask me about a listed company (its profile, "
@@ -61,8 +61,9 @@ _JA: dict[str, str] = {
     "medium": "_情報は見つかりましたが、すべての詳細は確認できていません:_",
     "low": "**注意**: 限られた情報に基づく回答です:",
     "off_topic": (
-        "私は企業リサーチのアシスタントなので、その質問にはお答えできません。上場企業の概要、"
-        "経営陣、製品、業績、競合について聞くか、2社を比較してください（例:「トヨタについて教えて」）。"
+        "私は企業を調べるアシスタントなので、その質問にはお答えできません。上場企業の概要、"
+        "経営陣、製品、業績、競合について聞いてください（例:「トヨタについて教えて」"
+        "「トヨタとホンダを比較して」）。"
     ),
     "thanks": "どういたしまして。ほかに調べたい会社があればいつでもどうぞ。",
     "greeting": "こんにちは。企業リサーチのアシスタントです。調べたい上場企業を教えてください（例:「トヨタについて教えて」）。",
@@ -202,10 +203,41 @@ def _section(findings: ResearchFindings, intent: str, lang: str = "en") -> list[
     if intent not in ("overview", "comparison") and any(n in fields for n in answering):
         fields = [name for name in fields if name in answering]
     labels = LABELS_JA if lang == "ja" else LABELS
+    return [_field_markdown(labels[name], getattr(findings, name), lang) for name in fields]
+
+
+_FIELD_LINE_RE = re.compile(r"^(?P<label>[^\W\d][\w &/()'.-]{0,38}?)(?:: |：)(?P<value>\S.*)$")
+"""A ``Label: value`` line of the findings (a short label, no sentence before it)."""
+
+
+def _field_line(line: str) -> str | None:
+    """``- **Label:** value`` for a ``Label: value`` line, else ``None``."""
+    match = _FIELD_LINE_RE.match(line)
+    if match is None or match.group("label").endswith((".", " ")):
+        return None
+    colon = "：" if "：" in line[: match.end("label") + 1] else ":"
+    return f"- **{match.group('label')}{colon}** {match.group('value')}"
+
+
+def _field_markdown(label: str, text: str, lang: str) -> str:
+    """One field of the findings as Markdown that keeps its lines apart: a single
+    line as ``**Label**: text``; several as ``**Label**`` over a list of its
+    ``Label: value`` lines (``- **Label:** value``) and list items, sentences as
+    paragraphs between them, so no renderer runs the fields together."""
+    lines = [line.strip() for line in _localised(text, lang).split("\n") if line.strip()]
     sep = "：" if lang == "ja" else ": "
-    return [
-        f"**{labels[name]}**{sep}{_localised(getattr(findings, name), lang)}" for name in fields
-    ]
+    if len(lines) == 1 and not lines[0].startswith("- ") and _field_line(lines[0]) is None:
+        return f"**{label}**{sep}{lines[0]}"
+    blocks: list[list[str]] = []
+    listing = False
+    for line in lines:
+        item = line if line.startswith("- ") else _field_line(line)
+        if item is not None and listing:
+            blocks[-1].append(item)
+        else:
+            blocks.append([item if item is not None else line])
+        listing = item is not None
+    return f"**{label}**\n\n" + "\n\n".join("\n".join(block) for block in blocks)
 
 
 def _as_of(findings: ResearchFindings, lang: str) -> str | None:
@@ -227,7 +259,7 @@ def _comparison(state: ResearchState, findings: ResearchFindings, lang: str) -> 
     table = comparison_table(items, lang)
     if table is None:  # nothing both sides have: each side's findings in turn
         stacked = [
-            f"### {item.company}\n" + "\n".join(_section(item, "comparison", lang))
+            f"### {item.company}\n\n" + "\n\n".join(_section(item, "comparison", lang))
             for item in items
         ]
         return [intro, *stacked]
@@ -270,8 +302,9 @@ def compose_answer(state: ResearchState) -> str:
     findings = state.research_findings
     assert findings is not None
     intent, lang = state.query_intent, state.language
-    lacking = missing_sentence(findings, intent, lang)
-    parts = [_prefix(state.confidence_score, lacking, lang)]
+    lacking = missing_sentence(findings, intent, lang, state.original_query)
+    taken = name_sentence(state, lang)
+    parts = [_prefix(state.confidence_score, lacking or taken, lang), taken or ""]
     if intent == "comparison" and state.comparison_findings:
         parts.extend(_comparison(state, findings, lang))
     else:
@@ -289,9 +322,53 @@ def compose_answer(state: ResearchState) -> str:
     return "\n\n".join(p for p in parts if p)
 
 
+_NOT_LISTED_RE = re.compile(
+    r"^not in the offline directory of (?P<count>[\d,]+) companies from (?P<indices>.+)$"
+)
+
+
+def _about(count: str) -> str:
+    """ "1,836" -> "about 1,800"."""
+    number = int(count.replace(",", ""))
+    return f"about {round(number, -2):,}" if number >= 1000 else str(number)
+
+
+def not_listed_answer(company: str, note: str, lang: str) -> str | None:
+    """One plain sentence for a company the offline directory does not hold (``note``
+    as the directory's search gives it), or ``None`` for another note."""
+    match = _NOT_LISTED_RE.match(note)
+    if match is None:
+        return None
+    about, indices = _about(match["count"]), match["indices"]
+    if lang == "ja":
+        return (
+            f"「{company}」はオフラインのディレクトリ（{indices}の約{match['count']}社）に"
+            "ありません。TAVILY_API_KEYを設定すると、ウェブで調べます。"
+        )
+    return (
+        f'"{company}" is not in the offline directory of {about} companies from the '
+        f"{indices} indices; with TAVILY_API_KEY set, I research it on the web."
+    )
+
+
+def name_sentence(state: ResearchState, lang: str) -> str | None:
+    """How a name not matched exactly was read ("_Taking "exxon" to mean ExxonMobil._"),
+    or ``None`` for an exact name or ticker."""
+    company = state.research_findings.company if state.research_findings else None
+    typed = state.name_as_typed
+    if state.name_match in ("exact", "ticker") or not typed or not company:
+        return None
+    if lang == "ja":
+        return f"_「{typed}」を{company}として答えます。_"
+    return f'_Taking "{typed}" to mean {company}._'
+
+
 def no_data_answer(state: ResearchState) -> str:
     """The answer when research found nothing."""
     subject = state.detected_company or state.original_query or "that"
+    plain = not_listed_answer(subject, state.research_note or "", state.language)
+    if plain is not None:
+        return plain
     text = (
         f'I couldn\'t find specific information about "{subject}".\n\n'
         "This might be because:\n"
@@ -350,7 +427,9 @@ class SynthesisAgent:
             ),
             SYNTHESIS_TOKEN_BUDGET,
         )
-        lacking = missing_sentence(state.research_findings, state.query_intent, lang)
+        lacking = missing_sentence(
+            state.research_findings, state.query_intent, lang, state.original_query
+        )
         prompt = (
             f"Today's date: {utc_now(self.clock)[:10]}.\n"
             f"Question: {fence('question', state.original_query)}\nIntent: {state.query_intent}\n"

@@ -10,11 +10,12 @@ import struct
 import sys
 import time
 
-from research_fsm.documents._work import read_frame, run_job, write_frame
+from research_fsm.documents._work import READY, read_frame, run_job, write_frame
 
 
 def main() -> None:
     inbox, outbox = sys.stdin.buffer, sys.stdout.buffer
+    write_frame(outbox, READY)
     while True:
         try:
             job = read_frame(inbox)

@@ -1,0 +1,1 @@
+"""Company names as people type them: ``python -m benchmarks.names``."""

@@ -1,0 +1,303 @@
+"""Passage vectors: meaning beside words, from an embedding model a registry package ships.
+
+The default model is the 256-dimension static embedding bundled in the ``wordllama`` wheel
+(``pip install 'research-fsm[semantic]'``): a text's vector is the mean of its tokens'
+vectors (the Llama 2 tokenizer, whose configuration the wheel carries too), so a passage
+costs microseconds and nothing is downloaded. The files are read from the installed
+package's own folder with ``numpy`` and ``tokenizers``; the ``wordllama`` code, whose
+loader looks on the Hugging Face hub for a tokenizer it does not find, is never imported.
+
+Without the package every search works on words alone; the first time it is looked for
+a warning says so, once per process.
+
+Vectors are stored with the passages (``vectors`` table of the index, half precision,
+unit length) under the model's name: an unchanged file keeps its vectors, a changed one
+gets new ones, and another model (or the package installed later) re-embeds the passages
+that have none.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import sqlite3
+import struct
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Final, Protocol
+
+import structlog
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    Matrix = npt.NDArray[np.float32]
+
+__all__ = [
+    "EMBEDDER_ENV",
+    "Embedder",
+    "StaticEmbedder",
+    "embedder",
+    "passage_text",
+    "query_vector",
+    "register",
+    "similarities",
+    "sync_vectors",
+]
+
+_log = structlog.get_logger(__name__)
+EMBEDDER_ENV: Final = "RESEARCH_FSM_EMBEDDER"
+"""Which model embeds passages: ``wordllama`` (the default) or ``none`` (words alone);
+benchmarks register others (``register``)."""
+DEFAULT: Final = "wordllama"
+BATCH: Final = 256
+"""Texts embedded at once."""
+SEPARATOR: Final = "\x1f"
+"""Between the headings of a stored heading path (``_work.HEADING_SEPARATOR``)."""
+MAX_TOKENS: Final = 512
+"""Tokens of a text that count (a passage has at most ~1,200 characters)."""
+
+
+class Embedder(Protocol):
+    """A model that turns texts into unit vectors."""
+
+    name: str
+    """Stored with the vectors: vectors of another name are made again."""
+    dim: int
+    """The vectors' length."""
+
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        """One unit-length ``float32`` row per text (a text with no known token: zeros)."""
+        ...
+
+
+class StaticEmbedder:
+    """Mean-pooled static token vectors: a vocabulary's embedding matrix and its tokenizer.
+
+    Args:
+        name: stored with the vectors.
+        matrix: ``(vocabulary, dim)`` token vectors.
+        tokenizer_file: a Hugging Face ``tokenizer.json``, read by ``tokenizers``.
+        skip: token ids left out of the mean (padding, special tokens).
+    """
+
+    def __init__(
+        self, name: str, matrix: Matrix, tokenizer_file: Path, skip: Sequence[int] = ()
+    ) -> None:
+        import numpy as np
+        from tokenizers import Tokenizer
+
+        self.name = name
+        self.dim = int(matrix.shape[1])
+        self._matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+        self._tokenizer = Tokenizer.from_file(str(tokenizer_file))
+        self._tokenizer.no_padding()
+        self._tokenizer.no_truncation()
+        self._keep = np.ones(self._matrix.shape[0], dtype=bool)
+        self._keep[[i for i in skip if 0 <= i < len(self._keep)]] = False
+        self._lock = threading.Lock()  # a Tokenizer is not to be shared by threads at once
+
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        """Each text's mean token vector, unit length."""
+        import numpy as np
+
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for first in range(0, len(texts), BATCH):
+            chunk = list(texts[first : first + BATCH])
+            with self._lock:
+                encoded = self._tokenizer.encode_batch(chunk, add_special_tokens=False)
+            vocabulary = self._matrix.shape[0]
+            for row, encoding in enumerate(encoded, first):
+                ids = np.asarray(encoding.ids[:MAX_TOKENS], dtype=np.int64)
+                ids = ids[(ids >= 0) & (ids < vocabulary)]
+                ids = ids[self._keep[ids]]
+                if ids.size:
+                    out[row] = self._matrix[ids].mean(axis=0)
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        np.divide(out, norms, out=out, where=norms > 0)
+        return out
+
+
+def read_safetensors(path: Path, name: str) -> Matrix:
+    """The tensor ``name`` of a ``.safetensors`` file as ``float32`` (F16, F32 or BF16),
+    read with ``numpy`` alone (the format: an 8-byte header length, a JSON header, the
+    raw little-endian data)."""
+    import numpy as np
+
+    with path.open("rb") as file:
+        (length,) = struct.unpack("<Q", file.read(8))
+        header = json.loads(file.read(length))
+        entry = header[name]
+        start, end = entry["data_offsets"]
+        file.seek(8 + length + start)
+        raw = file.read(end - start)
+    kind = entry["dtype"]
+    if kind == "BF16":
+        wide = np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16
+        values = wide.view(np.float32)
+    else:
+        values = np.frombuffer(raw, dtype={"F16": "<f2", "F32": "<f4"}[kind]).astype(np.float32)
+    return values.reshape(entry["shape"])
+
+
+def _package_folder(package: str) -> Path | None:
+    """An installed package's folder, found without importing it."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def load_wordllama() -> Embedder | None:
+    """WordLlama's ``l2_supercat`` 256-dimension static model, from its wheel's folder."""
+    folder = _package_folder("wordllama")
+    if folder is None:
+        return None
+    weights = folder / "weights" / "l2_supercat_256.safetensors"
+    tokenizer = folder / "tokenizers" / "l2_supercat_tokenizer_config.json"
+    if not weights.is_file() or not tokenizer.is_file():
+        return None
+    matrix = read_safetensors(weights, "embedding.weight")
+    return StaticEmbedder("wordllama-l2-supercat-256", matrix, tokenizer, skip=(0, 1, 2))
+
+
+_LOADERS: dict[str, Callable[[], Embedder | None]] = {"wordllama": load_wordllama}
+_loaded: dict[str, Embedder | None] = {}
+_said: set[str] = set()
+_guard = threading.Lock()
+
+
+def register(name: str, loader: Callable[[], Embedder | None]) -> None:
+    """Make ``loader`` the model ``$RESEARCH_FSM_EMBEDDER=name`` selects (benchmarks
+    compare candidates this way)."""
+    with _guard:
+        _LOADERS[name] = loader
+        _loaded.pop(name, None)
+
+
+def embedder() -> Embedder | None:
+    """The model selected by ``$RESEARCH_FSM_EMBEDDER`` (default ``wordllama``), loaded
+    once per process; ``None`` (words alone, said once in a warning) when it is
+    ``none``, unknown or not installed."""
+    choice = os.environ.get(EMBEDDER_ENV, "").strip().lower() or DEFAULT
+    if choice == "none":
+        return None
+    with _guard:
+        if choice not in _loaded:
+            loader = _LOADERS.get(choice)
+            model: Embedder | None = None
+            reason = f"unknown model (known: none, {', '.join(sorted(_LOADERS))})"
+            if loader is not None:
+                reason = "not installed (pip install 'research-fsm[semantic]')"
+                try:
+                    model = loader()
+                except (ImportError, OSError, ValueError, KeyError) as exc:
+                    reason = f"cannot be loaded ({exc})"
+            _loaded[choice] = model
+            if model is None and choice not in _said:
+                _said.add(choice)
+                _log.warning(
+                    "documents searched by words alone: no embedding model",
+                    model=choice,
+                    reason=reason,
+                )
+        return _loaded[choice]
+
+
+def to_blob(row: Matrix) -> bytes:
+    """A vector as stored: half precision."""
+    import numpy as np
+
+    return row.astype(np.float16).tobytes()
+
+
+def from_blobs(blobs: Sequence[bytes], dim: int) -> Matrix:
+    """Stored vectors as a ``(len(blobs), dim)`` ``float32`` matrix."""
+    import numpy as np
+
+    if not blobs:
+        return np.zeros((0, dim), dtype=np.float32)
+    joined = np.frombuffer(b"".join(blobs), dtype=np.float16)
+    return joined.reshape(len(blobs), dim).astype(np.float32)
+
+
+_CODE: Final = re.compile(r"^ {0,3}(```|~~~).*?(?:^ {0,3}\1[^\n]*$|\Z)", re.M | re.S)
+
+
+def passage_text(title: str, headings: Sequence[str], text: str) -> str:
+    """What a passage's vector is made of: its prose, without its fenced code blocks
+    (their identifiers drown its words' meaning in a mean of token vectors; words find
+    code). Its title and headings, shared by the passages of a page, are left out too:
+    measured on the Rust error index, both made the right passage rank lower."""
+    del title, headings
+    return _CODE.sub(" ", text)
+
+
+_queries: dict[tuple[str, str], Matrix] = {}
+
+
+def query_vector(model: Embedder, query: str) -> Matrix:
+    """``query``'s vector by ``model`` (the last 64 are kept)."""
+    key = (f"{model.name}@{id(model)}", query)
+    vector = _queries.get(key)
+    if vector is None:
+        vector = model.embed([query])[0]
+        if len(_queries) >= 64:
+            _queries.pop(next(iter(_queries)))
+        _queries[key] = vector
+    return vector
+
+
+def similarities(query: str, texts: Sequence[str]) -> list[float] | None:
+    """The cosine similarity of each text to ``query`` (the query's vector is kept for the
+    next call); ``None`` without an embedding model."""
+    model = embedder()
+    if model is None:
+        return None
+    if not texts:
+        return []
+    wanted = query_vector(model, query)
+    return [round(float(x), 4) for x in model.embed(list(texts)) @ wanted]
+
+
+_MISSING: Final = """
+SELECT p.id, f.title, p.heading, substr(f.text, p.start + 1, p.end - p.start)
+FROM passages p JOIN files f ON f.id = p.file_id
+LEFT JOIN vectors v ON v.id = p.id WHERE v.id IS NULL ORDER BY p.id LIMIT ?
+"""
+
+
+def sync_vectors(db: sqlite3.Connection, model: Embedder | None) -> int:
+    """Vectors for the passages that have none (all of them when the model changed);
+    vectors of passages gone are dropped. Returns how many were made."""
+    if model is None:
+        return 0
+    made = 0
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        row = db.execute("SELECT value FROM meta WHERE key='embedder'").fetchone()
+        if row is None or row[0] != model.name:
+            db.execute("DELETE FROM vectors")
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('embedder', ?)", (model.name,))
+        db.execute("DELETE FROM vectors WHERE id NOT IN (SELECT id FROM passages)")
+        while True:
+            rows = db.execute(_MISSING, (BATCH * 4,)).fetchall()
+            if not rows:
+                break
+            vectors = model.embed(
+                [passage_text(t, h.split(SEPARATOR) if h else (), x) for _, t, h, x in rows]
+            )
+            db.executemany(
+                "INSERT INTO vectors(id, vec) VALUES (?, ?)",
+                [(row[0], to_blob(vector)) for row, vector in zip(rows, vectors, strict=True)],
+            )
+            made += len(rows)
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    return made

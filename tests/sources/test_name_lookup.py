@@ -1,0 +1,130 @@
+"""The name lookup's precision guard over the bundled directory: the start of a name and
+a whole word beat a typo, English words are never typos, and weak or ambiguous matches
+are offered rather than answered."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from research_fsm.sources import CompanyIndex, CompanyRef, DirectorySource, english_words
+from research_fsm.sources._english import DATA_FILE, build_word_hashes
+
+
+@pytest.fixture(scope="module")
+def index() -> CompanyIndex:
+    """The directory's index (built once for the module)."""
+    return asyncio.run(DirectorySource().company_index())
+
+
+@pytest.mark.parametrize(
+    ("question", "company"),
+    [
+        ("exxon", "ExxonMobil"),
+        ("Exxon Mobil", "ExxonMobil"),
+        ("what about exxon's revenue?", "ExxonMobil"),
+        ("nexon", "Nexon"),
+        ("jp morgan ceo", "JPMorgan Chase"),
+        ("mcdonalds", "McDonald's"),
+        ("mc donalds", "McDonald's"),
+        ("p&g", "Procter & Gamble"),
+        ("tell me about j&j", "Johnson & Johnson"),
+        ("tell me about pepsi", "PepsiCo"),
+        ("NASDAQ:AAPL", "Apple Inc."),
+        ("what about 7203.T?", "Toyota"),
+        ("who runs micrsoft", "Microsoft"),
+        ("tell me about getty reatly", "Getty Realty Corp."),
+    ],
+)
+def test_names_as_typed_find_the_company(index: CompanyIndex, question: str, company: str) -> None:
+    """Starts of names, split and joined forms, dropped punctuation, ampersand initials,
+    tickers with an exchange and one typo in a long name find that one company."""
+    found = index.find_names(question)
+    assert ([company], []) == (found.companies, found.choices)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "how do I bake bread",
+        "is it going to rain",
+        "best laptop under 1000",
+        "explain quantum computing",
+        "which laptop is best for students",
+        "how do I brew beer at home",
+        "the Amazon rainforest",
+        "tell me about Mount Everest",
+        "what's the weather like in London?",
+    ],
+)
+def test_general_questions_name_no_company(index: CompanyIndex, question: str) -> None:
+    """Ordinary words are never read as a typo of a name ("bread" is not Brady), nor as
+    a name outside a name's place, nor inside another proper noun or a place's name."""
+    found = index.find_names(question)
+    assert ([], []) == (found.companies, found.choices)
+
+
+@pytest.mark.parametrize(
+    ("question", "unknown"),
+    [
+        ("spacex", "spacex"),
+        ("tell me about Stripe", "Stripe"),
+        ("what is Reliance Industries's revenue?", "Reliance Industries"),
+        ("Compare Apple to Acme Corp", "Acme Corp"),
+        ("Samsungについて教えて", "Samsung"),
+    ],
+)
+def test_names_outside_the_directory_are_reported(
+    index: CompanyIndex, question: str, unknown: str
+) -> None:
+    """A name no company has is reported as written, to be said not listed."""
+    assert [unknown] == index.find_names(question).unknown
+
+
+def test_short_typo_and_shared_ticker_are_offered(index: CompanyIndex) -> None:
+    """A typo in a five-letter name only offers the company; a ticker two companies list
+    and a name that is one company's and another's ticker ask which."""
+    short = index.find_names("tell me about Dyson")
+    shared = index.find_names("APAM")
+    both = index.find_names("tell me about HP")
+    assert (
+        ([], ["Tyson Foods"], "Dyson"),
+        {"Artisan Partners", "Aperam"},
+        {"HP Inc.", "Helmerich & Payne"},
+    ) == (
+        (short.companies, short.choices, short.weak),
+        set(shared.choices),
+        set(both.choices),
+    )
+
+
+def test_typo_ties_ask_which() -> None:
+    """A typo one letter from two companies' names answers neither and offers both."""
+    index = CompanyIndex(
+        [
+            CompanyRef(name="Brandex Holdings", tickers=["BRDX"]),
+            CompanyRef(name="Grandex Group", tickers=["GRDX"]),
+        ]
+    )
+    found = index.find_names("tell me about brandex and crandex")
+    assert (["Brandex Holdings"], ["Brandex Holdings", "Grandex Group"]) == (
+        found.companies,
+        found.choices,
+    )
+
+
+def test_shipped_word_hashes_are_the_packages_words() -> None:
+    """data/english.crc32 is rebuilt byte for byte from the english-words package's
+    lower-case Webster's list, and answers for words and non-words."""
+    pickle = pytest.importorskip("pickle")
+    resources = pytest.importorskip("importlib.resources")
+    pytest.importorskip("english_words")
+    raw = resources.files("english_words").joinpath("data/web2_alpha_lower.pickle").read_bytes()
+    shipped = resources.files("research_fsm.sources").joinpath(DATA_FILE).read_bytes()
+    words = english_words()
+    assert (True, True, False) == (
+        build_word_hashes(pickle.loads(raw)) == shipped,
+        "bread" in words,
+        "exxon" in words,
+    )
