@@ -48,7 +48,7 @@ import unicodedata
 from pathlib import Path
 from typing import Any
 
-from research_fsm.deep import DeepRunner, grounding_problems
+from research_fsm.deep import DeepRunner, grounding_problems, quote_in
 from research_fsm.deep._rules import RELEVANCE_CUTOFF
 from research_fsm.documents import EMBEDDER_ENV, embedder
 from research_fsm.engine import MemoryCheckpointStore
@@ -183,7 +183,7 @@ def score(question: dict[str, Any], folder: Path, corpus: Path) -> dict[str, Any
     for claim in claims:
         source = sources[claim["source"]]
         quote = claim["evidence"] or ""
-        in_source = bool(quote) and quote in source["text"]
+        in_source = quote_in(quote, source["text"])
         verbatim += in_source
         raw = file_text(corpus / source["locator"])
         original += in_source if raw is None else " ".join(quote.split()) in " ".join(raw.split())

@@ -25,6 +25,7 @@ __all__ = [
     "MissingFontError",
     "bullets",
     "check_pdf_fonts",
+    "code",
     "drop_urls",
     "md_escape",
     "md_url",
@@ -34,7 +35,7 @@ __all__ = [
     "to_pdf",
 ]
 
-BlockKind = Literal["p", "ul", "table"]
+BlockKind = Literal["p", "ul", "table", "code"]
 _MD_SPECIAL: Final = re.compile(r"([\\`*_<>#|\[\]!])")
 _URL_UNSAFE: Final = re.compile(r"[^\x21-\x7e]|[<>\"`{}|\\^]")
 _URL: Final = re.compile(r"https?://[^\s<>\"'\])]+")
@@ -44,8 +45,9 @@ _ITALIC: Final = re.compile(r"(?<![\w\\])_(.+?)_(?!\w)")
 
 @dataclass(frozen=True, slots=True)
 class Block:
-    """A paragraph (``p``: one text), a bullet list (``ul``: items) or a table
-    (``table``: rows, the first the header). Text may use ``**bold**``."""
+    """A paragraph (``p``: one text), a bullet list (``ul``: items), a table
+    (``table``: rows, the first the header) or code (``code``: its lines, shown as
+    written, never read as markup). Text may use ``**bold**``."""
 
     kind: BlockKind
     items: tuple[str, ...] | tuple[tuple[str, ...], ...]
@@ -76,6 +78,11 @@ def paragraph(text: str) -> Block:
 def bullets(items: list[str]) -> Block:
     """A bullet-list block."""
     return Block("ul", tuple(items))
+
+
+def code(lines: list[str]) -> Block:
+    """A code block: its lines verbatim (a fenced block in Markdown, monospace in PDF)."""
+    return Block("code", tuple(lines))
 
 
 def table(rows: list[tuple[str, ...]]) -> Block:
@@ -112,6 +119,11 @@ def md_url(url: str) -> str:
 def _md_block(block: Block) -> str:
     if block.kind == "p":
         return str(block.items[0])
+    if block.kind == "code":
+        lines = [str(line) for line in block.items]
+        ticks = max((len(run) for line in lines for run in re.findall(r"`+", line)), default=0)
+        fence = "`" * max(3, ticks + 1)  # longer than any run of backticks inside
+        return "\n".join([fence, *lines, fence])
     if block.kind == "ul":
         return "\n".join(f"- {item}" for item in block.items)
     rows = [tuple(row) for row in block.items]
@@ -173,7 +185,14 @@ def to_pdf(doc: Document) -> bytes:
     from reportlab.lib.pagesizes import A4
     from reportlab.lib.styles import ParagraphStyle
     from reportlab.lib.units import mm
-    from reportlab.platypus import ListFlowable, Paragraph, SimpleDocTemplate, Spacer, Table
+    from reportlab.platypus import (
+        ListFlowable,
+        Paragraph,
+        Preformatted,
+        SimpleDocTemplate,
+        Spacer,
+        Table,
+    )
 
     body_font, bold_font = _fonts(doc)
     wrap = "CJK" if doc.language == "ja" else "LTR"
@@ -181,6 +200,14 @@ def to_pdf(doc: Document) -> bytes:
     h1 = ParagraphStyle("h1", parent=base, fontName=bold_font, fontSize=17, leading=22)
     h2 = ParagraphStyle(
         "h2", parent=base, fontName=bold_font, fontSize=13, leading=18, spaceBefore=8, spaceAfter=4
+    )
+    mono = ParagraphStyle(
+        "code",
+        parent=base,
+        fontName=body_font if doc.language == "ja" else "Courier",
+        fontSize=9,
+        leading=12,
+        leftIndent=12,
     )
     story: list[object] = [Paragraph(_inline(doc.title), h1), Spacer(1, 4 * mm)]
     for section in doc.sections:
@@ -191,6 +218,8 @@ def to_pdf(doc: Document) -> bytes:
             elif block.kind == "ul":
                 items = [Paragraph(_inline(str(item)), base) for item in block.items]
                 story.append(ListFlowable(items, bulletType="bullet", leftIndent=12))
+            elif block.kind == "code":  # plain text: Preformatted reads no markup
+                story.append(Preformatted("\n".join(str(i) for i in block.items), mono))
             else:
                 rows = [[Paragraph(_inline(cell), base) for cell in row] for row in block.items]
                 grid = Table(rows, repeatRows=1)

@@ -25,6 +25,7 @@ from ._grounding import grounding_problems
 from ._model import DEFAULT_THRESHOLD, DEFAULT_TOP_K, DeepState, Language
 from ._search import DocumentSearch, Found, StaticSearch, TopicSearch, WebSearch
 from ._session import SessionEntry, list_sessions, sessions_home
+from ._text import quote_in
 
 __all__ = [
     "DEFAULT_THRESHOLD",
@@ -50,5 +51,6 @@ __all__ = [
     "default_web_search",
     "grounding_problems",
     "list_sessions",
+    "quote_in",
     "sessions_home",
 ]

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from ..common.text import is_japanese
+from ..documents import SYMBOL
 from ._japanese import (
     JA_COMPARE,
     JA_FILLERS,
@@ -36,21 +37,34 @@ from ._text import ROW, Sentence, sentences, terms
 
 __all__ = [
     "ANSWER_CUTOFF",
+    "LINE_KINDS",
     "Question",
     "Unit",
+    "family",
     "idf",
+    "one_line_blocks",
     "parse_question",
     "passage_score",
     "score_units",
     "side_scores",
     "units",
     "with_next",
+    "with_previous",
 ]
 
 ANSWER_CUTOFF: Final = 0.70
 """Least passage score for a passage to be about the question. Calibrated on the dev set
 of ``benchmarks.answers``: its unanswerable questions' best passages score at most 0.63,
 its answerable ones' at least 0.80; the cut-off sits between them."""
+LINE_KINDS: Final = (".html", ".htm", ".xhtml")
+"""Files whose extracted text has one line per paragraph, list item or table row."""
+
+
+def one_line_blocks(path: str) -> bool:
+    """Whether the text of the file at ``path`` has a line per block (``LINE_KINDS``)."""
+    return path.lower().endswith(LINE_KINDS)
+
+
 QuestionKind = Literal["howto", "define", "value", "compare", "yesno", "general"]
 
 _FILLER_WORDS: Final = """how do does did i we you one get way possible there exist someone
@@ -63,6 +77,14 @@ that need not be these."""
 _FILLERS: Final = frozenset(_FILLER_WORDS.split())
 _COMPOUND: Final = re.compile(r"(?<![\w/])[a-z][a-z0-9]*/\d+(?:\.\d+)*(?![\w/])", re.IGNORECASE)
 """A versioned name ("HTTP/2", "OAuth/2.0"): one term, so HTTP/3 is not HTTP/2."""
+_CAUSATIVE: Final = re.compile(
+    r"\b(?:make|let|get|have)\s+(?!(?:a|an|the|my|your|our|its|this|that|these|those|some|"
+    r"new|it|sure)\b)([\w.\-]+)(?=\s+(?!(?:of|for|in|on|with|to|from|by|and|or|as|at|into)\b)"
+    r"[\w\-])",
+    re.IGNORECASE,
+)
+"""'make structlog output JSON': 'make' before an object and the action it takes asks
+for that action, it is no action itself (unlike 'make a virtual environment')."""
 _RELEASE: Final = re.compile(r"^\d+(?:\.[\dx]+)+$")
 """A release number ("3.0", "2.7.x"): it also holds its major number ("3")."""
 _SUFFIXES: Final = ("ations", "ation", "ions", "ion", "ings", "ing", "ed", "er", "es", "e")
@@ -77,12 +99,13 @@ _VALUE: Final = re.compile(
     re.IGNORECASE,
 )
 _DEFINE: Final = re.compile(
-    r"^\s*what\s+(?:does|do)\s+.+?\s+mean\b|^\s*what\s+causes?\b"
-    r"|^\s*what\s+(?:is|are)\s+(?:an?\s+)?[\w.\-/]+\s*\??\s*$",
+    r"^\s*what\s+(?:does|do)\s+.+?\s+(?:mean|do)\s*\??\s*$|^\s*what\s+causes?\b"
+    r"|^\s*what\s+(?:is|are)\s+(?:an?\s+|the\s+(?!default\b))?[\w.\-/$@*]+\s*\??\s*$"
+    r"|^\s*what\s+(?:does|do)\s+.+?\s+mean\b",
     re.IGNORECASE,
 )
-"""A question asking what something is or what brings it ("What does E0133 mean?", "What
-is ASGI?", "What causes E0106?"): the definition, a sentence of prose, answers it, not
+"""A question asking what something is, does or brings ("What does E0133 mean?", "What
+is ASGI?", "What does --force-confold do?", "What causes E0106?"): the definition, a sentence of prose, answers it, not
 the code example near it."""
 _YESNO: Final = re.compile(r"^\s*(?:does|do|is|are|can|will|should|has|have|was)\b", re.IGNORECASE)
 _COMPARE: Final = re.compile(
@@ -140,6 +163,13 @@ its paragraph joins it)."""
 MAX_TITLE_WORDS: Final = 8
 """Words of a paragraph without a sentence end that is taken for a section's title."""
 _SENTENCE_END: Final = re.compile(r"[.!?:;。！？)\]]$")
+MAX_TERM_WORDS: Final = 3
+"""Words of a definition list's term (see ``_a_term``)."""
+_NAME_LINE: Final = re.compile(
+    r"^[\w.+:@/-]+(?:\(\w+\))?(?:,\s*[\w.+:@/-]+(?:\(\w+\))?)*\s+[-\u2013\u2014]\s+\S"
+)
+"""A man page's NAME line, "tig - text-mode interface for Git": the command's purpose,
+a statement though it has no sentence end."""
 MAX_CODE_LINES: Final = 3
 """Code lines a step keeps after its ``:``."""
 MAX_BLOCK_LINES: Final = 6
@@ -157,9 +187,7 @@ def has_number(text: str) -> bool:
     return bool(_DIGIT.search(_COMPOUND.sub(" ", text)))
 
 
-def stem(word: str) -> str:
-    """A light suffix strip: "installation", "installing", "installed" -> "install";
-    "migration", "migrate", "migrating" -> "migr"."""
+def _strip(word: str) -> str:
     if not word.isalpha() or len(word) <= 4:
         return word
     for suffix in _SUFFIXES:
@@ -167,6 +195,56 @@ def stem(word: str) -> str:
             word = word[: -len(suffix)]
             break
     return word[:-2] if word.endswith("at") and len(word) > 5 else word  # migrat(e) = migr
+
+
+FAMILIES: Final = (
+    ("output", "render", "print", "emit", "produce"),
+    ("create", "make", "generate"),
+    ("remove", "delete", "erase"),
+    ("show", "display", "view"),
+    ("find", "search", "locate"),
+    ("start", "launch"),
+    ("stop", "terminate", "kill"),
+    ("change", "modify", "alter", "edit"),
+)
+"""Verbs documentation uses for one action: a question's word matches its family's
+("How do I make structlog output JSON?" is answered by "structlog renders JSON"); each
+family is one term, named by its first word's stem."""
+
+
+def _forms(word: str) -> set[str]:
+    base = word[:-1] if word.endswith("e") else word
+    return {word, f"{word}s", f"{word}es", f"{base}ed", f"{base}ing", f"{word}ed", f"{word}ing"}
+
+
+def _keys(form: str) -> set[str]:
+    """The stems a word form has, with and without the plural "s" ``terms`` strips."""
+    plural = form.endswith("s") and not form.endswith("ss")
+    return {_strip(form), _strip(form[:-1])} if plural else {_strip(form)}
+
+
+_FAMILY_OF: Final = {
+    key: _strip(words[0])
+    for words in FAMILIES
+    for word in words
+    for form in _forms(word)
+    for key in _keys(form)
+}
+
+
+def family(term: str) -> tuple[str, ...]:
+    """The words of the verb family ``term`` (a stemmed term) names, or ``()``."""
+    for words in FAMILIES:
+        if _strip(words[0]) == term:
+            return words
+    return ()
+
+
+def stem(word: str) -> str:
+    """A light suffix strip: "installation", "installing", "installed" -> "install";
+    "migration", "migrate", "migrating" -> "migr"; a verb of ``FAMILIES`` -> its family."""
+    stripped = _strip(word)
+    return _FAMILY_OF.get(stripped, stripped)
 
 
 def stems(text: str) -> set[str]:
@@ -223,6 +301,7 @@ def parse_question(text: str, names: Iterable[str] = ()) -> Question:
     words: dict[str, str] = {}
     excluded = {stem(t) for m in _EXCEPT.finditer(text) for t in terms(m.group(1))}
     text_asked = _EXCEPT.sub(" ", text)
+    text_asked = _CAUSATIVE.sub(lambda m: f" {m.group(1)}", text_asked)
     compounds = [match.group().lower() for match in _COMPOUND.finditer(text_asked)]
     versions = {compound.split("/", 1)[1] for compound in compounds}
     japanese = is_japanese(text)
@@ -437,18 +516,20 @@ def _code_units(text: str, block: list[Sentence]) -> list[Unit]:
     return [_unit(text, first, last, "; ".join(lines), True)]
 
 
-def units(text: str, headings: Collection[str] = ()) -> list[Unit]:
+def units(text: str, headings: Collection[str] = (), *, lines: bool = False) -> list[Unit]:
     """The passage's candidate answers, in text order: sentences; a sentence that
     introduces a code block (ends in ":", or ends its paragraph right before the code)
     with the block's first lines; a code block followed by "This ..." with that sentence;
     and, alone, the lines of a code block no sentence introduces. A line that is one of
-    ``headings`` (a section's title, as HTML pages give them) is none."""
-    found = sentences(text)
+    ``headings`` (a section's title, as HTML pages give them) is none. ``lines``: each
+    line is a sentence's end too (HTML's list items, see ``_text.sentences``)."""
+    found = sentences(text, lines=lines)
     fenced = _fenced(text)
     code = [_is_code(text, sentence, fenced) for sentence in found]
     out: list[Unit] = []
     index = 0
     after_title = False  # the last sentence was a section's title
+    title: Sentence | None = None
     while index < len(found):
         sentence = found[index]
         if code[index]:
@@ -459,8 +540,8 @@ def units(text: str, headings: Collection[str] = ()) -> list[Unit]:
                 index += 1
             after = found[index] if index < len(found) else None
             if after is not None and _BACK_REFERENCE.match(after.text) and not _noise(after.text):
-                lines, last = _code_lines(text, block)
-                statement = f"{' '.join(lines)} — {clean(after.text)}"
+                shown, last = _code_lines(text, block)
+                statement = f"{' '.join(shown)} — {clean(after.text)}"
                 out.append(
                     _unit(text, block[0].start, after.end, statement, True, clean(after.text))
                 )
@@ -474,13 +555,21 @@ def units(text: str, headings: Collection[str] = ()) -> list[Unit]:
             out += [row] if row is not None else []
             after_title = False
             continue
+        if lines and index < len(found) and _a_term(text, sentence, found[index]):
+            after_title, title = True, sentence  # a definition list's term, on its own line
+            continue
         if _noise(sentence.text) or len(sentence.text) > 600:
             continue
         statement, end, has_code = clean(sentence.text), sentence.end, False
         if statement in headings or _a_title(text, sentence):
-            after_title = True
+            after_title, title = True, sentence
             continue
         opens_section, after_title = after_title, False
+        start = sentence.start
+        if opens_section and title is not None and _names_a_term(title, sentence, text):
+            # a definition list's term ("-O: optimize your code", "$mail_check"): the
+            # sentence under it says what the term is, the claim says which term
+            statement, start = f"{clean(title.text)} — {statement}", title.start
         prose = statement
         introduces = sentence.text.rstrip().endswith(":") or _ends_paragraph(text, sentence)
         if introduces and index < len(found) and code[index]:
@@ -492,25 +581,44 @@ def units(text: str, headings: Collection[str] = ()) -> list[Unit]:
             if following is not None and _BACK_REFERENCE.match(following.text):
                 index -= len(block)  # the code belongs to the sentence after it
             else:
-                lines, last = _code_lines(text, block)
-                if lines:
-                    statement = f"{statement} {' '.join(lines)}"
+                shown, last = _code_lines(text, block)
+                if shown:  # its code on lines of their own: a code block in the report
+                    statement = "\n".join([statement, *shown])
                     end, has_code = max(last, sentence.end), True
                 while index < len(found) and code[index]:
                     index += 1  # the rest of the block goes with it
         if len(statement) >= 12:
             out.append(
-                _unit(
-                    text,
-                    sentence.start,
-                    end,
-                    statement,
-                    has_code,
-                    prose,
-                    opens_section=opens_section,
-                )
+                _unit(text, start, end, statement, has_code, prose, opens_section=opens_section)
             )
     return out
+
+
+def _a_term(text: str, sentence: Sentence, after: Sentence) -> bool:
+    """Whether ``sentence`` is a definition list's term ("TIG_EDITOR", "aptitude update"):
+    a line of ``MAX_TERM_WORDS`` words or fewer (more when it names an option or symbol),
+    without a sentence end, right above the sentence that says what it is (a list of items
+    without full stops is no definition list)."""
+    words = sentence.text.split()
+    if (
+        len(words) > MAX_TITLE_WORDS
+        or "\n" in sentence.text
+        or text[sentence.end : after.start] != "\n"
+        or _SENTENCE_END.search(words[-1])
+        or not after.text.rstrip().endswith((".", "!", "?", "。", "！", "？"))
+    ):
+        return False
+    return len(words) <= MAX_TERM_WORDS or SYMBOL.search(sentence.text) is not None
+
+
+def _names_a_term(title: Sentence, sentence: Sentence, text: str) -> bool:
+    """Whether ``title``, right above ``sentence``, names an option, a variable or a
+    symbol (``documents.SYMBOL``): the term a definition list's entry defines."""
+    if text[title.end : sentence.start].strip():
+        return False
+    return SYMBOL.search(title.text) is not None or (
+        text[title.end : sentence.start] == "\n" and len(title.text.split()) <= MAX_TERM_WORDS
+    )
 
 
 def _a_title(text: str, sentence: Sentence) -> bool:
@@ -520,9 +628,11 @@ def _a_title(text: str, sentence: Sentence) -> bool:
         sentence.start == 0 or text[max(sentence.start - 2, 0) : sentence.start] == "\n\n"
     ) and (sentence.end >= len(text.rstrip()) or text[sentence.end : sentence.end + 2] == "\n\n")
     words = sentence.text.split()
-    if alone and len(words) < 3 and is_japanese(sentence.text):  # no spaces between words
+    if not alone or _NAME_LINE.match(sentence.text):
+        return False
+    if len(words) < 3 and is_japanese(sentence.text):  # no spaces between words
         words = [*terms(sentence.text), words[-1]]
-    return alone and len(words) <= MAX_TITLE_WORDS and not _SENTENCE_END.search(words[-1])
+    return len(words) <= MAX_TITLE_WORDS and not _SENTENCE_END.search(words[-1])
 
 
 def _ends_paragraph(text: str, sentence: Sentence) -> bool:
@@ -552,6 +662,38 @@ def with_next(question: Question, found: list[Unit], index: int, text: str) -> U
         code=unit.code or after.code,
         terms=unit.terms | after.terms,
         prose=unit.prose | after.prose,
+    )
+
+
+_REFERS_BACK: Final = re.compile(
+    r"^(?:this|that|these|those|it|they|such|both)\b(?!\s+(?:is|are)\s+(?:why|how|what)\b)"
+    r"|^(?:この|その|これ|それ|こうした|そうした|こちら)",
+    re.IGNORECASE,
+)
+"""A sentence whose subject is in the sentence before it ("This command does not update
+your branch", "It is ...")."""
+
+
+def with_previous(found: list[Unit], index: int, text: str) -> Unit:
+    """``found[index]`` with the sentence it refers to ("This command ...", "It ...") put
+    before it: the unit just before, when nothing but white space is between them (the
+    same paragraph, or the paragraph right before), so the claim says what it is about."""
+    unit = found[index]
+    if index == 0 or not _REFERS_BACK.match(unit.statement):
+        return unit
+    before = found[index - 1]
+    if before.code or text[before.end : unit.start].strip() or before.end > unit.start:
+        return unit
+    if _REFERS_BACK.match(before.statement):
+        return unit  # a chain of references: the first of them is no better a subject
+    return Unit(
+        start=before.start,
+        end=unit.end,
+        statement=f"{before.statement} {unit.statement}",
+        code=unit.code,
+        terms=unit.terms | before.terms,
+        prose=unit.prose | before.prose,
+        opens_section=before.opens_section,
     )
 
 
@@ -628,10 +770,15 @@ def _one(
 
 
 def side_scores(
-    question: Question, text: str, context: str, weights: Mapping[str, float]
+    question: Question,
+    text: str,
+    context: str,
+    weights: Mapping[str, float],
+    *,
+    lines: bool = False,
 ) -> list[float]:
     """For a comparison: how well the passage answers each side."""
-    found = units(text)
+    found = units(text, lines=lines)
     return [
         _one(question.side(index), found, text, context, weights)[0]
         for index in range(len(question.sides))
@@ -645,12 +792,13 @@ def passage_score(
     weights: Mapping[str, float],
     *,
     headings: Collection[str] = (),
+    lines: bool = False,
 ) -> tuple[float, list[Unit], list[float]]:
     """How well a passage answers the question (0-1), its units and their scores.
     ``context``: its title, heading and file name; ``headings``: its heading path's titles
     (a line that is one of them names a section, it states nothing). A comparison's
-    passage is scored for the side it answers best."""
-    found = units(text, headings)
+    passage is scored for the side it answers best; ``lines``: see ``units``."""
+    found = units(text, headings, lines=lines)
     if question.kind == "compare":
         sides = [
             _one(question.side(index), found, text, context, weights)

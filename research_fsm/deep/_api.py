@@ -201,6 +201,13 @@ def check_docs(docs: str | os.PathLike[str] | None) -> Path | None:
     return path.resolve()
 
 
+def cited(text: str, marks: str) -> str:
+    """A claim with its ``[S#]`` marks: after its sentence, before the code lines of a
+    step (which follow on lines of their own)."""
+    first, _, code = text.partition("\n")
+    return f"{first} {marks}".strip() + (f"\n{code}" if code else "")
+
+
 def to_research_report(state: DeepState, session_id: str) -> ResearchReport:
     """The ``ResearchReport`` of a finished session's state (sources numbered as the
     report cites them)."""
@@ -209,7 +216,7 @@ def to_research_report(state: DeepState, session_id: str) -> ResearchReport:
 
     def lines(section: str) -> list[str]:
         return [
-            f"{c.text} " + "".join(f"[{s}]" for s in c.sources)
+            cited(c.text, "".join(f"[{s}]" for s in c.sources))
             for c in claims
             if c.section == section
         ]

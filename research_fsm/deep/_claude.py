@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..common.fence import data_rule, fence
 from ..llm import keep_first
 from ._model import Claim, DeepState, Draft, SectionName, Source
+from ._text import unfenced
 
 __all__ = [
     "ANALYSIS_SYSTEM",
@@ -234,8 +235,9 @@ def passages(state: DeepState, source: Source) -> str:
     """What the verifier reads of ``source``: the passage around every quote analysis
     took from it (``QUOTE_CONTEXT`` characters either side, overlapping passages joined,
     " … " between the others), wherever in the source the quote is; a source analysis
-    quoted nothing from shows the window analysis read."""
-    text = source.text
+    quoted nothing from shows the window analysis read. Quotes are taken without fence
+    lines (``_text.unfenced``), and so is the text shown."""
+    text = unfenced(source.text)
     spans: list[tuple[int, int]] = []
     for analysis in state.analyses:
         if analysis.source != source.id:

@@ -20,6 +20,7 @@ from typing import Any, Final
 from ..common.writer import md_url
 from ._labels import label
 from ._report import TRAILING, scrub
+from ._text import quote_in, unfenced
 
 __all__ = ["grounding_problems"]
 
@@ -70,7 +71,7 @@ def _report_problems(markdown: str, sources: dict[str, dict[str, Any]]) -> list[
         if name not in names and not inside_url and name not in quoted:
             problems.append(f"report shows the file {name}, which was not retrieved")
     for claim, sid, quote in _EVIDENCE.findall(markdown):
-        text = sources.get(sid, {}).get("text", "")
+        text = unfenced(sources.get(sid, {}).get("text", ""))
         shown = _flat(_ESCAPE.sub(r"\1", quote))
         if shown not in _flat(text) and shown not in _flat(scrub(text, urls)):
             problems.append(f"report's evidence for {claim} is not in {sid}")
@@ -90,7 +91,7 @@ def _verification_problems(
                 problems.append(
                     f"{check['claim']}'s evidence is from {sid}, which it does not cite"
                 )
-            if evidence not in sources.get(sid, {}).get("text", ""):
+            if not quote_in(evidence, sources.get(sid, {}).get("text", "")):
                 problems.append(f"{check['claim']}'s evidence does not occur verbatim in {sid}")
     wanted = {
         "v_checked": verification["claims"],

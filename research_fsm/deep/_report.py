@@ -17,6 +17,7 @@ from ..common.writer import (
     DocSection,
     Document,
     bullets,
+    code,
     md_escape,
     md_url,
     paragraph,
@@ -41,7 +42,7 @@ TRAILING: Final = ".,;:`*_~"
 span or emphasis around it (a code span's closing backtick, quoted as the document has it)."""
 _SECTIONS: Final = ("summary", "key_points", "steps", "caveats")
 CLOSEST: Final = 3
-"""Sources listed as the closest, not about it, when the documents do not answer."""
+"""Sources listed as the closest, under the bar, when the documents do not answer."""
 
 
 def scrub(text: str, allowed: set[str]) -> str:
@@ -76,7 +77,35 @@ def supported_claims(state: DeepState) -> list[Claim]:
 
 def _line(claim: Claim, state: DeepState, allowed: set[str]) -> str:
     cites = "".join(f"[{sid}]" for sid in claim.sources if state.source(sid) is not None)
-    return f"{md_escape(scrub(claim.text, allowed))} {cites}".strip()
+    prose = claim.text.split("\n", 1)[0]
+    return f"{md_escape(scrub(prose, allowed))} {cites}".strip()
+
+
+def _code_of(claim: Claim, allowed: set[str]) -> list[str]:
+    """The code lines of a claim that is a step with its command (its lines after the
+    first), URLs not retrieved removed; none for a claim of prose."""
+    return [scrub(line, allowed) for line in claim.text.split("\n")[1:] if line.strip()]
+
+
+def _claim_blocks(claims: list[Claim], name: str, state: DeepState, allowed: set[str]) -> list[Any]:
+    """The section's claims: a paragraph (the summary) or bullets, each step's code as a
+    code block after the claim that introduces it."""
+    blocks: list[Any] = []
+    pending: list[str] = []
+
+    def flush() -> None:
+        if pending:
+            blocks.append(paragraph(" ".join(pending)) if name == "summary" else bullets(pending))
+            pending.clear()
+
+    for claim in claims:
+        pending.append(_line(claim, state, allowed))
+        lines = _code_of(claim, allowed)
+        if lines:
+            flush()
+            blocks.append(code(lines))
+    flush()
+    return blocks
 
 
 def _body(state: DeepState, lang: str, allowed: set[str]) -> list[DocSection]:
@@ -92,17 +121,17 @@ def _body(state: DeepState, lang: str, allowed: set[str]) -> list[DocSection]:
         return [DocSection(label(lang, "summary"), blocks)]
     sections = []
     for name in _SECTIONS:
-        mine = [_line(c, state, allowed) for c in claims if c.section == name]
+        mine = [c for c in claims if c.section == name]
         if not mine:
             continue
-        block = paragraph(" ".join(mine)) if name == "summary" else bullets(mine)
-        sections.append(DocSection(label(lang, name), [block]))
+        sections.append(DocSection(label(lang, name), _claim_blocks(mine, name, state, allowed)))
     return sections
 
 
 def _closest(state: DeepState, lang: str, allowed: set[str]) -> list[Any]:
-    """The best-scoring sources of a question the documents do not answer, each marked
-    as not about it (never cited: no claim is made from them)."""
+    """The best-scoring sources of a question the documents do not answer, each with its
+    share of the question's key terms: under the bar for an answer, never said to be "not
+    about it" (a reader may find the answer there); never cited, no claim is made."""
     ranked = sorted(state.relevance, key=lambda v: -v.score)[:CLOSEST]
     lines = [
         f"{_cite(source, allowed)} ({label(lang, 'not_about').format(score=verdict.score)})"

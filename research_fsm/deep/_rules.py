@@ -25,11 +25,13 @@ from ..common.text import is_japanese
 from ._answer import (
     ANSWER_CUTOFF,
     Question,
+    one_line_blocks,
     parse_question,
     passage_score,
     side_scores,
     stems,
     with_next,
+    with_previous,
 )
 from ._meaning import blend, closest
 from ._model import (
@@ -44,7 +46,7 @@ from ._model import (
     Source,
 )
 from ._search import HEADING_PATH
-from ._text import SUPPORT_THRESHOLD, coverage, normalise, support, terms
+from ._text import SUPPORT_THRESHOLD, coverage, normalise, quote_in, quote_of, support, terms
 
 __all__ = [
     "RELEVANCE_CUTOFF",
@@ -116,6 +118,11 @@ def _context(source: Source) -> str:
     return f"{source.title} {source.heading or ''} {name}"
 
 
+def _lines(source: Source) -> bool:
+    """Whether the source's text has a line per block (``_answer.one_line_blocks``)."""
+    return source.kind == "file" and one_line_blocks(source.locator)
+
+
 def _headings(source: Source) -> frozenset[str]:
     """The titles of the passage's heading path."""
     return frozenset(source.heading.split(HEADING_PATH)) if source.heading else frozenset()
@@ -128,7 +135,12 @@ def relevance(state: DeepState, candidates: list[Source]) -> list[Relevance]:
     verdicts = []
     for source in candidates:
         score, found, _ = passage_score(
-            question, source.text, _context(source), state.weights, headings=_headings(source)
+            question,
+            source.text,
+            _context(source),
+            state.weights,
+            headings=_headings(source),
+            lines=_lines(source),
         )
         if state.meaning is not None:
             score = blend(score, closest(state.topic, [unit.statement for unit in found]))
@@ -150,7 +162,8 @@ def _each_side(
     """A comparison analyses each side's best passage first: those score 1, the others
     at most ``1 - SIDE_GAP`` (kept or not as their own score says)."""
     per_side = [
-        side_scores(question, source.text, _context(source), state.weights) for source in candidates
+        side_scores(question, source.text, _context(source), state.weights, lines=_lines(source))
+        for source in candidates
     ]
     firsts = set()
     for side in range(len(question.sides)):
@@ -181,20 +194,36 @@ def analyse(source: Source, state: DeepState) -> Analysis:
     text order; each quote is the passage's own text, each score how well it answers."""
     question = parse_question(state.topic, state.names)
     overall, found, scored = passage_score(
-        question, source.text, _context(source), state.weights, headings=_headings(source)
+        question,
+        source.text,
+        _context(source),
+        state.weights,
+        headings=_headings(source),
+        lines=_lines(source),
     )
     if state.meaning is not None:  # the passage's score as relevance gave it
         overall = blend(overall, closest(state.topic, [unit.statement for unit in found]))
     best = sorted((i for i in range(len(found)) if scored[i] > 0), key=lambda i: (-scored[i], i))
+    chosen = sorted(best[:MAX_FACTS])
+    merged = {
+        index - 1: index
+        for index in chosen
+        if index - 1 in chosen and with_previous(found, index, source.text) is not found[index]
+    }  # "X. It ..." chosen with X: one fact, the one that says both
     facts = []
-    for index in sorted(best[:MAX_FACTS]):
-        unit = with_next(question, found, index, source.text)
+    for index in chosen:
+        if index in merged:
+            continue
+        unit = with_previous(found, index, source.text)
+        score = max(scored[index], scored[index - 1]) if index - 1 in merged else scored[index]
+        if unit is found[index]:
+            unit = with_next(question, found, index, source.text)
         facts.append(
             Fact(
                 kind=_kind(unit.statement, unit.code),
                 statement=unit.statement,
-                quote=source.text[unit.start : unit.end],
-                score=round(0.7 * scored[index] + 0.3 * overall, 4),
+                quote=quote_of(source.text, unit.start, unit.end),
+                score=round(0.7 * score + 0.3 * overall, 4),
             )
         )
     return Analysis(source=source.id, facts=facts)
@@ -300,7 +329,7 @@ def _own_quote(state: DeepState, claim: Claim, sid: str, text: str) -> tuple[flo
         if analysis.source != sid:
             continue
         for fact in analysis.facts:
-            if fact.statement == claim.text and fact.quote and fact.quote in text:
+            if fact.statement == claim.text and quote_in(fact.quote, text):
                 return coverage(terms(claim.text), fact.quote), fact.quote
     return 0.0, None
 
@@ -320,9 +349,9 @@ def check_claims(state: DeepState, claims: list[Claim]) -> list[ClaimCheck]:
             if quote is not None and own >= SUPPORT_THRESHOLD and own > best[0]:
                 best = (own, quote, cited)
                 continue
-            found, sentence = support(claim.text, source.text)
+            found, sentence = support(claim.text, source.text, lines=_lines(source))
             if sentence is not None and found > best[0]:
-                best = (found, sentence.text, cited)
+                best = (found, quote_of(source.text, sentence.start, sentence.end), cited)
         score, evidence, sid = best
         if not claim.sources:
             reason = "cites no source"

@@ -8,14 +8,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal, Protocol, runtime_checkable
 
-from ._answer import idf, parse_question, passage_score
+from ._answer import Question, family, idf, one_line_blocks, parse_question, passage_score
 from ._japanese import spelled_by_kanji
 from ._meaning import applies, blend, fuse
 from ._model import Mode
 from ._text import coverage, terms
 
 if TYPE_CHECKING:
-    from ..documents import DocumentIndex
+    from ..documents import DocumentIndex, Passage
+
+    _Ranked = tuple[float, int, Passage]
     from ..sources import TavilyWebSearch
 
 __all__ = [
@@ -30,6 +32,8 @@ __all__ = [
 
 POOL: Final = 40
 """Passages BM25 hands to the question's ranking per search."""
+MAX_VARIANTS: Final = 6
+"""Searches more per question, one per other word of a family verb it asks with."""
 NAME_BOOST: Final = 2.0
 """How much more a question's term weighs when it names a document (a product, a package):
 a passage about another product should not answer for it."""
@@ -175,19 +179,34 @@ class DocumentSearch:
         words = " ".join(question.words[t] for t in question.terms) or query
         match: Literal["all", "any"] = "any" if broadened else "all"
         lexical = await self.index.search(words, limit=max(limit, POOL), match=match)
+        if match == "all":  # a verb of a family: its other words find passages too
+            seen = {(p.path, p.start) for p in lexical}
+            for variant in _variants(question)[:MAX_VARIANTS]:
+                for passage in await self.index.search(variant, limit=POOL, match="all"):
+                    if (passage.path, passage.start) not in seen:
+                        seen.add((passage.path, passage.start))
+                        lexical.append(passage)
         nearest = []
         if applies(query):
             nearest = await self.index.nearest(query, limit=max(limit, POOL))
         passages = fuse(lexical, nearest) if nearest else lexical
         weights = (await self.term_weights(query))[0] if passages else {}
         close = await self.index.similarity(query, passages) if nearest else None
-        ranked = []
+        ranked: list[_Ranked] = []
         for order, passage in enumerate(passages):
             context = " ".join([passage.title, *passage.headings, _stem_of(passage.path)])
-            score, _, _ = passage_score(question, passage.text, context, weights)
+            score, _, _ = passage_score(
+                question,
+                passage.text,
+                context,
+                weights,
+                headings=passage.headings,
+                lines=one_line_blocks(passage.path),
+            )
             score = blend(score, close[order] if close is not None else None)
             ranked.append((-score, order, passage))
         ranked.sort(key=lambda item: item[:2])
+        ranked = _distinct(ranked)
         return [
             Found(
                 kind="file",
@@ -204,6 +223,31 @@ class DocumentSearch:
 
 HEADING_PATH: Final = " \u203a "
 """Between the headings of a passage's heading path as a source shows it."""
+
+
+def _variants(question: Question) -> list[str]:
+    """The question's search words with one family verb (``_answer.FAMILIES``) replaced
+    by each other word of its family."""
+    out = []
+    for term in question.terms:
+        for word in family(term):
+            if word != question.words[term]:
+                swapped = [word if t == term else question.words[t] for t in question.terms]
+                out.append(" ".join(swapped))
+    return out
+
+
+def _distinct(ranked: list[_Ranked]) -> list[_Ranked]:
+    """``ranked`` without a passage whose words another file's passage ranked before it
+    already has (the same page twice in a folder: one source, not two)."""
+    seen: set[str] = set()
+    kept = []
+    for item in ranked:
+        key = " ".join(item[2].text.split()).lower()
+        if key not in seen:
+            seen.add(key)
+            kept.append(item)
+    return kept
 
 
 def _stem_of(path: str) -> str:

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator
 from typing import Final
 
 from ..documents import CJK as _CJK
+from ..documents import SYMBOL as _SYMBOL
 from ..documents import japanese_words
 
 __all__ = [
@@ -24,9 +25,12 @@ __all__ = [
     "coverage",
     "locate",
     "normalise",
+    "quote_in",
+    "quote_of",
     "sentences",
     "support",
     "terms",
+    "unfenced",
     "verbatim",
 ]
 
@@ -51,6 +55,42 @@ ROW: Final = re.compile(r"^ {0,3}(?:\|.*\||(?![$#>]|\.\.\.)\S.*? \| \S.*)\s*$")
 """A table row as the extractors give it: ``| a | b |`` (Markdown) or ``a | b`` (HTML):
 a block of its own, so a row is one sentence (an indented line is code, not a row)."""
 _SPACES: Final = re.compile(r"\s+")
+_FENCE_LINE: Final = re.compile(r"^[ \t]*(?:`{3,}|~{3,})[^\n`]*(?:\n|\Z)", re.MULTILINE)
+"""A code fence's own line: the extractor marks code with it (HTML has none); no quote
+holds it."""
+_FENCE_WORD: Final = re.compile(r"(?:`{3,}|~{3,})[\w+-]*")
+"""A fence as a word of a quote (a model's quote of code, its lines joined): no part of it."""
+_GLYPH: Final = re.compile(r"^[ \t]*(?:[-*+\u2022\u25aa\u25e6\u2023]|\d{1,3}[.)])[ \t]+")
+"""A list item's glyph or number as the quote would start with it."""
+_PERMALINK_END: Final = re.compile(r"[ \t]*[\u00b6\u00a7](?=\n|\Z)", re.MULTILINE)
+"""A permalink sign at a line's end (Sphinx's and MkDocs' "¶")."""
+
+
+def unfenced(text: str) -> str:
+    """``text`` without its fence lines (``_FENCE_LINE``) nor line-end permalink signs:
+    the characters quotes are taken from and checked against."""
+    if "```" in text or "~~~" in text:
+        text = _FENCE_LINE.sub("", text)
+    if "\u00b6" in text or "\u00a7" in text:
+        text = _PERMALINK_END.sub("", text)
+    return text
+
+
+def quote_of(text: str, start: int, end: int) -> str:
+    """The verbatim quote of ``text[start:end]``: its characters less what only presents
+    them (a leading list glyph, code fence lines, a permalink sign), trimmed; it occurs in
+    ``unfenced(text)`` (``quote_in``)."""
+    piece = text[start:end]
+    glyph = _GLYPH.match(piece)
+    if glyph is not None and start + glyph.end() < end:
+        piece = piece[glyph.end() :]
+    return unfenced(piece).strip()
+
+
+def quote_in(quote: str, text: str) -> bool:
+    """Whether ``quote`` is verbatim in ``text``: the same characters, in order, once the
+    presentational marks ``unfenced`` drops are left out of both."""
+    return bool(quote) and (quote in text or unfenced(quote) in unfenced(text))
 
 
 def normalise(text: str) -> str:
@@ -81,8 +121,19 @@ def _bigrams(run: str) -> Iterator[str]:
             yield pair
 
 
+def _symbols(text: str) -> Iterator[str]:
+    """Option names and symbols whole (``--force-all``, ``$@``, ``xdg_config_home``):
+    an option keeps its case, the rest is lower case (as the index has them)."""
+    for match in _SYMBOL.finditer(text):
+        found = match.group()
+        yield found if found.startswith("-") else found.replace("{", "").replace("}", "").lower()
+
+
 def _tokens(text: str) -> Iterator[str]:
-    text = unicodedata.normalize("NFKC", text).lower()
+    text = unicodedata.normalize("NFKC", text)
+    if "-" in text or "$" in text or "_" in text:
+        yield from _symbols(text)
+    text = text.lower()
     position = 0
     for match in _CJK.finditer(text):
         yield from _latin_tokens(text[position : match.start()])
@@ -126,14 +177,16 @@ class Sentence:
         """Offset after its last character."""
 
 
-def _blocks(text: str) -> Iterator[tuple[int, int]]:
-    """Paragraphs, headings and list items as (start, end) offsets."""
+def _blocks(text: str, lines: bool = False) -> Iterator[tuple[int, int]]:
+    """Paragraphs, headings and list items as (start, end) offsets; ``lines``: every line
+    is a block of its own (text extracted from HTML, where a paragraph is one line and a
+    line break is a list item, a table row or a ``<br>``)."""
     start: int | None = None
     position = 0
     for line in text.splitlines(keepends=True):
         blank = not line.strip()
         row = ROW.match(line) is not None
-        if start is not None and (blank or row or _BLOCK_START.match(line)):
+        if start is not None and (blank or lines or row or _BLOCK_START.match(line)):
             yield start, position
             start = None
         if not blank and start is None:
@@ -146,11 +199,12 @@ def _blocks(text: str) -> Iterator[tuple[int, int]]:
         yield start, position
 
 
-def sentences(text: str) -> list[Sentence]:
+def sentences(text: str, *, lines: bool = False) -> list[Sentence]:
     """``text`` split into sentences (English and Japanese endings, paragraphs, headings
-    and list items); each one's text is ``text[start:end]``."""
+    and list items; ``lines``: each line too, see ``_blocks``); each one's text is
+    ``text[start:end]``."""
     found: list[Sentence] = []
-    for block_start, block_end in _blocks(text):
+    for block_start, block_end in _blocks(text, lines):
         position = block_start
         block = text[block_start:block_end]
         for match in [*_SENTENCE_END.finditer(block), None]:
@@ -165,13 +219,13 @@ def sentences(text: str) -> list[Sentence]:
     return found
 
 
-def support(claim: str, text: str) -> tuple[float, Sentence | None]:
+def support(claim: str, text: str, *, lines: bool = False) -> tuple[float, Sentence | None]:
     """The best sentence of ``text`` for ``claim`` and the share of the claim's terms
     it holds (a claim of two sentences can draw on two neighbouring sentences)."""
     wanted = set(terms(claim))
     if not wanted:
         return 0.0, None
-    found = sentences(text)
+    found = sentences(text, lines=lines)
     owns = [set(_tokens(sentence.text)) for sentence in found]
     best: tuple[float, Sentence | None] = (0.0, None)
     for sentence, own in zip(found, owns, strict=True):
@@ -188,16 +242,16 @@ def support(claim: str, text: str) -> tuple[float, Sentence | None]:
 
 
 def locate(quote: str, text: str) -> str | None:
-    """``quote`` as it occurs in ``text`` (case and runs of whitespace may differ), or
-    ``None``. Quotes under three words and 12 characters (6 for CJK) never count: they
+    """``quote`` as it occurs in ``text`` (case and runs of whitespace may differ; fence
+    lines and permalink signs left out, ``unfenced``), or ``None``. Quotes under three words and 12 characters (6 for CJK) never count: they
     would prove nothing."""
-    words = quote.strip().strip("\"'“”「」").split()
+    words = [w for w in quote.strip().strip("\"'“”「」").split() if not _FENCE_WORD.fullmatch(w)]
     joined = " ".join(words)
     cjk = _CJK.search(joined) is not None
     if len(joined) < (6 if cjk else 12) or (len(words) < 3 and not cjk):
         return None
     pattern = r"\s+".join(re.escape(word) for word in words)
-    match = re.search(pattern, text, re.IGNORECASE)
+    match = re.search(pattern, unfenced(text), re.IGNORECASE)
     return match.group() if match else None
 
 

@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # loaded on first use: a worker process imports only what it 
     from ._japanese import words as japanese_words
     from ._read import KINDS as KINDS
     from ._read import SkippedFile as SkippedFile
+    from ._symbols import SYMBOL as SYMBOL
     from ._terms import CJK as CJK
     from ._types import DamagedIndex as DamagedIndex
     from ._types import DocumentsError as DocumentsError
@@ -42,6 +43,7 @@ _WHERE = {
     "KINDS": "._read",
     "SkippedFile": "._read",
     "CJK": "._terms",
+    "SYMBOL": "._symbols",
     "DamagedIndex": "._types",
     "DocumentsError": "._types",
     "DocumentsNotFound": "._types",
@@ -73,6 +75,7 @@ __all__ = [
     "DOCS_ENV",
     "EMBEDDER_ENV",
     "KINDS",
+    "SYMBOL",
     "DamagedIndex",
     "DocumentIndex",
     "DocumentsError",

@@ -112,6 +112,8 @@ _DROP_CLASSES: Final = frozenset(
         "anchor",
         "octicon-link",
         "pagination",
+        "navheader",
+        "navfooter",
     ]
 )
 _DROP_IDS: Final = frozenset(
@@ -294,6 +296,8 @@ def _clean(raw: str) -> str:
         text = _SPACES.sub(" ", raw).strip()
     if text.endswith(" |"):
         text = text[:-2].rstrip()
+    if text.endswith("\u00b6"):  # a permalink sign no class marked
+        text = text[:-1].rstrip()
     return text
 
 
@@ -465,12 +469,21 @@ def _chrome(main: etree._Element) -> list[etree._Element]:
                     found.append(element)
                 continue
             if name == "id":
-                if value.lower() in _DROP_IDS:
+                if value.lower() in _DROP_IDS and not _holds_sections(element):
                     found.append(element)
                 continue
-        if _is_chrome(element):
+        if _is_chrome(element) and not _holds_sections(element):
             found.append(element)
     return found
+
+
+def _holds_sections(element: etree._Element) -> bool:
+    """Whether a "header" holds the page's own sections, as the header of an AsciiDoc
+    or Asciidoctor man page holds its NAME section (the command's one-line purpose):
+    a section heading with its body, content and no page chrome."""
+    if element.tag != "div" or str(element.get("id", "")).lower() != "header":
+        return False
+    return element.find(".//h2") is not None and element.find(".//p") is not None
 
 
 def _main(root: etree._Element) -> etree._Element:

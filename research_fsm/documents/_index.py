@@ -52,13 +52,13 @@ from ._types import (
     Passage,
 )
 from ._vectors import Embedder, embedder, from_blobs, passage_text, query_vector, sync_vectors
-from ._work import HEADING_SEPARATOR, Job, Work
+from ._work import HEADING_SEPARATOR, Job, Work, index_body
 from ._workers import TIMEOUT, Workers
 
 __all__ = ["DocumentIndex", "default_cache_dir", "default_workers"]
 
 _log = structlog.get_logger(__name__)
-SCHEMA: Final = "research-fsm-documents-5"
+SCHEMA: Final = "research-fsm-documents-6"
 RACY_NS: Final = 2_000_000_000
 """Files modified this close (ns) before the last check are hashed again."""
 DATA_SOURCE: Final = "documents"  # the data source name on search spans
@@ -401,7 +401,7 @@ class _Builder:
             ).fetchall()
             self.db.executemany(
                 "INSERT INTO fts(fts, rowid, body, title) VALUES ('delete', ?, ?, ?)",
-                [(id_, cjk_terms(text), title) for id_, text in passages],
+                [(id_, index_body(text), title) for id_, text in passages],
             )
         self.db.execute(
             "DELETE FROM vectors WHERE id IN (SELECT id FROM passages WHERE file_id=?)", (file_id,)

@@ -184,7 +184,39 @@ def discover(root: Path, *, limit: int, max_files: int) -> tuple[list[Found], li
                 found.append(checked)
             else:
                 skipped.append(checked)
-    return found, skipped
+    return _without_source_copies(found), skipped
+
+
+_SOURCE_SUFFIXES: Final = (".rst", ".md", ".txt", ".ipynb", ".rest")
+
+
+def _page_of_source_copy(path: str) -> list[str]:
+    """The pages a Sphinx ``_sources`` copy was built into (``_sources/a/b.rst.txt``:
+    ``a/b.html`` or, by the ``dirhtml`` builder, ``a/b/index.html``); none for another
+    file."""
+    parts = path.split("/")
+    if "_sources" not in parts[:-1] or not parts[-1].endswith(".txt"):
+        return []
+    at = len(parts) - 1 - parts[::-1].index("_sources")
+    name = parts[-1][: -len(".txt")]
+    for suffix in _SOURCE_SUFFIXES:
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    page = "/".join([*parts[:at], *parts[at + 1 : -1], name])
+    return [f"{page}.html", f"{page}/index.html"]
+
+
+def _without_source_copies(found: list[Found]) -> list[Found]:
+    """``found`` less the Sphinx ``_sources`` copies of its own HTML pages: a page is
+    indexed once, as the HTML its readers see (the reST copy would be a second source with
+    markup in its title)."""
+    paths = {entry.path for entry in found}
+    return [
+        entry
+        for entry in found
+        if not any(page in paths for page in _page_of_source_copy(entry.path))
+    ]
 
 
 def _open_below(root: Path, path: Path) -> int:

@@ -13,6 +13,7 @@ import unicodedata
 from typing import Final
 
 from ._japanese import words as japanese_words
+from ._symbols import SYMBOL, token
 
 __all__ = ["CJK", "STOP_WORDS", "cjk_bigrams", "cjk_terms", "has_cjk", "query_terms"]
 
@@ -72,10 +73,13 @@ def cjk_terms(text: str) -> str:
 
 def query_terms(query: str) -> list[str]:
     """The distinct terms of a query: words (stop words dropped) and CJK terms (content
-    words; or bigrams, those with hiragana dropped: particles and endings)."""
+    words; or bigrams, those with hiragana dropped: particles and endings); an option
+    name or symbol (``--force-all``, ``$@``) is one term (``_symbols``)."""
     found: list[str] = []
     text = unicodedata.normalize("NFKC", query) if has_cjk(query) else query
     segmented = has_cjk(text) and japanese_words("") is not None
+    if "-" in text or "$" in text or "_" in text:
+        text = SYMBOL.sub(lambda m: f" {token(m.group())} ", text)
     for word in _WORD.findall(cjk_terms(text).lower()):
         if word in STOP_WORDS:
             continue

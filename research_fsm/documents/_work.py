@@ -16,6 +16,7 @@ from typing import IO, Any, Final, NamedTuple
 from ._passages import split
 from ._pdf import pdfium_available
 from ._read import extract_data, read_bytes
+from ._symbols import with_symbols
 from ._terms import cjk_terms, has_cjk
 
 __all__ = [
@@ -66,6 +67,13 @@ Job = tuple[str, str | None, bytes | None, str, str]
 (below ``root``, without following links)."""
 
 
+def index_body(passage: str) -> str:
+    """What the full-text index holds of a passage: Japanese or Chinese as words (or
+    bigrams), and the synthetic terms of its option names and symbols (``_symbols``)."""
+    body = cjk_terms(passage) if has_cjk(passage) else passage
+    return with_symbols(body, passage)
+
+
 def prepare(data: bytes, kind: str, name: str) -> Prepared | str:
     """Extract, split and prepare one file's bytes, or why not; never raises."""
     extracted = extract_data(data, kind, name)
@@ -96,11 +104,10 @@ def prepare(data: bytes, kind: str, name: str) -> Prepared | str:
         for span in spans
     ]
     bodies: list[str | None] = [None] * len(spans)
-    if has_cjk(text):  # Japanese or Chinese: indexed as words (or bigrams)
-        for number, span in enumerate(spans):
-            passage = text[span.start : span.end]
-            body = cjk_terms(passage)
-            bodies[number] = None if body == passage else body
+    for number, span in enumerate(spans):
+        passage = text[span.start : span.end]
+        body = index_body(passage)
+        bodies[number] = None if body == passage else body
     return Prepared(extracted.kind, title, text, rows, bodies)
 
 

@@ -117,14 +117,16 @@ def test_a_question_knows_what_it_asks() -> None:
 async def test_how_do_i_is_answered_with_the_command(
     assistant: ResearchAssistant, docs: Path
 ) -> None:
-    """The summary opens with the step and its command, from the passage that has it."""
+    """The summary opens with the step and its command, from the passage that has it; the
+    command is a code block of the report."""
     report = await assistant.deep_research(
         "How do I install widgetlib with HTTP/2 support?", docs=docs
     )
     assert "completed" == report.status
-    first = report.summary.split(" [S1]")[0]
+    first, command = report.summary.split(" [S1]")[0], report.summary.split("\n")[1]
     assert "to include the optional HTTP/2 support, use:" in first
-    assert "pip install widgetlib[http2]" in first
+    assert "$ pip install widgetlib[http2]" == command
+    assert "```\n$ pip install widgetlib[http2]\n```" in report.markdown
     assert "widgetlib.md" == report.sources[0]["locator"]
 
 
@@ -140,14 +142,16 @@ async def test_a_question_the_documents_do_not_answer_is_refused(
     assistant: ResearchAssistant, docs: Path
 ) -> None:
     """A plausible question about something the folder never covers: no claims, the
-    closest sources listed as not about it, nothing cited."""
+    closest sources listed as under the bar (never as "not about it"), nothing cited."""
     report = await assistant.deep_research(
         "What is the default port of the Redis server?", docs=docs
     )
     assert "no_sources" == report.status
     assert ("", [], []) == (report.summary, report.key_points, report.sources)
     assert "do not answer" in report.markdown
-    assert "not about it" in report.markdown
+    assert (
+        "under the bar for an answer" in report.markdown and "not about it" not in report.markdown
+    )
     assert "[S" not in report.markdown.split("## Methodology")[0]
     assert report.folder is not None
     assert [] == json.loads((report.folder / "sources.json").read_text(encoding="utf-8"))
