@@ -116,6 +116,25 @@ def _what(path: Path) -> str | None:
     return None
 
 
+def _passage(row: Sequence[Any], score: float) -> Passage:
+    """A stored passage (path, title, text, start, end, first and last line, page,
+    heading path) with its score."""
+    path, title, text, start, end, first, last, page, heading = row
+    return Passage(
+        path=path,
+        title=title,
+        text=text,
+        start=start,
+        end=end,
+        line_start=first,
+        line_end=last,
+        page=page,
+        heading=heading.split(HEADING_SEPARATOR)[-1] if heading else None,
+        score=score,
+        headings=tuple(heading.split(HEADING_SEPARATOR)) if heading else (),
+    )
+
+
 def _connect(path: Path) -> sqlite3.Connection:
     for suffix in _SUFFIXES:
         part = Path(f"{path}{suffix}")
@@ -603,22 +622,7 @@ class DocumentIndex:
             return []
         expression = (" AND " if match == "all" else " OR ").join(f'"{t}"' for t in terms)
         rows = await self._read(self._query, expression, limit)
-        return [
-            Passage(
-                path=path,
-                title=title,
-                text=text,
-                start=start,
-                end=end,
-                line_start=first,
-                line_end=last,
-                page=page,
-                heading=heading.split(HEADING_SEPARATOR)[-1] if heading else None,
-                score=-rank,
-                headings=tuple(heading.split(HEADING_SEPARATOR)) if heading else (),
-            )
-            for path, title, text, start, end, first, last, page, heading, rank in rows
-        ]
+        return [_passage(row[:-1], -row[-1]) for row in rows]
 
     @property
     def semantic(self) -> str | None:
@@ -705,22 +709,7 @@ class DocumentIndex:
         for number in wanted:
             if number not in found:
                 continue
-            path, title, text, start, end, first, last, page, heading = found[number]
-            passages.append(
-                Passage(
-                    path=path,
-                    title=title,
-                    text=text,
-                    start=start,
-                    end=end,
-                    line_start=first,
-                    line_end=last,
-                    page=page,
-                    heading=heading.split(HEADING_SEPARATOR)[-1] if heading else None,
-                    score=round(scores[number], 4),
-                    headings=tuple(heading.split(HEADING_SEPARATOR)) if heading else (),
-                )
-            )
+            passages.append(_passage(found[number], round(scores[number], 4)))
         return passages
 
     def _query(self, expression: str, limit: int) -> list[_Row]:
