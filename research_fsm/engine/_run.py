@@ -1,0 +1,340 @@
+"""``Run``: one call's cursor on its thread, and the only writer of its checkpoints.
+
+The run loop (``_runloop``) makes a ``Run`` from where ``_restore.begin`` put the call;
+the parallel runner (``_parallel``) shares it while a fan-out is in flight. The run
+holds where the call is (its step, the thread's ``seq`` and the checkpoint the next
+save follows, the nodes executed), saves every checkpoint the call writes (a step,
+a failure, a suspension, a pause at a breakpoint) and builds each node's context.
+``seq`` and the parent checkpoint move in one place: ``save``, once the store took
+the checkpoint. ``take_step`` calls one node and applies its update, for the loop and for
+a branch alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from ._branches import Branch
+from ._command import Command, command_target
+from ._context import NodeContext
+from ._events import Completed, Sink, StepState, Suspended
+from ._plan import NO_ITEM, Breakpoints, Fork, NodeSpec, Plan
+from ._steps import NO_VALUE, ChildSuspend, cannot_suspend, invoke, now, route
+from ._tokens import branch_suspensions, sign
+from ._tracing import RunTrace
+from ._types import END, Checkpoint, CheckpointStatus, ErrorInfo, RunResult, Suspend, Suspension
+from .store import new_checkpoint_id
+
+__all__ = ["Extra", "RouteFailed", "Run", "Stepped"]
+
+Stepped = tuple[dict[str, Any], BaseModel, "str | Fork"]
+"""A node's step (``Run.take_step``): its update, the state after it, and where
+the run goes next."""
+
+
+class RouteFailed(Exception):
+    """Routing after a node raised ``cause`` (``Run.take_step``)."""
+
+    def __init__(self, cause: Exception) -> None:
+        self.cause = cause
+
+
+@dataclass(slots=True, frozen=True)
+class Extra:
+    """What a checkpoint saves besides a step's: its suspension, its error, the
+    in-flight branch records (with the ids changed since the last save; ``None``:
+    all), and how a checkpoint not made by a step came about."""
+
+    suspension: dict[str, Any] | None = None
+    error: dict[str, str] | None = None
+    branches: dict[str, dict[str, Any]] | None = None
+    changed_branches: tuple[str, ...] | None = None
+    origin: dict[str, str] | None = None
+
+
+class Run:
+    """One call's position on its thread (``step``, ``seq``, ``parent_id``, ``path``)
+    and what it runs with (plan, sink, tracing, breakpoints)."""
+
+    __slots__ = (
+        "call",
+        "origins",
+        "parent_id",
+        "path",
+        "plan",
+        "run_id",
+        "schema",
+        "seq",
+        "sink",
+        "step",
+        "stops",
+        "store",
+        "thread_id",
+        "tracing",
+    )
+
+    def __init__(
+        self,
+        plan: Plan,
+        thread_id: str,
+        run_id: str,
+        step: int,
+        seq: int,
+        parent_id: str | None,
+        sink: Sink = None,
+        stops: Breakpoints | None = None,
+    ) -> None:
+        self.plan = plan
+        self.store = plan.store
+        self.schema = plan.schema
+        self.origins = plan.origins
+        self.thread_id = thread_id
+        self.run_id = run_id
+        self.step = step
+        """The step number of the next node."""
+        self.seq = seq
+        """The ``seq`` of the thread's latest checkpoint (the next save's is one more)."""
+        self.parent_id = parent_id
+        """The thread's latest checkpoint: the next save's parent."""
+        self.path: list[str] = []
+        """The nodes this call executed, in order."""
+        self.sink = sink
+        self.stops = stops
+        self.tracing: RunTrace | None = None
+        self.call: Callable[[NodeSpec, BaseModel, NodeContext, bool], Awaitable[Any]] = invoke
+        """How a node is called: ``_steps.invoke``, or in a node span when traced."""
+
+    def traced(self, tracing: RunTrace) -> None:
+        """Record the run in ``tracing``: each node in a span of its own."""
+        self.tracing = tracing
+        self.call = tracing.invoke
+
+    # -- one node --------------------------------------------------------------
+
+    def context(self, node: str, error: ErrorInfo | None, resume_value: Any) -> NodeContext:
+        """The context of ``node``'s execution as the run's next step (resumed with
+        ``resume_value`` unless it is ``NO_VALUE``)."""
+        ctx = NodeContext(
+            thread_id=self.thread_id,
+            run_id=self.run_id,
+            step=self.step,
+            node=node,
+            error=error,
+            _sink=self.sink,
+        )
+        if resume_value is not NO_VALUE:
+            ctx.resume_value = resume_value
+            ctx.resuming = True
+        return ctx
+
+    def branch_context(self, node: str, step: int, branch: Branch) -> NodeContext:
+        """The context of ``node``'s execution at ``step`` in ``branch`` (taking the
+        error and resume value the branch holds for it)."""
+        ctx = NodeContext(
+            thread_id=self.thread_id,
+            run_id=self.run_id,
+            step=step,
+            node=node,
+            error=branch.pending_error,
+            _sink=self.sink,
+            branch=branch.id,
+            item=None if branch.item is NO_ITEM else branch.item,
+            scope=branch.key,
+        )
+        branch.pending_error = None
+        if branch.resume_value is not NO_VALUE:
+            ctx.resume_value = branch.resume_value
+            ctx.resuming = True
+            branch.resume_value = NO_VALUE
+        return ctx
+
+    async def take_step(
+        self,
+        spec: NodeSpec,
+        state: BaseModel,
+        ctx: NodeContext,
+        changes: dict[str, int | None] | None,
+    ) -> Stepped | Suspend:
+        """Call ``spec``'s node on ``state``, apply its update and route: the update,
+        the state after it and where the run goes (``changes``: the fields the update
+        changed, filled in when tracked); or the ``Suspend`` the node returned.
+        Raises ``NodeError`` or ``InvalidUpdate`` (the node failed) or
+        ``RouteFailed`` (its route did)."""
+        out = await self.call(spec, state, ctx, ctx.resuming)
+        goto = None
+        if type(out) is not dict:
+            if isinstance(out, Suspend):
+                return out
+            if type(out) is Command:
+                goto = out.goto
+                out = out.update
+        node = spec.name
+        origin = self.origins[node]
+        schema = self.schema
+        update = schema.as_changes(out, origin)
+        after = schema.apply(state, update, origin, changes)
+        try:
+            if goto is None:
+                return update, after, await route(self.plan, node, after)
+            return update, after, command_target(self.plan, node, goto)
+        except Exception as exc:
+            raise RouteFailed(exc) from exc
+
+    # -- saving ----------------------------------------------------------------
+
+    async def save(
+        self,
+        status: CheckpointStatus,
+        next_node: str | None,
+        state: BaseModel,
+        last_node: str | None,
+        changes: dict[str, int | None] | None,
+        extra: Extra | None = None,
+    ) -> str:
+        """Save a checkpoint after the latest; returns its id. ``changes``: the
+        fields changed since, for stores that save just those."""
+        seq = self.seq + 1
+        checkpoint_id = new_checkpoint_id(seq)
+        if extra is None:
+            checkpoint = Checkpoint(
+                thread_id=self.thread_id,
+                checkpoint_id=checkpoint_id,
+                parent_id=self.parent_id,
+                seq=seq,
+                run_id=self.run_id,
+                step=self.step,
+                status=status,
+                next=None if next_node == END else next_node,
+                state=state,
+                created_at=now(),
+                last_node=last_node,
+                changes=changes,
+            )
+        else:
+            checkpoint = Checkpoint(
+                thread_id=self.thread_id,
+                checkpoint_id=checkpoint_id,
+                parent_id=self.parent_id,
+                seq=seq,
+                run_id=self.run_id,
+                step=self.step,
+                status=status,
+                next=None if next_node == END else next_node,
+                state=state,
+                created_at=now(),
+                last_node=last_node,
+                changes=changes,
+                suspension=extra.suspension,
+                error=extra.error,
+                branches=extra.branches,
+                changed_branches=extra.changed_branches,
+                origin=extra.origin,
+            )
+        await self.store.save(checkpoint)
+        self.seq = seq  # the one place the run's position in its thread moves
+        self.parent_id = checkpoint_id
+        return checkpoint_id
+
+    async def fail(self, node: str, state: BaseModel, cause: BaseException) -> None:
+        """Save that ``node`` failed with ``cause`` (the state is the one it was given)."""
+        error = {"node": node, "exc_type": type(cause).__name__, "message": str(cause)}
+        await self.save("failed", node, state, node, {}, Extra(error=error))
+
+    async def suspend(self, spec: NodeSpec, state: BaseModel, out: Suspend) -> RunResult[Any]:
+        """The node returned ``Suspend``: apply its update, save the suspension, and
+        return the suspended result with its token."""
+        node = spec.name
+        if not spec.takes_ctx:
+            raise cannot_suspend(node)
+        plan = self.plan
+        origin = f"node `{node}` (Suspend.update)"
+        changes: dict[str, int | None] | None = {} if plan.tracks else None
+        schema = plan.schema
+        state = schema.apply(state, schema.as_changes(out.update, origin), origin, changes)
+        self.path.append(node)
+        saved = {"node": node, "payload": out.payload}
+        if isinstance(out, ChildSuspend):  # a subgraph's: which child suspension it is
+            saved["child"] = out.child
+        if self.tracing is not None:  # the resume links to (and continues) this run's trace
+            saved["trace"] = self.tracing.traceparent()
+        checkpoint_id = await self.save(
+            "suspended", node, state, node, changes, Extra(suspension=saved)
+        )
+        token = await sign(self.store, self.thread_id, checkpoint_id)
+        suspension = Suspension(node=node, payload=out.payload, token=token)
+        return self._suspended(state, suspension, state)
+
+    async def pause(
+        self,
+        where: Literal["before", "after"],
+        node: str,
+        next_node: str,
+        state: BaseModel,
+        changes: dict[str, int | None] | None = None,
+    ) -> RunResult[Any]:
+        """Save a pause at a breakpoint ``where`` ``node`` (the run goes on at
+        ``next_node``) and return the suspended result with its token."""
+        if changes is None and self.plan.tracks:
+            changes = {}
+        saved: dict[str, Any] = {"node": node, "payload": None, "breakpoint": where}
+        if self.tracing is not None:  # the resume links to (and continues) this run's trace
+            saved["trace"] = self.tracing.traceparent()
+        path = self.path
+        last_node = path[-1] if path else None
+        extra = Extra(suspension=saved)
+        checkpoint_id = await self.save("suspended", next_node, state, last_node, changes, extra)
+        token = await sign(self.store, self.thread_id, checkpoint_id)
+        suspension = Suspension(node=node, payload=None, token=token, breakpoint=where)
+        return self._suspended(state, suspension, state if where == "after" else None)
+
+    async def suspended_in_branches(
+        self, state: BaseModel, records: dict[str, dict[str, Any]]
+    ) -> RunResult[Any]:
+        """The run's fan-out ended with branches suspended (its ``records``, saved):
+        the result listing them."""
+        found = await branch_suspensions(self.store, self.thread_id, records)
+        return self._suspended(state, found[0], None, tuple(found))
+
+    def _suspended(
+        self,
+        state: BaseModel,
+        suspension: Suspension,
+        sent: BaseModel | None,
+        suspensions: tuple[Suspension, ...] | None = None,
+    ) -> RunResult[Any]:
+        """The suspended result (and its events: ``sent``, unless ``None``, as the
+        state after the step first)."""
+        assert self.parent_id is not None
+        result: RunResult[Any] = RunResult(
+            status="suspended",
+            state=state,
+            path=self.path,
+            checkpoint_id=self.parent_id,
+            thread_id=self.thread_id,
+            suspension=suspension,
+            suspensions=(suspension,) if suspensions is None else suspensions,
+        )
+        sink = self.sink
+        if sink is not None:
+            if sent is not None:
+                sink(StepState(state=sent))
+            sink(Suspended(suspension=suspension, result=result))
+        return result
+
+    def complete(self, state: BaseModel) -> RunResult[Any]:
+        """The run reached END: its result (and the ``Completed`` event)."""
+        assert self.parent_id is not None
+        result: RunResult[Any] = RunResult(
+            status="completed",
+            state=state,
+            path=self.path,
+            checkpoint_id=self.parent_id,
+            thread_id=self.thread_id,
+        )
+        if self.sink is not None:
+            self.sink(Completed(result=result))
+        return result
