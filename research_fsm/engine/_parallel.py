@@ -41,7 +41,7 @@ from ._errors import (
 )
 from ._events import NodeFinished, NodeStarted
 from ._plan import NO_ITEM, Fork
-from ._run import Extra, RouteFailed, Run
+from ._run import RouteFailed, Run
 from ._steps import ChildSuspend, NodeError, cannot_suspend
 from ._types import END, CheckpointStatus, ErrorInfo, Suspend
 
@@ -575,9 +575,19 @@ class ParallelRun:
         changed = None if full else tuple(self._changed)
         self._changed = set()
         branches = dict(self._records) if self._records else None
-        extra = Extra(error=error, branches=branches, changed_branches=changed, origin=origin)
+        last_node = self._last_node
         try:
-            await self.run.save(status, next_node, state, self._last_node, changes, extra)
+            await self.run.save(
+                status,
+                next_node,
+                state,
+                last_node,
+                changes,
+                error=error,
+                branches=branches,
+                changed_branches=changed,
+                origin=origin,
+            )
         except BaseException:
             if changed is not None:
                 self._changed.update(changed)

@@ -13,8 +13,7 @@ a branch alike.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict, Unpack
 
 from pydantic import BaseModel
 
@@ -43,17 +42,16 @@ class RouteFailed(Exception):
         self.cause = cause
 
 
-@dataclass(slots=True, frozen=True)
-class Extra:
-    """What a checkpoint saves besides a step's: its suspension, its error, the
-    in-flight branch records (with the ids changed since the last save; ``None``:
-    all), and how a checkpoint not made by a step came about."""
+class Extra(TypedDict, total=False):
+    """What a checkpoint saves besides a step's (``Run.save``): its suspension, its
+    error, the in-flight branch records (with the ids changed since the last save;
+    ``None``: all), and how a checkpoint not made by a step came about."""
 
-    suspension: dict[str, Any] | None = None
-    error: dict[str, str] | None = None
-    branches: dict[str, dict[str, Any]] | None = None
-    changed_branches: tuple[str, ...] | None = None
-    origin: dict[str, str] | None = None
+    suspension: dict[str, Any] | None
+    error: dict[str, str] | None
+    branches: dict[str, dict[str, Any]] | None
+    changed_branches: tuple[str, ...] | None
+    origin: dict[str, str] | None
 
 
 class Run:
@@ -193,14 +191,14 @@ class Run:
         state: BaseModel,
         last_node: str | None,
         changes: dict[str, int | None] | None,
-        extra: Extra | None = None,
+        **extra: Unpack[Extra],
     ) -> str:
         """Save a checkpoint after the latest; returns its id. ``changes``: the
         fields changed since, for stores that save just those."""
         seq = self.seq + 1
         checkpoint_id = new_checkpoint_id(seq)
-        if extra is None:
-            checkpoint = Checkpoint(
+        await self.store.save(
+            Checkpoint(
                 thread_id=self.thread_id,
                 checkpoint_id=checkpoint_id,
                 parent_id=self.parent_id,
@@ -213,28 +211,9 @@ class Run:
                 created_at=now(),
                 last_node=last_node,
                 changes=changes,
+                **extra,
             )
-        else:
-            checkpoint = Checkpoint(
-                thread_id=self.thread_id,
-                checkpoint_id=checkpoint_id,
-                parent_id=self.parent_id,
-                seq=seq,
-                run_id=self.run_id,
-                step=self.step,
-                status=status,
-                next=None if next_node == END else next_node,
-                state=state,
-                created_at=now(),
-                last_node=last_node,
-                changes=changes,
-                suspension=extra.suspension,
-                error=extra.error,
-                branches=extra.branches,
-                changed_branches=extra.changed_branches,
-                origin=extra.origin,
-            )
-        await self.store.save(checkpoint)
+        )
         self.seq = seq  # the one place the run's position in its thread moves
         self.parent_id = checkpoint_id
         return checkpoint_id
@@ -242,7 +221,7 @@ class Run:
     async def fail(self, node: str, state: BaseModel, cause: BaseException) -> None:
         """Save that ``node`` failed with ``cause`` (the state is the one it was given)."""
         error = {"node": node, "exc_type": type(cause).__name__, "message": str(cause)}
-        await self.save("failed", node, state, node, {}, Extra(error=error))
+        await self.save("failed", node, state, node, {}, error=error)
 
     async def suspend(self, spec: NodeSpec, state: BaseModel, out: Suspend) -> RunResult[Any]:
         """The node returned ``Suspend``: apply its update, save the suspension, and
@@ -261,9 +240,7 @@ class Run:
             saved["child"] = out.child
         if self.tracing is not None:  # the resume links to (and continues) this run's trace
             saved["trace"] = self.tracing.traceparent()
-        checkpoint_id = await self.save(
-            "suspended", node, state, node, changes, Extra(suspension=saved)
-        )
+        checkpoint_id = await self.save("suspended", node, state, node, changes, suspension=saved)
         token = await sign(self.store, self.thread_id, checkpoint_id)
         suspension = Suspension(node=node, payload=out.payload, token=token)
         return self._suspended(state, suspension, state)
@@ -285,8 +262,9 @@ class Run:
             saved["trace"] = self.tracing.traceparent()
         path = self.path
         last_node = path[-1] if path else None
-        extra = Extra(suspension=saved)
-        checkpoint_id = await self.save("suspended", next_node, state, last_node, changes, extra)
+        checkpoint_id = await self.save(
+            "suspended", next_node, state, last_node, changes, suspension=saved
+        )
         token = await sign(self.store, self.thread_id, checkpoint_id)
         suspension = Suspension(node=node, payload=None, token=token, breakpoint=where)
         return self._suspended(state, suspension, state if where == "after" else None)

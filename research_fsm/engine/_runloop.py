@@ -107,9 +107,7 @@ async def _loop(run: Run, held: list[Start]) -> RunResult[Any]:
     del start
     if not isinstance(at, Continue):
         return at
-    node: str | None = at.node
-    state = at.state
-    pending_error = at.error
+    node, state, pending_error = at
     plan = run.plan
     nodes = plan.nodes
     tracks = plan.tracks
@@ -153,7 +151,7 @@ async def _loop(run: Run, held: list[Start]) -> RunResult[Any]:
             at = await _fanned(run, fan, await fan.finish(), state)
             if not isinstance(at, Continue):
                 return at
-            node, state, pending_error = at.node, at.state, at.error
+            node, state, pending_error = at
             continue
         if stops is not None and node in stops.after and target != END:
             if sink is not None:
