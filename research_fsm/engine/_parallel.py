@@ -30,7 +30,6 @@ from ._branches import (
     replay,
     walk,
 )
-from ._context import NodeContext
 from ._errors import (
     EngineError,
     InvalidResumeValue,
@@ -41,9 +40,9 @@ from ._errors import (
 )
 from ._events import NodeFinished, NodeStarted
 from ._plan import NO_ITEM, Fork
-from ._run import RouteFailed, Run
-from ._steps import ChildSuspend, NodeError, cannot_suspend
-from ._types import END, CheckpointStatus, ErrorInfo, Suspend
+from ._run import RouteFailed, Run, Suspending
+from ._steps import ChildSuspend, NodeError
+from ._types import END, CheckpointStatus, ErrorInfo
 
 __all__ = ["ParallelRun"]
 
@@ -274,14 +273,6 @@ class ParallelRun:
         finally:
             self._running -= 1
 
-    def _context(self, branch: Branch, node: str) -> NodeContext:
-        run = self.run
-        limit = self.plan.step_limit
-        if len(run.path) + self._started >= limit:
-            raise StepLimitExceeded(limit, run.path)
-        self._started += 1
-        return run.branch_context(node, run.step + self._started - 1, branch)
-
     async def _step(self, frame: Frame, branch: Branch) -> bool:
         """Run the branch's next node and save its update; False when it suspended."""
         run = self.run
@@ -296,19 +287,23 @@ class ParallelRun:
                 return False
             branch.past_breakpoint = False
         spec = plan.nodes[node]
-        ctx = self._context(branch, node)
+        limit = plan.step_limit
+        if len(run.path) + self._started >= limit:
+            raise StepLimitExceeded(limit, run.path)
+        self._started += 1
+        ctx = run.branch_context(node, run.step + self._started - 1, branch)
         if sink is not None:
             sink(NodeStarted(node=node, step=ctx.step, branch=branch.id))
         began = time.perf_counter() if sink is not None else 0.0
         try:
             if self._limiter is None:
-                stepped = await run.take_step(spec, branch.state, ctx, None)
+                update, state, target = await run.take_step(spec, branch.state, ctx, None)
             else:
                 async with self._limiter.slot():
-                    stepped = await run.take_step(spec, branch.state, ctx, None)
-            if isinstance(stepped, Suspend):
-                await self._suspend(branch, node, stepped, plan.origins[node])
-                return False
+                    update, state, target = await run.take_step(spec, branch.state, ctx, None)
+        except Suspending as suspending:
+            self._suspend(branch, node, suspending)
+            return False
         except (NodeError, InvalidUpdate) as failure:
             cause = failure.cause if isinstance(failure, NodeError) else failure
             self._started -= 1
@@ -321,7 +316,6 @@ class ParallelRun:
             self._started -= 1
             exc = failed.cause
             raise BranchFailure(branch, node, ctx.step, exc, None, routing=True) from exc
-        update, state, target = stepped
         self._advance(frame, branch, node, state, update, target)
         self._last_node = node
         if stops is not None and node in stops.after and branch.status == "pending":
@@ -379,14 +373,12 @@ class ParallelRun:
             branch.node = target
         self._publish(branch)
 
-    async def _suspend(self, branch: Branch, node: str, out: Suspend, origin: str) -> None:
-        if not self.plan.nodes[node].takes_ctx:
-            raise cannot_suspend(node)
-        schema = self.plan.schema
-        update = schema.as_changes(out.update, origin)
-        branch.state = schema.apply(branch.state, update, origin)
-        if update:
-            branch.updates.append(entry(node, update))
+    def _suspend(self, branch: Branch, node: str, suspending: Suspending) -> None:
+        """The branch's ``node`` suspended (its update applied): saved soon."""
+        out = suspending.out
+        branch.state = suspending.state
+        if suspending.update:
+            branch.updates.append(entry(node, suspending.update))
         branch.status = "suspended"
         branch.payload = out.payload
         branch.at = os.urandom(12).hex()

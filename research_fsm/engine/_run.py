@@ -28,11 +28,22 @@ from ._tracing import RunTrace
 from ._types import END, Checkpoint, CheckpointStatus, ErrorInfo, RunResult, Suspend, Suspension
 from .store import new_checkpoint_id
 
-__all__ = ["Extra", "RouteFailed", "Run", "Stepped"]
+__all__ = ["Extra", "RouteFailed", "Run", "Stepped", "Suspending"]
 
 Stepped = tuple[dict[str, Any], BaseModel, "str | Fork"]
 """A node's step (``Run.take_step``): its update, the state after it, and where
 the run goes next."""
+
+
+class Suspending(Exception):
+    """The node returned ``Suspend`` (``Run.take_step``): its update, applied."""
+
+    def __init__(self, out: Suspend, update: dict[str, Any], state: BaseModel) -> None:
+        self.out = out
+        self.update = update
+        """The suspension's update (``Suspend.update``)."""
+        self.state = state
+        """The state with the update applied."""
 
 
 class RouteFailed(Exception):
@@ -58,22 +69,10 @@ class Run:
     """One call's position on its thread (``step``, ``seq``, ``parent_id``, ``path``)
     and what it runs with (plan, sink, tracing, breakpoints)."""
 
-    __slots__ = (
-        "call",
-        "origins",
-        "parent_id",
-        "path",
-        "plan",
-        "run_id",
-        "schema",
-        "seq",
-        "sink",
-        "step",
-        "stops",
-        "store",
-        "thread_id",
-        "tracing",
-    )
+    tracing: RunTrace | None = None
+    """The run's trace, when it is recorded (``traced``)."""
+    call: Callable[[NodeSpec, BaseModel, NodeContext, bool], Awaitable[Any]] = staticmethod(invoke)
+    """How a node is called: ``_steps.invoke``, or in a node span when traced."""
 
     def __init__(
         self,
@@ -88,7 +87,6 @@ class Run:
     ) -> None:
         self.plan = plan
         self.store = plan.store
-        self.schema = plan.schema
         self.origins = plan.origins
         self.thread_id = thread_id
         self.run_id = run_id
@@ -102,9 +100,6 @@ class Run:
         """The nodes this call executed, in order."""
         self.sink = sink
         self.stops = stops
-        self.tracing: RunTrace | None = None
-        self.call: Callable[[NodeSpec, BaseModel, NodeContext, bool], Awaitable[Any]] = invoke
-        """How a node is called: ``_steps.invoke``, or in a node span when traced."""
 
     def traced(self, tracing: RunTrace) -> None:
         """Record the run in ``tracing``: each node in a span of its own."""
@@ -156,23 +151,23 @@ class Run:
         state: BaseModel,
         ctx: NodeContext,
         changes: dict[str, int | None] | None,
-    ) -> Stepped | Suspend:
+    ) -> Stepped:
         """Call ``spec``'s node on ``state``, apply its update and route: the update,
         the state after it and where the run goes (``changes``: the fields the update
-        changed, filled in when tracked); or the ``Suspend`` the node returned.
-        Raises ``NodeError`` or ``InvalidUpdate`` (the node failed) or
-        ``RouteFailed`` (its route did)."""
+        changed, filled in when tracked). Raises ``NodeError`` or ``InvalidUpdate``
+        (the node failed), ``Suspending`` (it suspended) or ``RouteFailed`` (its
+        route failed)."""
         out = await self.call(spec, state, ctx, ctx.resuming)
         goto = None
         if type(out) is not dict:
             if isinstance(out, Suspend):
-                return out
+                raise self._suspending(spec, state, out, changes)
             if type(out) is Command:
                 goto = out.goto
                 out = out.update
         node = spec.name
         origin = self.origins[node]
-        schema = self.schema
+        schema = spec.schema
         update = schema.as_changes(out, origin)
         after = schema.apply(state, update, origin, changes)
         try:
@@ -181,6 +176,22 @@ class Run:
             return update, after, command_target(self.plan, node, goto)
         except Exception as exc:
             raise RouteFailed(exc) from exc
+
+    def _suspending(
+        self,
+        spec: NodeSpec,
+        state: BaseModel,
+        out: Suspend,
+        changes: dict[str, int | None] | None,
+    ) -> Suspending:
+        """The node returned ``Suspend``: its update applied to ``state``."""
+        node = spec.name
+        if not spec.takes_ctx:
+            raise cannot_suspend(node)
+        origin = f"node `{node}` (Suspend.update)"
+        schema = spec.schema
+        update = schema.as_changes(out.update, origin)
+        return Suspending(out, update, schema.apply(state, update, origin, changes))
 
     # -- saving ----------------------------------------------------------------
 
@@ -223,17 +234,13 @@ class Run:
         error = {"node": node, "exc_type": type(cause).__name__, "message": str(cause)}
         await self.save("failed", node, state, node, {}, error=error)
 
-    async def suspend(self, spec: NodeSpec, state: BaseModel, out: Suspend) -> RunResult[Any]:
-        """The node returned ``Suspend``: apply its update, save the suspension, and
-        return the suspended result with its token."""
-        node = spec.name
-        if not spec.takes_ctx:
-            raise cannot_suspend(node)
-        plan = self.plan
-        origin = f"node `{node}` (Suspend.update)"
-        changes: dict[str, int | None] | None = {} if plan.tracks else None
-        schema = plan.schema
-        state = schema.apply(state, schema.as_changes(out.update, origin), origin, changes)
+    async def suspend(
+        self, node: str, suspending: Suspending, changes: dict[str, int | None] | None
+    ) -> RunResult[Any]:
+        """``node`` suspended (``take_step``): save the suspension, and return the
+        suspended result with its token."""
+        out = suspending.out
+        state = suspending.state
         self.path.append(node)
         saved = {"node": node, "payload": out.payload}
         if isinstance(out, ChildSuspend):  # a subgraph's: which child suspension it is

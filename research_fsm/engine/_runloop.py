@@ -28,10 +28,10 @@ from ._events import NodeFinished, NodeStarted, Sink, StepState
 from ._parallel import ParallelRun
 from ._plan import Breakpoints, Fork, NodeSpec, Plan
 from ._restore import Start, begin
-from ._run import RouteFailed, Run
+from ._run import RouteFailed, Run, Suspending
 from ._steps import NO_VALUE, NodeError, route
 from ._tracing import start_run
-from ._types import END, START, ErrorInfo, RunResult, Suspend, SuspendToken
+from ._types import END, START, ErrorInfo, RunResult, SuspendToken
 
 __all__ = ["run"]
 
@@ -64,7 +64,9 @@ async def run(
     return await tracing.around(_loop(current, held))
 
 
-async def _start(run: Run, start: Start) -> Continue | RunResult[Any]:
+async def _start(
+    run: Run, start: Start
+) -> tuple[str, BaseModel, ErrorInfo | None] | RunResult[Any]:
     """Where the call goes on from ``start``: its next node, or the end of the
     fan-out it finishes or begins first (the suspended result if that suspends)."""
     state = start.state
@@ -73,7 +75,7 @@ async def _start(run: Run, start: Start) -> Continue | RunResult[Any]:
         outcome = await fan.restart(start.fanout, state, start.resumed_branch)
         return await _fanned(run, fan, outcome, state)
     if start.node is not None:
-        return Continue(start.node, state)
+        return start.node, state, None
     # A fresh start (new thread or next turn): checkpoint the input first, so a
     # crash or cancellation in the first node loses nothing and ``run(None)``
     # continues from there.
@@ -83,7 +85,7 @@ async def _start(run: Run, start: Start) -> Continue | RunResult[Any]:
         await fan.begin(first, state, start.changes, None)
         return await _fanned(run, fan, await fan.finish(), state)
     await run.save("completed" if first == END else "running", first, state, None, start.changes)
-    return Continue(first, state)
+    return first, state, None
 
 
 async def _fanned(
@@ -105,7 +107,7 @@ async def _loop(run: Run, held: list[Start]) -> RunResult[Any]:
     past_breakpoint = start.past_breakpoint or resume_value is not NO_VALUE
     at = await _start(run, start)
     del start
-    if not isinstance(at, Continue):
+    if not isinstance(at, tuple):
         return at
     node, state, pending_error = at
     plan = run.plan
@@ -116,7 +118,7 @@ async def _loop(run: Run, held: list[Start]) -> RunResult[Any]:
     stops = run.stops
     path = run.path
     while True:
-        if node == END or node is None:
+        if node == END:
             return run.complete(state)
         if len(path) >= limit:
             raise StepLimitExceeded(limit, path)
@@ -131,16 +133,15 @@ async def _loop(run: Run, held: list[Start]) -> RunResult[Any]:
         started = _node_started(sink, node, run.step) if sink is not None else 0.0
         changes: dict[str, int | None] | None = {} if tracks else None
         try:
-            stepped = await run.take_step(spec, state, ctx, changes)
-            if isinstance(stepped, Suspend):
-                return await run.suspend(spec, state, stepped)
+            update, after, target = await run.take_step(spec, state, ctx, changes)
         except (NodeError, InvalidUpdate) as failure:
             node, pending_error = await _failed(run, spec, state, failure, ctx.resuming)
             continue
+        except Suspending as suspending:
+            return await run.suspend(node, suspending, changes)
         except RouteFailed as failed:
             await _route_failed(run, node, state, failed.cause)
-        update, new_state, target = stepped
-        state = new_state
+        state = after
         run.step += 1
         path.append(node)
         if isinstance(target, Fork):

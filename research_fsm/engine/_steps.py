@@ -84,11 +84,11 @@ async def invoke(
     changes to it are the update. ``span``: the node's span in a traced run
     (``_tracing``), which records each retry."""
     attempt, item = 1, ctx.item
+    scope = None  # the attempt's timeout, when it has one
     while True:
         own = spec.schema.fresh(state)  # each attempt changes its own copy
         if item is not None:
             ctx.item = fresh_copy(item)  # and its own copy of its Send item
-        scope = None
         try:
             if resuming and spec.resume is not None:
                 coro = spec.resume(own, ctx.resume_value, ctx)
@@ -112,6 +112,7 @@ async def invoke(
             exc: Exception = raised
             if scope is not None and spec.timeout is not None and scope.expired():
                 exc = NodeTimeout(spec.name, spec.timeout)
+            scope = None
             policy = spec.retry
             if policy is None:
                 raise NodeError(exc) from raised
