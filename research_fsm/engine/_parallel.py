@@ -287,11 +287,11 @@ class ParallelRun:
                 return False
             branch.past_breakpoint = False
         spec = plan.nodes[node]
-        limit = plan.step_limit
-        if len(run.path) + self._started >= limit:
-            raise StepLimitExceeded(limit, run.path)
-        self._started += 1
-        ctx = run.branch_context(node, run.step + self._started - 1, branch)
+        started = self._started
+        if len(run.path) + started >= plan.step_limit:
+            raise StepLimitExceeded(plan.step_limit, run.path)
+        self._started = started + 1
+        ctx = run.branch_context(node, run.step + started, branch)
         if sink is not None:
             sink(NodeStarted(node=node, step=ctx.step, branch=branch.id))
         began = time.perf_counter() if sink is not None else 0.0
@@ -571,7 +571,7 @@ class ParallelRun:
         try:
             await self.run.save(
                 status,
-                next_node,
+                None if next_node == END else next_node,
                 state,
                 last_node,
                 changes,

@@ -25,7 +25,7 @@ from ._plan import NO_ITEM, Breakpoints, Fork, NodeSpec, Plan
 from ._steps import NO_VALUE, ChildSuspend, cannot_suspend, invoke, now, route
 from ._tokens import branch_suspensions, sign
 from ._tracing import RunTrace
-from ._types import END, Checkpoint, CheckpointStatus, ErrorInfo, RunResult, Suspend, Suspension
+from ._types import Checkpoint, CheckpointStatus, ErrorInfo, RunResult, Suspend, Suspension
 from .store import new_checkpoint_id
 
 __all__ = ["Extra", "RouteFailed", "Run", "Stepped", "Suspending"]
@@ -158,22 +158,38 @@ class Run:
         (the node failed), ``Suspending`` (it suspended) or ``RouteFailed`` (its
         route failed)."""
         out = await self.call(spec, state, ctx, ctx.resuming)
-        goto = None
         if type(out) is not dict:
             if isinstance(out, Suspend):
                 raise self._suspending(spec, state, out, changes)
             if type(out) is Command:
-                goto = out.goto
-                out = out.update
+                return await self._commanded(spec, state, out, changes)
         node = spec.name
         origin = self.origins[node]
         schema = spec.schema
         update = schema.as_changes(out, origin)
         after = schema.apply(state, update, origin, changes)
         try:
-            if goto is None:
+            return update, after, await route(self.plan, node, after)
+        except Exception as exc:
+            raise RouteFailed(exc) from exc
+
+    async def _commanded(
+        self,
+        spec: NodeSpec,
+        state: BaseModel,
+        out: Command,
+        changes: dict[str, int | None] | None,
+    ) -> Stepped:
+        """The node returned a ``Command``: its update applied, and where it goes."""
+        node = spec.name
+        origin = self.origins[node]
+        schema = spec.schema
+        update = schema.as_changes(out.update, origin)
+        after = schema.apply(state, update, origin, changes)
+        try:
+            if out.goto is None:  # an update alone: the graph routes
                 return update, after, await route(self.plan, node, after)
-            return update, after, command_target(self.plan, node, goto)
+            return update, after, command_target(self.plan, node, out.goto)
         except Exception as exc:
             raise RouteFailed(exc) from exc
 
@@ -204,8 +220,9 @@ class Run:
         changes: dict[str, int | None] | None,
         **extra: Unpack[Extra],
     ) -> str:
-        """Save a checkpoint after the latest; returns its id. ``changes``: the
-        fields changed since, for stores that save just those."""
+        """Save a checkpoint after the latest; returns its id. ``next_node``: where
+        the run goes on (``None``: it ended); ``changes``: the fields changed since,
+        for stores that save just those."""
         seq = self.seq + 1
         checkpoint_id = new_checkpoint_id(seq)
         await self.store.save(
@@ -217,7 +234,7 @@ class Run:
                 run_id=self.run_id,
                 step=self.step,
                 status=status,
-                next=None if next_node == END else next_node,
+                next=next_node,
                 state=state,
                 created_at=now(),
                 last_node=last_node,

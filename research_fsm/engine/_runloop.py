@@ -84,7 +84,10 @@ async def _start(
         fan = ParallelRun(run)
         await fan.begin(first, state, start.changes, None)
         return await _fanned(run, fan, await fan.finish(), state)
-    await run.save("completed" if first == END else "running", first, state, None, start.changes)
+    if first == END:
+        await run.save("completed", None, state, None, start.changes)
+    else:
+        await run.save("running", first, state, None, start.changes)
     return first, state, None
 
 
@@ -158,7 +161,10 @@ async def _loop(run: Run, held: list[Start]) -> RunResult[Any]:
             if sink is not None:
                 _node_finished(sink, node, run.step - 1, update, started, None)
             return await run.pause("after", node, target, state, changes)
-        await run.save("completed" if target == END else "running", target, state, node, changes)
+        if target == END:
+            await run.save("completed", None, state, node, changes)
+        else:
+            await run.save("running", target, state, node, changes)
         if sink is not None:
             _node_finished(sink, node, run.step - 1, update, started, state)
         node = target
