@@ -96,7 +96,10 @@ class ParallelRun:
         return await self._run_root()
 
     async def restart(
-        self, records: dict[str, dict[str, Any]], state: BaseModel, resume: tuple[str, Any] | None
+        self,
+        records: dict[str, dict[str, Any]],
+        state: BaseModel,
+        resume: tuple[str, object] | None,
     ) -> Continue | None:
         """Continue the saved fan-out ``records`` (after a crash, failure or suspension)."""
         self._records = dict(records)
@@ -347,7 +350,7 @@ class ParallelRun:
         branch: Branch,
         node: str,
         state: BaseModel,
-        update: dict[str, Any],
+        update: dict[str, object],
         target: str | Fork,
     ) -> None:
         """Record a finished branch node: its update, and where the branch goes next."""

@@ -50,11 +50,11 @@ class Start:
     changes: dict[str, int | None] | None
     """The fields the input changed, for stores that save just those (``None``: the
     whole state is saved)."""
-    resume_value: Any
+    resume_value: object
     """The value a token resumes the suspended node with (``NO_VALUE``: none)."""
     fanout: dict[str, dict[str, Any]] | None
     """An unfinished fan-out's branch records, continued first."""
-    resumed_branch: tuple[str, Any] | None
+    resumed_branch: tuple[str, object] | None
     """The branch a token resumes, with its value."""
     resumed_trace: str | None
     """The trace context saved with the suspension resumed (a ``traceparent``)."""
@@ -66,8 +66,8 @@ async def begin(
     plan: Plan,
     thread_id: str,
     input: dict[str, Any] | BaseModel | None,
-    resume: tuple[SuspendToken, Any] | None,
-) -> Start | RunResult[Any]:
+    resume: tuple[SuspendToken, object] | None,
+) -> Start | RunResult[BaseModel]:
     """Where a call starts: from the thread's latest checkpoint and what was given
     (a ``RunResult`` when there is nothing to run: ``run(None)`` on a finished thread)."""
     schema = plan.schema
@@ -84,8 +84,8 @@ async def begin(
     run_id = latest.run_id
     step = latest.step
     fanout = latest.branches
-    resume_value: Any = NO_VALUE
-    resumed_branch: tuple[str, Any] | None = None
+    resume_value: object = NO_VALUE
+    resumed_branch: tuple[str, object] | None = None
     resumed_trace: str | None = None
     past_breakpoint = False
     if resume is not None:
@@ -138,8 +138,8 @@ async def begin(
 
 
 def _resumed(
-    thread_id: str, latest: Checkpoint, resume: tuple[SuspendToken, Any]
-) -> tuple[Any, tuple[str, Any] | None, str | None]:
+    thread_id: str, latest: Checkpoint, resume: tuple[SuspendToken, object]
+) -> tuple[object, tuple[str, object] | None, str | None]:
     """What a token resumes: the suspended node's value (``NO_VALUE`` when the
     token is a branch's), the branch with its value (``None``: not a branch), and
     the trace context saved with the suspension (``None``: none saved)."""
@@ -167,7 +167,7 @@ def _fresh_start(
     latest: Checkpoint | None,
     misfit: IncompatibleCheckpoint | None,
     input: dict[str, Any] | BaseModel | None,
-    resume: tuple[SuspendToken, Any] | None,
+    resume: tuple[SuspendToken, object] | None,
 ) -> Start:
     """A run from START on ``input`` alone: on a new thread, or on one whose
     latest checkpoint this graph cannot continue (``misfit``)."""

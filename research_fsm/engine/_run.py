@@ -30,7 +30,7 @@ from .store import new_checkpoint_id
 
 __all__ = ["Extra", "RouteFailed", "Run", "Stepped", "Suspending"]
 
-Stepped = tuple[dict[str, Any], BaseModel, "str | Fork"]
+Stepped = tuple[dict[str, object], BaseModel, "str | Fork"]
 """A node's step (``Run.take_step``): its update, the state after it, and where
 the run goes next."""
 
@@ -38,7 +38,7 @@ the run goes next."""
 class Suspending(Exception):
     """The node returned ``Suspend`` (``Run.take_step``): its update, applied."""
 
-    def __init__(self, out: Suspend, update: dict[str, Any], state: BaseModel) -> None:
+    def __init__(self, out: Suspend, update: dict[str, object], state: BaseModel) -> None:
         self.out = out
         self.update = update
         """The suspension's update (``Suspend.update``)."""
@@ -71,7 +71,9 @@ class Run:
 
     tracing: RunTrace | None = None
     """The run's trace, when it is recorded (``traced``)."""
-    call: Callable[[NodeSpec, BaseModel, NodeContext, bool], Awaitable[Any]] = staticmethod(invoke)
+    call: Callable[[NodeSpec, BaseModel, NodeContext, bool], Awaitable[object]] = staticmethod(
+        invoke
+    )
     """How a node is called: ``_steps.invoke``, or in a node span when traced."""
 
     def __init__(
@@ -108,7 +110,7 @@ class Run:
 
     # -- one node --------------------------------------------------------------
 
-    def context(self, node: str, error: ErrorInfo | None, resume_value: Any) -> NodeContext:
+    def context(self, node: str, error: ErrorInfo | None, resume_value: object) -> NodeContext:
         """The context of ``node``'s execution as the run's next step (resumed with
         ``resume_value`` unless it is ``NO_VALUE``)."""
         ctx = NodeContext(
@@ -253,7 +255,7 @@ class Run:
 
     async def suspend(
         self, node: str, suspending: Suspending, changes: dict[str, int | None] | None
-    ) -> RunResult[Any]:
+    ) -> RunResult[BaseModel]:
         """``node`` suspended (``take_step``): save the suspension, and return the
         suspended result with its token."""
         out = suspending.out
@@ -276,12 +278,12 @@ class Run:
         next_node: str,
         state: BaseModel,
         changes: dict[str, int | None] | None = None,
-    ) -> RunResult[Any]:
+    ) -> RunResult[BaseModel]:
         """Save a pause at a breakpoint ``where`` ``node`` (the run goes on at
         ``next_node``) and return the suspended result with its token."""
         if changes is None and self.plan.tracks:
             changes = {}
-        saved: dict[str, Any] = {"node": node, "payload": None, "breakpoint": where}
+        saved: dict[str, object] = {"node": node, "payload": None, "breakpoint": where}
         if self.tracing is not None:  # the resume links to (and continues) this run's trace
             saved["trace"] = self.tracing.traceparent()
         path = self.path
@@ -295,7 +297,7 @@ class Run:
 
     async def suspended_in_branches(
         self, state: BaseModel, records: dict[str, dict[str, Any]]
-    ) -> RunResult[Any]:
+    ) -> RunResult[BaseModel]:
         """The run's fan-out ended with branches suspended (its ``records``, saved):
         the result listing them."""
         found = await branch_suspensions(self.store, self.thread_id, records)
@@ -307,11 +309,11 @@ class Run:
         suspension: Suspension,
         sent: BaseModel | None,
         suspensions: tuple[Suspension, ...] | None = None,
-    ) -> RunResult[Any]:
+    ) -> RunResult[BaseModel]:
         """The suspended result (and its events: ``sent``, unless ``None``, as the
         state after the step first)."""
         assert self.parent_id is not None
-        result: RunResult[Any] = RunResult(
+        result: RunResult[BaseModel] = RunResult(
             status="suspended",
             state=state,
             path=self.path,
@@ -327,10 +329,10 @@ class Run:
             sink(Suspended(suspension=suspension, result=result))
         return result
 
-    def complete(self, state: BaseModel) -> RunResult[Any]:
+    def complete(self, state: BaseModel) -> RunResult[BaseModel]:
         """The run reached END: its result (and the ``Completed`` event)."""
         assert self.parent_id is not None
-        result: RunResult[Any] = RunResult(
+        result: RunResult[BaseModel] = RunResult(
             status="completed",
             state=state,
             path=self.path,

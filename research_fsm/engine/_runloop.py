@@ -24,7 +24,7 @@ from pydantic import BaseModel
 
 from ._branches import Continue
 from ._errors import EngineError, InvalidUpdate, NodeFailed, StepLimitExceeded
-from ._events import NodeFinished, NodeStarted, Sink, StepState
+from ._events import Event, NodeFinished, NodeStarted, Sink, StepState
 from ._parallel import ParallelRun
 from ._plan import Breakpoints, Fork, NodeSpec, Plan
 from ._restore import Start, begin
@@ -42,7 +42,7 @@ async def run(
     plan: Plan,
     thread_id: str,
     input: dict[str, Any] | BaseModel | None,
-    resume: tuple[SuspendToken, Any] | None,
+    resume: tuple[SuspendToken, object] | None,
     sink: Sink,
     stops: Breakpoints | None = None,
 ) -> RunResult[Any]:
@@ -66,7 +66,7 @@ async def run(
 
 async def _start(
     run: Run, start: Start
-) -> tuple[str, BaseModel, ErrorInfo | None] | RunResult[Any]:
+) -> tuple[str, BaseModel, ErrorInfo | None] | RunResult[BaseModel]:
     """Where the call goes on from ``start``: its next node, or the end of the
     fan-out it finishes or begins first (the suspended result if that suspends)."""
     state = start.state
@@ -93,7 +93,7 @@ async def _start(
 
 async def _fanned(
     run: Run, fan: ParallelRun, outcome: Continue | None, state: BaseModel
-) -> Continue | RunResult[Any]:
+) -> Continue | RunResult[BaseModel]:
     """A fan-out ended: where the run goes on, or (branches suspended) its result."""
     if outcome is None:
         return await run.suspended_in_branches(state, fan.records())
@@ -102,7 +102,7 @@ async def _fanned(
     return outcome
 
 
-async def _loop(run: Run, held: list[Start]) -> RunResult[Any]:
+async def _loop(run: Run, held: list[Start]) -> RunResult[BaseModel]:
     """The run loop (``held``: the call's start, taken out at once)."""
     start = held.pop()
     resume_value = start.resume_value
@@ -170,17 +170,17 @@ async def _loop(run: Run, held: list[Start]) -> RunResult[Any]:
         node = target
 
 
-def _node_started(sink: Callable[[Any], None], node: str, step: int) -> float:
+def _node_started(sink: Callable[[Event | StepState], None], node: str, step: int) -> float:
     """Send ``NodeStarted`` (when streaming); the time the node starts."""
     sink(NodeStarted(node=node, step=step))
     return time.perf_counter()
 
 
 def _node_finished(
-    sink: Callable[[Any], None],
+    sink: Callable[[Event | StepState], None],
     node: str,
     step: int,
-    update: dict[str, Any],
+    update: dict[str, object],
     started: float,
     state: BaseModel | None,
 ) -> None:

@@ -160,11 +160,11 @@ async def route(plan: Plan, source: str, state: BaseModel) -> str | Fork:
         raise RoutingError(source, key, list(router.targets)) from None
 
 
-def fork(plan: Plan, source: str, keys: list[Any] | tuple[Any, ...]) -> str | Fork:
+def fork(plan: Plan, source: str, keys: list[object] | tuple[object, ...]) -> str | Fork:
     """A router's list: the branches to start (an empty list goes to the join)."""
     router = plan.routers[source]
     join = plan.router_joins[source] or END
-    starts: list[tuple[str, Any]] = []
+    starts: list[tuple[str, object]] = []
     for key in keys:
         if isinstance(key, Send):
             if key.node not in router.targets.values() or key.node == END:
