@@ -1,7 +1,16 @@
 """The LLM seam: the protocol the agents use, its replies, token budgets, Claude
 (``AnthropicLLM``) and a scripted test double."""
 
-from ._anthropic import DEFAULT_MODEL, MAX_TOKENS, MODEL_ENV, PRICES, AnthropicLLM, Price
+from ._anthropic import (
+    DEFAULT_MODEL,
+    LOCAL_KEY,
+    MAX_TOKENS,
+    MODEL_ENV,
+    PRICES,
+    AnthropicLLM,
+    LLMCheck,
+    Price,
+)
 from ._base import (
     LLM,
     LLMError,
@@ -12,6 +21,7 @@ from ._base import (
     agent_models,
     models_text,
 )
+from ._env import LLM_TIMEOUT_ENV, LLM_URL_ENV, LOCAL_TIMEOUT, llm_from_env
 from ._schema import keep_first
 from ._scripted import ScriptedCall, ScriptedLLM
 from ._tokens import Budgeted, fit_to_budget
@@ -19,11 +29,16 @@ from ._tokens import Budgeted, fit_to_budget
 __all__ = [
     "DEFAULT_MODEL",
     "LLM",
+    "LLM_TIMEOUT_ENV",
+    "LLM_URL_ENV",
+    "LOCAL_KEY",
+    "LOCAL_TIMEOUT",
     "MAX_TOKENS",
     "MODEL_ENV",
     "PRICES",
     "AnthropicLLM",
     "Budgeted",
+    "LLMCheck",
     "LLMError",
     "LLMErrorKind",
     "Price",
@@ -35,5 +50,6 @@ __all__ = [
     "agent_models",
     "fit_to_budget",
     "keep_first",
+    "llm_from_env",
     "models_text",
 ]

@@ -43,7 +43,7 @@ from ..engine import (
     ThreadSuspended,
 )
 from ..errors import ResearchError
-from ..llm import LLM, AnthropicLLM, Usage
+from ..llm import LLM, Usage, llm_from_env
 from ..reports import Report, ReportProgress, ReportRunner, reports_home
 from ..sources import (
     CompanyIndex,
@@ -158,7 +158,7 @@ class Reply:
             return ""
         return (
             f"LLM: {total.calls} call{'s' if total.calls != 1 else ''}, "
-            f"{total.input_tokens:,} tokens in, {total.output_tokens:,} out, ~${total.cost_usd:.4f}"
+            f"{total.input_tokens:,} tokens in, {total.output_tokens:,} out, {total.cost_text()}"
         )
 
 
@@ -288,11 +288,12 @@ class ResearchAssistant:
     def from_env(
         cls, *, source: str | None = None, store: CheckpointStore | None = None
     ) -> ResearchAssistant:
-        """Configure from the environment: Claude when ``ANTHROPIC_API_KEY`` is set
-        (model ``RESEARCH_FSM_MODEL``), the data source from ``source`` or
+        """Configure from the environment: the LLM of ``llm_from_env`` (a local server at
+        ``RESEARCH_FSM_LLM_URL``, or Claude when ``ANTHROPIC_API_KEY`` is set; model
+        ``RESEARCH_FSM_MODEL``), the data source from ``source`` or
         ``RESEARCH_DATA_SOURCE``, the store from ``RESEARCH_FSM_STORE`` or under
         ``RESEARCH_FSM_HOME`` (see ``default_store``)."""
-        llm = AnthropicLLM() if os.environ.get("ANTHROPIC_API_KEY") else None
+        llm = llm_from_env()
         return cls(llm=llm, source=create_data_source(source), store=store)
 
     async def graph(self) -> CompiledGraph[ResearchState]:
