@@ -327,7 +327,10 @@ class AnthropicLLM(LLM):
             else failure.message
         )
         try:
-            value, more = await self._by_json_text(agent, model, system, prompt, schema)
+            cut = failure is not None and failure.kind == "max_tokens"
+            limit = self.limit_for(agent)
+            limit = min(limit * 2, MAX_TOKENS_CEILING) if cut else limit
+            value, more = await self._by_json_text(agent, model, system, prompt, schema, limit)
         except LLMError as exc:
             raise LLMError(
                 f"{why}; asked for JSON in text instead: {exc.message}",
@@ -403,7 +406,7 @@ class AnthropicLLM(LLM):
             return StructuredReply(value=value, usage=usage, note="; ".join(notes) or None)
 
     async def _by_json_text(
-        self, agent: str, model: str, system: str, prompt: str, schema: type[M]
+        self, agent: str, model: str, system: str, prompt: str, schema: type[M], limit: int
     ) -> tuple[M, Usage]:
         """The answer asked for as one JSON object in text (no tools), parsed leniently
         (a code fence, words around it); asked again once with what was wrong."""
@@ -411,7 +414,6 @@ class AnthropicLLM(LLM):
         who = self._who(model)
         shape = json.dumps(schema.model_json_schema(), ensure_ascii=False)
         system = f"{system}\n\n{_JSON_INSTRUCTION}\n<schema>\n{shape}\n</schema>"
-        limit = self.limit_for(agent)
         messages: list[Any] = [{"role": "user", "content": prompt}]
         for attempt in (1, 2):
             try:
