@@ -161,6 +161,7 @@ def _as_json(reply: Reply) -> str:
             "path": reply.path,
             "compared": reply.compared,
             "usage": {k: v.model_dump() for k, v in reply.usage.items()},
+            "notes": reply.notes,
         }
     )
 
@@ -186,6 +187,8 @@ async def _converse(
         print(f"\n{label}", file=out, flush=True)
     if reply.usage_line():
         print(f"\n({reply.usage_line()})", file=out, flush=True)
+    for note in reply.notes:
+        print(f"  note: {for_terminal(note)}", file=err, flush=True)
     return reply
 
 

@@ -255,7 +255,7 @@ def to_research_report(state: DeepState, session_id: str) -> ResearchReport:
         folder=Path(state.session_dir) if state.session_dir else None,
         usage=dict(state.usage),
         timings={k: round(v, 4) for k, v in state.timings.items()},
-        notes=list(state.notes),
+        notes=list(dict.fromkeys(state.notes)),
     )
 
 

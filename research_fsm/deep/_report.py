@@ -170,7 +170,7 @@ def _methodology(state: DeepState, lang: str, allowed: set[str]) -> DocSection:
         )
         for i, q in enumerate(state.queries, 1)
     ]
-    items += [md_escape(scrub(note, allowed)) for note in state.notes]
+    items += [md_escape(scrub(note, allowed)) for note in dict.fromkeys(state.notes)]
     items += [
         label(lang, "m_failed").format(sid=a.source, error=md_escape(scrub(a.error or "", allowed)))
         for a in failed

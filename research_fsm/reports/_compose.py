@@ -95,7 +95,7 @@ def _methodology(state: ReportState, lang: str) -> DocSection:
         ),
     ]
     if state.notes:
-        blocks.append(bullets([md_escape(note) for note in state.notes]))
+        blocks.append(bullets([md_escape(note) for note in dict.fromkeys(state.notes)]))
     return DocSection(text(lang, "methodology"), blocks)
 
 
