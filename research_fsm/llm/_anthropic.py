@@ -337,7 +337,12 @@ class AnthropicLLM(LLM):
                 kind=exc.kind,
                 usage=usage + exc.usage,
             ) from None
-        note = f"{agent}: {why}; its answer was asked for as JSON in text"
+        how = (
+            "cannot use tools"
+            if failure is None or failure.kind == "no_tools"
+            else (f"did not answer through the tool ({failure.kind})")
+        )
+        note = f"{agent}: {self._who(model)} {how}; its answer was asked for as JSON in text"
         return StructuredReply(value=value, usage=usage + more, note=note)
 
     async def _by_tool(
