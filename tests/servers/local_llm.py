@@ -204,7 +204,12 @@ class LocalLLM(LoopbackServer):
         if mode is None or (mode == "missing_field" and tool):
             data = answer if mode is None else _without_required(answer, schema)
             if tool:
-                block = {"type": "tool_use", "id": _new_id("toolu"), "name": "respond", "input": data}
+                block = {
+                    "type": "tool_use",
+                    "id": _new_id("toolu"),
+                    "name": "respond",
+                    "input": data,
+                }
                 return self._message(body, [block], "tool_use")
             return self._message(body, [self._text_block(json.dumps(data, ensure_ascii=False))])
         if mode == "missing_field":
@@ -237,7 +242,9 @@ class LocalLLM(LoopbackServer):
             stop_reason = "stop"
         written = output_tokens or _tokens(json.dumps(content, ensure_ascii=False))
         read = _tokens(_text_of(body.get("system")) + _text_of(body.get("messages")))
-        usage = {} if "no_usage" in self.quirks else {"input_tokens": read, "output_tokens": written}
+        usage = (
+            {} if "no_usage" in self.quirks else {"input_tokens": read, "output_tokens": written}
+        )
         return _LocalMessage(
             model=str(body.get("model") or self.models[0]),
             content=tuple(content),
