@@ -21,12 +21,21 @@ from ._base import (
     agent_models,
     models_text,
 )
-from ._env import LLM_TIMEOUT_ENV, LLM_URL_ENV, LOCAL_TIMEOUT, llm_from_env
+from ._env import (
+    CLAUDE_TIMEOUT,
+    LLM_TIMEOUT_ENV,
+    LLM_URL_ENV,
+    LOCAL_TIMEOUT,
+    LLMSettings,
+    llm_from_env,
+    llm_settings,
+)
 from ._schema import keep_first
 from ._scripted import ScriptedCall, ScriptedLLM
 from ._tokens import Budgeted, fit_to_budget
 
 __all__ = [
+    "CLAUDE_TIMEOUT",
     "DEFAULT_MODEL",
     "LLM",
     "LLM_TIMEOUT_ENV",
@@ -41,6 +50,7 @@ __all__ = [
     "LLMCheck",
     "LLMError",
     "LLMErrorKind",
+    "LLMSettings",
     "Price",
     "ScriptedCall",
     "ScriptedLLM",
@@ -51,5 +61,6 @@ __all__ = [
     "fit_to_budget",
     "keep_first",
     "llm_from_env",
+    "llm_settings",
     "models_text",
 ]

@@ -121,7 +121,7 @@ _UNKNOWN_MODEL = re.compile(r"not found|unknown|does not exist|no such|not avail
 """What a server says of a model it does not have (Ollama: ``model 'x' not found``)."""
 _CHECK_ADVICE: Mapping[str, str] = {
     "connection": (
-        " (connection refused: is the server running? `ollama serve`, or "
+        " (nothing answered there: is the server running? `ollama serve`, or "
         "`llama-server -m MODEL.gguf --port 8080`; or fix RESEARCH_FSM_LLM_URL)"
     ),
     "unknown_model": (
