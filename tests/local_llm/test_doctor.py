@@ -164,3 +164,34 @@ def test_a_bad_address_is_named(
     assert "RESEARCH_FSM_LLM_URL must be an http:// or https:// address" in err
     with pytest.raises(ValueError, match="localhost:11434"):
         describe_backends()
+
+
+def test_ask_prints_what_degraded_once(
+    server: LocalLLM, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``research-fsm ask`` with a model that leaves out required fields: the answer, the
+    note on stderr once per agent, "cost unknown"; ``--json`` carries the notes."""
+
+    def model(body: dict[str, Any], schema: dict[str, Any] | None) -> Any:
+        if schema is None:
+            return "Apple is doing fine."
+        if "is_clear" in schema["properties"]:
+            return {"is_clear": True, "detected_company": "Apple Inc.", "intent": "general"}
+        return {"is_sufficient": True, "reasoning": "enough"}
+
+    monkeypatch.setenv("RESEARCH_DATA_SOURCE", "directory")
+    server.brain, server.mode = model, "missing_field"
+    status, out, err = doctor_free(capsys, "ask", "What's new at Apple?")
+    note = "clarity: the LLM's answer could not be used (schema); the rules did this step"
+    assert 0 == status and "cost unknown" in out
+    assert 1 == err.count(f"note: {note}")
+    status, out, _ = doctor_free(capsys, "ask", "What's new at Apple?", "--json")
+    assert note in json.loads(out)["notes"]
+
+
+def doctor_free(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """Run any command; its exit status, stdout and stderr (never a traceback)."""
+    status = main(list(argv))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    return status, out, err
