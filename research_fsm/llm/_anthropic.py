@@ -15,6 +15,17 @@ with the validation error sent back as the tool's result. Both are said in the
 reply's ``note``, and every answer received is counted in the usage, also when the
 call finally fails (``LLMError.usage``).
 
+A model that does not follow the forced tool call (local models behind Ollama or
+llama.cpp, ``local=True``: Ollama ignores ``tool_choice``, small models answer with
+text, cut or incomplete JSON) still gives structured answers where it can: JSON written
+in the text instead of the call is taken (``json_in``: code fences, words around it);
+failing that, or when the server says the model cannot use tools, the answer is asked
+for as one JSON object in text with the schema in the system prompt (once more with
+what was wrong); failing that, ``LLMError`` and the agent's rules do the step. Each
+way is said in the reply's ``note`` in words that do not vary from call to call, so a
+run can say it once. A model without a price (every local model, unless ``prices``
+names it) costs ``None``: unknown, never $0.
+
 Each agent may use its own model: ``models={"financial": "claude-haiku-4-5"}`` or
 ``RESEARCH_FSM_MODEL_FINANCIAL``; the others use ``model`` (``RESEARCH_FSM_MODEL``).
 """
@@ -340,7 +351,7 @@ class AnthropicLLM(LLM):
         how = (
             "cannot use tools"
             if failure is None or failure.kind == "no_tools"
-            else (f"did not answer through the tool ({failure.kind})")
+            else f"did not answer through the tool ({failure.kind})"
         )
         note = f"{agent}: {self._who(model)} {how}; its answer was asked for as JSON in text"
         return StructuredReply(value=value, usage=usage + more, note=note)
