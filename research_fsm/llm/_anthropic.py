@@ -244,6 +244,15 @@ class AnthropicLLM(LLM):
         """Who did not answer in time, for messages."""
         return f"the LLM server at {self.base_url}" if self.local else "Claude"
 
+    def _api(self, what: str) -> str:
+        """An error of the API, for messages: "Anthropic API rate limit (HTTP 429): ..."
+        or "the LLM server at URL answered: server (HTTP 500): ..."."""
+        return (
+            f"the LLM server at {self.base_url} answered: {what}"
+            if self.local
+            else (f"Anthropic API {what}")
+        )
+
     def _where(self) -> str:
         """Where requests go, for messages."""
         return f"the LLM server at {self.base_url}" if self.local else "the Anthropic API"
@@ -607,7 +616,7 @@ class AnthropicLLM(LLM):
         if isinstance(exc, sdk.APIConnectionError):
             return LLMError(f"could not connect to {self._where()}", kind="connection"), backoff
         if not isinstance(exc, sdk.APIStatusError):
-            return LLMError(f"Anthropic API error: {type(exc).__name__}", kind="other"), None
+            return LLMError(self._api(f"error: {type(exc).__name__}"), kind="other"), None
         status = exc.status_code
         if status < 400:  # an ``event: error`` in a streamed answer: its type tells
             status = _STATUS_OF_ERROR_TYPE.get(_error_type(exc) or "", status)
@@ -638,7 +647,7 @@ class AnthropicLLM(LLM):
         elif status >= 500:
             kind = "server"
         else:
-            return LLMError(f"Anthropic API error (HTTP {status}): {detail}", kind="other"), None
+            return LLMError(self._api(f"error (HTTP {status}): {detail}"), kind="other"), None
         retry_after = _retry_after(exc)
         wait = (
             backoff
@@ -646,7 +655,7 @@ class AnthropicLLM(LLM):
             else min(max(retry_after, 0.0), max(self.max_backoff, 1.0))
         )
         return LLMError(
-            f"Anthropic API {kind.replace('_', ' ')} (HTTP {status}): {detail}", kind=kind
+            self._api(f"{kind.replace('_', ' ')} (HTTP {status}): {detail}"), kind=kind
         ), wait
 
     def _classify_transport(self, exc: Exception, attempt: int) -> tuple[LLMError, float | None]:

@@ -70,6 +70,8 @@ def brain(body: dict[str, Any], schema: dict[str, Any] | None) -> Any:
             "intent": "general",
             "reasoning": "named",
         }
+    if "ok" in fields:  # research-fsm doctor's tiny call
+        return {"ok": True}
     if "is_sufficient" in fields:
         return {"is_sufficient": True, "reasoning": "enough"}
     if "completeness" in fields:
