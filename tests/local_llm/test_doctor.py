@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import structlog
 from servers._http import delay
 from servers.local_llm import LocalLLM
 
@@ -22,6 +23,14 @@ MODEL = "qwen3:4b"
 def ok(body: dict[str, Any], schema: dict[str, Any] | None) -> Any:
     """A model that says yes."""
     return {"ok": True} if schema is not None else "yes"
+
+
+@pytest.fixture(autouse=True)
+def _logging_restored() -> Iterator[None]:
+    """``main`` points structlog at this test's captured stderr: put it back after."""
+    saved = structlog.get_config()
+    yield
+    structlog.configure(**saved)
 
 
 @pytest.fixture(autouse=True)
