@@ -597,7 +597,10 @@ def _conversation(conversation: str | None) -> str:
     if conversation is None:
         return f"mcp-{secrets.token_hex(4)}"
     engine = importlib.import_module("research_fsm.engine")
-    return cast(str, engine.validate_thread_id(conversation))
+    try:
+        return cast(str, engine.validate_thread_id(conversation))
+    except ValueError as exc:
+        raise ToolError(str(exc).replace("thread_id", "conversation id", 1)) from None
 
 
 def _session_id() -> str:
