@@ -28,8 +28,7 @@ def http_app(
     without ``allowed_hosts``."""
     from mcp.server.transport_security import TransportSecuritySettings
 
-    from ..web import allowed_host_names
-    from ..web._guard import GuardMiddleware
+    from ..web import GuardMiddleware, allowed_host_names
 
     names = allowed_host_names(allowed_hosts, bind=host)
     security = TransportSecuritySettings(

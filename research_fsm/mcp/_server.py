@@ -456,6 +456,9 @@ def create_server(
             research = await lazy.get()
             progress = _Progress(ctx)
             if run_id.startswith("report-"):
+                finished = await _finished_report(research, run_id)
+                if finished is not None:  # the runner yields nothing for a finished run
+                    return ContinueResult(kind="report", report=finished)
                 events = research.continue_report(run_id)
                 done = _report_result(await _follow_report(events, progress))
                 return ContinueResult(kind="report", report=done)
@@ -591,6 +594,34 @@ def _read_file(kind: str, id: str, name: str) -> str | bytes:
     except OSError:
         raise ResourceError(f"no {name} in {kind[:-1]} {id!r}") from None
     return data if name.endswith(".pdf") else data.decode("utf-8", errors="replace")
+
+
+async def _finished_report(research: "ResearchAssistant", run_id: str) -> ReportResult | None:
+    """The result of a report run that has completed (``None`` if it has not)."""
+    runner = await research.report_runner()
+    snapshot = await runner.app.get_state(run_id)
+    if snapshot is None or snapshot.status != "completed" or not snapshot.state.saved_to:
+        return None
+    state = snapshot.state
+    paths = [Path(p) for p in state.files]
+    markdown = await asyncio.to_thread(_read_text, paths[0]) if paths else ""
+    return ReportResult(
+        status="completed",
+        run_id=run_id,
+        company=state.company,
+        summary=f"{state.company}: saved in {state.saved_to}",
+        score=state.quality.score if state.quality else None,
+        markdown=markdown,
+        resources=_resource_uris("reports", Path(state.saved_to), paths),
+        sources=[SourceItem(title=s.title, url=s.url) for s in state.sources],
+    )
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError:
+        return ""
 
 
 def _conversation(conversation: str | None) -> str:
