@@ -81,11 +81,13 @@ def run_mcp(args: argparse.Namespace) -> int:
     from .._logging import configure_logging
     from ..errors import ResearchError
     from ..mcp import DocsRoots
-    from ..mcp._server import ServerOptions
 
     try:
         configure_logging()
-        options = ServerOptions(docs_roots=DocsRoots(args.docs_root), source=args.source)
+        roots = DocsRoots(args.docs_root)  # checked before the SDK loads
+        from ..mcp import ServerOptions
+
+        options = ServerOptions(docs_roots=roots, source=args.source)
         if args.transport == "stdio":
             from ..mcp import serve_stdio
 
