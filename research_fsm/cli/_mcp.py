@@ -56,7 +56,9 @@ DESCRIPTION = (
 def add_mcp_parser(sub: Any) -> None:
     """Add ``mcp`` to the CLI's subcommands (so ``--help`` lists it)."""
     _arguments(
-        sub.add_parser("mcp", help="serve the assistant over MCP (stdio or HTTP)", description=DESCRIPTION)
+        sub.add_parser(
+            "mcp", help="serve the assistant over MCP (stdio or HTTP)", description=DESCRIPTION
+        )
     )
 
 
@@ -75,7 +77,9 @@ def main_mcp(argv: list[str]) -> int:
 def run_mcp(args: argparse.Namespace) -> int:
     """Serve until the client leaves (stdio) or Ctrl-C (http)."""
     if importlib.util.find_spec("mcp") is None:
-        return _fail("the MCP server needs the mcp extra: pip install 'research-fsm[mcp]'", EXIT_USAGE)
+        return _fail(
+            "the MCP server needs the mcp extra: pip install 'research-fsm[mcp]'", EXIT_USAGE
+        )
     if not 0 < args.port < 65536:
         return _fail(f"--port must be from 1 to 65535, got {args.port}", EXIT_USAGE)
     from .._logging import configure_logging
@@ -111,4 +115,8 @@ def run_mcp(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         return _fail("interrupted", EXIT_INTERRUPTED)
     except SystemExit as exc:
-        return EXIT_OK if exc.code in (0, None) else _fail("the MCP server could not start", EXIT_ADDRESS)
+        return (
+            EXIT_OK
+            if exc.code in (0, None)
+            else _fail("the MCP server could not start", EXIT_ADDRESS)
+        )

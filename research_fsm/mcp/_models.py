@@ -37,7 +37,7 @@ class AskResult(BaseModel):
         "the question asked back (it survives server restarts)."
     )
     company: str | None = None
-    confidence: int = Field(0, description="0-10; 0 for a question back.")
+    confidence: int = Field(default=0, description="0-10; 0 for a question back.")
     choices: list[str] = Field(
         default_factory=list, description="The candidates when the question asks which one."
     )
@@ -50,10 +50,10 @@ class ReportResult(BaseModel):
     status: Literal["completed", "needs_clarification"]
     run_id: str = Field(description="The run: continue_run takes it (after a cancellation too).")
     company: str | None = None
-    summary: str = Field("", description="One line: score, iterations, sources, LLM cost.")
+    summary: str = Field(default="", description="One line: score, iterations, sources, LLM cost.")
     question: str | None = None
     choices: list[str] = Field(default_factory=list)
-    score: int | None = Field(None, description="The quality score, 0-100.")
+    score: int | None = Field(default=None, description="The quality score, 0-100.")
     markdown: str = ""
     resources: list[str] = Field(
         default_factory=list, description="The report's MCP resources (Markdown, PDF, sources)."
@@ -71,7 +71,9 @@ class DeepResult(BaseModel):
     mode: Literal["web", "docs"]
     summary: str = ""
     markdown: str = ""
-    verified_ratio: float | None = Field(None, description="Claims supported / claims checked.")
+    verified_ratio: float | None = Field(
+        default=None, description="Claims supported / claims checked."
+    )
     notes: list[str] = Field(default_factory=list)
     resources: list[str] = Field(default_factory=list)
     sources: list[SourceItem] = Field(default_factory=list)

@@ -58,7 +58,9 @@ class DocsRoots:
         """The resolved folder, or ``FolderNotAllowed`` naming it and the allowed roots."""
         raw = os.fspath(folder)
         if not raw.strip() or "\x00" in raw:
-            raise FolderNotAllowed("the documents folder is empty; name a folder inside a docs root")
+            raise FolderNotAllowed(
+                "the documents folder is empty; name a folder inside a docs root"
+            )
         if not self.roots:
             raise FolderNotAllowed(
                 f"documents folder {raw!r} refused: this server reads no folders (start it "

@@ -68,5 +68,10 @@ def serve_http(
     shown = f"[{host}]" if ":" in host else host
     print(f"research-fsm: MCP at http://{shown}:{port}/mcp (Ctrl-C stops)", file=err, flush=True)
     uvicorn.run(
-        app, host=host, port=port, log_level="warning", access_log=False, timeout_graceful_shutdown=3
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=False,
+        timeout_graceful_shutdown=3,
     )

@@ -26,7 +26,7 @@ from mcp_types import (
 )
 from mcp_types import Resource as MCPResource
 from mcp_types.version import is_version_at_least
-from pydantic import BaseModel, Field, ValidationError, create_model
+from pydantic import BaseModel, Field, create_model
 
 from .. import __version__
 from ..errors import ResearchError
@@ -94,16 +94,18 @@ class _Lazy:
 
     async def get(self) -> "ResearchAssistant":
         async with self.lock:
-            if self.assistant is None:
-                if self.factory is not None:
-                    self.assistant = self.factory()
-                else:
-                    qa = await asyncio.to_thread(importlib.import_module, "research_fsm.qa")
-                    source = self.options.source
-                    self.assistant = await asyncio.to_thread(
-                        qa.ResearchAssistant.from_env, source=source
-                    )
-            return self.assistant
+            if self.assistant is not None:
+                return self.assistant
+            made: ResearchAssistant
+            if self.factory is not None:
+                made = self.factory()
+            else:
+                qa = await asyncio.to_thread(importlib.import_module, "research_fsm.qa")
+                made = await asyncio.to_thread(
+                    qa.ResearchAssistant.from_env, source=self.options.source
+                )
+            self.assistant = made
+            return made
 
     async def aclose(self) -> None:
         if self.assistant is not None:
@@ -223,7 +225,9 @@ async def _elicit_now(ctx: Context, question: str, choices: list[str]) -> _Asked
 def _elicit_later(question: str, choices: list[str], state: str) -> InputRequiredResult:
     """Ask by returning (2026-07-28 on: the client retries with the answer)."""
     schema = render_elicitation_schema(_answer_model(choices))
-    request = ElicitRequest(params=ElicitRequestFormParams(message=question, requested_schema=schema))
+    request = ElicitRequest(
+        params=ElicitRequestFormParams(message=question, requested_schema=schema)
+    )
     return InputRequiredResult(input_requests={"clarify": request}, request_state=state)
 
 
@@ -302,7 +306,9 @@ def create_server(
         structured_output=True,
     )
     async def ask(
-        question: Annotated[str, Field(description="The question, or the answer to a question back.")],
+        question: Annotated[
+            str, Field(description="The question, or the answer to a question back.")
+        ],
         ctx: Context,
         conversation: Annotated[
             str | None,
@@ -348,11 +354,15 @@ def create_server(
             asked = await _elicit_now(ctx, reply.text, reply.choices)
             text = asked.answer
 
-    @server.tool(annotations=ToolAnnotations(title="Write a company report"), structured_output=True)
+    @server.tool(
+        annotations=ToolAnnotations(title="Write a company report"), structured_output=True
+    )
     async def report(
         company: Annotated[str, Field(description="The company's name or ticker, e.g. Siemens.")],
         ctx: Context,
-        language: Annotated[Literal["en", "ja"], Field(description="The report's language.")] = "en",
+        language: Annotated[
+            Literal["en", "ja"], Field(description="The report's language.")
+        ] = "en",
         pdf: Annotated[bool, Field(description="Also write a PDF.")] = False,
     ) -> ReportResult | InputRequiredResult:
         """Research a company and save a report (financial, market, product sections, a
@@ -363,7 +373,9 @@ def create_server(
             retry = _answer_from_retry(ctx, "report:")
             if retry is not None:
                 run_id, asked = retry
-                events = research.continue_report(run_id, answer=asked.answer) if asked.answer else None
+                events = (
+                    research.continue_report(run_id, answer=asked.answer) if asked.answer else None
+                )
                 if events is None:
                     return await _pending_report(research, run_id)
             else:
@@ -406,7 +418,9 @@ def create_server(
             choices=[str(c) for c in payload.get("choices", [])],
         )
 
-    @server.tool(annotations=ToolAnnotations(title="Deep research on a topic"), structured_output=True)
+    @server.tool(
+        annotations=ToolAnnotations(title="Deep research on a topic"), structured_output=True
+    )
     async def deep_research(
         topic: Annotated[str, Field(description="What to research.")],
         ctx: Context,
@@ -474,7 +488,10 @@ def create_server(
         except Exception as exc:
             raise _fail(exc) from None
 
-    @server.tool(annotations=ToolAnnotations(title="List reports", read_only_hint=True), structured_output=True)
+    @server.tool(
+        annotations=ToolAnnotations(title="List reports", read_only_hint=True),
+        structured_output=True,
+    )
     async def list_reports() -> ReportList:
         """The saved company reports, newest first, with their resources."""
         try:
@@ -482,7 +499,10 @@ def create_server(
         except Exception as exc:
             raise _fail(exc) from None
 
-    @server.tool(annotations=ToolAnnotations(title="List research sessions", read_only_hint=True), structured_output=True)
+    @server.tool(
+        annotations=ToolAnnotations(title="List research sessions", read_only_hint=True),
+        structured_output=True,
+    )
     async def list_sessions() -> SessionList:
         """The deep-research sessions, newest first (``running`` ones were interrupted
         or cancelled: continue_run finishes them), with their resources."""
@@ -547,7 +567,9 @@ def _report_list() -> ReportList:
                 company=entry.company,
                 generated_at=entry.generated_at,
                 score=entry.score,
-                resources=_resource_uris("reports", folder, [folder / n for n in _files_of(folder)]),
+                resources=_resource_uris(
+                    "reports", folder, [folder / n for n in _files_of(folder)]
+                ),
             )
         )
     return ReportList(reports=items)
@@ -565,7 +587,9 @@ def _session_list() -> SessionList:
                 status=entry.status,
                 created_at=entry.created_at,
                 mode=entry.mode,
-                resources=_resource_uris("sessions", folder, [folder / n for n in _files_of(folder)]),
+                resources=_resource_uris(
+                    "sessions", folder, [folder / n for n in _files_of(folder)]
+                ),
             )
         )
     return SessionList(sessions=items)
@@ -600,19 +624,22 @@ async def _finished_report(research: "ResearchAssistant", run_id: str) -> Report
     """The result of a report run that has completed (``None`` if it has not)."""
     runner = await research.report_runner()
     snapshot = await runner.app.get_state(run_id)
-    if snapshot is None or snapshot.status != "completed" or not snapshot.state.saved_to:
+    if snapshot is None or snapshot.status != "completed":
         return None
     state = snapshot.state
+    saved_to = state.saved_to
+    if not saved_to:
+        return None
     paths = [Path(p) for p in state.files]
     markdown = await asyncio.to_thread(_read_text, paths[0]) if paths else ""
     return ReportResult(
         status="completed",
         run_id=run_id,
         company=state.company,
-        summary=f"{state.company}: saved in {state.saved_to}",
+        summary=f"{state.company}: saved in {saved_to}",
         score=state.quality.score if state.quality else None,
         markdown=markdown,
-        resources=_resource_uris("reports", Path(state.saved_to), paths),
+        resources=_resource_uris("reports", Path(saved_to), paths),
         sources=[SourceItem(title=s.title, url=s.url) for s in state.sources],
     )
 
@@ -697,4 +724,3 @@ async def _follow_deep(events: "AsyncIterator[Any]", progress: _Progress) -> "Re
             if isinstance(event, deep.DeepProgress):
                 await progress(_stage(event.stage, event.branch, event.finished))
     raise ToolError("the research session ended without a report")
-

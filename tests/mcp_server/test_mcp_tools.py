@@ -100,7 +100,9 @@ async def test_without_elicitation_the_question_comes_back_and_the_next_ask_answ
 async def test_declined_elicitation_leaves_the_question_pending() -> None:
     """Declining the form returns the question with the conversation id, still answerable."""
     async with Client(_server(), elicitation_callback=Answerer(None)) as client:
-        first = _structured(await client.call_tool("ask", {"question": "Tell me about the company"}))
+        first = _structured(
+            await client.call_tool("ask", {"question": "Tell me about the company"})
+        )
         assert first["status"] == "needs_clarification"
         second = _structured(
             await client.call_tool(
@@ -169,7 +171,9 @@ async def test_deep_research_reads_a_folder_under_a_docs_root(tmp_path: Path) ->
     "folder",
     ["../outside", "/etc", "link-out", "notes/../../outside"],
 )
-async def test_a_folder_outside_the_docs_roots_is_an_error_result(tmp_path: Path, folder: str) -> None:
+async def test_a_folder_outside_the_docs_roots_is_an_error_result(
+    tmp_path: Path, folder: str
+) -> None:
     """`..`, an absolute path and a symlink out of the root are refused as an isError result
     with the project's message naming the allowed folder, not a traceback."""
     root = tmp_path / "docs"
@@ -196,7 +200,7 @@ async def test_errors_are_error_results_with_the_projects_message() -> None:
         no_docs = await client.call_tool(
             "deep_research", {"topic": "x", "documents_folder": "/tmp"}
         )
-        with pytest.raises(Exception, match="no report.md"):
+        with pytest.raises(Exception, match=r"no report\.md"):
             await client.read_resource("research-fsm://reports/nothing-here/report.md")
     assert bad.is_error and "invalid conversation id '../x'" in bad.content[0].text
     assert unknown.is_error and "neither a report" in unknown.content[0].text

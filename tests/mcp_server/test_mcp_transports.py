@@ -38,7 +38,14 @@ def _ok(result: Any) -> dict[str, Any]:
 async def _round_trip(client: Client) -> None:
     """Every tool, and a resource of each kind, through ``client``."""
     listed = {tool.name for tool in (await client.list_tools()).tools}
-    assert {"ask", "report", "deep_research", "continue_run", "list_reports", "list_sessions"} <= listed
+    assert {
+        "ask",
+        "report",
+        "deep_research",
+        "continue_run",
+        "list_reports",
+        "list_sessions",
+    } <= listed
     answer = _ok(await client.call_tool("ask", {"question": "What does Apple do?"}))
     assert answer["status"] == "answered" and answer["company"] == "Apple Inc."
     report = _ok(await client.call_tool("report", {"company": "Siemens", "pdf": True}))
@@ -55,9 +62,7 @@ async def _round_trip(client: Client) -> None:
     sessions = _ok(await client.call_tool("list_sessions", {}))["sessions"]
     assert [r["id"] for r in reports] == [report["resources"][0].split("/")[3]]
     assert [s["id"] for s in sessions] == [deep["session_id"]]
-    refused = await client.call_tool(
-        "deep_research", {"topic": "x", "documents_folder": "/etc"}
-    )
+    refused = await client.call_tool("deep_research", {"topic": "x", "documents_folder": "/etc"})
     assert refused.is_error and "outside the allowed folders" in refused.content[0].text
 
 
@@ -123,8 +128,17 @@ class _HttpServer:
     def __init__(self, home: Path, *args: str, **env: str) -> None:
         self.port = free_port()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "research_fsm", "mcp", "--transport", "http"]
-            + ["--port", str(self.port), *args],
+            [
+                sys.executable,
+                "-m",
+                "research_fsm",
+                "mcp",
+                "--transport",
+                "http",
+                "--port",
+                str(self.port),
+                *args,
+            ],
             env=server_env(home, **env),
             cwd=ROOT,
             stderr=subprocess.PIPE,
@@ -218,8 +232,13 @@ async def test_cancelled_research_leaves_a_resumable_session(
     """Cancelling deep_research while it searches the web stops the run (the session is
     free again at once) and leaves it listed as running; continue_run finishes it."""
     slow = {"on": True}
-    page = tv.result("Spring Boot 3 migration", "https://example.org/boot3", SPRING[:100], 0.9,
-                     raw_content=SPRING)
+    page = tv.result(
+        "Spring Boot 3 migration",
+        "https://example.org/boot3",
+        SPRING[:100],
+        0.9,
+        raw_content=SPRING,
+    )
 
     def reply(body: dict[str, Any]) -> Any:
         return tv.delay(30, tv.results([page])) if slow["on"] else tv.results([page])
@@ -258,5 +277,7 @@ async def test_cancelled_research_leaves_a_resumable_session(
         server.stop()
     research = done["research"]
     assert research["session_id"] == session and research["status"] == "completed"
-    assert research["mode"] == "web" and research["sources"][0]["url"] == "https://example.org/boot3"
+    assert (
+        research["mode"] == "web" and research["sources"][0]["url"] == "https://example.org/boot3"
+    )
     assert [(s["id"], s["status"]) for s in listed] == [(session, "completed")]
