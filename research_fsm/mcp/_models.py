@@ -51,7 +51,10 @@ class ReportResult(BaseModel):
     run_id: str = Field(description="The run: continue_run takes it (after a cancellation too).")
     company: str | None = None
     summary: str = Field(default="", description="One line: score, iterations, sources, LLM cost.")
-    question: str | None = None
+    question: str | None = Field(
+        default=None,
+        description="The question back (which company?): answer with continue_run(run_id, answer).",
+    )
     choices: list[str] = Field(default_factory=list)
     score: int | None = Field(default=None, description="The quality score, 0-100.")
     markdown: str = ""

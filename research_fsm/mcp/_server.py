@@ -463,9 +463,14 @@ def create_server(
             Field(description="A report's run_id (report-...) or a session id (deep-...)."),
         ],
         ctx: Context,
+        answer: Annotated[
+            str | None,
+            Field(description="A report's answer to its question back (which company?)."),
+        ] = None,
     ) -> ContinueResult:
-        """Finish a report or deep-research session that was cancelled or interrupted:
-        what had finished is not run again; a finished one is returned as it is."""
+        """Finish a report or deep-research session that was cancelled or interrupted
+        (what had finished is not run again; a finished one is returned as it is), or
+        answer the question a report asked back (``answer``)."""
         try:
             research = await lazy.get()
             progress = _Progress(ctx)
@@ -473,10 +478,12 @@ def create_server(
                 finished = await _finished_report(research, run_id)
                 if finished is not None:  # the runner yields nothing for a finished run
                     return ContinueResult(kind="report", report=finished)
-                events = research.continue_report(run_id)
+                events = research.continue_report(run_id, answer=answer)
                 done = _report_result(await _follow_report(events, progress))
                 return ContinueResult(kind="report", report=done)
             if run_id.startswith("deep-"):
+                if answer is not None:
+                    raise ToolError(f"session `{run_id}` asks nothing back; leave out answer")
                 deep = research.continue_deep_research(run_id)
                 return ContinueResult(
                     kind="deep_research", research=_deep_result(await _follow_deep(deep, progress))

@@ -145,6 +145,23 @@ async def test_report_is_saved_and_served_as_markdown_and_pdf_resources() -> Non
     assert "financial (financial[0]) done" in progress.messages
 
 
+async def test_report_question_back_is_answered_with_continue_run() -> None:
+    """Without elicitation a report on "Deutsche" returns the question and its run id;
+    continue_run with the answer writes the report of the company chosen."""
+    async with Client(_server()) as client:
+        asked = _structured(await client.call_tool("report", {"company": "Deutsche"}))
+        waiting = await client.call_tool("continue_run", {"run_id": asked["run_id"]})
+        done = _structured(
+            await client.call_tool(
+                "continue_run", {"run_id": asked["run_id"], "answer": "Deutsche Börse"}
+            )
+        )
+    assert asked["status"] == "needs_clarification" and "Deutsche Börse" in asked["choices"]
+    assert waiting.is_error and "waits for an answer" in waiting.content[0].text
+    assert done["kind"] == "report" and done["report"]["status"] == "completed"
+    assert done["report"]["company"] == "Deutsche Börse"
+
+
 @pytest.mark.slow
 async def test_deep_research_reads_a_folder_under_a_docs_root(tmp_path: Path) -> None:
     """deep_research over a subfolder of the root: a cited report, listed as a session."""
