@@ -91,6 +91,7 @@ class _Lazy:
         self.factory = factory
         self.assistant: ResearchAssistant | None = None
         self.lock = asyncio.Lock()
+        self.sessions = 0
 
     async def get(self) -> "ResearchAssistant":
         async with self.lock:
@@ -107,9 +108,19 @@ class _Lazy:
             self.assistant = made
             return made
 
-    async def aclose(self) -> None:
-        if self.assistant is not None:
-            await self.assistant.aclose()
+    @contextlib.asynccontextmanager
+    async def session(self) -> AsyncIterator[None]:
+        """One client's connection (the SDK's lifespan: one per stdio process, one per
+        HTTP session); the assistant is closed, and made again on the next call, when
+        the last one ends, so no session finds its LLM client closed by another."""
+        self.sessions += 1
+        try:
+            yield None
+        finally:
+            self.sessions -= 1
+            if self.sessions == 0 and self.assistant is not None:
+                assistant, self.assistant = self.assistant, None
+                await assistant.aclose()
 
 
 # -- the conversions -------------------------------------------------------------------
@@ -285,12 +296,8 @@ def create_server(
     options = options if options is not None else ServerOptions()
     lazy = _Lazy(options, assistant)
 
-    @contextlib.asynccontextmanager
-    async def lifespan(_: MCPServer[Any]) -> AsyncIterator[None]:
-        try:
-            yield None
-        finally:
-            await lazy.aclose()
+    def lifespan(_: MCPServer[Any]) -> contextlib.AbstractAsyncContextManager[None]:
+        return lazy.session()
 
     server = _ResearchServer(
         "research-fsm",

@@ -181,9 +181,16 @@ def http_server(tmp_path: Path) -> Iterator[_HttpServer]:
 
 
 async def test_http_round_trip(http_server: _HttpServer) -> None:
-    """Over streamable HTTP: every tool and resource kind round-trips."""
+    """Over streamable HTTP: every tool and resource kind round-trips; sessions side by
+    side and one after another are served by the one server."""
     async with Client(http_server.url) as client:
-        await _round_trip(client)
+        async with Client(http_server.url) as other:
+            await _round_trip(client)
+        after = _ok(await client.call_tool("ask", {"question": "What does Tesla do?"}))
+    async with Client(http_server.url) as later:
+        again = _ok(await later.call_tool("ask", {"question": "What does Apple do?"}))
+    assert other is not client
+    assert after["company"] == "Tesla, Inc." and again["company"] == "Apple Inc."
 
 
 async def test_http_elicitation_and_progress(http_server: _HttpServer) -> None:
