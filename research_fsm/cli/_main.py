@@ -25,6 +25,7 @@ from ..sources import create_data_source
 from ..stores import MissingExtra
 from ._deep import add_deep_parsers, run_deep, run_sessions
 from ._doctor import add_doctor_parser, run_doctor
+from ._mcp import add_mcp_parser, run_mcp
 from ._render import AnswerView, print_markdown
 from ._reports import add_parsers, answer_report, run_report, run_reports
 from ._serve import add_serve_parser, run_serve
@@ -96,6 +97,7 @@ def _parser() -> argparse.ArgumentParser:
     add_deep_parsers(sub)
     add_serve_parser(sub)
     add_doctor_parser(sub, source_help)
+    add_mcp_parser(sub)
 
     history = sub.add_parser("history", help="print a conversation")
     history.add_argument("--thread", required=True)
@@ -357,6 +359,8 @@ def main(argv: list[str] | None = None) -> int:
         configure_logging()
         if args.command == "serve":
             return run_serve(args)
+        if args.command == "mcp":
+            return run_mcp(args)
         return asyncio.run(_main(args))
     except BrokenPipeError:
         return _output_closed()
