@@ -57,14 +57,14 @@ class Branch:
     node: str | None
     join: str
     state: BaseModel
-    item: Any = NO_ITEM
+    item: object = NO_ITEM
     status: BranchStatus = "pending"
     updates: list[dict[str, Any]] = field(default_factory=list)
     frame: Frame | None = None
     at: str | None = None
-    payload: Any = None
+    payload: object = None
     error: dict[str, str] | None = None
-    resume_value: Any = NO_VALUE
+    resume_value: object = NO_VALUE
     resumed_from: str | None = None
     pending_error: ErrorInfo | None = None
     key: str | None = None  # the next node execution's key, in graphs with subgraphs
@@ -177,7 +177,7 @@ def find_suspended(records: dict[str, dict[str, Any]], suspension_id: str) -> st
     return None
 
 
-def entry(node: str, update: dict[str, Any]) -> dict[str, Any]:
+def entry(node: str, update: dict[str, object]) -> dict[str, Any]:
     """A node's update as a branch record keeps it (``Replace`` marked by name)."""
     values: dict[str, Any] = {}
     replaced: list[str] = []

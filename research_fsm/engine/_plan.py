@@ -81,7 +81,7 @@ class RouterSpec:
 class Fork:
     """A fan-out about to start: its branches in order, and where they meet."""
 
-    starts: tuple[tuple[str, Any], ...]
+    starts: tuple[tuple[str, object], ...]
     """``(node, item)`` per branch, in declared (or sent) order; ``item`` is
     ``NO_ITEM`` unless the branch was sent."""
     join: str

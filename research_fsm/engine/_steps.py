@@ -77,7 +77,7 @@ def now() -> str:
 
 async def invoke(
     spec: NodeSpec, state: BaseModel, ctx: NodeContext, resuming: bool, span: Span | None = None
-) -> Any:
+) -> object:
     """The node's return value, after its retries and within its timeout; raises
     ``NodeError`` around what it finally raised. The node gets its own copy of
     ``state``; when it returns that copy (or suspends with it as the update), its
