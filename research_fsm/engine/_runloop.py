@@ -136,7 +136,7 @@ async def _loop(run: Run, held: list[Start]) -> RunResult[BaseModel]:
         started = _node_started(sink, node, run.step) if sink is not None else 0.0
         changes: dict[str, int | None] | None = {} if tracks else None
         try:
-            update, after, target = await run.take_step(spec, state, ctx, changes)
+            update, state, target = await run.take_step(spec, state, ctx, changes)
         except (NodeError, InvalidUpdate) as failure:
             node, pending_error = await _failed(run, spec, state, failure, ctx.resuming)
             continue
@@ -144,7 +144,6 @@ async def _loop(run: Run, held: list[Start]) -> RunResult[BaseModel]:
             return await run.suspend(node, suspending, changes)
         except RouteFailed as failed:
             await _route_failed(run, node, state, failed.cause)
-        state = after
         run.step += 1
         path.append(node)
         if isinstance(target, Fork):
