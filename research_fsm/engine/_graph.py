@@ -4,7 +4,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
+from copy import copy as shallow_copy
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
@@ -317,12 +319,18 @@ class StateGraph(Generic[StateT]):
         )
         return self
 
-    def validate(self, *, store: CheckpointStore | None = None) -> Topology:
+    def validate(
+        self,
+        *,
+        store: CheckpointStore | None = None,
+        subgraphs: Mapping[str, Subgraph] | None = None,
+    ) -> Topology:
         """Raise ``GraphValidationError`` listing every problem, if any; else return
         the graph's fan-outs and joins worked out. ``store``: the one the graph is
-        compiled with, which its subgraphs must share."""
+        compiled with, which its subgraphs must share (``subgraphs``: them, as bound
+        to it)."""
         problems = list(self._problems)
-        for sub in self.subgraphs.values():
+        for sub in (self.subgraphs if subgraphs is None else subgraphs).values():
             problems += sub.problems(store, self.state_model)
         problems += [
             f"node `{name}` has both destinations and a router: a node with destinations "
@@ -356,7 +364,8 @@ class StateGraph(Generic[StateT]):
     ) -> CompiledGraph[StateT]:
         """Validate the graph and return a runnable ``CompiledGraph``.
 
-        Without ``store`` a private ``MemoryCheckpointStore`` is used.
+        Without ``store`` a private ``MemoryCheckpointStore`` is used; added to another
+        graph as a subgraph node, the graph then runs on that graph's store.
         ``step_limit`` bounds the node executions of one ``run``/``resume`` call,
         in every branch. ``max_concurrency`` caps the branch nodes of one run that
         execute at once (the rest wait their turn, in order); ``None``: no cap.
@@ -394,11 +403,19 @@ class StateGraph(Generic[StateT]):
             )
         stops = breakpoints(self.nodes, interrupt_before, interrupt_after)
         routers = self._all_routers()
+        given = store
         store = store or MemoryCheckpointStore()
-        topology = self.validate(store=store)
+        # A child compiled without a store runs on this graph's (as LangGraph's
+        # subgraphs use the parent's checkpointer); an explicit other one is an error.
+        subgraphs = {name: sub.on(store) for name, sub in self.subgraphs.items()}
+        nodes = dict(self.nodes)
+        for name, sub in subgraphs.items():
+            if sub is not self.subgraphs[name]:
+                nodes[name] = dataclasses.replace(nodes[name], call=sub.run, resume=sub.resume)
+        topology = self.validate(store=store, subgraphs=subgraphs)
         plan = Plan(
             schema=self.schema,
-            nodes=dict(self.nodes),
+            nodes=nodes,
             edges=topology.exits(),
             routers=dict(routers),
             router_joins={source: topology.router_join(source) for source in routers},
@@ -408,8 +425,33 @@ class StateGraph(Generic[StateT]):
             step_limit=step_limit,
             store=store,
             max_concurrency=max_concurrency,
-            subgraphs=bool(self.subgraphs),
-            children={name: sub.child for name, sub in self.subgraphs.items()} or None,
+            subgraphs=bool(subgraphs),
+            children={name: sub.child for name, sub in subgraphs.items()} or None,
             breakpoints=stops,
         )
-        return CompiledGraph(plan, self.state_model)
+        rebind = None
+        if given is None:  # as built now: a parent may compile it again on its store
+            frozen = self._copy()
+
+            def rebind(other: CheckpointStore) -> CompiledGraph[StateT]:
+                return frozen.compile(
+                    store=other,
+                    step_limit=step_limit,
+                    max_concurrency=max_concurrency,
+                    interrupt_before=interrupt_before,
+                    interrupt_after=interrupt_after,
+                )
+
+        return CompiledGraph(plan, self.state_model, rebind)
+
+    def _copy(self) -> StateGraph[StateT]:
+        """This builder as it is now (nodes, edges and routers added later are not in it)."""
+        copy = shallow_copy(self)
+        copy.nodes = dict(self.nodes)
+        copy.edges = list(self.edges)
+        copy.fanouts = list(self.fanouts)
+        copy.joins = list(self.joins)
+        copy.routers = dict(self.routers)
+        copy.subgraphs = dict(self.subgraphs)
+        copy.commands = dict(self.commands)
+        return copy

@@ -72,6 +72,14 @@ class Subgraph:
         self.shared = tuple(f for f in parent.model_fields if f in child_fields)
         self.input_takes_item = input is not None and _takes_two(input)
 
+    def on(self, store: CheckpointStore) -> Subgraph:
+        """This node in a graph compiled on ``store``: a child compiled without a store
+        is compiled again on it (``CompiledGraph.on_store``)."""
+        child = self.child.on_store(store)
+        if child is self.child:
+            return self
+        return Subgraph(self.name, child, self.parent_schema.model, self.input, self.output)
+
     # -- compile-time checks ----------------------------------------------------
 
     def problems(self, store: CheckpointStore | None, parent: type[BaseModel]) -> list[str]:
@@ -83,8 +91,9 @@ class Subgraph:
         if store is not None and self.child.store is not store:
             found.append(
                 f"node `{name}`: its child graph keeps checkpoints in {self.child.store!r:.80}, "
-                f"the parent in {store!r:.80}: compile the child with the parent's store "
-                "(`compile(store=...)`), so its checkpoints live under the parent's thread"
+                f"the parent in {store!r:.80}: compile the child without a store (it then "
+                "uses the parent's) or with the parent's, so its checkpoints live under the "
+                "parent's thread"
             )
         clashing = [f for f in self.shared if _annotation(parent, f) != _annotation(child, f)]
         if clashing and (self.input is None or self.output is None):

@@ -27,6 +27,7 @@ EXPECTED_ALL = [
     "CheckpointConflict",
     "CheckpointNotFound",
     "CheckpointStore",
+    "ChildThread",
     "Command",
     "CompiledGraph",
     "Completed",
