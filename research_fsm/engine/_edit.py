@@ -48,13 +48,13 @@ def check_checkpoint_id(value: object, name: str = "checkpoint_id") -> str | Non
 
 
 def check_as_node(plan: Plan, as_node: object) -> str | None:
-    """``as_node`` if it is ``None`` or a node of the graph, else ``InvalidUpdate``
+    """``as_node`` if it is ``None``, END or a node of the graph, else ``InvalidUpdate``
     naming it and the nodes."""
-    if as_node is None or (isinstance(as_node, str) and as_node in plan.nodes):
-        return as_node
+    if as_node is None or as_node == END or (isinstance(as_node, str) and as_node in plan.nodes):
+        return as_node  # type: ignore[return-value]
     raise InvalidUpdate(
         f"update_state: as_node {as_node!r} is not a node of this graph; nodes are: "
-        f"{', '.join(plan.nodes)}"
+        f"{', '.join(plan.nodes)} (or END, to finish the thread)"
     )
 
 
@@ -74,23 +74,24 @@ async def update(
     if latest is None:
         raise ThreadNotFound(thread_id, "; start it with run(input, thread_id=...) first")
     state = _restored(plan, latest)
-    if latest.branches:
+    if latest.branches and as_node != END:
         ids = ", ".join(branch_id for branch_id, _ in in_order(latest.branches))
         raise UpdateRefused(
             thread_id,
             f"parallel branches are in flight ({ids}); a fan-out's state cannot be "
             "changed until its branches meet: resume its suspended branches, or "
-            "run(None, ...) to finish it, then update",
+            "run(None, ...) to finish it, then update (or pass as_node=END to finish "
+            "the thread without them)",
         )
-    paused = latest.status == "suspended" and as_node is None and _at_breakpoint(latest)
-    if latest.status == "suspended" and not paused:
+    at_pause = latest.status == "suspended" and _at_breakpoint(latest)
+    if latest.status == "suspended" and not at_pause and as_node != END:
         node = (latest.suspension or {}).get("node")
         if as_node != node:
             raise UpdateRefused(
                 thread_id,
                 f"it is suspended at node `{node}`: answer it with resume(token, value), "
                 f"or pass as_node={node!r} to answer it with these values instead (its "
-                "resume tokens then become stale)",
+                "resume tokens then become stale), or as_node=END to finish the thread",
             )
     origin = "update_state" if as_node is None else f"update_state(as_node={as_node!r})"
     if values is not None and not isinstance(values, (dict, BaseModel)):
@@ -103,7 +104,13 @@ async def update(
     written = {"by": "update"}
     status: CheckpointStatus = "running" if latest.status == "failed" else latest.status
     next_node, step = latest.next, latest.step
-    if as_node is not None:
+    # A breakpoint's pause stays a pause: the edit is what its next node sees; the
+    # new checkpoint's token replaces the old one (get_state has it).
+    suspension = latest.suspension if at_pause else None
+    if as_node == END:  # finished by hand: nothing runs, no suspension is left
+        written["as_node"] = END
+        status, next_node, suspension = "completed", None, None
+    elif as_node is not None:
         written["as_node"] = as_node
         target = await route(plan, as_node, state)
         step += 1
@@ -122,6 +129,9 @@ async def update(
             return None
         status = "completed" if target == END else "running"
         next_node = None if target == END else target
+        if at_pause and target != END:  # still paused: now before where as_node leads
+            status = "suspended"
+            suspension = {"node": target, "payload": None, "breakpoint": "before"}
     checkpoint = Checkpoint(
         thread_id=thread_id,
         checkpoint_id=new_checkpoint_id(latest.seq + 1),
@@ -133,12 +143,10 @@ async def update(
         next=next_node,
         state=state,
         created_at=now(),
-        last_node=as_node,
+        last_node=None if as_node == END else as_node,
         changes=changes,
         origin=written,
-        # A breakpoint's pause stays a pause: the edit is what its next node sees;
-        # the new checkpoint's token replaces the old one (get_state has it).
-        suspension=latest.suspension if paused else None,
+        suspension=suspension,
     )
     await store.save(checkpoint)
     return checkpoint
