@@ -167,7 +167,7 @@ class StateGraph(Generic[StateT]):
         on_error: str | None = None,
         input: InputFn | None = None,
         output: OutputFn | None = None,
-        destinations: Sequence[str] | None = None,
+        destinations: Sequence[str] | Mapping[str, str] | None = None,
     ) -> StateGraph[StateT]:
         """Add a node: an async ``(state)`` / ``(state, ctx)`` callable, an
         object with ``async def run(self, state, ctx)`` and optionally
@@ -184,8 +184,9 @@ class StateGraph(Generic[StateT]):
         code exactly once. A ``(state)``-only node cannot suspend.
 
         ``destinations``: the nodes (or END) the node may go to by returning
-        ``Command(goto=...)``; such a node routes by its ``Command`` only (no edge or
-        router out of it), and its branches meet where a router's would."""
+        ``Command(goto=...)`` (a list, or a mapping of each to a label drawn on its
+        edge); such a node routes by its ``Command`` only (no edge or router out of
+        it), and its branches meet where a router's would."""
         if not isinstance(name, str) or not name:
             raise GraphValidationError([f"node name must be a non-empty str, got {name!r}"])
         if name in _RESERVED:
@@ -231,11 +232,22 @@ class StateGraph(Generic[StateT]):
         return self
 
     def _add_destinations(self, name: str, destinations: object) -> None:
+        labels: dict[str, str] | None = None
+        if isinstance(destinations, Mapping):  # node -> label, drawn on its edge
+            labels = dict(destinations)
+            if not all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items()):
+                raise GraphValidationError(
+                    [
+                        f"node `{name}`: destinations as a mapping must map node names (or "
+                        f"END) to str labels, got {destinations!r:.80}"
+                    ]
+                )
+            destinations = list(labels)
         if isinstance(destinations, str) or not _is_names(destinations):
             raise GraphValidationError(
                 [
                     f"node `{name}`: destinations must be a list of node names (or END), "
-                    f"got {destinations!r:.80}"
+                    f"or a mapping of them to labels, got {destinations!r:.80}"
                 ]
             )
         assert isinstance(destinations, (list, tuple))
@@ -250,6 +262,7 @@ class StateGraph(Generic[StateT]):
             is_async=False,
             targets={d: d for d in targets},
             command=True,
+            labels=labels,
         )
 
     def add_edge(
