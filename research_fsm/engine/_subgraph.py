@@ -14,8 +14,8 @@ depends on where that child thread is:
   to another one, it passes that on instead: the value is never given twice);
 * completed (the parent stopped after the child finished): take its final state.
 
-Its final state becomes the parent's update: the shared fields it changed (through
-the parent's reducers), or what ``output`` returns.
+Its final state becomes the parent's update: the shared fields it changed, through
+the parent's reducers (``StateSchema.passed_back``), or what ``output`` returns.
 """
 
 from __future__ import annotations
@@ -47,8 +47,10 @@ OutputFn = Callable[[Any], Any]
 
 
 def _annotation(model: type[BaseModel], name: str) -> Any:
+    """A field's type and constraints; not its reducer, which is its own graph's."""
     info = model.model_fields[name]
-    return (info.annotation, tuple(repr(m) for m in info.metadata))
+    kept = (m for m in info.metadata if not callable(m) or isinstance(m, type))
+    return (info.annotation, tuple(repr(m) for m in kept))
 
 
 class Subgraph:
@@ -249,14 +251,15 @@ class Subgraph:
         return given
 
     def _update(self, state: BaseModel, given: Any, final: BaseModel) -> Any:
-        """The parent's update: ``output(final)``, else the shared fields the child
-        changed from what it was given, through the parent's reducers."""
+        """The parent's update: ``output(final)``, else what the child changed in the
+        shared fields from what it was given, through the parent's reducers (an
+        ``append`` list's new items, an ``add`` field's gain: see ``passed_back``)."""
         if self.output is not None:
             return self.output(final)
         before = dict(given) if isinstance(given, dict) else {}
         start = state.model_copy(update={f: before[f] for f in self.shared if f in before})
         after = state.model_copy(update={f: getattr(final, f) for f in self.shared})
-        return self.parent_schema.changes_of(start, after)
+        return self.parent_schema.passed_back(start, after, self.shared)
 
 
 def _takes_two(fn: Callable[..., Any]) -> bool:
