@@ -152,13 +152,32 @@ class Subgraph:
         if latest is not None and latest.status == "suspended":
             token = await first_token(self.child.store, latest)
             passed = await self._passed_on(ctx)
-            if passed is not None and token.checkpoint_id != passed:
+            if (
+                passed is not None
+                and token.checkpoint_id != passed
+                and not await self._edited(latest, passed)
+            ):
                 # The child took the value and suspended again before the parent saved
                 # that: pass the new suspension on; the value is not given twice.
                 return await self._suspended(thread)
             resume = (token, value)
         # Else the child took the value and stopped (or finished) before the parent saved.
         return await self._go_on(state, thread, latest, resume, ctx)
+
+    async def _edited(self, latest: Checkpoint, passed: str) -> bool:
+        """Whether the child's ``latest`` suspension is the one passed on (``passed``)
+        as edited by hand since: only ``update_state`` checkpoints (a pause's edit keeps
+        the pause) lead back to it. Then the parent's value answers it; else the child
+        took the value and asked again."""
+        store = self.child.store
+        here: Checkpoint | None = latest
+        while here is not None and (here.origin or {}).get("by") == "update":
+            if here.parent_id == passed:
+                return True
+            if here.parent_id is None:
+                return False
+            here = await store.load(here.thread_id, here.parent_id)
+        return False
 
     async def _suspended(self, thread: str) -> ChildSuspend:
         """The child's (first) pending suspension, passed on to the parent."""
