@@ -26,6 +26,7 @@ from ._errors import (
     ThreadNotFound,
     UpdateRefused,
 )
+from ._children import children_at
 from ._parallel import ParallelRun
 from ._plan import Fork, Plan
 from ._restore import restore
@@ -197,6 +198,7 @@ async def rewind(plan: Plan, thread_id: str, checkpoint_id: str) -> Checkpoint |
             new = branches or {}
             copy.changed_branches = tuple(k for k in {**old, **new} if old.get(k) != new.get(k))
     await store.save(copy)
+    await _carry_children(plan, past, copy)
     return copy
 
 
@@ -229,7 +231,30 @@ async def fork(
         origin={"by": "fork", "thread_id": thread_id, "checkpoint_id": past.checkpoint_id},
     )
     await store.save(copy)
+    await _carry_children(plan, past, copy)
     return copy
+
+
+async def _carry_children(plan: Plan, past: Checkpoint, copy: Checkpoint) -> None:
+    """``copy`` (of ``past``, on a new line or thread) waits on subgraph children of its
+    own: fork each child suspension ``past`` passed on onto the copy's child thread, so
+    an answer to the copy's token answers that question there, not the question asked
+    again from the child's start. Saved after the copy: a crash in between leaves the
+    child to run again from its start, as it did before children were carried."""
+    graphs = plan.children
+    if not graphs:
+        return
+    for was, now in zip(children_at(past, graphs), children_at(copy, graphs), strict=False):
+        if not was.passed_on:
+            continue
+        saved = past.suspension if was.branch is None else (past.branches or {}).get(was.branch)
+        child = (saved or {}).get("child")
+        if not isinstance(child, str):
+            continue
+        try:
+            await graphs[was.node].fork(was.thread_id, child, now.thread_id)
+        except (CheckpointNotFound, ThreadExists):  # pruned by `keep`, or carried already
+            continue
 
 
 def _restored(plan: Plan, checkpoint: Checkpoint) -> BaseModel:

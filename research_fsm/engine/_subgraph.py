@@ -167,15 +167,19 @@ class Subgraph:
     async def _edited(self, latest: Checkpoint, passed: str) -> bool:
         """Whether the child's ``latest`` suspension is the one passed on (``passed``)
         as edited by hand since: only ``update_state`` checkpoints (a pause's edit keeps
-        the pause) lead back to it. Then the parent's value answers it; else the child
-        took the value and asked again."""
+        the pause) lead back to it, or to its fork (the parent's line was rewound or
+        forked, ``_edit``). Then the parent's value answers it; else the child took the
+        value and asked again."""
         store = self.child.store
         here: Checkpoint | None = latest
-        while here is not None and (here.origin or {}).get("by") == "update":
+        while here is not None:
+            origin = here.origin or {}
+            if origin.get("by") == "fork":  # a parent's fork or new line carried it over
+                return origin.get("checkpoint_id") == passed
+            if origin.get("by") != "update" or here.parent_id is None:
+                return False
             if here.parent_id == passed:
                 return True
-            if here.parent_id is None:
-                return False
             here = await store.load(here.thread_id, here.parent_id)
         return False
 

@@ -503,3 +503,70 @@ async def test_a_child_compiled_without_a_store_checkpoints_in_the_parents(
     saved = await store.load_latest(first.suspension.child_thread_id)
     assert saved is not None and saved.status == "suspended"
     assert app.subgraph("tool_two").store is store
+
+
+# -- replaying or forking where the parent waited on its child ----------------
+
+
+class AskOnce:
+    """A child node that asks once and records every call."""
+
+    def __init__(self, calls: Tally[str]) -> None:
+        self.calls = calls
+
+    async def run(self, state: Plain, ctx: NodeContext) -> Suspend:
+        self.calls["ask.run"] += 1
+        return Suspend("which value?")
+
+    async def resume(self, state: Plain, value: Any, ctx: NodeContext) -> dict[str, Any]:
+        self.calls["ask.resume"] += 1
+        return {"my_key": f"{state.my_key}={value}"}
+
+
+def asking_parent(store: CheckpointStore, calls: Tally[str]) -> CompiledGraph[Plain]:
+    """START -> child (START -> ask -> END) -> END."""
+    child = StateGraph(Plain)
+    child.add_node("ask", AskOnce(calls)).add_edge(START, "ask").add_edge("ask", END)
+    parent = StateGraph(Plain)
+    parent.add_node("child", child.compile()).add_edge(START, "child").add_edge("child", END)
+    return parent.compile(store=store)
+
+
+async def test_replaying_where_the_parent_waited_on_its_child_asks_once(
+    store: CheckpointStore,
+) -> None:
+    """Continuing from the checkpoint where the parent waited on its child (a new line
+    of history) answers the child's question with the value given to the copy's
+    token: the question is not asked again (issue 36, bug 5; LangGraph's replay of a
+    subgraph checkpoint resumes the subgraph's interrupt likewise)."""
+    calls: Tally[str] = Tally()
+    app = asking_parent(store, calls)
+    first = await app.run({"my_key": "k"}, thread_id="t")
+    assert first.suspension is not None
+    done = await app.resume(first.suspension.token, "one")
+    assert done.state.my_key == "k=one"
+    again = await app.run(None, thread_id="t", checkpoint_id=first.checkpoint_id)
+    assert again.status == "suspended" and again.suspension is not None
+    assert again.suspension.child_thread_id not in (None, first.suspension.child_thread_id)
+    replayed = await app.resume(again.suspension.token, "two")
+    assert (replayed.status, replayed.state.my_key) == ("completed", "k=two")
+    assert calls == Tally({"ask.run": 1, "ask.resume": 2})
+
+
+async def test_a_fork_where_the_parent_waited_on_its_child_asks_once(
+    store: CheckpointStore,
+) -> None:
+    """A fork of the checkpoint where the parent waited on its child carries the
+    child's question to the fork's own child thread: the fork's token answers it,
+    asked once; the source thread's question is still open for its own token."""
+    calls: Tally[str] = Tally()
+    app = asking_parent(store, calls)
+    first = await app.run({"my_key": "k"}, thread_id="t")
+    assert first.suspension is not None
+    forked = await app.fork("t", first.checkpoint_id, "t2")
+    assert forked.suspension is not None and forked.children[0].status == "suspended"
+    done = await app.resume(forked.suspension.token, "fork")
+    assert (done.status, done.state.my_key) == ("completed", "k=fork")
+    source = await app.resume(first.suspension.token, "source")
+    assert source.state.my_key == "k=source"
+    assert calls == Tally({"ask.run": 1, "ask.resume": 2})
