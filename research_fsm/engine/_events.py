@@ -40,8 +40,9 @@ class NodeFinished:
     """The node."""
     step: int
     """Its step number in the run."""
-    update: dict[str, Any]
-    """The field changes it returned (before reducers)."""
+    update: dict[str, Any] | list[Any]
+    """The field changes it returned (before reducers); a list when it returned a list
+    of updates."""
     duration: float
     """Seconds the node took, retries included."""
     branch: str | None = None
