@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from ._children import children_at
 from ._errors import (
     CheckpointNotFound,
     IncompatibleCheckpoint,
@@ -26,7 +27,6 @@ from ._errors import (
     ThreadNotFound,
     UpdateRefused,
 )
-from ._children import children_at
 from ._parallel import ParallelRun
 from ._plan import Fork, Plan
 from ._restore import restore
@@ -52,7 +52,7 @@ def check_as_node(plan: Plan, as_node: object) -> str | None:
     """``as_node`` if it is ``None``, END or a node of the graph, else ``InvalidUpdate``
     naming it and the nodes."""
     if as_node is None or as_node == END or (isinstance(as_node, str) and as_node in plan.nodes):
-        return as_node  # type: ignore[return-value]
+        return as_node
     raise InvalidUpdate(
         f"update_state: as_node {as_node!r} is not a node of this graph; nodes are: "
         f"{', '.join(plan.nodes)} (or END, to finish the thread)"
@@ -244,7 +244,7 @@ async def _carry_children(plan: Plan, past: Checkpoint, copy: Checkpoint) -> Non
     graphs = plan.children
     if not graphs:
         return
-    for was, now in zip(children_at(past, graphs), children_at(copy, graphs), strict=False):
+    for was, new in zip(children_at(past, graphs), children_at(copy, graphs), strict=False):
         if not was.passed_on:
             continue
         saved = past.suspension if was.branch is None else (past.branches or {}).get(was.branch)
@@ -252,7 +252,7 @@ async def _carry_children(plan: Plan, past: Checkpoint, copy: Checkpoint) -> Non
         if not isinstance(child, str):
             continue
         try:
-            await graphs[was.node].fork(was.thread_id, child, now.thread_id)
+            await graphs[was.node].fork(was.thread_id, child, new.thread_id)
         except (CheckpointNotFound, ThreadExists):  # pruned by `keep`, or carried already
             continue
 

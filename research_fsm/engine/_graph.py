@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from copy import copy as shallow_copy
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from copy import copy as shallow_copy
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel

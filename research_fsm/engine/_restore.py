@@ -15,13 +15,13 @@ import structlog
 from pydantic import BaseModel, ValidationError
 
 from ._branches import find_suspended
+from ._command import Command, paused_target
 from ._errors import (
     IncompatibleCheckpoint,
     InvalidResumeValue,
     StaleResumeToken,
     ThreadNotFound,
 )
-from ._command import Command, paused_target
 from ._plan import Fork, Plan
 from ._steps import NO_VALUE
 from ._tokens import ThreadSuspended, first_token

@@ -235,7 +235,9 @@ async def test_conditional_state_graph_edit_the_tool_call_as_the_agent(
     assert again.path == ["tools", "agent"]
     assert again.state.steps == ["result for a different query"]
     assert again.suspension is not None and again.suspension.node == "tools"
-    finished = await app.update_state("2", {"outcome": {"finish": "a really nice answer"}}, as_node="agent")
+    finished = await app.update_state(
+        "2", {"outcome": {"finish": "a really nice answer"}}, as_node="agent"
+    )
     assert (finished.status, finished.next, finished.suspension) == ("completed", None, None)
     assert finished.state.steps == ["result for a different query"]
 

@@ -402,8 +402,9 @@ def test_a_child_on_another_store_is_refused_at_compile() -> None:
     assert refused.value.problems[0].startswith(
         "node `research`: its child graph keeps checkpoints in <research_fsm.engine"
     )
-    assert "compile the child without a store (it then uses the parent's)" in (
-        refused.value.problems[0]
+    assert (
+        "compile the child without a store (it then uses the parent's)"
+        in (refused.value.problems[0])
     )
 
 
