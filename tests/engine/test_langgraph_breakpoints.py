@@ -306,3 +306,29 @@ async def test_command_goto_with_static_breakpoints(store: CheckpointStore) -> N
         await app.resume(paused.suspension.token, Command(goto="nope"))
     ended = await app.resume(paused.suspension.token, Command(goto=END))
     assert (ended.status, ended.path, ended.state.foo) == ("completed", [], "abc")
+
+
+async def test_finishing_by_hand_drops_branches_in_flight(store: CheckpointStore) -> None:
+    """``update_state(thread, values, as_node=END)`` while a fan-out waits on a paused
+    branch finishes the thread: no branches, no suspension, the branch's token stale,
+    the values merged; the next input starts a new turn. Everything else edits a
+    fan-out only once its branches meet (``UpdateRefused``)."""
+    app = retrieval(store, interrupt_before=["retriever_one"])
+    paused = await app.run(ASKED, thread_id="f")
+    assert [s.node for s in paused.suspensions] == ["retriever_one"]
+    before = await app.get_state("f")
+    assert before is not None and before.branches
+    ended = await app.update_state("f", {"answer": "by hand"}, as_node=END)
+    assert (ended.status, ended.next, ended.branches, ended.suspensions) == (
+        "completed",
+        None,
+        (),
+        (),
+    )
+    assert ended.state.answer == "by hand"
+    latest = await app.get_state("f")
+    assert latest is not None and (latest.status, latest.branches) == ("completed", ())
+    with pytest.raises(StaleResumeToken):
+        await app.resume(paused.suspensions[0].token, None)
+    again = await app.run({"query": "q"}, thread_id="f", interrupt_before=[])
+    assert again.status == "completed" and again.state.answer.startswith("doc1")
