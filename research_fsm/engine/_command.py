@@ -14,11 +14,22 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ._errors import InvalidCommand
-from ._plan import NO_ITEM, Fork, Plan
-from ._types import END, Send
+from pydantic import BaseModel
 
-__all__ = ["Command", "command_router", "command_target", "paused_target", "several"]
+from ._errors import InvalidCommand, InvalidUpdate
+from ._plan import NO_ITEM, Fork, Plan
+from ._state import StateSchema
+from ._types import END, Send, Suspend
+
+__all__ = [
+    "Applied",
+    "Command",
+    "apply_several",
+    "command_router",
+    "command_target",
+    "paused_target",
+    "several",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -164,3 +175,45 @@ def paused_target(plan: Plan, paused: str, goto: object) -> str | Fork:
     if isinstance(goto, str):
         return goto
     return Fork(tuple(starts), END)
+
+
+@dataclass(frozen=True, slots=True)
+class Applied:
+    """A node's list of updates applied (``apply_several``)."""
+
+    updates: tuple[dict[str, Any], ...]
+    """Each update as a dict of field changes, in order."""
+    states: tuple[BaseModel, ...]
+    """The state before the first update, then after each."""
+    goto: object
+    """The list's one ``goto`` (``None``: the node's edges or router decide)."""
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        """Each field the list changed, with the last value given to it."""
+        return {name: value for update in self.updates for name, value in update.items()}
+
+
+def apply_several(
+    schema: StateSchema,
+    state: BaseModel,
+    node: str,
+    items: list[Any],
+    origin: str,
+    track: dict[str, int | None] | None,
+) -> Applied:
+    """A node's list of updates and ``Command``s applied to ``state`` in order, each
+    through the reducers (``track``: the fields changed, as ``apply`` fills it)."""
+    updates, goto = several(node, items)
+    applied: list[dict[str, Any]] = []
+    states = [state]
+    for update in updates:
+        if isinstance(update, Suspend):
+            raise InvalidUpdate(
+                f"{origin} returned a Suspend inside a list of updates; return it alone"
+            )
+        changes = schema.as_changes(update, origin)
+        state = schema.apply(state, changes, origin, track)
+        applied.append(changes)
+        states.append(state)
+    return Applied(tuple(applied), tuple(states), goto)

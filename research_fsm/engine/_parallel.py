@@ -30,7 +30,7 @@ from ._branches import (
     replay,
     walk,
 )
-from ._command import Command, command_target
+from ._command import Applied, Command, apply_several, command_target
 from ._context import NodeContext
 from ._errors import (
     EngineError,
@@ -107,10 +107,14 @@ class ParallelRun:
         changes: dict[str, int | None] | None,
         last_node: str | None,
         origin: dict[str, str] | None = None,
+        past_breakpoint: bool = False,
     ) -> None:
         """Checkpoint the start of ``fork`` after ``last_node`` produced ``state``
-        (``origin``: written by hand, see ``Checkpoint.origin``)."""
+        (``origin``: written by hand, see ``Checkpoint.origin``; ``past_breakpoint``:
+        a pause resumed into these branches, whose first nodes do not pause before)."""
         self._root = self._frame(fork, state, "")
+        for branch in self._root.branches:
+            branch.past_breakpoint = past_breakpoint
         self._last_node = last_node
         await self._save("running", self._root.join, state, changes, full=True, origin=origin)
 
@@ -138,6 +142,8 @@ class ParallelRun:
                 if resume[1] is not None:
                     raise InvalidResumeValue(self.thread_id, paused, where, resume[1])
                 branch.breakpoint = None
+                if branch.node is None:  # paused after its last node: it is done
+                    branch.status = "done"
         return await self._run_root()
 
     # -- frames ----------------------------------------------------------------
@@ -353,8 +359,14 @@ class ParallelRun:
                 if type(out) is Command:
                     goto = out.goto
                     out = out.update
-            update = schema.as_changes(out, origin)
-            state = schema.apply(branch.state, update, origin)
+            if type(out) is list:  # several updates, in order
+                several = apply_several(schema, branch.state, node, out, origin, None)
+                goto, state = several.goto, several.states[-1]
+                update: dict[str, Any] | Applied = several
+            else:
+                changed = schema.as_changes(out, origin)
+                state = schema.apply(branch.state, changed, origin)
+                update = changed
         except (NodeError, InvalidUpdate) as failure:
             cause = failure.cause if isinstance(failure, NodeError) else failure
             self._started -= 1
@@ -373,27 +385,21 @@ class ParallelRun:
             raise BranchFailure(branch, node, ctx.step, exc, None, routing=True) from exc
         self._advance(frame, branch, node, state, update, target)
         self._last_node = node
-        if stops is not None and node in stops.after and branch.status == "pending":
+        if (
+            stops is not None
+            and node in stops.after
+            and (branch.status == "pending" or (target == frame.join and target != END))
+        ):
             self._pause(branch, "after", node)
             if sink is not None:
-                duration = time.perf_counter() - began
-                sink(
-                    NodeFinished(
-                        node=node, step=ctx.step, update=update, duration=duration, branch=branch.id
-                    )
-                )
+                sink(_finished(node, ctx.step, update, began, branch.id))
             return False
         if branch.status == "done":
             self._soon()  # saved at once; the join waits for it, the branch need not
         else:
             await self._commit()
         if sink is not None:
-            duration = time.perf_counter() - began
-            sink(
-                NodeFinished(
-                    node=node, step=ctx.step, update=update, duration=duration, branch=branch.id
-                )
-            )
+            sink(_finished(node, ctx.step, update, began, branch.id))
         return True
 
     def _advance(
@@ -402,12 +408,21 @@ class ParallelRun:
         branch: Branch,
         node: str,
         state: BaseModel,
-        update: dict[str, Any],
+        update: dict[str, Any] | Applied,
         target: str | Fork,
     ) -> None:
         """Record a finished branch node: its update, and where the branch goes next."""
-        if update:
-            saved = entry(node, self.plan.schema.validated_changes(update, branch.state, state))
+        schema = self.plan.schema
+        if isinstance(update, Applied):  # a list of updates: an entry each
+            for each, before, after in zip(
+                update.updates, update.states, update.states[1:], strict=False
+            ):
+                if each:
+                    saved = entry(node, schema.validated_changes(each, before, after))
+                    self._fresh.add(id(saved))
+                    branch.updates.append(saved)
+        elif update:
+            saved = entry(node, schema.validated_changes(update, branch.state, state))
             self._fresh.add(id(saved))  # merged without validating again
             branch.updates.append(saved)
         branch.state = state
@@ -642,3 +657,20 @@ class ParallelRun:
                 self._changed.update(changed)
             raise
         self.seq += 1
+
+
+def _finished(
+    node: str, step: int, update: dict[str, Any] | Applied, began: float, branch: str
+) -> NodeFinished:
+    """A branch node's ``NodeFinished`` (``updates``: a list of updates, as returned)."""
+    duration = time.perf_counter() - began
+    if isinstance(update, Applied):
+        return NodeFinished(
+            node=node,
+            step=step,
+            update=update.summary,
+            duration=duration,
+            branch=branch,
+            updates=update.updates,
+        )
+    return NodeFinished(node=node, step=step, update=update, duration=duration, branch=branch)

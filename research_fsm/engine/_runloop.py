@@ -24,7 +24,7 @@ from pydantic import BaseModel
 
 from ._branches import Continue
 from ._breakpoints import pause
-from ._command import Command, command_target
+from ._command import Applied, Command, apply_several, command_target
 from ._context import NodeContext
 from ._errors import EngineError, InvalidUpdate, NodeFailed, StepLimitExceeded
 from ._events import Completed, NodeFinished, NodeStarted, Sink, StepState, Suspended
@@ -114,6 +114,27 @@ async def _loop(
     if start.fanout is not None:  # an unfinished fan-out goes on first
         fan = fan_out()
         outcome = await fan.restart(start.fanout, state, start.resumed_branch)
+    elif start.goto is not None:  # a pause resumed with Command(goto=...): saved first
+        if isinstance(start.goto, Fork):
+            fan = fan_out()
+            await fan.begin(start.goto, state, start.changes, None, past_breakpoint=True)
+            outcome = await fan.run()
+        else:
+            seq += 1
+            parent_id = await save(
+                plan.store,
+                thread_id,
+                run_id,
+                step,
+                seq,
+                parent_id,
+                "completed" if start.goto == END else "running",
+                start.goto,
+                state,
+                last_node=None,
+                changes=start.changes,
+            )
+            node = start.goto
     elif node is None:
         # A fresh start (new thread or next turn): checkpoint the input first, so a
         # crash or cancellation in the first node loses nothing and ``run(None)``
@@ -222,9 +243,15 @@ async def _loop(
                     goto = out.goto
                     out = out.update
             origin = origins[node]
-            update = schema.as_changes(out, origin)
             changes: dict[str, int | None] | None = {} if tracks else None
-            new_state = schema.apply(state, update, origin, changes)
+            if type(out) is list:  # several updates, in order
+                several = apply_several(schema, state, node, out, origin, changes)
+                goto, new_state = several.goto, several.states[-1]
+                update: dict[str, Any] | Applied = several
+            else:
+                changed = schema.as_changes(out, origin)
+                new_state = schema.apply(state, changed, origin, changes)
+                update = changed
         except (NodeError, InvalidUpdate) as failure:
             goto = None
             node, pending_error = await _failed(
@@ -309,12 +336,19 @@ def _node_finished(
     sink: Callable[[Any], None],
     node: str,
     step: int,
-    update: dict[str, Any],
+    update: dict[str, Any] | Applied,
     started: float,
     state: BaseModel | None,
 ) -> None:
     """Send ``NodeFinished`` and (unless ``None``) the state after the step (when streaming)."""
-    sink(NodeFinished(node=node, step=step, update=update, duration=time.perf_counter() - started))
+    duration = time.perf_counter() - started
+    if isinstance(update, Applied):  # a list of updates
+        finished = NodeFinished(
+            node=node, step=step, update=update.summary, duration=duration, updates=update.updates
+        )
+    else:
+        finished = NodeFinished(node=node, step=step, update=update, duration=duration)
+    sink(finished)
     if state is not None:
         sink(StepState(state=state))
 
@@ -430,11 +464,14 @@ async def _suspend(
     origin = f"node `{node}` (Suspend.update)"
     changes: dict[str, int | None] | None = {} if plan.tracks else None
     schema = plan.schema
-    state = schema.apply(state, schema.as_changes(out.update, origin), origin, changes)
+    update = schema.as_changes(out.update, origin)
+    state = schema.apply(state, update, origin, changes)
     path.append(node)
     saved = {"node": node, "payload": out.payload}
+    child = None
     if isinstance(out, ChildSuspend):  # a subgraph's: which child suspension it is
         saved["child"] = out.child
+        child = out.thread
     if tracing is not None:  # the resume links to (and continues) this run's trace
         saved["trace"] = tracing.traceparent()
     checkpoint_id = await save(
@@ -452,7 +489,7 @@ async def _suspend(
         changes=changes,
     )
     token = await sign(plan.store, thread_id, checkpoint_id)
-    suspension = Suspension(node=node, payload=out.payload, token=token)
+    suspension = Suspension(node=node, payload=out.payload, token=token, child_thread_id=child)
     result: RunResult[Any] = RunResult(
         status="suspended",
         state=state,
@@ -463,7 +500,8 @@ async def _suspend(
         suspensions=(suspension,),
     )
     if sink is not None:
-        sink(StepState(state=state))
+        if update:  # the state changed: the "values" stream shows it (once)
+            sink(StepState(state=state))
         sink(Suspended(suspension=suspension, result=result))
     return result
 
@@ -471,7 +509,7 @@ async def _suspend(
 async def _suspended_in_branches(fan: ParallelRun, state: BaseModel) -> RunResult[Any]:
     """The run's fan-out ended with branches suspended: the result listing them."""
     assert fan.parent_id is not None
-    suspensions = await branch_suspensions(fan.plan.store, fan.thread_id, fan.records())
+    suspensions = await branch_suspensions(fan.plan.store, fan.thread_id, fan.records(), fan.run_id)
     result: RunResult[Any] = RunResult(
         status="suspended",
         state=state,

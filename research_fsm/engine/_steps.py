@@ -45,6 +45,8 @@ class ChildSuspend(Suspend):
 
     child: str = ""
     """The id the child's suspension token names."""
+    thread: str | None = None
+    """The child's thread (``Suspension.child_thread_id``)."""
 
 
 class NodeError(Exception):

@@ -188,7 +188,7 @@ class Subgraph:
         snapshot = await self.child.get_state(thread)
         assert snapshot is not None and snapshot.suspension is not None
         suspension = snapshot.suspension
-        return ChildSuspend(suspension.payload, child=suspension.token.checkpoint_id)
+        return ChildSuspend(suspension.payload, child=suspension.token.checkpoint_id, thread=thread)
 
     async def _passed_on(self, ctx: NodeContext) -> str | None:
         """The child suspension the parent's suspension passed on (saved with it)."""
@@ -222,7 +222,9 @@ class Subgraph:
         if result.status == "suspended":
             assert result.suspension is not None
             suspension = result.suspension
-            return ChildSuspend(suspension.payload, child=suspension.token.checkpoint_id)
+            return ChildSuspend(
+                suspension.payload, child=suspension.token.checkpoint_id, thread=thread
+            )
         return self._update(state, given, result.state)
 
     def _thread(self, ctx: NodeContext) -> str:
