@@ -120,3 +120,27 @@ def test_destinations_mapping_must_map_names_to_labels() -> None:
     graph = StateGraph(Foo)
     with pytest.raises(GraphValidationError, match="node `x`: destinations as a mapping"):
         graph.add_node("x", lambda s: s, destinations={"a": 1})
+
+
+async def test_multiple_updates_in_a_parallel_branch(store: CheckpointStore) -> None:
+    """A branch node's list of updates is applied in order and merged at the join in
+    the branch's place, through the reducers; the "updates" stream shows the list."""
+
+    async def first(state: Foo) -> list[Any]:
+        return [{"foo": "1"}, Command(update={"foo": "2"})]
+
+    async def second(state: Foo) -> dict[str, Any]:
+        return {"foo": "3"}
+
+    async def join(state: Foo) -> dict[str, Any]:
+        return {"foo": "|"}
+
+    graph = StateGraph(Foo)
+    graph.add_node("first", first).add_node("second", second).add_node("join", join)
+    graph.add_edge(START, ["first", "second"]).add_edge(["first", "second"], "join")
+    graph.add_edge("join", END)
+    app = graph.compile(store=store)
+    async with app.stream({}, thread_id="b", mode="updates") as stream:
+        updates = [u async for u in stream]
+    assert {"first": [{"foo": "1"}, {"foo": "2"}]} in updates
+    assert stream.result is not None and stream.result.state.foo == "123|"

@@ -570,3 +570,38 @@ async def test_a_fork_where_the_parent_waited_on_its_child_asks_once(
     source = await app.resume(first.suspension.token, "source")
     assert source.state.my_key == "k=source"
     assert calls == Tally({"ask.run": 1, "ask.resume": 2})
+
+
+# -- what a subgraph's change adds, through the parent's reducers ------------
+
+
+class Tallies(BaseModel):
+    total: Annotated[int, add] = 0
+    words: Annotated[str, add] = ""
+    counts: Annotated[dict[str, int], add] = {}
+    notes: Annotated[list[str], append] = []
+
+
+async def test_a_subgraph_adds_what_it_gained_once(store: CheckpointStore) -> None:
+    """Beyond LangGraph: the child starts from the parent's values and comes back with
+    what it gained, added once through the parent's ``add`` (a number's difference, a
+    string's tail, a dict's per key) and ``append`` (its new items). LangGraph passes the
+    child's whole value to the reducer, so a parent's 5 plus a child's +2 would be 12;
+    here it is 7 (docs/langgraph.md, "A subgraph's update to the parent")."""
+
+    async def work(state: Tallies) -> dict[str, Any]:
+        return {"total": 2, "words": " more", "counts": {"a": 1, "b": 1}, "notes": ["child"]}
+
+    child = StateGraph(Tallies)
+    child.add_node("work", work).add_edge(START, "work").add_edge("work", END)
+    parent = StateGraph(Tallies)
+    parent.add_node("sub", child.compile()).add_edge(START, "sub").add_edge("sub", END)
+    app = parent.compile(store=store)
+    start = {"total": 5, "words": "some", "counts": {"a": 1}, "notes": ["parent"]}
+    done = await app.run(start, thread_id="t")
+    assert done.state.model_dump() == {
+        "total": 7,
+        "words": "some more",
+        "counts": {"a": 2, "b": 1},
+        "notes": ["parent", "child"],
+    }
