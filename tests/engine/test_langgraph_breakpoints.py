@@ -40,8 +40,11 @@ class Retrieval(BaseModel):
     docs: Annotated[list[str], sorted_add] = []
 
 
-def retrieval(store: CheckpointStore, **breakpoints: Any) -> CompiledGraph[Retrieval]:
-    """rewrite_query -> [analyzer_one -> retriever_one, retriever_two] -> qa."""
+def retrieval(
+    store: CheckpointStore, *, via_router: bool = False, **breakpoints: Any
+) -> CompiledGraph[Retrieval]:
+    """rewrite_query -> [analyzer_one -> retriever_one, retriever_two] -> qa (the
+    fan-out a list edge, or ``via_router`` a router returning both keys)."""
 
     async def rewrite_query(state: Retrieval) -> dict[str, Any]:
         return {"query": f"query: {state.query}"}
@@ -62,7 +65,14 @@ def retrieval(store: CheckpointStore, **breakpoints: Any) -> CompiledGraph[Retri
     for node in (rewrite_query, analyzer_one, retriever_one, retriever_two, qa):
         graph.add_node(node.__name__, node)
     graph.add_edge(START, "rewrite_query")
-    graph.add_edge("rewrite_query", ["analyzer_one", "retriever_two"])
+    if via_router:
+        graph.add_router(
+            "rewrite_query",
+            lambda s: ["analyzer_one", "retriever_two"],
+            ["analyzer_one", "retriever_two"],
+        )
+    else:
+        graph.add_edge("rewrite_query", ["analyzer_one", "retriever_two"])
     graph.add_edge("analyzer_one", "retriever_one")
     graph.add_edge(["retriever_one", "retriever_two"], "qa").add_edge("qa", END)
     return graph.compile(store=store, **breakpoints)
@@ -84,13 +94,18 @@ async def test_in_one_fan_out_state_graph_waiting_edge(store: CheckpointStore) -
     assert done.path[0] == "rewrite_query" and done.path[-1] == "qa"
 
 
+@pytest.mark.parametrize("via_router", [False, True], ids=["list-edge", "router"])
 async def test_in_one_fan_out_waiting_edge_interrupt_after_a_branch_node_at_its_join(
-    store: CheckpointStore,
+    store: CheckpointStore, via_router: bool
 ) -> None:
     """Follows the ``interrupt_after=["retriever_one"]`` part of LangGraph's
-    ``test_in_one_fan_out_state_graph_waiting_edge``: the run pauses after
-    ``retriever_one``, whose route is the join, and resuming runs only ``qa``."""
-    app = retrieval(store, interrupt_after=["retriever_one"])
+    ``test_in_one_fan_out_state_graph_waiting_edge`` (and of its neighbour
+    ``..._via_branch``, where the fan-out is a router's): the run pauses after
+    ``retriever_one``, whose route is the join, and resuming runs only ``qa``.
+    Deliberate difference in the router variant: LangGraph applies the edge to
+    ``analyzer_one`` and the router to ``retriever_two`` both; here one place decides
+    (a node's edge and router together are a build error), so the router lists both."""
+    app = retrieval(store, via_router=via_router, interrupt_after=["retriever_one"])
     paused = await app.run(ASKED, thread_id="1")
     assert paused.status == "suspended"
     assert [(s.node, s.breakpoint) for s in paused.suspensions] == [("retriever_one", "after")]
