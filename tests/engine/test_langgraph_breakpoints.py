@@ -21,8 +21,11 @@ from research_fsm.engine import (
     Command,
     CompiledGraph,
     InvalidCommand,
+    Replace,
+    Send,
     StaleResumeToken,
     StateGraph,
+    UpdateRefused,
     add,
     append,
 )
@@ -347,3 +350,57 @@ async def test_finishing_by_hand_drops_branches_in_flight(store: CheckpointStore
         await app.resume(paused.suspensions[0].token, None)
     again = await app.run({"query": "q"}, thread_id="f", interrupt_before=[])
     assert again.status == "completed" and again.state.answer.startswith("doc1")
+
+
+# -- test_send_react_interrupt (test_large_cases.py) --------------------------
+
+
+class Chat(BaseModel):
+    messages: Annotated[list[str], append] = []
+
+
+async def test_send_react_interrupt(store: CheckpointStore) -> None:
+    """Follows LangGraph's ``test_send_react_interrupt``: the agent's tool call is sent
+    to ``foo``, which pauses before running; the snapshot shows the paused branch;
+    removing the tool call by hand ends the thread without ``foo`` ever running.
+    Deliberate difference: an edit while a fan-out's branches are in flight is refused
+    (``UpdateRefused``, the branches are isolated until they meet), so the edit that
+    drops the pending call is ``as_node=END``, which finishes the thread with it; and the
+    run goes on from the pause with ``resume(token, None)``."""
+    called: list[Any] = []
+
+    async def agent(state: Chat) -> dict[str, Any]:
+        return {"messages": ["call foo(hi=[1, 2, 3])"]}
+
+    async def foo(state: Chat, ctx: Any) -> dict[str, Any]:
+        called.append(ctx.item)
+        return {"messages": [f"foo says {ctx.item['hi']}"]}
+
+    def route(state: Chat) -> list[Send]:
+        last = state.messages[-1]
+        return [Send("foo", {"hi": [1, 2, 3]})] if last.startswith("call foo") else []
+
+    graph = StateGraph(Chat)
+    graph.add_node("agent", agent).add_node("foo", foo)
+    graph.add_edge(START, "agent").add_router("agent", route, ["foo"])
+    graph.add_edge("foo", END)
+    done = await graph.compile(store=store).run({"messages": ["hello"]}, thread_id="1")
+    assert done.state.messages == ["hello", "call foo(hi=[1, 2, 3])", "foo says [1, 2, 3]"]
+
+    app = graph.compile(store=store, interrupt_before=["foo"])
+    paused = await app.run({"messages": ["hello"]}, thread_id="2")
+    assert [(s.node, s.breakpoint) for s in paused.suspensions] == [("foo", "before")]
+    assert len(called) == 1
+    snapshot = await app.get_state("2")
+    assert snapshot is not None
+    assert [(b.node, b.status) for b in snapshot.branches] == [("foo", "suspended")]
+    with pytest.raises(UpdateRefused, match="parallel branches are in flight"):
+        await app.update_state("2", {"messages": ["Bye now"]})
+    ended = await app.update_state("2", {"messages": Replace(["hello", "Bye now"])}, as_node=END)
+    assert (ended.status, ended.next, ended.branches) == ("completed", None, ())
+    assert ended.state.messages == ["hello", "Bye now"]
+    assert len(called) == 1  # foo never ran on this thread
+
+    paused = await app.run({"messages": ["hello"]}, thread_id="3")
+    resumed = await app.resume(paused.suspensions[0].token, None)
+    assert resumed.path == ["foo"] and resumed.state.messages[-1] == "foo says [1, 2, 3]"
