@@ -90,8 +90,9 @@ class ParallelRun:
         (``origin``: written by hand, see ``Checkpoint.origin``; ``past_breakpoint``:
         a pause resumed into these branches, whose first nodes do not pause before)."""
         self._root = self._frame(fork, state, "")
-        for branch in self._root.branches:
-            branch.past_breakpoint = past_breakpoint
+        if past_breakpoint:
+            for branch in self._root.branches:
+                branch.past_breakpoint = True
         self._last_node = last_node
         await self._save("running", self._root.join, state, changes, full=True, origin=origin)
 
@@ -352,19 +353,13 @@ class ParallelRun:
         target: str | Fork,
     ) -> None:
         """Record a finished branch node: its update, and where the branch goes next."""
-        schema = self.plan.schema
-        if isinstance(update, Applied):  # a list of updates: an entry each
-            for each, before, after in zip(
-                update.updates, update.states, update.states[1:], strict=False
-            ):
-                if each:
-                    saved = entry(node, schema.validated_changes(each, before, after))
-                    self._fresh.add(id(saved))
-                    branch.updates.append(saved)
-        elif update:
-            saved = entry(node, schema.validated_changes(update, branch.state, state))
-            self._fresh.add(id(saved))  # merged without validating again
-            branch.updates.append(saved)
+        if update:
+            if type(update) is dict:
+                saved = entry(node, self.plan.schema.validated_changes(update, branch.state, state))
+                self._fresh.add(id(saved))  # merged without validating again
+                branch.updates.append(saved)
+            else:  # a list of updates (``Applied``): an entry each
+                self._several(branch, node, update)
         branch.state = state
         if branch.key is not None:  # the branch's next node execution is a new one
             branch.key = os.urandom(8).hex()
@@ -382,6 +377,17 @@ class ParallelRun:
         else:
             branch.node = target
         self._publish(branch)
+
+    def _several(self, branch: Branch, node: str, applied: object) -> None:
+        """A branch node's list of updates, each recorded as an entry of its own."""
+        assert isinstance(applied, Applied)
+        schema = self.plan.schema
+        states = applied.states
+        for each, before, after in zip(applied.updates, states, states[1:], strict=False):
+            if each:
+                saved = entry(node, schema.validated_changes(each, before, after))
+                self._fresh.add(id(saved))
+                branch.updates.append(saved)
 
     def _suspend(self, branch: Branch, node: str, suspending: Suspending) -> None:
         """The branch's ``node`` suspended (its update applied): saved soon."""
