@@ -43,6 +43,7 @@ _ENGINE = (
     "CheckpointConflict",
     "CheckpointNotFound",
     "CheckpointStore",
+    "ChildThreadMissing",
     "Command",
     "CompiledGraph",
     "Completed",

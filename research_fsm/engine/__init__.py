@@ -15,6 +15,7 @@ from ._context import NodeContext
 from ._errors import (
     CheckpointConflict,
     CheckpointNotFound,
+    ChildThreadMissing,
     CorruptCheckpoint,
     EngineError,
     GraphValidationError,
@@ -71,6 +72,7 @@ __all__ = [
     "CheckpointConflict",
     "CheckpointNotFound",
     "CheckpointStore",
+    "ChildThreadMissing",
     "Command",
     "CompiledGraph",
     "Completed",

@@ -154,8 +154,13 @@ class CheckpointStore(Protocol):
         when the thread has no such checkpoint (or ``keep`` pruned it)."""
         ...
 
-    async def delete(self, thread_id: str) -> None:
-        """Remove the thread and all its checkpoints."""
+    async def delete(self, thread_id: str, *, lease: Lease | None = None) -> None:
+        """Remove the thread and all its checkpoints.
+
+        Without ``lease``, takes the thread's lease for the delete (``ThreadBusy``
+        while a run holds it). With ``lease``, the caller's own lease on the thread
+        from this store's ``acquire``, held for the whole delete: the store deletes
+        under it and leaves it held (the caller releases it)."""
         ...
 
     async def secret(self) -> bytes:

@@ -27,6 +27,7 @@ EXPECTED_ALL = [
     "CheckpointConflict",
     "CheckpointNotFound",
     "CheckpointStore",
+    "ChildThreadMissing",
     "Command",
     "CompiledGraph",
     "Completed",
@@ -153,6 +154,7 @@ ERRORS = {
     "CheckpointNotFound": LookupError,
     "ThreadExists": ValueError,
     "UpdateRefused": RuntimeError,
+    "ChildThreadMissing": LookupError,
 }
 
 

@@ -47,7 +47,13 @@ from research_fsm.engine import (
     StoreWriteError,
     ThreadBusy,
 )
-from research_fsm.engine.store import hint_matches, seq_hint, validate_keep, validate_thread_id
+from research_fsm.engine.store import (
+    Lease,
+    hint_matches,
+    seq_hint,
+    validate_keep,
+    validate_thread_id,
+)
 
 from .._logformat import SCHEMA_VERSION, TAIL, Scan, aliases_of, encode_line
 from .append import cut_back, open_at_end, write_line
@@ -550,12 +556,16 @@ class JsonFileCheckpointStore:
 
     # -- the rest ----------------------------------------------------------------
 
-    async def delete(self, thread_id: str) -> None:
-        lease = await self.acquire(thread_id)
+    async def delete(self, thread_id: str, *, lease: Lease | None = None) -> None:
+        validate_thread_id(thread_id)
+        if isinstance(lease, FileLease) and lease.holds(self._release, thread_id):
+            await self._worker.run(self._delete, thread_id)
+            return
+        own = await self.acquire(thread_id)
         try:
             await self._worker.run(self._delete, thread_id)
         finally:
-            await lease.release()
+            await own.release()
 
     def _delete(self, thread_id: str) -> None:
         self._heads.forget(thread_id)
