@@ -49,9 +49,10 @@ def _takes_lease(store: CheckpointStore) -> bool:
     """Whether ``store.delete`` takes the caller's ``lease`` (stores written for an
     older protocol do not)."""
     try:
-        return "lease" in inspect.signature(store.delete).parameters
+        parameters = inspect.signature(store.delete).parameters.values()
     except (TypeError, ValueError):
         return False
+    return any(p.name == "lease" or p.kind is p.VAR_KEYWORD for p in parameters)
 
 
 StateT = TypeVar("StateT", bound=BaseModel)
