@@ -109,6 +109,11 @@ class CheckpointStore(Protocol):
     Implementations: ``MemoryCheckpointStore`` (``research_fsm.engine``),
     ``JsonFileCheckpointStore`` and ``PostgresCheckpointStore`` (``research_fsm.stores``).
     The engine validates thread ids before calling any method.
+
+    A store whose history can be damaged (``history`` raises ``CorruptCheckpoint``)
+    may also offer ``salvage(thread_id)``, an async iterator of what every intact
+    record says of its run (states may be empty): ``delete_thread`` reads it to find
+    the child threads of a damaged thread.
     """
 
     saves_changes: bool

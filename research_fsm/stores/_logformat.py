@@ -44,6 +44,7 @@ __all__ = [
     "fold",
     "index_bytes",
     "index_seqs",
+    "salvage_bytes",
     "scan_bytes",
 ]
 
@@ -241,6 +242,33 @@ def scan_bytes(raw: bytes, thread_id: str, until: int | None = None) -> Scan:
     if not scan.records and not scan.problem:  # made, then its writer was killed
         scan.problem, scan.reason = "torn", "empty segment"
     return scan
+
+
+def salvage_bytes(raw: bytes, thread_id: str) -> list[Checkpoint]:
+    """Every line of ``raw`` whose checksum matches, damaged lines before it or not,
+    as a checkpoint with its header and the branch records the line carries (whole,
+    or just those it changed) but no state (``{}``): what a line says of where its run
+    was, for ``delete_thread`` to find the child threads of a damaged thread."""
+    found = []
+    for line in raw.split(b"\n"):
+        body, tab, rest = line.lstrip(b"\0").rpartition(b"\t")
+        if not tab or rest != checksum(body):
+            continue
+        try:
+            data = json.loads(body.decode("utf-8", "surrogatepass"))
+            if not isinstance(data, dict) or data.get("thread_id") != thread_id:
+                continue
+            branches = data.get("branches", data.get("bset"))
+            found.append(
+                Checkpoint(
+                    **{name: data[name] for name in _HEADER_FIELDS},
+                    state={},
+                    branches=branches if isinstance(branches, dict) else None,
+                )
+            )
+        except (ValueError, KeyError, TypeError):
+            continue
+    return found
 
 
 def _after_zeros(raw: bytes, offset: int) -> int:

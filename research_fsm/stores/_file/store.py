@@ -55,7 +55,7 @@ from research_fsm.engine.store import (
     validate_thread_id,
 )
 
-from .._logformat import SCHEMA_VERSION, TAIL, Scan, aliases_of, encode_line
+from .._logformat import SCHEMA_VERSION, TAIL, Scan, aliases_of, encode_line, salvage_bytes
 from .append import cut_back, open_at_end, write_line
 from .batch import Batcher
 from .fs import (
@@ -63,6 +63,7 @@ from .fs import (
     FileSystem,
     fsync_dir,
     make_private_dirs,
+    open_file,
     refuse_unsafe_dir,
     unlink,
 )
@@ -430,6 +431,7 @@ class JsonFileCheckpointStore:
             return
         segments, scans, _ = await self._worker.run(self._segments.chain, thread_id, stem)
         left = self.keep  # older checkpoints may wait on disk for their segment to go
+        vet = _Vetting(self._settled, self._segments.path, stem, thread_id)
         for first in segments:
             scan = scans.get(first)
             if scan is None:
@@ -437,12 +439,39 @@ class JsonFileCheckpointStore:
                     scan = await self._worker.run(self._segments.scan, stem, first, thread_id)
                 except FileNotFoundError:  # pruned meanwhile
                     continue
+            scan = await self._worker.run(vet, first, scan)
             for checkpoint in reversed(scan.records):
                 if left is not None:
                     if left == 0:
                         return
                     left -= 1
                 yield checkpoint
+
+    async def salvage(self, thread_id: str) -> AsyncIterator[Checkpoint]:
+        """What every intact line of the thread's files (damaged or moved-aside ones
+        too) says of its run, without states: for ``delete_thread`` to find a damaged
+        thread's child threads. Lists the folder."""
+        stem = file_stem(validate_thread_id(thread_id))
+        for checkpoint in await self._worker.run(self._salvage, thread_id, stem):
+            yield checkpoint
+
+    def _salvage(self, thread_id: str, stem: str) -> list[Checkpoint]:
+        found: list[Checkpoint] = []
+        for path in self._segments.files(stem):
+            if not path.name.endswith((".jsonl", ".corrupt")):
+                continue
+            try:
+                fd = open_file(self.fs, path, os.O_RDONLY, thread_id)
+            except (OSError, CorruptCheckpoint):
+                continue  # gone meanwhile, or no file at all
+            try:
+                raw = self.fs.read_all(fd)
+            except OSError:
+                continue
+            finally:
+                self.fs.close(fd)
+            found += salvage_bytes(raw, thread_id)
+        return found
 
     async def load(self, thread_id: str, checkpoint_id: str) -> Checkpoint | None:
         stem = file_stem(validate_thread_id(thread_id))
@@ -464,6 +493,8 @@ class JsonFileCheckpointStore:
             if below is not None:
                 return below
         segments, scans, _ = self._segments.chain(thread_id, stem)
+        vet = _Vetting(self._settled, self._segments.path, stem, thread_id)
+        vetted: set[int] = set()
 
         def scan_of(first: int) -> Scan | None:
             if first not in scans:
@@ -471,6 +502,11 @@ class JsonFileCheckpointStore:
                     scans[first] = self._segments.scan(stem, first, thread_id)
                 except FileNotFoundError:  # pruned meanwhile
                     return None
+            if first not in vetted:
+                for newer in segments:  # newest first: damage is judged as history reads it
+                    if newer >= first and newer not in vetted and newer in scans:
+                        scans[newer] = vet(newer, scans[newer])
+                        vetted.add(newer)
             return scans[first]
 
         newest = next(
@@ -518,6 +554,8 @@ class JsonFileCheckpointStore:
             scan = self._segments.scan(stem, older[0], thread_id, until=hint) if older else None
         except FileNotFoundError:
             return None
+        if scan is not None and scan.problem == "damaged":  # ``_page`` judges it whole
+            return None
         target = scan.records[-1] if scan is not None and scan.records else None
         if target is None or not hint_matches(hint, target.seq) or target.checkpoint_id != at:
             return None
@@ -526,9 +564,12 @@ class JsonFileCheckpointStore:
         for first in older:
             if first != older[0]:
                 try:
-                    records = self._segments.scan(stem, first, thread_id).records
+                    below = self._segments.scan(stem, first, thread_id)
                 except FileNotFoundError:  # pruned meanwhile
                     continue
+                if below.problem == "damaged":  # checkpoints of the page are lost
+                    raise _damaged(self._segments.path(stem, first), below)
+                records = below.records
             for checkpoint in reversed(records):
                 if limit is not None and len(page) >= limit:
                     return page
@@ -578,3 +619,49 @@ class JsonFileCheckpointStore:
                 load_secret, self.fs, self.directory, self._make_root
             )
         return self._secret
+
+
+def _damaged(path: Path, scan: Scan) -> CorruptCheckpoint:
+    """A segment older than the thread's newest is damaged: the checkpoints from its
+    damaged line on cannot be read."""
+    return CorruptCheckpoint(
+        scan.thread_id,
+        f"{path.name} is damaged ({scan.reason}): the checkpoints from there to the "
+        "segment's end cannot be read; restore the file from a backup, or delete the thread",
+    )
+
+
+class _Vetting:
+    """A history read's judge of the segments it reads, newest first (in a worker
+    thread): damage in the newest is judged as ``load_latest`` judges it (a last
+    line may be a save in flight; intact checkpoints after it raise
+    ``CorruptCheckpoint``), damage in an older segment raises (checkpoints in the
+    middle of the history are lost)."""
+
+    def __init__(
+        self,
+        settled: Callable[[str, int, str, Scan], Scan],
+        path: Callable[[str, int], Path],
+        stem: str,
+        thread_id: str,
+    ) -> None:
+        self._settled = settled
+        self._path = path
+        self._stem = stem
+        self._thread_id = thread_id
+        self._newest_read = False  # a segment with checkpoints was read
+        self._damaged = False  # a newer segment than the one read was damaged
+
+    def __call__(self, first: int, scan: Scan) -> Scan:
+        path = self._path(self._stem, first)
+        if self._newest_read:
+            if scan.problem == "damaged":
+                raise _damaged(path, scan)
+            return scan
+        if scan.problem == "damaged":
+            scan = self._settled(self._stem, first, self._thread_id, scan)
+        if scan.problem == "damaged" or (self._damaged and scan.records):
+            refuse_rollback(path, scan, scan.records[-1] if scan.records else None)
+        self._damaged = self._damaged or scan.problem == "damaged"
+        self._newest_read = bool(scan.records)
+        return scan
