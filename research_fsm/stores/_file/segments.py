@@ -30,7 +30,7 @@ import structlog
 from research_fsm.engine import Checkpoint, CorruptCheckpoint
 
 from .._logformat import Scan, index_bytes, index_seqs, scan_bytes
-from .fs import NOFOLLOW, FileSystem, fsync_dir, open_file, unlink, write_all
+from .fs import NOFOLLOW, FileSystem, fsync_dir, open_file, remove, unlink, write_all
 
 __all__ = ["MOVED_ASIDE", "PRUNED", "Segments", "file_stem", "segment_seq"]
 
@@ -112,9 +112,15 @@ class Segments:
 
         ends = (".jsonl", ".corrupt", ".tmp", PRUNED)
         files = [p for p in self.files(stem) if p.name.endswith(ends)]
-        for path in sorted(files, key=order):
-            unlink(self._fs, path)
-        unlink(self._fs, self.list_path(stem))  # last: until then the thread is known
+        try:  # a directory or a link in a file's place goes too
+            for path in sorted(files, key=order):
+                remove(self._fs, path)
+            remove(self._fs, self.list_path(stem))  # last: until then the thread is known
+        except OSError as exc:
+            name = exc.filename or self.list_path(stem)
+            raise CorruptCheckpoint(
+                stem, f"cannot delete {name}: {exc.strerror or exc}; remove it by hand"
+            ) from exc
 
     # -- the segment list ----------------------------------------------------------
 
