@@ -76,15 +76,23 @@ class Segments:
         the list missing, it says the folder must be listed to find the thread."""
         return self._directory / f"{stem}{PRUNED}"
 
-    def scan(self, stem: str, first_seq: int, thread_id: str, until: int | None = None) -> Scan:
-        """Read one segment (``until``: up to the checkpoint at that seq only)."""
+    def scan(
+        self,
+        stem: str,
+        first_seq: int,
+        thread_id: str,
+        until: int | None = None,
+        keep_from: int | None = None,
+    ) -> Scan:
+        """Read one segment (``until``: up to the checkpoint at that seq only;
+        ``keep_from``: keeping the checkpoints from that seq only)."""
         fd = open_file(self._fs, self.path(stem, first_seq), os.O_RDONLY, thread_id)
         try:
             ino = self._fs.fstat(fd).st_ino
             raw = self._fs.read_all(fd)
         finally:
             self._fs.close(fd)
-        scan = scan_bytes(raw, thread_id, until)
+        scan = scan_bytes(raw, thread_id, until, keep_from)
         scan.ino = ino
         return scan
 

@@ -550,8 +550,13 @@ class JsonFileCheckpointStore:
         up to it, and the older ones; ``None`` if checkpoint ``at`` is not there."""
         segments = self._segments.live(stem)[0]
         older = [first for first in segments if first <= hint]
+        keep_from = None if limit is None else hint - limit  # the page's, and the target
         try:
-            scan = self._segments.scan(stem, older[0], thread_id, until=hint) if older else None
+            scan = (
+                self._segments.scan(stem, older[0], thread_id, until=hint, keep_from=keep_from)
+                if older
+                else None
+            )
         except FileNotFoundError:
             return None
         if scan is not None and scan.problem == "damaged":  # ``_page`` judges it whole
@@ -561,10 +566,14 @@ class JsonFileCheckpointStore:
             return None
         page = [target] if inclusive else []
         records = scan.records[:-1] if scan is not None else []
-        for first in older:
-            if first != older[0]:
+        for newer, first in zip([None, *older], older, strict=False):
+            if limit is not None and len(page) >= limit:
+                return page
+            if newer is not None:
+                # Segment ``first`` ends where ``newer`` starts: keep just its last few.
+                needed = None if limit is None else newer - (limit - len(page))
                 try:
-                    below = self._segments.scan(stem, first, thread_id)
+                    below = self._segments.scan(stem, first, thread_id, keep_from=needed)
                 except FileNotFoundError:  # pruned meanwhile
                     continue
                 if below.problem == "damaged":  # checkpoints of the page are lost
