@@ -37,12 +37,17 @@ async def test_a_file_store_page_reads_only_the_segments_around_it(
         thread_id: str,
         until: Any = None,
         keep_from: Any = None,
+        keep_last: Any = None,
     ) -> Any:
-        scan = original(self, stem, first, thread_id, until, keep_from)
+        scan = original(self, stem, first, thread_id, until, keep_from, keep_last)
         scanned.append((first, scan.lines, len(scan.records)))
         return scan
 
     monkeypatch.setattr(Segments, "scan", counting)
+    newest = [cp async for cp in store.history("t", limit=5)]
+    assert [cp.seq for cp in newest] == [cp.seq for cp in whole[:5]]
+    assert [(385, whole[0].seq - 384, 6)] == scanned  # the newest segment, 6 kept
+    scanned.clear()
     at_200 = next(cp for cp in whole if cp.seq == 200)
     page = [cp async for cp in store.history("t", limit=5, before=at_200.checkpoint_id)]
     assert [199, 198, 197, 196, 195] == [cp.seq for cp in page]

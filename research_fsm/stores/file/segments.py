@@ -83,15 +83,19 @@ class Segments:
         thread_id: str,
         until: int | None = None,
         keep_from: int | None = None,
+        keep_last: int | None = None,
     ) -> Scan:
         """Read one segment (``until``: up to the checkpoint at that seq only;
-        ``keep_from``: keeping the checkpoints from that seq only)."""
+        ``keep_from``: keeping the checkpoints from that seq only; ``keep_last``:
+        keeping at least the last that many, as far as its lines tell)."""
         fd = open_file(self._fs, self.path(stem, first_seq), os.O_RDONLY, thread_id)
         try:
             ino = self._fs.fstat(fd).st_ino
             raw = self._fs.read_all(fd)
         finally:
             self._fs.close(fd)
+        if keep_last is not None:  # one line a checkpoint: keep one more than asked
+            keep_from = first_seq + raw.count(b"\n") - keep_last - 1
         scan = scan_bytes(raw, thread_id, until, keep_from)
         scan.ino = ino
         return scan

@@ -492,6 +492,10 @@ class JsonFileCheckpointStore:
             below = self._page_below(thread_id, stem, limit, at, hint, inclusive)
             if below is not None:
                 return below
+        if at is None and limit is not None and self.keep is None:
+            latest = self._newest_page(thread_id, stem, limit)
+            if latest is not None:
+                return latest
         segments, scans, _ = self._segments.chain(thread_id, stem)
         vet = _Vetting(self._settled, self._segments.path, stem, thread_id)
         vetted: set[int] = set()
@@ -566,6 +570,37 @@ class JsonFileCheckpointStore:
             return None
         page = [target] if inclusive else []
         records = scan.records[:-1] if scan is not None else []
+        return self._fill(thread_id, stem, limit, page, records, older)
+
+    def _newest_page(self, thread_id: str, stem: str, limit: int) -> list[Checkpoint] | None:
+        """``_page`` of the newest ``limit`` checkpoints: the newest listed segment
+        read keeping its last lines only, then the older ones the page spans; ``None``
+        when ``_page`` must judge (damage, a segment the list does not name yet)."""
+        segments = self._segments.live(stem)[0]
+        if not segments:
+            return None
+        try:
+            scan = self._segments.scan(stem, segments[0], thread_id, keep_last=limit)
+        except FileNotFoundError:
+            return None
+        if scan.problem == "damaged" or not scan.records:
+            return None
+        if self.fs.lexists(self._segments.path(stem, scan.records[-1].seq + 1)):
+            return None  # a newer segment: the list is behind
+        return self._fill(thread_id, stem, limit, [], scan.records, segments)
+
+    def _fill(
+        self,
+        thread_id: str,
+        stem: str,
+        limit: int | None,
+        page: list[Checkpoint],
+        records: list[Checkpoint],
+        older: list[int],
+    ) -> list[Checkpoint]:
+        """``page`` filled up to ``limit``: ``records`` (of segment ``older[0]``)
+        newest first, then the segments after it in ``older``, each read keeping
+        just the checkpoints the page still needs."""
         for newer, first in zip([None, *older], older, strict=False):
             if limit is not None and len(page) >= limit:
                 return page
