@@ -138,7 +138,8 @@ class Subgraph:
         with ``value``."""
         thread = self._thread(ctx)
         latest = await self.child.store.load_latest(thread)
-        passed = await self._passed_on(ctx)
+        waiting = latest is None or latest.status == "suspended"
+        passed = await self._passed_on(ctx) if waiting else None
         if latest is None and passed is not None:
             # The parent passed on a suspension of this child, which is gone (a
             # delete_thread stopped midway): never run it afresh, never drop the value.
