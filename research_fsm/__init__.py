@@ -44,6 +44,7 @@ _ENGINE = (
     "CheckpointNotFound",
     "CheckpointStore",
     "ChildThread",
+    "ChildThreadMissing",
     "Command",
     "CompiledGraph",
     "Completed",

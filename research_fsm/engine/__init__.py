@@ -15,6 +15,7 @@ from ._context import NodeContext
 from ._errors import (
     CheckpointConflict,
     CheckpointNotFound,
+    ChildThreadMissing,
     CorruptCheckpoint,
     EngineError,
     GraphValidationError,
@@ -73,6 +74,7 @@ __all__ = [
     "CheckpointNotFound",
     "CheckpointStore",
     "ChildThread",
+    "ChildThreadMissing",
     "Command",
     "CompiledGraph",
     "Completed",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import inspect
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, Generic, TypeVar
 
@@ -45,6 +46,17 @@ from ._types import (
 from .store import CheckpointStore, Lease, validate_limit, validate_thread_id
 
 __all__ = ["CompiledGraph"]
+
+
+def _takes_lease(store: CheckpointStore) -> bool:
+    """Whether ``store.delete`` takes the caller's ``lease`` (stores written for an
+    older protocol do not)."""
+    try:
+        parameters = inspect.signature(store.delete).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == "lease" or p.kind is p.VAR_KEYWORD for p in parameters)
+
 
 StateT = TypeVar("StateT", bound=BaseModel)
 
@@ -270,18 +282,28 @@ class CompiledGraph(Generic[StateT]):
             await lease.release()
 
     async def delete_thread(self, thread_id: str) -> None:
-        """Forget a thread; its resume tokens become stale.
+        """Forget a thread; its resume tokens become stale. Takes the thread's lease
+        first and holds it to the end: ``ThreadBusy`` (nothing deleted) while a run
+        holds it.
 
         With subgraphs, the child threads its subgraph nodes started go too (theirs
         in turn), each before the thread that names them: a crash midway leaves the
         parent (or a child) that names what is left, and calling this again finishes
-        the job."""
+        the job (meanwhile a call that needs a deleted child raises
+        ``ChildThreadMissing`` and runs nothing)."""
         thread_id = validate_thread_id(thread_id)
-        children = self._plan.children
-        if children:
-            for node, child in await child_threads(self.store, thread_id, children):
-                await children[node].delete_thread(child)
-        await self.store.delete(thread_id)
+        lease = await self._acquire(thread_id)
+        try:
+            children = self._plan.children
+            if children:
+                for node, child in await child_threads(self.store, thread_id, children):
+                    await children[node].delete_thread(child)
+            if _takes_lease(self.store):
+                await self.store.delete(thread_id, lease=lease)
+                return
+        finally:
+            await lease.release()
+        await self.store.delete(thread_id)  # a store of an older protocol: its own lease
 
     def to_mermaid(self) -> str:
         """A Mermaid flowchart of the nodes, edges and router branches."""

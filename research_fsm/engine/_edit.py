@@ -220,7 +220,9 @@ async def fork(
         seq=1,
         parent_id=None,
         state=_restored(plan, past),
-        branches=past.branches,
+        # New suspension ids: a token issued on any other line (a thread deleted and
+        # forked back onto its id) never answers this one.
+        branches=_rekeyed(past.branches),
         origin={"by": "fork", "thread_id": thread_id, "checkpoint_id": past.checkpoint_id},
     )
     await store.save(copy)
@@ -268,7 +270,8 @@ def _copy(
     branches: dict[str, dict[str, Any]] | None,
     origin: dict[str, str],
 ) -> Checkpoint:
-    """``past`` saved anew at ``seq`` of ``thread_id``: where its run goes, unchanged."""
+    """``past`` saved anew at ``seq`` of ``thread_id``: where its run goes, unchanged
+    (a suspension passed on from a child names no child: the copy's are new ones)."""
     return Checkpoint(
         thread_id=thread_id,
         checkpoint_id=new_checkpoint_id(seq),
@@ -280,7 +283,7 @@ def _copy(
         next=past.next,
         state=state,
         created_at=now(),
-        suspension=past.suspension,
+        suspension=None if past.suspension is None else _without_child(past.suspension),
         error=past.error,
         last_node=past.last_node,
         branches=branches,
@@ -292,12 +295,20 @@ def _rekeyed(
     branches: dict[str, dict[str, Any]] | None,
 ) -> dict[str, dict[str, Any]] | None:
     """``branches`` with a new suspension id for each suspended one: the tokens
-    issued for them on the abandoned line answer nothing on the new one."""
+    issued for them on another line answer nothing on the new one (nor does the
+    child suspension a branch passed on: the new line's children are new ones)."""
     if not branches:
         return branches
     return {
-        branch_id: {**record, "at": os.urandom(12).hex()}
+        branch_id: _without_child({**record, "at": os.urandom(12).hex()})
         if record.get("status") == "suspended"
         else record
         for branch_id, record in branches.items()
     }
+
+
+def _without_child(record: dict[str, Any]) -> dict[str, Any]:
+    """A suspension record without the child suspension it passed on (``"child"``)."""
+    if "child" not in record:
+        return record
+    return {key: value for key, value in record.items() if key != "child"}

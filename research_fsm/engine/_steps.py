@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from ._command import Command
 from ._context import NodeContext
-from ._errors import NodeTimeout, RoutingError
+from ._errors import ChildThreadMissing, CorruptCheckpoint, NodeTimeout, RoutingError
 from ._fresh import fresh_copy
 from ._plan import NO_ITEM, Fork, NodeSpec, Plan
 from ._types import END, Send, Suspend
@@ -110,6 +110,8 @@ async def invoke(
                 if type(out) is Command:
                     return Command(update=changes, goto=out.goto)
             return out
+        except (ChildThreadMissing, CorruptCheckpoint):
+            raise  # a subgraph's thread is gone or damaged: not the node's failure
         except Exception as raised:
             exc: Exception = raised
             if scope is not None and spec.timeout is not None and scope.expired():

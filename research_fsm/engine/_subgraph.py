@@ -29,6 +29,7 @@ from pydantic import BaseModel
 
 from ._compiled import CompiledGraph
 from ._context import NodeContext
+from ._errors import ChildThreadMissing
 from ._events import Completed, Event, Suspended
 from ._family import child_thread
 from ._state import StateSchema
@@ -148,10 +149,15 @@ class Subgraph:
         with ``value``."""
         thread = self._thread(ctx)
         latest = await self.child.store.load_latest(thread)
+        waiting = latest is None or latest.status == "suspended"
+        passed = await self._passed_on(ctx) if waiting else None
+        if latest is None and passed is not None:
+            # The parent passed on a suspension of this child, which is gone (a
+            # delete_thread stopped midway): never run it afresh, never drop the value.
+            raise ChildThreadMissing(ctx.thread_id, self.name, thread)
         resume = None
         if latest is not None and latest.status == "suspended":
             token = await first_token(self.child.store, latest)
-            passed = await self._passed_on(ctx)
             if (
                 passed is not None
                 and token.checkpoint_id != passed

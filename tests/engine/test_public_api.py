@@ -28,6 +28,7 @@ EXPECTED_ALL = [
     "CheckpointNotFound",
     "CheckpointStore",
     "ChildThread",
+    "ChildThreadMissing",
     "Command",
     "CompiledGraph",
     "Completed",
@@ -154,6 +155,7 @@ ERRORS = {
     "CheckpointNotFound": LookupError,
     "ThreadExists": ValueError,
     "UpdateRefused": RuntimeError,
+    "ChildThreadMissing": LookupError,
 }
 
 
