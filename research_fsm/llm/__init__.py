@@ -4,6 +4,7 @@
 from ._anthropic import DEFAULT_MODEL, MAX_TOKENS, MODEL_ENV, PRICES, AnthropicLLM, Price
 from ._base import (
     LLM,
+    Agent,
     LLMError,
     LLMErrorKind,
     StructuredReply,
@@ -22,6 +23,7 @@ __all__ = [
     "MAX_TOKENS",
     "MODEL_ENV",
     "PRICES",
+    "Agent",
     "AnthropicLLM",
     "Budgeted",
     "LLMError",
