@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import importlib
 import warnings
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .._home import default_home
 from .agent_table import AGENTS
@@ -30,14 +30,8 @@ from .runner import (
 )
 from .state import Message, ResearchState
 
-if TYPE_CHECKING:
-    from ..assistant import DEFAULT_KEEP as DEFAULT_KEEP
-    from ..assistant import ResearchAssistant as ResearchAssistant
-    from ..assistant import default_store as default_store
-
 __all__ = [
     "AGENTS",
-    "DEFAULT_KEEP",
     "Answer",
     "AssistantStream",
     "InvalidQuestion",
@@ -46,12 +40,10 @@ __all__ = [
     "QaEvent",
     "QaRunner",
     "Reply",
-    "ResearchAssistant",
     "ResearchState",
     "Token",
     "build_research_graph",
     "default_home",
-    "default_store",
 ]
 
 _MOVED = ("DEFAULT_KEEP", "ResearchAssistant", "default_store")

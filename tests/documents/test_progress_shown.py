@@ -11,10 +11,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from research_fsm import ResearchAssistant
 from research_fsm.deep import DeepProgress
 from research_fsm.documents import IndexProgress
 from research_fsm.engine import MemoryCheckpointStore
-from research_fsm.qa import ResearchAssistant
 from research_fsm.web._events import deep_events
 
 NOTES = Path(__file__).resolve().parents[2] / "examples" / "notes"
