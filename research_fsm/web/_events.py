@@ -132,8 +132,9 @@ def _files(kind: str, folder: Path | None, paths: list[Path]) -> list[dict[str, 
 
 def _step(name: str, branch: str | None, finished: bool, message: str) -> dict[str, Any]:
     """A step of a report or a session: one line per agent (and parallel branch), its
-    message from the app's agent table."""
-    return {"agent": name, "branch": branch, "finished": finished, "message": message}
+    message from the app's agent table (an event made without one shows its name's words)."""
+    shown = message or name.replace("_", " ")
+    return {"agent": name, "branch": branch, "finished": finished, "message": shown}
 
 
 def report_events(event: ReportProgress | Report) -> Iterable[bytes]:

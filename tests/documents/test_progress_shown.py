@@ -75,7 +75,8 @@ def test_the_web_page_gets_indexing_as_one_updated_step() -> None:
         read=120,
         seconds=1.0,
     )
-    (event,) = deep_events(DeepProgress("indexing", None, False, step))
+    started = DeepProgress("indexing", None, False, step, message="Indexing the documents")
+    (event,) = deep_events(started)
     name, data = event.decode().split("\n")[:2]
     payload = json.loads(data.removeprefix("data: "))
     assert "event: progress" == name
