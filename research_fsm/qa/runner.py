@@ -7,11 +7,12 @@
 from __future__ import annotations
 
 import secrets
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..common.files import Clock
+from ..common.models import IndexLoader
 from ..common.runner import AppRunner
 from ..common.text import clean_text
 from ..engine import (
@@ -47,8 +48,6 @@ __all__ = [
     "Token",
 ]
 
-IndexLoader = Callable[[], Awaitable[CompanyIndex]]
-"""Loads the company index when the graph is first built."""
 _UNNAMED: dict[str, str] = {"en": "the company", "ja": "対象の企業"}
 """How a label names the company before one is found."""
 _RESET: dict[str, str] = {

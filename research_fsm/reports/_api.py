@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from ..common.files import Clock, utc_now
+from ..common.models import IndexLoader
 from ..common.runner import AppRunner
 from ..common.writer import check_pdf_fonts
 from ..engine import (
@@ -177,10 +178,6 @@ def to_report(result: RunResult[ReportState]) -> Report:
         usage=dict(state.usage),
         timings=dict(state.timings),
     )
-
-
-IndexLoader = Callable[[], Awaitable[CompanyIndex]]
-"""Loads the company index when the report graph is first built."""
 
 
 class ReportRunner(AppRunner[ReportState, ReportProgress | Report]):
