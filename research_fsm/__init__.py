@@ -12,7 +12,8 @@ stays fast (and the command line can answer Ctrl-C while it loads).
 The packages, bottom up: ``engine`` and ``stores``; ``llm``, ``sources`` and
 ``documents``; ``common`` (what the apps share); the apps side by side, ``qa``
 (conversations), ``reports`` and ``deep`` (deep research), none importing another;
-``assistant``, the ``ResearchAssistant`` that composes them; ``cli`` and ``web`` on top. ``errors`` holds the apps' root error.
+``assistant``, the ``ResearchAssistant`` that composes them; ``cli``, ``web`` and ``mcp``
+(the MCP server) on top. ``errors`` holds the apps' root error.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from .deep import (
     sessions_home,
 )
 from .engine import CheckpointStore, CompiledGraph, SuspendToken
-from .llm import LLM, AnthropicLLM
+from .llm import LLM, llm_from_env
 from .qa import AssistantStream, Message, QaRunner, Reply, ResearchState
 from .reports import Report, ReportProgress, ReportRunner, reports_home
 from .sources import CompanyIndex, DataSource, DirectorySource, create_data_source
@@ -103,11 +103,12 @@ class ResearchAssistant:
     def from_env(
         cls, *, source: str | None = None, store: CheckpointStore | None = None
     ) -> ResearchAssistant:
-        """Configure from the environment: Claude when ``ANTHROPIC_API_KEY`` is set
-        (model ``RESEARCH_FSM_MODEL``), the data source from ``source`` or
+        """Configure from the environment: the LLM of ``llm_from_env`` (a local server at
+        ``RESEARCH_FSM_LLM_URL``, or Claude when ``ANTHROPIC_API_KEY`` is set; model
+        ``RESEARCH_FSM_MODEL``), the data source from ``source`` or
         ``RESEARCH_DATA_SOURCE``, the store from ``RESEARCH_FSM_STORE`` or under
         ``RESEARCH_FSM_HOME`` (see ``default_store``)."""
-        llm = AnthropicLLM() if os.environ.get("ANTHROPIC_API_KEY") else None
+        llm = llm_from_env()
         return cls(llm=llm, source=create_data_source(source), store=store)
 
     @property

@@ -104,6 +104,12 @@ class Reply:
             return f"Medium confidence ({score}/10): some details could not be verified"
         return f"Low confidence ({score}/10): based on limited information"
 
+    @property
+    def notes(self) -> list[str]:
+        """What degraded for this question, each said once: an LLM answer that could not
+        be used (the rules did that step), or one that needed a second try."""
+        return list(dict.fromkeys(self.state.question_notes))
+
     def usage_line(self) -> str:
         """A one-line summary of this question's LLM usage ("" when no LLM was called)."""
         total = sum(self.usage.values(), Usage())
@@ -111,7 +117,7 @@ class Reply:
             return ""
         return (
             f"LLM: {total.calls} call{'s' if total.calls != 1 else ''}, "
-            f"{total.input_tokens:,} tokens in, {total.output_tokens:,} out, ~${total.cost_usd:.4f}"
+            f"{total.input_tokens:,} tokens in, {total.output_tokens:,} out, {total.cost_text()}"
         )
 
 
