@@ -66,6 +66,15 @@ class AppRunner(Generic[S, E]):
                     self._app = graph.compile(store=self.store, step_limit=self.step_limit)
         return self._app
 
+    @property
+    def app(self) -> CompiledGraph[S]:
+        """The compiled graph once built (``await graph()`` builds it on first use)."""
+        if self._app is None:
+            raise RuntimeError(
+                f"{type(self).__name__}'s graph is built on first use: await its graph() first"
+            )
+        return self._app
+
     def label(self, node: str, run: Mapping[str, Any]) -> str:
         """``node``'s progress line in the run's language, its placeholders filled from
         what the run wrote (a node the table lacks reads as its name's words)."""

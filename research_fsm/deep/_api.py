@@ -18,7 +18,6 @@ from ..common.writer import check_pdf_fonts
 from ..documents import DOCS_ENV, DocumentIndex, IndexProgress, documents_folder_from_env
 from ..engine import (
     CheckpointStore,
-    CompiledGraph,
     Emitted,
     NodeFinished,
     NodeStarted,
@@ -295,11 +294,8 @@ class DeepRunner(AppRunner[DeepState, DeepEvent]):
     ) -> None:
         super().__init__(store=store)
         self.clock = clock
-        self.app: CompiledGraph[DeepState] = build_deep_graph(
-            resolve=self._resolve, llm=llm
-        ).compile(store=store, step_limit=self.step_limit)
-        """The compiled graph (built at once: it needs nothing loaded)."""
-        self._app = self.app
+        graph = build_deep_graph(resolve=self._resolve, llm=llm)
+        self._app = graph.compile(store=store, step_limit=self.step_limit)  # needs nothing loaded
         self.llm = llm
         self.root = root
         self.web = web

@@ -416,7 +416,7 @@ def create_server(
 
     async def _pending_report(research: "ResearchAssistant", run_id: str) -> ReportResult:
         runner = await research.report_runner()
-        snapshot = await runner.app.get_state(run_id)
+        snapshot = await (await runner.graph()).get_state(run_id)
         payload = snapshot.suspension.payload if snapshot and snapshot.suspension else {}
         return ReportResult(
             status="needs_clarification",
@@ -637,7 +637,7 @@ def _read_file(kind: str, id: str, name: str) -> str | bytes:
 async def _finished_report(research: "ResearchAssistant", run_id: str) -> ReportResult | None:
     """The result of a report run that has completed (``None`` if it has not)."""
     runner = await research.report_runner()
-    snapshot = await runner.app.get_state(run_id)
+    snapshot = await (await runner.graph()).get_state(run_id)
     if snapshot is None or snapshot.status != "completed":
         return None
     state = snapshot.state

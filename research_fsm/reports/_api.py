@@ -224,6 +224,11 @@ class ReportRunner(AppRunner[ReportState, ReportProgress | Report]):
         self.model = llm.model if llm is not None else None
         self.models = agent_models(llm, AGENTS.callers())
         self.check_answer = check_answer
+        if isinstance(index, CompanyIndex):  # nothing to load: compiled at once, as before
+            graph = build_report_graph(
+                source=source, index=index, llm=llm, root=root, describe=describe
+            )
+            self._app = graph.compile(store=store, step_limit=self.step_limit)
 
     async def build(self) -> StateGraph[ReportState]:
         """The report graph over the source and the company index."""
