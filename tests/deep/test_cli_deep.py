@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from research_fsm import ResearchAssistant
 from research_fsm.engine import NodeFailed
-from research_fsm.qa import ResearchAssistant
 from research_fsm.stores import JsonFileCheckpointStore
 
 from .llm import claude

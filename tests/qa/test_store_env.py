@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from research_fsm.qa import DEFAULT_KEEP, ResearchAssistant
+from research_fsm import ResearchAssistant
+from research_fsm.assistant import DEFAULT_KEEP
 from research_fsm.sources import MockDataSource
 from research_fsm.stores import InvalidStoreSetting, JsonFileCheckpointStore
 
