@@ -22,6 +22,7 @@ unit length) under the model's name: an unchanged file keeps its vectors, a chan
 gets new ones, and another model (or the package installed later) re-embeds the passages
 that have none.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -267,9 +268,7 @@ def from_blobs(blobs: Sequence[bytes], dim: int) -> Matrix:
 _CODE: Final = re.compile(r"^ {0,3}(```|~~~).*?(?:^ {0,3}\1[^\n]*$|\Z)", re.M | re.S)
 
 
-def passage_text(
-    title: str, headings: Sequence[str], text: str, *, context: bool = False
-) -> str:
+def passage_text(title: str, headings: Sequence[str], text: str, *, context: bool = False) -> str:
     """What a passage's vector is made of: its prose, without its fenced code blocks
     (their identifiers drown its words' meaning in a mean of token vectors; words find
     code). For a static model its title and headings, shared by the passages of a page,
