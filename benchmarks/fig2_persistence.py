@@ -195,7 +195,7 @@ async def durable_save_vs_raw(directory: Path, count: int) -> dict[str, float]:
     import dataclasses
     import secrets
 
-    from research_fsm.stores._logformat import encode_line
+    from research_fsm.stores._codec.logformat import encode_line
 
     recorded = await _recorded_checkpoints()
     template = next(cp for cp in recorded if cp.changes)

@@ -41,8 +41,8 @@ from pathlib import Path
 from typing import Any
 
 from research_fsm.stores import JsonFileCheckpointStore
-from research_fsm.stores._file.batch import Batcher
-from research_fsm.stores._logformat import encode_line
+from research_fsm.stores._codec.logformat import encode_line
+from research_fsm.stores.file.batch import Batcher
 
 from ._common import median
 from .fig2_persistence import _recorded_checkpoints

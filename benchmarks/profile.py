@@ -62,7 +62,7 @@ def profile_engine(path: str, runs: int, top: int) -> None:
 def profile_file(path: str, runs: int, top: int, durability: str) -> None:
     from research_fsm.engine import MemoryCheckpointStore
     from research_fsm.stores import JsonFileCheckpointStore
-    from research_fsm.stores._logformat import encode_line
+    from research_fsm.stores._codec.logformat import encode_line
 
     root = Path(tempfile.mkdtemp(prefix="rfsm-profile-"))
     try:

@@ -10,17 +10,17 @@ import shutil
 import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import pytest
 from servers import FakeAnthropic, FakeTavily
 from servers.postgres import PostgresServer, ServerUnavailable
-from stores.helpers import close_store, postgres_store
+from stores.helpers import close_store, postgres_url
 
-from research_fsm.engine import CheckpointStore, MemoryCheckpointStore
-from research_fsm.stores import JsonFileCheckpointStore
-from research_fsm.stores._file import fs as _fs
-from research_fsm.stores._file.fs import FileSystem
+from research_fsm.engine import CheckpointStore
+from research_fsm.stores import open_store
+from research_fsm.stores.file import fs as _fs
+from research_fsm.stores.file.fs import FileSystem
 
 
 def _isolate_home() -> None:
@@ -44,7 +44,19 @@ def _isolate_home() -> None:
 
 _isolate_home()
 
-STORE_KINDS = ["memory", "file-none", "file-fsync", "file-flock", "postgres"]
+StoreKind = Callable[[pytest.FixtureRequest, Path], tuple[str, dict[str, Any]]]
+STORE_KINDS: dict[str, StoreKind] = {
+    "memory": lambda request, folder: ("memory:", {}),
+    "file-none": lambda request, folder: (f"file:{folder}", {"durability": "none"}),
+    "file-fsync": lambda request, folder: (f"file:{folder}", {"durability": "fsync"}),
+    "file-flock": lambda request, folder: (
+        f"file:{folder}",
+        {"durability": "none", "fs": FileSystem(range_locks=False)},
+    ),
+    "postgres": lambda request, folder: postgres_url(request),
+}
+"""Each store the engine and store tests run on: its ``open_store`` URL and options
+(a new folder or schema each call). A new store adds a row here."""
 
 
 @pytest.fixture
@@ -98,42 +110,37 @@ def lock_kind(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -
     return kind
 
 
-@pytest.fixture(params=STORE_KINDS)
-async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[CheckpointStore]:
+@pytest.fixture(params=list(STORE_KINDS))
+def store_kind(request: pytest.FixtureRequest) -> str:
+    """The name of a row of ``STORE_KINDS``: each store the engine and store tests run on."""
+    kind: str = request.param
+    return kind
+
+
+@pytest.fixture
+async def store(
+    store_kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[CheckpointStore]:
     """Every store implementation: in memory, JSON files without and with fsync (and
     without, leasing with `flock` as where there are no range locks), PostgreSQL."""
-    kind: str = request.param
-    made: CheckpointStore
-    if kind == "memory":
-        made = MemoryCheckpointStore()
-    elif kind == "postgres":
-        made = postgres_store(request)
-    else:
-        durability: Literal["fsync", "none"] = "fsync" if kind == "file-fsync" else "none"
-        fs = FileSystem(range_locks=False) if kind == "file-flock" else None
-        made = JsonFileCheckpointStore(tmp_path / "store", durability=durability, fs=fs)
+    url, options = STORE_KINDS[store_kind](request, tmp_path / "store")
+    made = open_store(url, **options)
     yield made
     await close_store(made)
 
 
 @pytest.fixture
 async def make_store(
-    store: CheckpointStore, tmp_path: Path, request: pytest.FixtureRequest
+    store_kind: str, store: CheckpointStore, tmp_path: Path, request: pytest.FixtureRequest
 ) -> AsyncIterator[Callable[..., CheckpointStore]]:
-    """A factory for more stores of the same kind as ``store`` (each in its own directory)."""
+    """A factory for more stores of the same kind as ``store`` (each in its own directory
+    or schema)."""
     counter = itertools.count(1)
     made: list[CheckpointStore] = []
 
     def make(**kwargs: Any) -> CheckpointStore:
-        new: CheckpointStore
-        if isinstance(store, MemoryCheckpointStore):
-            new = MemoryCheckpointStore(**kwargs)
-        elif isinstance(store, JsonFileCheckpointStore):
-            directory = tmp_path / f"store-{next(counter)}"
-            fs = FileSystem(range_locks=store.fs.range_locks)
-            new = JsonFileCheckpointStore(directory, durability=store.durability, fs=fs, **kwargs)
-        else:
-            new = postgres_store(request, **kwargs)
+        url, options = STORE_KINDS[store_kind](request, tmp_path / f"store-{next(counter)}")
+        new = open_store(url, **{**options, **kwargs})
         made.append(new)
         return new
 

@@ -256,7 +256,7 @@ async def test_a_value_nested_200_deep_round_trips(store: CheckpointStore) -> No
 
 def test_saving_a_deep_value_names_its_path_instead_of_recursing() -> None:
     """The JSON check of a save reports a too-deep value as a StateSerializationError."""
-    from research_fsm.stores._jsonplan import model_json
+    from research_fsm.stores._codec.jsonplan import model_json
 
     state = Loose.model_construct(x=nested(5000))
     with pytest.raises(StateSerializationError, match="nested more than 200 levels deep"):

@@ -34,7 +34,7 @@ def moved_aside(store: JsonFileCheckpointStore, thread_id: str) -> list[Path]:
 
 def data(segment: Path) -> bytes:
     """A segment's bytes without the zeros after its last line (a durable store pads
-    the file's last disk block with zeros: research_fsm.stores._file.append)."""
+    the file's last disk block with zeros: research_fsm.stores.file.append)."""
     return segment.read_bytes().rstrip(b"\0")
 
 

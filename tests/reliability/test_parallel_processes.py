@@ -33,7 +33,7 @@ import pytest
 
 from research_fsm.engine import StaleResumeToken, StateSnapshot
 from research_fsm.stores import JsonFileCheckpointStore
-from research_fsm.stores._file import fs as _fs
+from research_fsm.stores.file import fs as _fs
 
 from . import disk
 

@@ -23,7 +23,7 @@ import pytest
 
 from research_fsm.qa import ResearchState
 from research_fsm.stores import JsonFileCheckpointStore
-from research_fsm.stores._file import fs as _fs
+from research_fsm.stores.file import fs as _fs
 
 from . import disk
 

@@ -18,7 +18,7 @@ import pytest
 
 from research_fsm.engine import Checkpoint, RunResult, ThreadBusy
 from research_fsm.stores import JsonFileCheckpointStore
-from research_fsm.stores._file.fs import FileSystem
+from research_fsm.stores.file.fs import FileSystem
 
 from .test_parallel_processes import load_proc, outcome, spawn
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from research_fsm.stores._file import fs as _fs
+from research_fsm.stores.file import fs as _fs
 
 pytestmark = pytest.mark.slow
 

@@ -69,6 +69,11 @@ class PostgresServer:
         """A libpq connection string for the server's ``postgres`` database."""
         return f"host={self.socket_dir} port=5432 user={self._user} dbname=postgres"
 
+    @property
+    def url(self) -> str:
+        """The same database as a ``postgresql://`` URL (what ``open_store`` takes)."""
+        return f"postgresql://{self._user}@/postgres?host={self.socket_dir}&port=5432"
+
     def start(self, timeout: float = 60.0) -> None:
         """Create the cluster and start the server; raises ``ServerUnavailable`` on failure."""
         self.socket_dir.mkdir()

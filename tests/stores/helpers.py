@@ -9,15 +9,20 @@ from typing import Any
 import pytest
 
 from research_fsm.engine import CheckpointStore
+from research_fsm.stores import open_store
 
 
 def postgres_store(request: pytest.FixtureRequest, **kwargs: Any) -> CheckpointStore:
     """A PostgreSQL store on the session's server, in a schema of its own (empty)."""
-    from research_fsm.stores.postgres import PostgresCheckpointStore
+    url, options = postgres_url(request)
+    return open_store(url, **{**options, **kwargs})
 
+
+def postgres_url(request: pytest.FixtureRequest) -> tuple[str, dict[str, Any]]:
+    """The session's server as a store URL, and the options giving a store there a
+    schema of its own (empty)."""
     server = request.getfixturevalue("postgres_server")
-    schema = f"test_{secrets.token_hex(6)}"
-    return PostgresCheckpointStore(server.dsn, schema=schema, pool_size=4, **kwargs)
+    return server.url, {"schema": f"test_{secrets.token_hex(6)}", "pool_size": 4}
 
 
 async def close_store(store: CheckpointStore) -> None:
@@ -40,5 +45,5 @@ def sql(server: Any, query: str, *params: Any) -> list[tuple[Any, ...]]:
 
 def segment_data(path: Path) -> bytes:
     """A segment's bytes without the zeros after its last line (a durable file store
-    pads the file's last disk block with zeros: ``research_fsm.stores._file.append``)."""
+    pads the file's last disk block with zeros: ``research_fsm.stores.file.append``)."""
     return path.read_bytes().rstrip(b"\0")

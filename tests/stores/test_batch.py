@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from research_fsm.stores._file.batch import Batcher
+from research_fsm.stores.file.batch import Batcher
 
 
 async def test_results_and_errors_reach_their_callers() -> None:

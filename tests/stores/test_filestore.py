@@ -43,8 +43,8 @@ from research_fsm.engine import (
     append,
 )
 from research_fsm.stores import JsonFileCheckpointStore
-from research_fsm.stores._file import fs as _fs
-from research_fsm.stores._file import store as _filestore
+from research_fsm.stores.file import fs as _fs
+from research_fsm.stores.file import store as _filestore
 
 from .helpers import segment_data
 
@@ -136,7 +136,7 @@ async def seqs(store: CheckpointStore, thread_id: str) -> list[int]:
 def run_script(tmp_path: Path, source: str, *args: str, **popen: Any) -> subprocess.Popen[str]:
     """Run ``source`` in a new process, its stores taking this test's kind of lease."""
     script = tmp_path / f"script_{abs(hash(source))}.py"
-    kind = f"from research_fsm.stores._file import fs as _fs\n_fs.RANGE_LOCKS = {_fs.RANGE_LOCKS}\n"
+    kind = f"from research_fsm.stores.file import fs as _fs\n_fs.RANGE_LOCKS = {_fs.RANGE_LOCKS}\n"
     script.write_text(kind + source)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.Popen(

@@ -16,7 +16,7 @@ import pytest
 from engine.helpers import Ask, ask_graph, chain
 
 from research_fsm.stores import JsonFileCheckpointStore
-from research_fsm.stores._file.fs import FileSystem
+from research_fsm.stores.file.fs import FileSystem
 
 from .test_filestore import run_script
 

@@ -17,7 +17,7 @@ from engine.helpers import chain
 
 from research_fsm.engine import StoreWriteError
 from research_fsm.stores import JsonFileCheckpointStore
-from research_fsm.stores._file.batch import Batcher
+from research_fsm.stores.file.batch import Batcher
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="syncfs(2) is Linux-only")
 

@@ -10,7 +10,7 @@ import pytest
 
 from research_fsm.engine import CheckpointStore, MemoryCheckpointStore
 from research_fsm.stores import JsonFileCheckpointStore
-from research_fsm.stores._file.segments import Segments
+from research_fsm.stores.file.segments import Segments
 
 from .helpers import close_store, postgres_store
 from .test_store_contract import looping
@@ -60,7 +60,7 @@ async def test_a_postgres_page_folds_at_most_a_full_rows_worth(
 ) -> None:
     """A page of 5 deep in a thread of 501 rows folds fewer than 5 + 128 rows."""
     pytest.importorskip("psycopg", reason="the postgres extra (psycopg) is not installed")
-    from research_fsm.stores import _pgrows
+    from research_fsm.stores.postgres import rows as _pgrows
 
     store = postgres_store(request)
     try:

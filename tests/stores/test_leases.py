@@ -27,7 +27,7 @@ from research_fsm.engine import (
     ThreadBusy,
 )
 from research_fsm.stores import JsonFileCheckpointStore
-from research_fsm.stores._file.fs import OFD_LOCKS, FileSystem
+from research_fsm.stores.file.fs import OFD_LOCKS, FileSystem
 
 
 def lock_file(directory: Path, kind: str, thread_id: str = "t") -> Path:

@@ -24,7 +24,7 @@ from research_fsm.engine import (
     append,
 )
 from research_fsm.stores import JsonFileCheckpointStore
-from research_fsm.stores._jsonplan import JsonPlan, json_plan
+from research_fsm.stores._codec.jsonplan import JsonPlan, json_plan
 
 
 class Renamed(BaseModel):

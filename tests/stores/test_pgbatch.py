@@ -1,4 +1,4 @@
-"""The Postgres store's shared round trips (``_pgbatch.Batcher``), without a server."""
+"""The Postgres store's shared round trips (``postgres.batch.Batcher``), without a server."""
 
 from __future__ import annotations
 
@@ -6,7 +6,9 @@ import asyncio
 
 import pytest
 
-from research_fsm.stores._pgbatch import Batcher, complete
+pytest.importorskip("psycopg")  # importing the postgres store package imports its driver
+
+from research_fsm.stores.postgres.batch import Batcher, complete
 
 
 class Trips:

@@ -14,8 +14,8 @@ from research_fsm.engine import ThreadBusy
 
 psycopg = pytest.importorskip("psycopg", reason="the postgres extra (psycopg) is not installed")
 
-from research_fsm.stores import _pgleases  # noqa: E402
 from research_fsm.stores.postgres import PostgresCheckpointStore  # noqa: E402
+from research_fsm.stores.postgres import leases as _pgleases  # noqa: E402
 
 Make = Callable[[], PostgresCheckpointStore]
 

@@ -20,8 +20,8 @@ from .test_store_contract import checkpoint, state_of
 
 psycopg = pytest.importorskip("psycopg", reason="the postgres extra (psycopg) is not installed")
 
-from research_fsm.stores._pgrows import encode, slide, stored_id  # noqa: E402
 from research_fsm.stores.postgres import PostgresCheckpointStore, SchemaTooNew  # noqa: E402
+from research_fsm.stores.postgres.rows import encode, slide, stored_id  # noqa: E402
 
 Make = Callable[..., PostgresCheckpointStore]
 ODD_IDS = ["aaaaaaaaaaaa", "x" * 11, "übung-ü", "ABCDEF" * 4, "616161616161616161616161"]

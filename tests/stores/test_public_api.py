@@ -9,12 +9,15 @@ import research_fsm.stores as stores
 def test_stores_all_is_the_explicit_sorted_list() -> None:
     """``research_fsm.stores.__all__`` is exactly the reviewed list."""
     assert [
+        "STORES",
         "STORE_ENV",
         "InvalidStoreSetting",
         "JsonFileCheckpointStore",
         "MissingExtra",
         "PostgresCheckpointStore",
+        "StoreRow",
         "missing_postgres_extra",
+        "open_store",
         "store_from_env",
     ] == stores.__all__
 

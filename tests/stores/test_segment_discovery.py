@@ -10,7 +10,7 @@ import pytest
 from engine.helpers import chain
 
 from research_fsm.stores import JsonFileCheckpointStore
-from research_fsm.stores._file.fs import OFD_LOCKS, FileSystem
+from research_fsm.stores.file.fs import OFD_LOCKS, FileSystem
 
 LEASE_KINDS = [True, False] if OFD_LOCKS else [False]
 

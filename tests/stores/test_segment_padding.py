@@ -13,7 +13,7 @@ from structlog.testing import capture_logs
 
 from research_fsm.engine import CorruptCheckpoint
 from research_fsm.stores import JsonFileCheckpointStore
-from research_fsm.stores._logformat import scan_bytes
+from research_fsm.stores._codec.logformat import scan_bytes
 
 from .helpers import segment_data
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -252,8 +253,21 @@ async def test_save_leaves_the_checkpoint_as_given(store: CheckpointStore) -> No
 
 def test_every_store_says_whether_it_saves_only_changes(store: CheckpointStore) -> None:
     """``saves_changes`` is part of the store protocol: a bool on every store."""
-    expected = not isinstance(store, MemoryCheckpointStore)
-    assert expected is store.saves_changes
+    assert bool is type(store.saves_changes)
+
+
+def test_the_durable_stores_save_only_changes_and_the_memory_store_whole_states(
+    tmp_path: Path,
+) -> None:
+    """The file and Postgres stores ask the engine for a step's changes; the memory
+    store keeps whole states."""
+    from research_fsm.stores import JsonFileCheckpointStore, PostgresCheckpointStore
+
+    assert [False, True, True] == [
+        MemoryCheckpointStore().saves_changes,
+        JsonFileCheckpointStore(tmp_path).saves_changes,
+        PostgresCheckpointStore.saves_changes,
+    ]
 
 
 # -- history pages and single checkpoints ---------------------------------------------

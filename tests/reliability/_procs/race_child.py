@@ -50,7 +50,7 @@ from research_fsm.engine import (
 from research_fsm.qa import ResearchAssistant
 from research_fsm.sources import MockDataSource
 from research_fsm.stores import JsonFileCheckpointStore
-from research_fsm.stores._file import fs as _fs
+from research_fsm.stores.file import fs as _fs
 
 
 class Ledger(BaseModel):

@@ -33,7 +33,7 @@ from research_fsm.engine import (
     append,
 )
 from research_fsm.stores import JsonFileCheckpointStore
-from research_fsm.stores._file import fs as _fs
+from research_fsm.stores.file import fs as _fs
 
 NODES = ("a", "b", "c")
 

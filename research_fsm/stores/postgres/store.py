@@ -4,17 +4,17 @@ Needs the ``postgres`` extra (``pip install 'research-fsm[postgres]'``: psycopg 
 and psycopg-pool). One table holds every thread's checkpoints, one row each,
 keyed by ``(thread_id, seq)``; like the file store's lines, a row holds the whole
 state every ``min(keep, 128)`` checkpoints and otherwise only what its step
-changed, compressed against the rows before it (``_pgrows``). A save is one statement:
+changed, compressed against the rows before it (``rows``). A save is one statement:
 insert after the expected parent, and (a full row under ``keep``) prune what ``keep`` no
 longer needs; the other saves send a statement without the prune. Leases are
-session advisory locks (see ``_pgleases``), released by the server when the holder's
+session advisory locks (see ``leases``), released by the server when the holder's
 connection ends; taking one also reads the thread's newest rows in the same round
 trip, for the ``load_latest`` that follows. A run's saves go on the connection
 holding its lease (fencing: once that connection ended they raise ``LeaseLost`` and
 write nothing), and a run's last save (status completed or suspended) is committed
 and then unlocked in one round trip (the ``release`` after it has nothing left to
 send). Saves that wait while a connection's round trip is in flight share its next
-one (``_pgbatch``): one transaction, one commit, and each returns once that commit
+one (``batch``): one transaction, one commit, and each returns once that commit
 is done. Reads, and the saves of threads without a lease here, go on a connection
 pool; nothing is serialised store-wide.
 """
@@ -41,11 +41,11 @@ from research_fsm.engine import (
 )
 from research_fsm.engine.store import seq_hint, validate_keep, validate_thread_id
 
-from ._pgcommon import StoreUnavailable, cursor
-from ._pgconnections import Connections, safe_dsn
-from ._pgleases import PgLease
-from ._pgrows import Folder, encode, pack, slide, stored_id
-from ._pgschema import SchemaTooNew
+from .common import StoreUnavailable, cursor
+from .connections import Connections, safe_dsn
+from .leases import PgLease
+from .rows import Folder, encode, pack, slide, stored_id
+from .schema import SchemaTooNew
 
 __all__ = ["PostgresCheckpointStore", "SchemaTooNew", "StoreUnavailable"]
 
@@ -63,7 +63,7 @@ class _Head:
     seq: int
     full_seq: int
     changes_bytes: int
-    window: bytes  # the dictionary of its next row (see ``_pgrows.pack``)
+    window: bytes  # the dictionary of its next row (see ``rows.pack``)
 
 
 class PostgresCheckpointStore(Connections):
@@ -180,7 +180,7 @@ class PostgresCheckpointStore(Connections):
             done, row, cancelled = False, None, False
             if not self._leases.holds(thread_id):  # no lease here: nothing to fence
                 row, cancelled = await self._submit_save(thread_id, params)
-            else:  # on the lease's connection (``_pgleases``): LeaseLost once it ended
+            else:  # on the lease's connection (``leases``): LeaseLost once it ended
                 statement = (self._save_query(params), params)
                 if cp.status in _LAST_OF_RUN:
                     done, row, cancelled = await self._leases.save_and_release(thread_id, statement)

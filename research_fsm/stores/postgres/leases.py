@@ -10,9 +10,9 @@ a machine that vanishes is noticed by TCP keepalive). Locks are session state:
 these connections must reach Postgres directly (or through a session-mode
 pooler), never through PgBouncer in transaction mode.
 
-Round trips are shared (``_pgbatch``): the requests that wait while a connection's
+Round trips are shared (``batch``): the requests that wait while a connection's
 round trip is in flight go together in its next one. The lock and unlock requests
-first: one call of the schema's lease function (``_pgschema``), which unlocks,
+first: one call of the schema's lease function (``schema``), which unlocks,
 then locks each key and reads its thread's newest rows; without the function,
 one statement for the unlocks and one for the locks (``unnest`` of their keys),
 then each read as its own statement, in one pipeline. Either way a read's
@@ -66,8 +66,8 @@ from psycopg.errors import LockNotAvailable
 
 from research_fsm.engine import LeaseLost, ThreadBusy
 
-from ._pgbatch import Batcher, complete
-from ._pgcommon import Rows, Statement, StoreUnavailable, client_cursor, cursor
+from .batch import Batcher, complete
+from .common import Rows, Statement, StoreUnavailable, client_cursor, cursor
 
 __all__ = ["LeaseManager", "PgLease"]
 
@@ -195,7 +195,7 @@ class _Queries:
     load_latest: bytes = b""
     """A thread's newest rows (parameter ``thread``), without the lease function."""
     leases_call: bytes | None = None
-    """The schema's lease function (``_pgschema``), if it has one."""
+    """The schema's lease function (``schema``), if it has one."""
 
 
 Got = tuple[bool, Rows | None]

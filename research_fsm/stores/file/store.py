@@ -12,7 +12,7 @@ already exists is many times cheaper than making a folder per thread)::
     alice=pruned                     empty: the thread's segment 1 was pruned
     alice.lock                       the lease where there are no range locks (flock)
 
-A save adds one line, a step's changes (the codec, ``stores/_logformat``), with one ``write(2)``
+A save adds one line, a step's changes (the codec, ``stores/_codec/logformat.py``), with one ``write(2)``
 after the last line (and one ``fdatasync`` with ``durability="fsync"``, shared by
 a batch: ``groupcommit``; zeros pad the file's last disk block: ``append``); a
 killed process leaves at most an unfinished last line, which the next lease
@@ -49,7 +49,7 @@ from research_fsm.engine import (
 )
 from research_fsm.engine.store import hint_matches, seq_hint, validate_keep, validate_thread_id
 
-from .._logformat import SCHEMA_VERSION, TAIL, Scan, aliases_of, encode_line
+from .._codec.logformat import SCHEMA_VERSION, TAIL, Scan, aliases_of, encode_line
 from .append import cut_back, open_at_end, write_line
 from .batch import Batcher
 from .fs import (

@@ -38,7 +38,7 @@ _log = structlog.get_logger("research_fsm.stores.postgres")
 
 SCHEMA_VERSION = 3
 """The newest table layout this version of the store creates and reads (2: bodies may be
-compressed, see ``_pgrows``; 3: checkpoint ids stored as bytes (``_pgrows.stored_id``),
+compressed, see ``rows``; 3: checkpoint ids stored as bytes (``rows.stored_id``),
 bodies compressed against them too, no meta table)."""
 
 SECRET_THREAD = ".secret"
@@ -60,11 +60,11 @@ _CREATE = (
         PRIMARY KEY (thread_id, seq)
     )
     """,
-    # bodies come compressed (``_pgrows.pack``): Postgres need not try again
+    # bodies come compressed (``rows.pack``): Postgres need not try again
     "ALTER TABLE {checkpoints} ALTER COLUMN body SET STORAGE EXTERNAL",
 )
 
-# ``_pgrows.stored_id`` in SQL, for the ids of layout 2 (text).
+# ``rows.stored_id`` in SQL, for the ids of layout 2 (text).
 _STORED_ID = """
     CASE WHEN length(checkpoint_id) = 24 AND checkpoint_id !~ '[^0-9a-f]'
         THEN decode(checkpoint_id, 'hex')
@@ -110,7 +110,7 @@ class Statements:
     save_call: sql.Composed
     """``save`` and ``save_pruning`` in one call of the schema's save function."""
     leases_call: sql.Composed
-    """The schema's lease function: unlock, lock and read in one statement (``_pgleases``)."""
+    """The schema's lease function: unlock, lock and read in one statement (``leases``)."""
     load_latest: sql.Composed
     history: sql.Composed
     locate: sql.Composed
@@ -165,7 +165,7 @@ def _names(schema: str) -> dict[str, sql.Composable]:
 # One statement per save: insert after the expected parent (nothing when the parent
 # is not the thread's latest), and report the checkpoint id now at that position (a
 # retried save whose first try committed finds its own id there). Ids are
-# ``_pgrows.stored_id`` bytes. ``{prune}`` is empty, or ``_PRUNE`` for the saves that
+# ``rows.stored_id`` bytes. ``{prune}`` is empty, or ``_PRUNE`` for the saves that
 # prune (full rows under ``keep``): most saves carry no DELETE to plan and run.
 _SAVE = """
 WITH ins AS (
@@ -274,7 +274,7 @@ END
 {tag}
 """
 
-# A lease round trip (``_pgleases``): unlock ``p_unlock``, then lock each of ``p_lock`` and,
+# A lease round trip (``leases``): unlock ``p_unlock``, then lock each of ``p_lock`` and,
 # when taken and its ``p_read`` names a thread, read that thread's rows as
 # ``_LOAD_LATEST`` does (each read its own snapshot, taken after its lock). One row per
 # row read, and one with NULL row columns for a lock with none.

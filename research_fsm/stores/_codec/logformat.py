@@ -29,8 +29,8 @@ from pydantic import BaseModel
 
 from research_fsm.engine import Checkpoint, CorruptCheckpoint, StateSerializationError
 
-from ._jsonplan import json_plan, model_json
-from ._serialize import find_unserializable
+from .jsonplan import json_plan, model_json
+from .serialize import find_unserializable
 
 __all__ = [
     "SCHEMA_VERSION",

@@ -2,10 +2,10 @@
 
 ``Connections`` is the store's base: the pool (made from ``dsn`` or given), opened
 and the tables migrated on first use in an event loop; the lease connections
-(``_pgleases``); the statements rendered to bytes once; ``_run`` for one round
+(``leases``); the statements rendered to bytes once; ``_run`` for one round
 trip on a pooled connection; and the save round trips of threads without a lease
 here (a leased thread's go on its lease connection), shared by the saves that
-wait for a connection (``_pgbatch``): their statements go in one pipeline, which
+wait for a connection (``batch``): their statements go in one pipeline, which
 is one implicit transaction, so they commit together and each ``save`` returns
 once that commit is done. A batch whose statement fails is tried again one save
 at a time, so each save gets its own outcome.
@@ -25,10 +25,10 @@ from psycopg_pool import AsyncConnectionPool
 
 from research_fsm.engine import StoreWriteError
 
-from ._pgbatch import Batcher, complete
-from ._pgcommon import Rows, StoreUnavailable, cursor
-from ._pgleases import LeaseManager
-from ._pgschema import Statements, migrate
+from .batch import Batcher, complete
+from .common import Rows, StoreUnavailable, cursor
+from .leases import LeaseManager
+from .schema import Statements, migrate
 
 __all__ = ["Connections", "safe_dsn"]
 
@@ -154,7 +154,7 @@ class Connections:
 
     def _use(self, queries: dict[str, bytes], functions: bool) -> None:
         """Take the rendered statements; with the schema's ``functions``, saves and lease
-        round trips call them (``_pgschema``)."""
+        round trips call them (``schema``)."""
         self._rendered = queries
         self._queries = dict(queries)
         if functions:

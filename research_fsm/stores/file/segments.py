@@ -29,7 +29,7 @@ import structlog
 
 from research_fsm.engine import Checkpoint, CorruptCheckpoint
 
-from .._logformat import Scan, index_bytes, index_seqs, scan_bytes
+from .._codec.logformat import Scan, index_bytes, index_seqs, scan_bytes
 from .fs import NOFOLLOW, FileSystem, fsync_dir, open_file, unlink, write_all
 
 __all__ = ["MOVED_ASIDE", "PRUNED", "Segments", "file_stem", "segment_seq"]

@@ -57,7 +57,7 @@ from pydantic.fields import FieldInfo
 from research_fsm.engine import StateSerializationError
 from research_fsm.engine.store import MAX_NESTING, loose_fields
 
-from ._serialize import find_unserializable
+from .serialize import find_unserializable
 
 __all__ = ["JsonPlan", "changed_by_json", "first_difference", "json_plan", "model_json"]
 

@@ -30,7 +30,7 @@ from pydantic import BaseModel
 
 from research_fsm.engine import Checkpoint, CorruptCheckpoint
 
-from ._logformat import (
+from .._codec.logformat import (
     SCHEMA_VERSION,
     Damaged,
     aliases_of,
