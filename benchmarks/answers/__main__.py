@@ -30,6 +30,9 @@ of ``docsets/dev.json`` (``--part dev``, the default), or of the frozen held-out
 set and part (and per language) with the index time (first indexing, then re-indexing the
 unchanged folder). ``--offline`` never downloads: a set not cached is skipped, saying so;
 ``--quick`` with ``--set`` is the CI smoke form (offline, two dev questions a set).
+``--index-dir DIR`` keeps each set's index and vectors in ``DIR/<set>`` between runs (a
+contextual model embeds a set's passages in minutes; answerers are then compared on the same
+index). ``--embedder minilm|wordllama|none`` picks the model.
 """
 
 from __future__ import annotations
