@@ -92,6 +92,9 @@ class Source(BaseModel):
     whole page; what relevance is judged on, with the title."""
     score: float = 0.0
     """The search's own relevance score (Tavily's score or BM25)."""
+    similarity: float | None = None
+    """How close the passage is in meaning to the question (cosine of the embedding model's
+    vectors), when documents are searched with a model."""
     rank: int = 0
     """1-based position in its search's results."""
     query: str = ""

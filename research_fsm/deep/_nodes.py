@@ -202,6 +202,7 @@ class Search:
                     text=item.text,
                     snippet=item.snippet,
                     score=item.score,
+                    similarity=item.similarity,
                     rank=rank,
                     query=query,
                 )
@@ -334,8 +335,8 @@ class Analyse:
     async def _analyse(
         self, state: DeepState, source: Source, notes: list[str]
     ) -> tuple[Analysis, Usage | None]:
-        if self.llm is None:
-            return rules.analyse(source, state), None
+        if self.llm is None:  # its sentences may be embedded: CPU work, off the loop
+            return await asyncio.to_thread(rules.analyse, source, state), None
         try:
             reply = await self.llm.structured(
                 agent=AGENTS["deep_analysis"].llm,
