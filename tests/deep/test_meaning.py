@@ -14,12 +14,12 @@ import pytest
 
 np = pytest.importorskip("numpy", reason="the semantic extra (numpy) is not installed")
 
+from research_fsm import ResearchAssistant  # noqa: E402
 from research_fsm.deep import _meaning as meaning  # noqa: E402
 from research_fsm.deep._meaning import applies, blend, by_meaning, fuse  # noqa: E402
 from research_fsm.documents import EMBEDDER_ENV, Passage  # noqa: E402
 from research_fsm.documents import _vectors as vectors  # noqa: E402
 from research_fsm.engine import MemoryCheckpointStore  # noqa: E402
-from research_fsm import ResearchAssistant  # noqa: E402
 
 QUESTION = "Which commit broke my build?"
 
