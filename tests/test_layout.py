@@ -349,3 +349,80 @@ def test_a_planted_upward_import_in_a_copy_of_the_real_package_fails(tmp_path: P
     ] == order_violations(tmp_path)
     circles = [circle for circle in package_cycles(tmp_path) if "engine" in circle]
     assert [True] == [{"engine", "qa"} <= set(circle) for circle in circles]
+
+
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+HOUSE_MARK = "<!-- the house: drawn by tests/test_layout.py::house_mermaid -->"
+
+
+def house_mermaid(root: Path = ROOT) -> str:
+    """The packages (and ``assistant.py``) as a Mermaid flowchart, ground floor at the
+    bottom, neighbours boxed together: an arrow from a package to each one that imports
+    it, left out where a longer path already leads there (a transitive reduction)."""
+    pictured = [
+        name
+        for names in ORDER
+        for name in names
+        if (root / "research_fsm" / name / "__init__.py").is_file()
+        or (name == "assistant" and (root / "research_fsm" / "assistant.py").is_file())
+    ]
+    edges = {
+        (imported, importer)
+        for importer, imported in package_imports(root)
+        if importer in pictured and imported in pictured
+    }
+
+    def longer_path(start: str, end: str) -> bool:
+        todo = [b for a, b in edges if a == start and b != end]
+        seen = set(todo)
+        while todo:
+            here = todo.pop()
+            if here == end:
+                return True
+            for a, b in edges:
+                if a == here and b not in seen:
+                    seen.add(b)
+                    todo.append(b)
+        return False
+
+    rank = {name: floor for floor, names in enumerate(ORDER) for name in names}
+    lines = ["flowchart BT"]
+    for floor, names in enumerate(ORDER):
+        present = [name for name in names if name in pictured]
+        if len(present) > 1:
+            lines.append(f'    subgraph floor{floor} [" "]')
+            lines += [f"        {name}" for name in present]
+            lines.append("    end")
+    kept = sorted(
+        (edge for edge in edges if not longer_path(*edge)),
+        key=lambda edge: (rank[edge[0]], rank[edge[1]], edge),
+    )
+    lines += [f"    {low} --> {high}" for low, high in kept]
+    return "\n".join(lines) + "\n"
+
+
+def test_the_architecture_page_draws_the_packages_as_they_import() -> None:
+    """docs/architecture.md's picture of the house is the one the imports make today (on
+    failure, paste the block from the message)."""
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    drawn = text.split(HOUSE_MARK, 1)[1].split("```mermaid\n", 1)[1].split("```", 1)[0]
+    assert house_mermaid() == drawn
+
+
+def test_the_picture_leaves_out_an_arrow_a_longer_path_draws(tmp_path: Path) -> None:
+    """engine -> stores -> qa and engine -> qa: the picture keeps the two short arrows;
+    qa and deep share a floor box."""
+    root = _tree(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "engine/__init__.py": "",
+            "stores/__init__.py": "from ..engine import x\n",
+            "qa/__init__.py": "from ..engine import x\nfrom ..stores import y\n",
+            "deep/__init__.py": "",
+        },
+    )
+    assert (
+        'flowchart BT\n    subgraph floor6 [" "]\n        qa\n        deep\n    end\n'
+        "    engine --> stores\n    stores --> qa\n"
+    ) == house_mermaid(root)
