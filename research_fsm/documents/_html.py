@@ -313,6 +313,13 @@ class _Writer:
         self.line: list[str] = []  # cleared, never replaced: ``walk`` holds it
         self.line_source = 0
         self.block: list[tuple[str, int]] = []
+        self.cells = 0  # table cells open around the element being walked
+
+    def _space(self) -> None:
+        """Inside a table cell a paragraph or line break is a space: the row stays one line."""
+        line = self.line
+        if line and not line[-1].endswith((" ", "\n")):
+            line.append(" ")
 
     def walk(self, element: etree._Element, in_item: bool = False) -> None:
         """Write ``element``'s text (inline markup is already merged into it)."""
@@ -321,17 +328,26 @@ class _Writer:
             self.code("".join(element.itertext()), element.sourceline or 0)
             return
         if tag == "br":
-            self.end_line()
+            if self.cells:
+                self._space()
+            else:
+                self.end_line()
             return
         heading = _HEADINGS.get(tag, 0)
         is_block = tag in _BLOCKS
         block = heading or (is_block and not in_item)
         line = self.line
+        cell = tag in _CELLS
+        if cell:
+            self.cells += 1
         if block:
             if line or self.block:
                 self.end_block()
         elif in_item and is_block:
-            self.end_line()
+            if self.cells:
+                self._space()
+            else:
+                self.end_line()
         inner = in_item or tag in _ITEMS
         source = element.sourceline or 0
         text = element.text
@@ -345,12 +361,20 @@ class _Writer:
             if len(child) or child.tag not in _PLAIN_BLOCKS:
                 self.walk(child, inner)
             elif inner:  # a paragraph of text only: as ``walk`` writes it, quicker
-                self.end_line()
                 text = child.text
-                if text:
-                    self.line_source = child.sourceline or 0
-                    line.append(text)
+                if self.cells:  # a paragraph in a table cell stays on the row's line
+                    if text:
+                        if line:
+                            self._space()
+                        else:
+                            self.line_source = child.sourceline or 0
+                        line.append(text)
+                else:
                     self.end_line()
+                    if text:
+                        self.line_source = child.sourceline or 0
+                        line.append(text)
+                        self.end_line()
             else:
                 if line or self.block:
                     self.end_block()
@@ -364,11 +388,15 @@ class _Writer:
                 elif not tail.isspace():  # a line starts with its first words
                     self.line_source = child.sourceline or source
                     line.append(tail)
+        if cell:
+            self.cells -= 1
         if heading:
             self.end_block(heading)
+        elif self.cells and (tag in _ITEMS or is_block):
+            self._space()
         elif tag in _ITEMS or (in_item and is_block):
             self.end_line()
-        elif tag in _CELLS:
+        elif cell:
             if not line:
                 self.line_source = source
             line.append(" | ")

@@ -19,6 +19,9 @@ _PARAGRAPH: Final = re.compile(r"\n\s*\n")
 _SENTENCE_END: Final = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
 _HEADING: Final = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$", re.M)
 _NEWLINE: Final = re.compile("\n")
+_CLEAN_BREAK: Final = re.compile(r"(?<=[.!?:;。！？])\n|\n(?=\s*(?:[•◦▪‣*-]|\d{1,3}[.)])\s)")
+"""A line break after a sentence's end or before a list item: where a long run of lines
+(a PDF page, a man page) is best cut in two."""
 _FENCE: Final = re.compile(r"^ {0,3}(?:`{3,}|~{3,})", re.M)
 
 
@@ -61,14 +64,38 @@ def _cut(text: str, start: int, end: int) -> list[tuple[int, int]]:
     position = start
     for match in _SENTENCE_END.finditer(text, start, end):
         if match.end() - position >= MIN_CHARS:
-            pieces += _hard(position, match.start() if match.start() > position else match.end())
+            pieces += _hard(
+                text, position, match.start() if match.start() > position else match.end()
+            )
             position = match.end()
-    pieces += _hard(position, end)
+    pieces += _hard(text, position, end)
     return [(a, b) for a, b in pieces if b > a]
 
 
-def _hard(start: int, end: int) -> list[tuple[int, int]]:
-    return [(a, min(a + MAX_CHARS, end)) for a in range(start, end, MAX_CHARS)]
+def _hard(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """``start``-``end`` cut into pieces of at most ``MAX_CHARS``, each cut in its second
+    half at the last line break ending a sentence or starting a list item, else the last
+    line break, else the last space: never inside a word."""
+    pieces: list[tuple[int, int]] = []
+    while end - start > MAX_CHARS:
+        limit = start + MAX_CHARS
+        half = start + MAX_CHARS // 2
+        cut = -1
+        for found in _CLEAN_BREAK.finditer(text, half, limit):
+            cut = found.end()  # the last line ending a sentence or starting an item
+        if cut < 0:
+            cut = text.rfind("\n", half, limit)
+        if cut < 0:
+            cut = max(text.rfind(" ", half, limit), text.rfind("\t", half, limit))
+        if cut < 0:
+            cut = limit  # no space in half a passage: a word that long is cut where it must be
+        pieces.append((start, cut))
+        start = cut
+        while start < end and text[start].isspace():
+            start += 1
+    if end > start:
+        pieces.append((start, end))
+    return pieces
 
 
 def _paths(headings: list[tuple[int, int, str]]) -> list[tuple[str, ...]]:
