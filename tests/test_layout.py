@@ -406,7 +406,7 @@ def test_the_architecture_page_draws_the_packages_as_they_import() -> None:
     failure, paste the block from the message)."""
     text = ARCHITECTURE.read_text(encoding="utf-8")
     drawn = text.split(HOUSE_MARK, 1)[1].split("```mermaid\n", 1)[1].split("```", 1)[0]
-    assert house_mermaid() == drawn
+    assert house_mermaid() == drawn, f"paste into docs/architecture.md:\n{house_mermaid()}"
 
 
 def test_the_picture_leaves_out_an_arrow_a_longer_path_draws(tmp_path: Path) -> None:
