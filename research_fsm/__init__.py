@@ -11,7 +11,7 @@ stays fast (and the command line can answer Ctrl-C while it loads).
 The packages, bottom up: ``engine`` and ``stores``; ``llm``, ``sources`` and
 ``documents``; ``common`` (what the apps share); the apps ``reports``, ``deep`` (deep
 research) and ``qa`` (conversations, and the ``ResearchAssistant`` that composes the
-other two); ``cli`` and ``web`` on top. ``errors`` holds the apps' root error.
+other two); ``cli``, ``web`` and ``mcp`` (the MCP server) on top. ``errors`` holds the apps' root error.
 """
 
 from __future__ import annotations

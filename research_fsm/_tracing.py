@@ -68,7 +68,7 @@ def record_usage(
     span: Span,
     input_tokens: int,
     output_tokens: int,
-    cost_usd: float,
+    cost_usd: float | None,
     *,
     model: str | None = None,
     answer: str | None = None,
@@ -78,7 +78,8 @@ def record_usage(
         return
     span.set_attribute("gen_ai.usage.input_tokens", input_tokens)
     span.set_attribute("gen_ai.usage.output_tokens", output_tokens)
-    span.set_attribute("research_fsm.cost_usd", cost_usd)
+    if cost_usd is not None:  # unknown for a model without a price: left out, not 0
+        span.set_attribute("research_fsm.cost_usd", cost_usd)
     if model is not None:
         span.set_attribute("gen_ai.response.model", model)
     if answer is not None and trace_content():

@@ -88,10 +88,12 @@ PYTHON_BLOCKS = [b for p in DOC_FILES for b in fenced_blocks(p) if b.language ==
 
 
 def run_block(block: Block, tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    """Run a block as a script in an empty folder with a fresh RESEARCH_FSM_HOME."""
+    """Run a block as a script in an empty folder with a fresh RESEARCH_FSM_HOME, importing
+    this checkout's package (not an installed copy)."""
     script = tmp_path / "example.py"
     script.write_text(block.code, encoding="utf-8")
     env = {**os.environ, "RESEARCH_FSM_HOME": str(tmp_path / "home")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     env.pop("RESEARCH_FSM_STORE", None)
     return subprocess.run(
         [sys.executable, "-c", RUNNER, str(script)],

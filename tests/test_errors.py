@@ -25,6 +25,8 @@ BUILTIN_BASES = {
     "DocumentsNotFound": ValueError,
     "NotADirectory": ValueError,
     "DamagedIndex": ValueError,
+    "FolderNotAllowed": PermissionError,
+    "InvalidDocsRoot": ValueError,
 }
 """Every public app error and the built-in base it has always had (``except
 ValueError`` and the like keep catching it)."""

@@ -6,7 +6,8 @@ floors below it, never a floor above nor a neighbour on its own floor, so the pa
 form no circle:
 
     engine -> errors, _home, _tracing -> _logging -> stores -> llm, sources, documents
-    -> common -> qa, reports, deep -> assistant -> web -> cli -> research_fsm, __main__
+    -> common, diagnostics -> qa, reports, deep -> assistant -> web -> mcp -> cli
+    -> research_fsm, __main__
 
 (``research_fsm/assistant.py``, the composition root, is the ``assistant`` floor;
 ``research_fsm/__init__.py``, the public front, the top.) Every import counts: those
@@ -137,10 +138,11 @@ ORDER: tuple[tuple[str, ...], ...] = (
     ("_logging",),
     ("stores",),
     ("llm", "sources", "documents"),
-    ("common",),
+    ("common", "diagnostics"),
     ("qa", "reports", "deep"),
     ("assistant",),
     ("web",),
+    ("mcp",),
     ("cli",),
     ("__init__", "__main__"),
 )

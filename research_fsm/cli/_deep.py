@@ -10,6 +10,7 @@ from typing import Any
 
 from ..common.text import for_terminal
 from ..deep import DeepProgress, DeepText, ResearchReport, list_sessions, sessions_home
+from ..llm import Usage
 from ..qa import ResearchAssistant
 
 __all__ = ["add_deep_parsers", "run_deep", "run_sessions"]
@@ -112,7 +113,7 @@ def _summary_line(report: ResearchReport) -> str:
     )
     return (
         f"{checked}, {len(report.sources)} sources cited, LLM {calls} calls "
-        f"~${report.cost_usd:.4f}; session {report.session_id}"
+        f"{sum(report.usage.values(), Usage()).cost_text()}; session {report.session_id}"
     )
 
 

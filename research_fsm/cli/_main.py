@@ -24,6 +24,8 @@ from ..reports import InvalidReportRequest
 from ..sources import create_data_source
 from ..stores import MissingExtra
 from ._deep import add_deep_parsers, run_deep, run_sessions
+from ._doctor import add_doctor_parser, run_doctor
+from ._mcp import add_mcp_parser, run_mcp
 from ._render import AnswerView, print_markdown
 from ._reports import add_parsers, answer_report, run_report, run_reports
 from ._serve import add_serve_parser, run_serve
@@ -38,6 +40,7 @@ EXIT_CODES = """exit status:
   2    bad usage (empty or too long question, bad thread id)
   3    the assistant asked back and needs an answer (research-fsm answer --thread ID ...)
   4    serve: the address cannot be listened on (port in use, or not allowed)
+  5    doctor: the LLM answers, but not through tools (structured steps degrade)
   130  interrupted (Ctrl-C)"""
 
 
@@ -93,6 +96,8 @@ def _parser() -> argparse.ArgumentParser:
     add_parsers(sub, source_help)
     add_deep_parsers(sub)
     add_serve_parser(sub)
+    add_doctor_parser(sub, source_help)
+    add_mcp_parser(sub)
 
     history = sub.add_parser("history", help="print a conversation")
     history.add_argument("--thread", required=True)
@@ -161,6 +166,7 @@ def _as_json(reply: Reply) -> str:
             "path": reply.path,
             "compared": reply.compared,
             "usage": {k: v.model_dump() for k, v in reply.usage.items()},
+            "notes": reply.notes,
         }
     )
 
@@ -186,6 +192,8 @@ async def _converse(
         print(f"\n{label}", file=out, flush=True)
     if reply.usage_line():
         print(f"\n({reply.usage_line()})", file=out, flush=True)
+    for note in reply.notes:
+        print(f"  note: {for_terminal(note)}", file=err, flush=True)
     return reply
 
 
@@ -317,6 +325,8 @@ async def _command(args: argparse.Namespace) -> int:
         return await run_deep(args, _assistant())
     if args.command == "sessions":
         return await run_sessions()
+    if args.command == "doctor":
+        return await run_doctor(args)
     return await _graph()
 
 
@@ -349,6 +359,8 @@ def main(argv: list[str] | None = None) -> int:
         configure_logging()
         if args.command == "serve":
             return run_serve(args)
+        if args.command == "mcp":
+            return run_mcp(args)
         return asyncio.run(_main(args))
     except BrokenPipeError:
         return _output_closed()

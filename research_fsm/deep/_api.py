@@ -125,9 +125,9 @@ class ResearchReport:
     """What went wrong and how it was handled."""
 
     @property
-    def cost_usd(self) -> float:
-        """Total estimated LLM cost."""
-        return round(sum(u.cost_usd for u in self.usage.values()), 6)
+    def cost_usd(self) -> float | None:
+        """Total estimated LLM cost; ``None`` when unknown (a model without a price)."""
+        return sum(self.usage.values(), Usage()).cost_usd
 
     @property
     def llm_calls(self) -> dict[str, int]:
@@ -255,7 +255,7 @@ def to_research_report(state: DeepState, session_id: str) -> ResearchReport:
         folder=Path(state.session_dir) if state.session_dir else None,
         usage=dict(state.usage),
         timings={k: round(v, 4) for k, v in state.timings.items()},
-        notes=list(state.notes),
+        notes=list(dict.fromkeys(state.notes)),
     )
 
 

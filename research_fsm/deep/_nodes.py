@@ -77,6 +77,12 @@ def _noted(note: str | None) -> list[str]:
     return [note] if note else []
 
 
+def _fallback(agent: str, exc: LLMError, how: str) -> str:
+    """The note that the LLM's answer could not be used and what did the step instead;
+    the same words for every source and round, so the report says it once."""
+    return f"{agent}: the LLM's answer could not be used ({exc.kind}); {how}"
+
+
 def _paid(exc: LLMError) -> Usage | None:
     """What a failed call cost (answers that did not fit are paid for), if anything."""
     return exc.usage if exc.usage.calls else None
@@ -108,7 +114,7 @@ class QueryParser:
                 usage = reply.usage
                 notes += _noted(reply.note)
             except LLMError as exc:
-                notes.append(f"query_parser: Claude failed ({exc.message}); used the rules")
+                notes.append(_fallback("query_parser", exc, "used the rules"))
                 usage = _paid(exc)
         purpose: Literal["topic", "gaps"] = "gaps" if state.round > 0 and state.gaps else "topic"
         record = QueryRecord(
@@ -254,7 +260,7 @@ class RelevanceFilter:
                 verdicts, usage = _rated(verdicts, reply.value), reply.usage
                 notes += _noted(reply.note)
             except LLMError as exc:
-                notes.append(f"relevance_filter: Claude failed ({exc.message}); used the rules")
+                notes.append(_fallback("relevance_filter", exc, "used the rules"))
                 usage = _paid(exc)
         update: dict[str, Any] = {"relevance": verdicts, "notes": notes}
         if not state.analyses and not any(v.relevant for v in [*state.relevance, *verdicts]):
@@ -338,6 +344,7 @@ class Analyse:
             )
         except LLMError as exc:
             _log.warning("deep analysis: Claude failed, used the rules", error=exc.message)
+            notes.append(_fallback("deep_analysis", exc, "the rules analysed the source"))
             return rules.analyse(source, state), _paid(exc)
         facts, dropped = [], 0
         for fact in reply.value.facts[:8]:
@@ -413,7 +420,7 @@ class Synthesis:
                 if reply.truncated:  # its last line may stop mid-sentence: not a claim
                     draft = Draft(claims=draft.claims[:-1], method=draft.method)
             except LLMError as exc:
-                notes.append(f"synthesis: Claude failed ({exc.message}); used the rules")
+                notes.append(_fallback("synthesis", exc, "used the rules"))
                 usage = _paid(exc)
         if draft is None:
             draft = rules.draft(state)
@@ -456,7 +463,7 @@ class Verify:
                 checks = {check.claim: check for check in quoted}
                 notes += _noted(reply.note)
             except LLMError as exc:
-                notes.append(f"verification: Claude failed ({exc.message}); checked lexically")
+                notes.append(_fallback("verification", exc, "checked lexically"))
                 usage = _paid(exc)
         every = [
             _numbers_checked(checks[c.id])

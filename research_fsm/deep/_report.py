@@ -26,7 +26,7 @@ from ..common.writer import (
     to_pdf,
 )
 from ..engine import NodeContext
-from ..llm import models_text
+from ..llm import Usage, models_text
 from ._cite import renumbered, sources_json
 from ._labels import label
 from ._model import Claim, DeepState, Source, Verification
@@ -170,7 +170,7 @@ def _methodology(state: DeepState, lang: str, allowed: set[str]) -> DocSection:
         )
         for i, q in enumerate(state.queries, 1)
     ]
-    items += [md_escape(scrub(note, allowed)) for note in state.notes]
+    items += [md_escape(scrub(note, allowed)) for note in dict.fromkeys(state.notes)]
     items += [
         label(lang, "m_failed").format(sid=a.source, error=md_escape(scrub(a.error or "", allowed)))
         for a in failed
@@ -234,7 +234,7 @@ def _verification(state: DeepState, lang: str, allowed: set[str]) -> DocSection:
 
 def _metadata(state: DeepState, lang: str, generated_at: str, session_id: str) -> DocSection:
     calls = sum(u.calls for u in state.usage.values())
-    cost = sum(u.cost_usd for u in state.usage.values())
+    cost = sum(state.usage.values(), Usage()).cost_text()
     rows: list[tuple[str, ...]] = [
         (label(lang, "v_measure"), label(lang, "v_value")),
         (label(lang, "md_topic"), md_escape(state.topic)),
@@ -245,7 +245,7 @@ def _metadata(state: DeepState, lang: str, generated_at: str, session_id: str) -
             label(lang, "md_model"),
             md_escape(_models(state)) if state.model else label(lang, "rules"),
         ),
-        (label(lang, "md_calls"), f"{calls} (~${cost:.4f})"),
+        (label(lang, "md_calls"), f"{calls} ({cost})"),
     ]
     return DocSection(label(lang, "metadata"), [table(rows)])
 

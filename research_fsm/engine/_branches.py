@@ -22,7 +22,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel
 
@@ -80,9 +80,9 @@ class Frame:
     branches: list[Branch]
 
 
-@dataclass(slots=True)
-class Continue:
-    """The fan-out ended: the run goes on at ``node`` with ``state``."""
+class Continue(NamedTuple):
+    """The fan-out ended: the run goes on at ``node`` with ``state`` (and the
+    ``on_error`` node sees ``error``)."""
 
     node: str
     state: BaseModel

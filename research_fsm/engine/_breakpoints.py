@@ -5,24 +5,18 @@ A pause is an ordinary suspension (a ``suspended`` checkpoint, a signed token) w
 saved suspension says ``breakpoint``: ``"before"`` (the checkpoint's next node is
 the one paused before) or ``"after"`` (its next node is where the node routed).
 ``resume(token, None)`` goes on with the next node, which does not pause again.
-The run loop (``_runloop``) checks ``Breakpoints`` only when a call has some.
+The run loop (``_runloop``) checks ``Breakpoints`` only when a call has some, and
+its ``Run`` (``_run``) saves the pause.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
-from typing import Any, Literal
-
-from pydantic import BaseModel
 
 from ._errors import GraphValidationError
-from ._events import Sink, StepState, Suspended
-from ._plan import Breakpoints, Plan
-from ._steps import save
-from ._tokens import sign
-from ._types import RunResult, Suspension
+from ._plan import Breakpoints
 
-__all__ = ["breakpoints", "pause"]
+__all__ = ["breakpoints"]
 
 
 def _names(value: object, option: str, nodes: Collection[str]) -> frozenset[str]:
@@ -51,57 +45,3 @@ def breakpoints(nodes: Collection[str], before: object, after: object) -> Breakp
         after=_names(after, "interrupt_after", nodes),
     )
     return stops if stops.before or stops.after else None
-
-
-async def pause(
-    plan: Plan,
-    thread_id: str,
-    run_id: str,
-    step: int,
-    seq: int,
-    parent_id: str | None,
-    where: Literal["before", "after"],
-    node: str,
-    next_node: str,
-    state: BaseModel,
-    path: list[str],
-    sink: Sink,
-    trace: str | None,
-    *,
-    changes: dict[str, int | None] | None,
-) -> RunResult[Any]:
-    """Save a pause ``where`` ``node`` (the run goes on at ``next_node``) and return
-    the suspended result with its token."""
-    saved: dict[str, Any] = {"node": node, "payload": None, "breakpoint": where}
-    if trace is not None:  # the resume links to (and continues) this run's trace
-        saved["trace"] = trace
-    checkpoint_id = await save(
-        plan.store,
-        thread_id,
-        run_id,
-        step,
-        seq,
-        parent_id,
-        "suspended",
-        next_node,
-        state,
-        last_node=path[-1] if path else None,
-        suspension=saved,
-        changes=changes,
-    )
-    token = await sign(plan.store, thread_id, checkpoint_id)
-    suspension = Suspension(node=node, payload=None, token=token, breakpoint=where)
-    result: RunResult[Any] = RunResult(
-        status="suspended",
-        state=state,
-        path=path,
-        checkpoint_id=checkpoint_id,
-        thread_id=thread_id,
-        suspension=suspension,
-        suspensions=(suspension,),
-    )
-    if sink is not None:
-        if where == "after":
-            sink(StepState(state=state))
-        sink(Suspended(suspension=suspension, result=result))
-    return result

@@ -29,6 +29,7 @@ from ._errors import (
 from ._parallel import ParallelRun
 from ._plan import Fork, Plan
 from ._restore import restore
+from ._run import Run
 from ._steps import now, route
 from ._tokens import in_order
 from ._types import END, Checkpoint, CheckpointStatus
@@ -108,16 +109,8 @@ async def update(
         target = await route(plan, as_node, state)
         step += 1
         if isinstance(target, Fork):
-            fan = ParallelRun(
-                plan,
-                thread_id,
-                latest.run_id,
-                None,
-                [],
-                seq=latest.seq,
-                parent_id=latest.checkpoint_id,
-                step=step,
-            )
+            at = Run(plan, thread_id, latest.run_id, step, latest.seq, latest.checkpoint_id)
+            fan = ParallelRun(at)
             await fan.begin(target, state, changes, as_node, origin=written)
             return None
         status = "completed" if target == END else "running"

@@ -30,8 +30,6 @@ from ._branches import (
     replay,
     walk,
 )
-from ._command import Command, command_target
-from ._context import NodeContext
 from ._errors import (
     EngineError,
     InvalidResumeValue,
@@ -40,11 +38,11 @@ from ._errors import (
     NodeFailed,
     StepLimitExceeded,
 )
-from ._events import NodeFinished, NodeStarted, Sink
-from ._plan import NO_ITEM, Breakpoints, Fork, Plan
-from ._steps import NO_VALUE, ChildSuspend, NodeError, cannot_suspend, invoke, route, save
-from ._tracing import RunTrace
-from ._types import END, CheckpointStatus, ErrorInfo, Suspend
+from ._events import NodeFinished, NodeStarted
+from ._plan import NO_ITEM, Fork
+from ._run import RouteFailed, Run, Suspending
+from ._steps import ChildSuspend, NodeError
+from ._types import END, CheckpointStatus, ErrorInfo
 
 __all__ = ["ParallelRun"]
 
@@ -52,35 +50,13 @@ __all__ = ["ParallelRun"]
 class ParallelRun:
     """One run's fan-outs: the branch tasks, their saves, and the merge at joins.
 
-    Holds the run's checkpoint chain (``seq``, ``parent_id``, ``step``) while a
-    fan-out is in flight; the run loop reads them back afterwards.
+    Moves the ``Run`` it shares with the run loop (its step, path and saves) while a
+    fan-out is in flight.
     """
 
-    def __init__(
-        self,
-        plan: Plan,
-        thread_id: str,
-        run_id: str,
-        sink: Sink,
-        path: list[str],
-        *,
-        seq: int,
-        parent_id: str | None,
-        step: int,
-        tracing: RunTrace | None = None,
-        stops: Breakpoints | None = None,
-    ) -> None:
-        self.plan = plan
-        self.stops = stops
-        self.thread_id = thread_id
-        self.run_id = run_id
-        self.sink = sink
-        self.path = path
-        self.seq = seq
-        self.parent_id = parent_id
-        self.step = step
-        self.tracing = tracing
-        self._call = invoke if tracing is None else tracing.invoke  # a node span when traced
+    def __init__(self, run: Run) -> None:
+        self.run = run
+        plan = self.plan = run.plan
         limit = plan.max_concurrency
         self._limiter = None if limit is None else Limiter(limit)
         self._started = 0  # node executions begun in this call, in every branch
@@ -114,7 +90,7 @@ class ParallelRun:
         self._last_node = last_node
         await self._save("running", self._root.join, state, changes, full=True, origin=origin)
 
-    async def run(self) -> Continue | None:
+    async def finish(self) -> Continue | None:
         """Run the fan-out to its end: where the run goes on, or ``None`` when branches
         are suspended (``records()`` holds them)."""
         return await self._run_root()
@@ -136,7 +112,7 @@ class ParallelRun:
             else:  # a pause at a breakpoint: the branch goes on with its next node
                 where, paused = branch.breakpoint
                 if resume[1] is not None:
-                    raise InvalidResumeValue(self.thread_id, paused, where, resume[1])
+                    raise InvalidResumeValue(self.run.thread_id, paused, where, resume[1])
                 branch.breakpoint = None
         return await self._run_root()
 
@@ -297,64 +273,37 @@ class ParallelRun:
         finally:
             self._running -= 1
 
-    def _context(self, branch: Branch, node: str) -> NodeContext:
-        limit = self.plan.step_limit
-        if len(self.path) + self._started >= limit:
-            raise StepLimitExceeded(limit, self.path)
-        self._started += 1
-        ctx = NodeContext(
-            thread_id=self.thread_id,
-            run_id=self.run_id,
-            step=self.step + self._started - 1,
-            node=node,
-            error=branch.pending_error,
-            _sink=self.sink,
-            branch=branch.id,
-            item=None if branch.item is NO_ITEM else branch.item,
-            scope=branch.key,
-        )
-        branch.pending_error = None
-        if branch.resume_value is not NO_VALUE:
-            ctx.resume_value = branch.resume_value
-            ctx.resuming = True
-            branch.resume_value = NO_VALUE
-        return ctx
-
     async def _step(self, frame: Frame, branch: Branch) -> bool:
         """Run the branch's next node and save its update; False when it suspended."""
+        run = self.run
         plan = self.plan
-        schema = plan.schema
-        sink = self.sink
+        sink = run.sink
         node = branch.node
         assert node is not None
-        stops = self.stops
+        stops = run.stops
         if stops is not None:
             if node in stops.before and not branch.past_breakpoint:
                 self._pause(branch, "before", node)
                 return False
             branch.past_breakpoint = False
         spec = plan.nodes[node]
-        ctx = self._context(branch, node)
+        started = self._started
+        if len(run.path) + started >= plan.step_limit:
+            raise StepLimitExceeded(plan.step_limit, run.path)
+        self._started = started + 1
+        ctx = run.branch_context(node, run.step + started, branch)
         if sink is not None:
             sink(NodeStarted(node=node, step=ctx.step, branch=branch.id))
         began = time.perf_counter() if sink is not None else 0.0
-        origin = plan.origins[node]
-        goto: Any = None
         try:
             if self._limiter is None:
-                out = await self._call(spec, branch.state, ctx, ctx.resuming)
+                update, state, target = await run.take_step(spec, branch.state, ctx, None)
             else:
                 async with self._limiter.slot():
-                    out = await self._call(spec, branch.state, ctx, ctx.resuming)
-            if type(out) is not dict:
-                if isinstance(out, Suspend):
-                    await self._suspend(branch, node, out, origin)
-                    return False
-                if type(out) is Command:
-                    goto = out.goto
-                    out = out.update
-            update = schema.as_changes(out, origin)
-            state = schema.apply(branch.state, update, origin)
+                    update, state, target = await run.take_step(spec, branch.state, ctx, None)
+        except Suspending as suspending:
+            self._suspend(branch, node, suspending)
+            return False
         except (NodeError, InvalidUpdate) as failure:
             cause = failure.cause if isinstance(failure, NodeError) else failure
             self._started -= 1
@@ -363,13 +312,9 @@ class ParallelRun:
                 branch.at = branch.resumed_from
                 self._publish(branch)
             raise BranchFailure(branch, node, ctx.step, cause, spec.on_error) from cause
-        try:
-            if goto is None:
-                target = await route(plan, node, state)
-            else:
-                target = command_target(plan, node, goto)
-        except Exception as exc:
+        except RouteFailed as failed:
             self._started -= 1
+            exc = failed.cause
             raise BranchFailure(branch, node, ctx.step, exc, None, routing=True) from exc
         self._advance(frame, branch, node, state, update, target)
         self._last_node = node
@@ -414,8 +359,9 @@ class ParallelRun:
         if branch.key is not None:  # the branch's next node execution is a new one
             branch.key = os.urandom(8).hex()
         self._started -= 1
-        self.step += 1
-        self.path.append(node)
+        run = self.run
+        run.step += 1
+        run.path.append(node)
         if isinstance(target, Fork):
             branch.frame = self._frame(target, state, branch.id)
             branch.status = "forked"
@@ -427,25 +373,21 @@ class ParallelRun:
             branch.node = target
         self._publish(branch)
 
-    async def _suspend(self, branch: Branch, node: str, out: Suspend, origin: str) -> None:
-        if not self.plan.nodes[node].takes_ctx:
-            raise cannot_suspend(node)
-        schema = self.plan.schema
-        update = schema.as_changes(out.update, origin)
-        branch.state = schema.apply(branch.state, update, origin)
-        if update:
-            branch.updates.append(entry(node, update))
+    def _suspend(self, branch: Branch, node: str, suspending: Suspending) -> None:
+        """The branch's ``node`` suspended (its update applied): saved soon."""
+        out = suspending.out
+        branch.state = suspending.state
+        if suspending.update:
+            branch.updates.append(entry(node, suspending.update))
         branch.status = "suspended"
         branch.payload = out.payload
         branch.at = os.urandom(12).hex()
         # A subgraph's: which child suspension it passed on (``None``: not a subgraph).
         branch.child = out.child if isinstance(out, ChildSuspend) else None
         self._started -= 1
-        self.path.append(node)
+        self.run.path.append(node)
         self._publish(branch)
-        if self.tracing is not None:  # the resume links to (and continues) this run's trace
-            saved = self._records[branch.id]
-            self._records[branch.id] = {**saved, "trace": self.tracing.traceparent()}
+        self._traced(branch)
         self._last_node = node
         self._soon()
 
@@ -457,10 +399,16 @@ class ParallelRun:
         branch.breakpoint = (where, node)
         branch.at = os.urandom(12).hex()
         self._publish(branch)
-        if self.tracing is not None:  # the resume links to (and continues) this run's trace
-            saved = self._records[branch.id]
-            self._records[branch.id] = {**saved, "trace": self.tracing.traceparent()}
+        self._traced(branch)
         self._soon()
+
+    def _traced(self, branch: Branch) -> None:
+        """In a traced run, the suspended branch's record links its resume to (and
+        continues) the run's trace."""
+        tracing = self.run.tracing
+        if tracing is not None:
+            saved = self._records[branch.id]
+            self._records[branch.id] = {**saved, "trace": tracing.traceparent()}
 
     async def _join_children(self, branch: Branch) -> bool:
         """Run the branch's own fan-out; False when some of it is suspended."""
@@ -619,20 +567,15 @@ class ParallelRun:
         changed = None if full else tuple(self._changed)
         self._changed = set()
         branches = dict(self._records) if self._records else None
+        last_node = self._last_node
         try:
-            self.parent_id = await save(
-                self.plan.store,
-                self.thread_id,
-                self.run_id,
-                self.step,
-                self.seq + 1,
-                self.parent_id,
+            await self.run.save(
                 status,
-                next_node,
+                None if next_node == END else next_node,
                 state,
-                last_node=self._last_node,
+                last_node,
+                changes,
                 error=error,
-                changes=changes,
                 branches=branches,
                 changed_branches=changed,
                 origin=origin,
@@ -641,4 +584,3 @@ class ParallelRun:
             if changed is not None:
                 self._changed.update(changed)
             raise
-        self.seq += 1

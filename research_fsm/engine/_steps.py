@@ -1,6 +1,6 @@
 """One step's pieces, shared by the run loop (``_runloop``) and the parallel runner
-(``_parallel``): call a node (retries, timeout), pick where the run goes next, save
-a checkpoint. Below them is only the ``Plan`` (``_plan``) they read."""
+(``_parallel``): call a node (retries, timeout), pick where the run goes next. (The run's
+``Run``, ``_run``, saves its checkpoints.) Below them is only the ``Plan`` (``_plan``) they read."""
 
 from __future__ import annotations
 
@@ -18,8 +18,7 @@ from ._context import NodeContext
 from ._errors import NodeTimeout, RoutingError
 from ._fresh import fresh_copy
 from ._plan import NO_ITEM, Fork, NodeSpec, Plan
-from ._types import END, Checkpoint, CheckpointStatus, Send, Suspend
-from .store import CheckpointStore, new_checkpoint_id
+from ._types import END, Send, Suspend
 
 __all__ = [
     "NO_VALUE",
@@ -30,8 +29,6 @@ __all__ = [
     "invoke",
     "now",
     "route",
-    "save",
-    "save_failure",
 ]
 
 NO_VALUE: Any = object()
@@ -87,11 +84,11 @@ async def invoke(
     changes to it are the update. ``span``: the node's span in a traced run
     (``_tracing``), which records each retry."""
     attempt, item = 1, ctx.item
+    scope = None  # the attempt's timeout, when it has one
     while True:
         own = spec.schema.fresh(state)  # each attempt changes its own copy
         if item is not None:
             ctx.item = fresh_copy(item)  # and its own copy of its Send item
-        scope = None
         try:
             if resuming and spec.resume is not None:
                 coro = spec.resume(own, ctx.resume_value, ctx)
@@ -115,6 +112,7 @@ async def invoke(
             exc: Exception = raised
             if scope is not None and spec.timeout is not None and scope.expired():
                 exc = NodeTimeout(spec.name, spec.timeout)
+            scope = None
             policy = spec.retry
             if policy is None:
                 raise NodeError(exc) from raised
@@ -183,79 +181,3 @@ def fork(plan: Plan, source: str, keys: list[Any] | tuple[Any, ...]) -> str | Fo
             raise RoutingError(source, key, keys, what="branch key")
         starts.append((node, NO_ITEM))
     return Fork(tuple(starts), join) if starts else join
-
-
-async def save(
-    store: CheckpointStore,
-    thread_id: str,
-    run_id: str,
-    step: int,
-    seq: int,
-    parent_id: str | None,
-    status: CheckpointStatus,
-    next_node: str | None,
-    state: BaseModel,
-    *,
-    last_node: str | None,
-    suspension: dict[str, Any] | None = None,
-    error: dict[str, str] | None = None,
-    changes: dict[str, int | None] | None = None,
-    branches: dict[str, dict[str, Any]] | None = None,
-    changed_branches: tuple[str, ...] | None = None,
-    origin: dict[str, str] | None = None,
-) -> str:
-    """Save a checkpoint after ``parent_id``; returns its id. ``changes``: the
-    fields the step changed, for stores that save just those; ``origin``: how a
-    checkpoint not made by a run's step came about (``Checkpoint.origin``)."""
-    checkpoint_id = new_checkpoint_id(seq)
-    await store.save(
-        Checkpoint(
-            thread_id=thread_id,
-            checkpoint_id=checkpoint_id,
-            parent_id=parent_id,
-            seq=seq,
-            run_id=run_id,
-            step=step,
-            status=status,
-            next=None if next_node == END else next_node,
-            state=state,
-            created_at=now(),
-            suspension=suspension,
-            error=error,
-            last_node=last_node,
-            changes=changes,
-            branches=branches,
-            changed_branches=changed_branches,
-            origin=origin,
-        )
-    )
-    return checkpoint_id
-
-
-async def save_failure(
-    store: CheckpointStore,
-    thread_id: str,
-    run_id: str,
-    step: int,
-    seq: int,
-    parent_id: str | None,
-    node: str,
-    state: BaseModel,
-    cause: BaseException,
-) -> None:
-    """Save that ``node`` failed with ``cause`` (the state is the one it was given)."""
-    error = {"node": node, "exc_type": type(cause).__name__, "message": str(cause)}
-    await save(
-        store,
-        thread_id,
-        run_id,
-        step,
-        seq,
-        parent_id,
-        "failed",
-        node,
-        state,
-        last_node=node,
-        error=error,
-        changes={},
-    )

@@ -31,6 +31,8 @@ LLMErrorKind = Literal[
     "connection",
     "schema",
     "max_tokens",
+    "unknown_model",
+    "no_tools",
     "other",
 ]
 
@@ -46,16 +48,26 @@ class Usage(BaseModel):
     """Completion tokens."""
     calls: int = 0
     """LLM requests made."""
-    cost_usd: float = 0.0
-    """Estimated cost in US dollars."""
+    cost_usd: float | None = 0.0
+    """Estimated cost in US dollars; ``None`` when unknown (a model without a price, such
+    as a local one): never counted as free, never guessed."""
 
     def __add__(self, other: Usage) -> Usage:
+        cost = (
+            None
+            if self.cost_usd is None or other.cost_usd is None
+            else round(self.cost_usd + other.cost_usd, 6)
+        )
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
             calls=self.calls + other.calls,
-            cost_usd=round(self.cost_usd + other.cost_usd, 6),
+            cost_usd=cost,
         )
+
+    def cost_text(self, prefix: str = "~$") -> str:
+        """The cost for people: ``"~$0.0123"``, or ``"cost unknown"`` when it is not known."""
+        return "cost unknown" if self.cost_usd is None else f"{prefix}{self.cost_usd:.4f}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -98,7 +110,8 @@ class LLMError(ResearchError):
         self.kind: LLMErrorKind = kind
         """The failure's class: auth, rate_limit, overloaded, server, timeout, connection,
         schema (the answer did not fit the schema), max_tokens (it was cut at the output
-        limit, also after the limit was raised), other."""
+        limit, also after the limit was raised), unknown_model (the server does not have
+        the model), no_tools (the model cannot use tools), other."""
         self.usage: Usage = usage or Usage()
         """What the failed call cost: the answers received before it failed (an answer
         that did not fit is paid for too)."""

@@ -43,7 +43,7 @@ from ..engine import (
     ThreadSuspended,
 )
 from ..errors import ResearchError
-from ..llm import LLM, AnthropicLLM, Usage
+from ..llm import LLM, Usage, llm_from_env
 from ..reports import Report, ReportProgress, ReportRunner, reports_home
 from ..sources import (
     CompanyIndex,
@@ -151,6 +151,12 @@ class Reply:
             return f"Medium confidence ({score}/10): some details could not be verified"
         return f"Low confidence ({score}/10): based on limited information"
 
+    @property
+    def notes(self) -> list[str]:
+        """What degraded for this question, each said once: an LLM answer that could not
+        be used (the rules did that step), or one that needed a second try."""
+        return list(dict.fromkeys(self.state.question_notes))
+
     def usage_line(self) -> str:
         """A one-line summary of this question's LLM usage ("" when no LLM was called)."""
         total = sum(self.usage.values(), Usage())
@@ -158,7 +164,7 @@ class Reply:
             return ""
         return (
             f"LLM: {total.calls} call{'s' if total.calls != 1 else ''}, "
-            f"{total.input_tokens:,} tokens in, {total.output_tokens:,} out, ~${total.cost_usd:.4f}"
+            f"{total.input_tokens:,} tokens in, {total.output_tokens:,} out, {total.cost_text()}"
         )
 
 
@@ -288,11 +294,12 @@ class ResearchAssistant:
     def from_env(
         cls, *, source: str | None = None, store: CheckpointStore | None = None
     ) -> ResearchAssistant:
-        """Configure from the environment: Claude when ``ANTHROPIC_API_KEY`` is set
-        (model ``RESEARCH_FSM_MODEL``), the data source from ``source`` or
+        """Configure from the environment: the LLM of ``llm_from_env`` (a local server at
+        ``RESEARCH_FSM_LLM_URL``, or Claude when ``ANTHROPIC_API_KEY`` is set; model
+        ``RESEARCH_FSM_MODEL``), the data source from ``source`` or
         ``RESEARCH_DATA_SOURCE``, the store from ``RESEARCH_FSM_STORE`` or under
         ``RESEARCH_FSM_HOME`` (see ``default_store``)."""
-        llm = AnthropicLLM() if os.environ.get("ANTHROPIC_API_KEY") else None
+        llm = llm_from_env()
         return cls(llm=llm, source=create_data_source(source), store=store)
 
     async def graph(self) -> CompiledGraph[ResearchState]:

@@ -126,6 +126,9 @@ class ResearchState(BaseModel):
     """LLM usage per agent over the whole thread."""
     question_usage: Annotated[dict[str, Usage], add] = Field(default_factory=dict)
     """LLM usage per agent for the current question (reset per question)."""
+    question_notes: Annotated[list[str], append] = Field(default_factory=list)
+    """What degraded for the current question (reset per question): an LLM answer that
+    could not be used (the rules did that step), or one that needed a second try."""
 
     @property
     def recent_messages(self) -> list[Message]:
@@ -159,4 +162,5 @@ def new_question_input(text: str, correlation_id: str) -> dict[str, object]:
         "error_context": None,
         "correlation_id": correlation_id,
         "question_usage": Replace({}),
+        "question_notes": Replace([]),
     }

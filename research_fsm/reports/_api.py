@@ -72,9 +72,9 @@ class Report:
     choices: list[str] = field(default_factory=list)
 
     @property
-    def cost_usd(self) -> float:
-        """Total estimated LLM cost."""
-        return round(sum(u.cost_usd for u in self.usage.values()), 6)
+    def cost_usd(self) -> float | None:
+        """Total estimated LLM cost; ``None`` when unknown (a model without a price)."""
+        return sum(self.usage.values(), Usage()).cost_usd
 
     def summary_line(self) -> str:
         """One line: company, the score and what it measures, iterations, sources (and
@@ -88,7 +88,7 @@ class Report:
         return (
             f"{self.company}: {self.score_phrase()}, {self.iterations} iteration"
             f"{'s' if self.iterations != 1 else ''}, {sources}, "
-            f"LLM {calls} calls ~${self.cost_usd:.4f}"
+            f"LLM {calls} calls {sum(self.usage.values(), Usage()).cost_text()}"
         )
 
     def score_phrase(self) -> str:

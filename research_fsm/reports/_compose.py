@@ -95,7 +95,7 @@ def _methodology(state: ReportState, lang: str) -> DocSection:
         ),
     ]
     if state.notes:
-        blocks.append(bullets([md_escape(note) for note in state.notes]))
+        blocks.append(bullets([md_escape(note) for note in dict.fromkeys(state.notes)]))
     return DocSection(text(lang, "methodology"), blocks)
 
 
@@ -153,11 +153,11 @@ def _metadata(state: ReportState, lang: str, generated_at: str) -> DocSection:
             text(lang, "model"),
             md_escape(_models(state)) if state.model else text(lang, "model_none"),
         ),
-        (text(lang, "cost"), f"US${total.cost_usd:.4f} ({total.calls} calls)"),
+        (text(lang, "cost"), f"{total.cost_text('US$')} ({total.calls} calls)"),
         (text(lang, "language"), state.language),
     ]
     for agent, usage in sorted(state.usage.items()):
-        rows.append((f"{text(lang, 'cost')}: {agent}", f"US${usage.cost_usd:.4f}"))
+        rows.append((f"{text(lang, 'cost')}: {agent}", usage.cost_text("US$")))
     return DocSection(text(lang, "metadata"), [table([("", ""), *rows])])
 
 

@@ -208,7 +208,9 @@ class Synthesizer:
             try:
                 update |= await self._write(state)
             except LLMError as exc:
-                update["notes"] = [f"synthesizer: {exc}; the summary is the rule-based one"]
+                update["notes"] = [
+                    f"synthesizer: the LLM failed ({exc.kind}); the summary is the rule-based one"
+                ]
                 if exc.usage.calls:
                     update["usage"] = {"synthesizer": exc.usage}
         update["timings"] = {"synthesizer": time.perf_counter() - start}
@@ -273,7 +275,9 @@ class QualityCheck:
                     update["notes"] = [reply.note]
                 quality = combined_quality(quality, reply.value)
             except LLMError as exc:
-                update["notes"] = [f"quality: {exc}; scored by the rules"]
+                update["notes"] = [
+                    f"quality: the LLM's answer could not be used ({exc.kind}); scored by the rules"
+                ]
                 if exc.usage.calls:
                     update["usage"] = {"quality": exc.usage}
         update |= {"quality": quality, "gaps": list(quality.missing)}

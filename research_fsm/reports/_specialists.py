@@ -286,6 +286,11 @@ def _field_facts(findings: ResearchFindings, urls: list[str]) -> list[Fact]:
     return facts
 
 
+_RULES_TAKE_OVER = frozenset({"schema", "max_tokens", "no_tools", "other"})
+"""``LLMError`` kinds after which the search's own fields are the facts (the model
+answered, but not usably); the others (the service is down) leave the section unavailable."""
+
+
 class Specialist:
     """One specialist node; an expected failure (source, LLM) becomes an unavailable section."""
 
@@ -365,7 +370,13 @@ class Specialist:
         except LLMError as exc:
             if exc.usage.calls:  # answers that did not fit were paid for
                 update["usage"] = {self.name: exc.usage}
-            raise
+            if exc.kind not in _RULES_TAKE_OVER:
+                raise
+            update["notes"] = [
+                f"{self.name}: the LLM's answer could not be used ({exc.kind}); "
+                "the facts are the search's own fields"
+            ]
+            return _field_facts(findings, urls[:1]), []
         update["usage"] = {self.name: reply.usage}
         if reply.note:
             update["notes"] = [reply.note]

@@ -6,17 +6,42 @@ server-sent-event endpoints under ``/api``; ``serve`` runs it with uvicorn.
 
 from __future__ import annotations
 
-from ._app import create_app
-from ._guard import LOOPBACK_HOSTS, InvalidServeOptions, allowed_host_names, is_loopback
-from ._request import MAX_BODY_BYTES
-from ._serve import serve
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from ._guard import (
+    LOOPBACK_HOSTS,
+    GuardMiddleware,
+    InvalidServeOptions,
+    allowed_host_names,
+    is_loopback,
+)
+
+if TYPE_CHECKING:
+    from ._app import create_app
+    from ._request import MAX_BODY_BYTES
+    from ._serve import serve
 
 __all__ = [
     "LOOPBACK_HOSTS",
     "MAX_BODY_BYTES",
+    "GuardMiddleware",
     "InvalidServeOptions",
     "allowed_host_names",
     "create_app",
     "is_loopback",
     "serve",
 ]
+
+_LAZY = {"create_app": "_app", "serve": "_serve", "MAX_BODY_BYTES": "_request"}
+"""Loaded on first use: they bring the assistant (``research-fsm mcp`` shares the guard
+without it)."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'research_fsm.web' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value

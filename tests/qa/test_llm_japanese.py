@@ -112,12 +112,15 @@ async def test_the_synthesis_token_budget_is_applied(anthropic_server: FakeAnthr
 
 
 async def test_failed_attempts_are_counted(anthropic_server: FakeAnthropic) -> None:
-    """The validator's two misfit answers fall back to the rules, and the question's usage
-    still counts both (they are paid for)."""
+    """The validator's two misfit tool answers and two misfit JSON-in-text answers fall
+    back to the rules, the question's usage still counts all four (they are paid for),
+    and the reply notes it once."""
 
     def answer(body: dict[str, Any]) -> Any:
         if "tools" in body and "is_sufficient" in body["tools"][0]["input_schema"]["properties"]:
             return api.tool_use("respond", {"is_sufficient": "unsure"}, output_tokens=25)
+        if "is_sufficient" in str(body.get("system")):  # asked for JSON in text
+            return api.json_text({"is_sufficient": "unsure"}, output_tokens=25)
         return claude()(body)
 
     anthropic_server.auto(answer)
@@ -125,4 +128,7 @@ async def test_failed_attempts_are_counted(anthropic_server: FakeAnthropic) -> N
     reply = await assistant_on(anthropic_server, source).ask("What's new at Apple?", thread_id="u")
     assert "validator" in reply.path
     validator = reply.usage["validator"]
-    assert (2, 50) == (validator.calls, validator.output_tokens) and validator.cost_usd > 0
+    assert (4, 100) == (validator.calls, validator.output_tokens) and validator.cost_usd
+    assert ["validator: the LLM's answer could not be used (schema); the rules did this step"] == [
+        note for note in reply.notes if note.startswith("validator")
+    ]

@@ -203,8 +203,9 @@ CLAUDE_MALFORMED: dict[str, tuple[Reply | None, Reply | None, int, str]] = {
         2,
         "rules",
     ),
-    "verdict wrong schema": (api.tool_use("respond", {"is_clear": "maybe?"}), None, 3, "claude"),
-    "verdict not a tool call": (api.text("It is Apple, I think."), None, 3, "claude"),
+    # two tool calls, two requests for JSON in text (answered in prose), the answer
+    "verdict wrong schema": (api.tool_use("respond", {"is_clear": "maybe?"}), None, 5, "claude"),
+    "verdict not a tool call": (api.text("It is Apple, I think."), None, 5, "claude"),
     "event: error before any text": (
         None,
         api.stream_error(partial_text=""),

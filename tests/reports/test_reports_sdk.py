@@ -345,7 +345,8 @@ async def test_cut_and_misfit_answers_are_noted_and_counted(
 ) -> None:
     """The financial specialist's answer is cut at the output limit: asked again with twice
     the limit, said under Methodology, both calls counted. The market specialist answers
-    twice with a misfit: its section is unavailable and both answers are still counted."""
+    with a misfit twice through the tool and twice when asked for JSON in text: the
+    search's own fields are its facts, that is said once, and all four answers are counted."""
     cut: list[int] = []
 
     def answer(body: dict[str, Any]) -> Any:
@@ -368,9 +369,11 @@ async def test_cut_and_misfit_answers_are_noted_and_counted(
     assert f"financial: Claude's answer was cut at the {cut[0]:,}-token output limit" in (
         report.markdown
     )
-    assert (2, 2) == (report.usage["financial"].calls, report.usage["market"].calls)
-    assert 30 == report.usage["market"].output_tokens
-    assert "This section is unavailable: the market specialist failed" in report.markdown
+    assert (2, 4) == (report.usage["financial"].calls, report.usage["market"].calls)
+    assert 60 == report.usage["market"].output_tokens
+    note = "market: the LLM's answer could not be used (schema); the facts are the search's own"
+    assert 1 == report.markdown.count(note)
+    assert "This section is unavailable: the market specialist failed" not in report.markdown
 
 
 async def test_the_report_names_the_model_of_each_agent(

@@ -168,7 +168,8 @@ async def test_timeout_falls_back(anthropic_server: Any) -> None:
 
 
 async def test_malformed_output_retried_once_then_rules(anthropic_server: Any) -> None:
-    """Output that does not fit the schema is retried once, then the rules take over."""
+    """Output that does not fit the schema is retried once, then asked for as JSON in
+    text (twice: without tools, the schema in the system prompt), then the rules take over."""
     anthropic_server.enqueue(
         api.tool_use("respond", {"detected_company": 42}),
         api.tool_use("respond", {"is_clear": "maybe?"}),
@@ -177,7 +178,9 @@ async def test_malformed_output_retried_once_then_rules(anthropic_server: Any) -
     with pytest.raises(LLMError) as caught:
         await llm.structured(agent="clarity", system="s", prompt="p", schema=ClarityVerdict)
     assert "schema" == caught.value.kind
-    assert 2 == len(anthropic_server.requests)
+    requests = anthropic_server.requests
+    assert [True, True, False, False] == ["tools" in r.body for r in requests]
+    assert all('"is_clear"' in r.body["system"].split("<schema>")[1] for r in requests[2:])
 
 
 async def test_non_json_body_falls_back(anthropic_server: Any) -> None:

@@ -61,19 +61,20 @@ async def test_a_structured_answer_cut_at_max_tokens_is_asked_again_with_twice_t
 async def test_an_answer_cut_twice_fails_with_max_tokens_and_its_usage(
     anthropic_server: FakeAnthropic,
 ) -> None:
-    """Cut again after the limit was raised: ``LLMError`` of kind ``max_tokens`` carrying
-    what both answers cost (they are paid for)."""
+    """Cut again after the limit was raised, and cut as JSON in text at the raised limit:
+    ``LLMError`` of kind ``max_tokens`` carrying what all three answers cost (they are paid for)."""
     anthropic_server.enqueue(
         api.cut_tool_use("respond", {}, output_tokens=100),
         api.cut_tool_use("respond", {}, output_tokens=200),
+        api.cut_text('{"facts": [{"kind": "finding", "statem', output_tokens=200),
     )
     with pytest.raises(LLMError) as caught:
         await make_llm(anthropic_server, max_tokens={"verification": 100}).structured(
             agent="verification", system="s", prompt="p", schema=SourceFacts
         )
     assert "max_tokens" == caught.value.kind
-    assert (2, 300) == (caught.value.usage.calls, caught.value.usage.output_tokens)
-    assert [100, 200] == [r.body["max_tokens"] for r in anthropic_server.requests]
+    assert (3, 500) == (caught.value.usage.calls, caught.value.usage.output_tokens)
+    assert [100, 200, 200] == [r.body["max_tokens"] for r in anthropic_server.requests]
 
 
 async def test_a_schema_retry_sends_the_validation_error_back(
@@ -104,16 +105,19 @@ async def test_a_schema_retry_sends_the_validation_error_back(
 
 
 async def test_two_misfits_fail_with_the_usage_of_both(anthropic_server: FakeAnthropic) -> None:
-    """Both answers misfit: ``LLMError`` of kind ``schema``, with both answers' tokens."""
+    """Both tool answers and both JSON-in-text answers misfit: ``LLMError`` of kind
+    ``schema``, with all four answers' tokens."""
     anthropic_server.enqueue(
         api.tool_use("respond", {"is_sufficient": "perhaps"}, output_tokens=30),
         api.tool_use("respond", {"is_sufficient": "still unsure"}, output_tokens=40),
+        api.json_text({"is_sufficient": "no idea"}, output_tokens=5),
+        api.text("I cannot say.", output_tokens=5),
     )
     with pytest.raises(LLMError) as caught:
         await make_llm(anthropic_server).structured(
             agent="validator", system="s", prompt="p", schema=ValidationVerdict
         )
-    assert ("schema", 2, 70) == (
+    assert ("schema", 4, 80) == (
         caught.value.kind,
         caught.value.usage.calls,
         caught.value.usage.output_tokens,
@@ -217,15 +221,17 @@ async def test_a_model_per_agent_from_the_environment(
 
 
 async def test_a_model_without_a_price_warns_once(anthropic_server: FakeAnthropic) -> None:
-    """An unknown model costs $0.00 in the figures, and one structlog warning says so
-    (not one per call); a price passed in counts."""
+    """An unknown model's cost is unknown (``None``, not $0.00), and one structlog warning
+    says so (not one per call); a price passed in counts."""
     anthropic_server.auto(lambda body: api.text("ok", input_tokens=1000, output_tokens=1000))
     llm = make_llm(anthropic_server, model="claude-unpriced-test-1")
     with capture_logs() as logs:
         first = await llm.generate(agent="synthesis", system="s", prompt="p")
         await llm.generate(agent="clarity", system="s", prompt="p")
     warned = [e for e in logs if e["log_level"] == "warning" and "no price" in e["event"]]
-    assert [("claude-unpriced-test-1", 0.0)] == [(e["model"], first.usage.cost_usd) for e in warned]
+    assert [("claude-unpriced-test-1", None)] == [
+        (e["model"], first.usage.cost_usd) for e in warned
+    ]
     priced = make_llm(
         anthropic_server,
         model="claude-unpriced-test-2",

@@ -153,7 +153,7 @@ class ClarityAgent:
             update |= failed_usage("clarity", exc)
             return None
         update |= usage_update("clarity", reply.usage)
-        llm_note(ctx, state, reply.note)
+        update |= llm_note(ctx, state, reply.note)
         verdict = _in_language(_cleaned(reply.value), lang)
         if verdict.intent not in INTENTS:
             verdict = verdict.model_copy(update={"intent": detect_intent(query)})

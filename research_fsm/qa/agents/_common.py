@@ -35,14 +35,20 @@ def usage_update(agent: str, usage: Usage) -> dict[str, Any]:
 
 def failed_usage(agent: str, exc: LLMError) -> dict[str, Any]:
     """The state change that counts what a failed call cost (answers that did not fit
-    the schema, or were cut at the output limit, are paid for too)."""
-    return usage_update(agent, exc.usage) if exc.usage.calls else {}
+    the schema, or were cut at the output limit, are paid for too) and notes, for the
+    reply, that the rules did the step."""
+    note = f"{agent}: the LLM's answer could not be used ({exc.kind}); the rules did this step"
+    update: dict[str, Any] = {"question_notes": [note]}
+    return update | (usage_update(agent, exc.usage) if exc.usage.calls else {})
 
 
-def llm_note(ctx: NodeContext, state: ResearchState, note: str | None) -> None:
-    """Log what the LLM client had to do for an answer (e.g. a raised output limit)."""
-    if note:
-        ctx.log.info("LLM note", agent=ctx.node, correlation_id=state.correlation_id, note=note)
+def llm_note(ctx: NodeContext, state: ResearchState, note: str | None) -> dict[str, Any]:
+    """Log what the LLM client had to do for an answer (e.g. a raised output limit, JSON
+    asked for in text); the state change that notes it for the reply."""
+    if not note:
+        return {}
+    ctx.log.info("LLM note", agent=ctx.node, correlation_id=state.correlation_id, note=note)
+    return {"question_notes": [note]}
 
 
 def log_step(ctx: NodeContext, state: ResearchState, **fields: Any) -> None:

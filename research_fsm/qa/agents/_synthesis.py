@@ -456,7 +456,7 @@ class SynthesisAgent:
             ctx.emit("reset", None)
             return None
         update |= usage_update("synthesis", reply.usage)
-        llm_note(ctx, state, reply.note)
+        update |= llm_note(ctx, state, reply.note)
         block = sources_block(all_findings, lang)
         if block:
             ctx.emit("token", "\n\n" + block)

@@ -107,7 +107,7 @@ class ValidatorAgent:
                 )
                 verdict = reply.value
                 update |= usage_update("validator", reply.usage)
-                llm_note(ctx, state, reply.note)
+                update |= llm_note(ctx, state, reply.note)
             except LLMError as exc:
                 warn_fallback(ctx, state, exc)
                 update |= failed_usage("validator", exc)
