@@ -148,11 +148,7 @@ ORDER: tuple[tuple[str, ...], ...] = (
 )
 """The floors of research_fsm, ground first: each entry a top-level package or module."""
 
-PENDING: dict[tuple[str, str], str] = {
-    ("sources", "common"): "issue 37 item 1 (branch apps): web_url moves down to sources",
-    ("qa", "deep"): "issue 37 item 1 (branch apps): the front door moves to assistant.py",
-    ("qa", "reports"): "issue 37 item 1 (branch apps): the front door moves to assistant.py",
-}
+PENDING: dict[tuple[str, str], str] = {}
 """Imports against the order that work in flight removes, each with who removes it;
 ``test_every_pending_exception_is_still_needed`` fails once one is gone."""
 
@@ -260,8 +256,7 @@ def test_every_import_goes_down_the_package_order() -> None:
 def test_no_circle_among_the_packages() -> None:
     """The top-level packages import each other without a circle (a pending exception
     that makes one still fails here)."""
-    allowed = [["common", "sources"]]  # PENDING: sources -> common (branch apps)
-    assert [] == [circle for circle in package_cycles() if circle not in allowed]
+    assert [] == package_cycles()
 
 
 def test_every_pending_exception_is_still_needed() -> None:
