@@ -143,7 +143,7 @@ class ReportSource(DataSource):
 
 async def _measure(root: Path, reports: int) -> dict[str, Any]:
     from research_fsm import ResearchAssistant
-    from research_fsm.qa import DEFAULT_KEEP
+    from research_fsm.assistant import DEFAULT_KEEP
     from research_fsm.reports import Report, ReportProgress
     from research_fsm.stores import JsonFileCheckpointStore
 

@@ -300,8 +300,8 @@ async def _session(assistant: Any, llm: DeepLLM) -> dict[str, Any]:
 
 async def _measure(root: Path, sessions: int, failing: int) -> dict[str, Any]:
     from research_fsm import ResearchAssistant
+    from research_fsm.assistant import DEFAULT_KEEP
     from research_fsm.deep import StaticSearch
-    from research_fsm.qa import DEFAULT_KEEP
     from research_fsm.stores import JsonFileCheckpointStore
 
     llm = DeepLLM()

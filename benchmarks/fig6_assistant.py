@@ -177,7 +177,7 @@ PATHS: dict[str, dict[str, Any]] = {
 
 async def _measure_path(path: str, root: Path, questions: int) -> dict[str, Any]:
     from research_fsm import ResearchAssistant
-    from research_fsm.qa import DEFAULT_KEEP
+    from research_fsm.assistant import DEFAULT_KEEP
     from research_fsm.stores import JsonFileCheckpointStore
 
     llm = SimulatedLLM()

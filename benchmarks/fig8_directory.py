@@ -66,8 +66,8 @@ async def _build(load_profiles: Any) -> dict[str, float]:
     t2 = time.perf_counter()
     CompanyIndex(profile.to_ref() for profile in profiles)
     t3 = time.perf_counter()
+    from research_fsm import ResearchAssistant
     from research_fsm.engine import MemoryCheckpointStore
-    from research_fsm.qa import ResearchAssistant
 
     await ResearchAssistant(source=source, store=MemoryCheckpointStore()).graph()
     t4 = time.perf_counter()

@@ -4,14 +4,16 @@ assistant built on it.
 The engine's names (``StateGraph``, ``Suspend``, ``MemoryCheckpointStore``...) are
 importable from here and from ``research_fsm.engine``; ``JsonFileCheckpointStore``, the
 durable default, from here and from ``research_fsm.stores``; the assistant's
-(``ResearchAssistant``, ``Reply``... from ``research_fsm.qa``; ``ResearchError``,
+(``ResearchAssistant`` from ``research_fsm.assistant``, ``Reply``... from
+``research_fsm.qa``; ``ResearchError``,
 the root of its errors) load on first use, the engine's too, so ``import research_fsm``
 stays fast (and the command line can answer Ctrl-C while it loads).
 
 The packages, bottom up: ``engine`` and ``stores``; ``llm``, ``sources`` and
-``documents``; ``common`` (what the apps share); the apps ``reports``, ``deep`` (deep
-research) and ``qa`` (conversations, and the ``ResearchAssistant`` that composes the
-other two); ``cli``, ``web`` and ``mcp`` (the MCP server) on top. ``errors`` holds the apps' root error.
+``documents``; ``common`` (what the apps share); the apps side by side, ``qa``
+(conversations), ``reports`` and ``deep`` (deep research), none importing another;
+``assistant``, the ``ResearchAssistant`` that composes them; ``cli``, ``web`` and ``mcp``
+(the MCP server) on top. ``errors`` holds the apps' root error.
 """
 
 from __future__ import annotations
@@ -21,13 +23,13 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._logging import configure_logging as configure_logging
+    from .assistant import ResearchAssistant as ResearchAssistant
     from .engine import *  # noqa: F403
     from .errors import ResearchError as ResearchError
     from .qa import Answer as Answer
     from .qa import InvalidQuestion as InvalidQuestion
     from .qa import Progress as Progress
     from .qa import Reply as Reply
-    from .qa import ResearchAssistant as ResearchAssistant
     from .qa import ResearchState as ResearchState
     from .qa import Token as Token
     from .stores import JsonFileCheckpointStore as JsonFileCheckpointStore
@@ -43,6 +45,8 @@ _ENGINE = (
     "CheckpointConflict",
     "CheckpointNotFound",
     "CheckpointStore",
+    "ChildThread",
+    "ChildThreadMissing",
     "Command",
     "CompiledGraph",
     "Completed",
@@ -104,7 +108,7 @@ _LAZY = {
     "InvalidQuestion": "qa",
     "Progress": "qa",
     "Reply": "qa",
-    "ResearchAssistant": "qa",
+    "ResearchAssistant": "assistant",
     "ResearchError": "errors",
     "ResearchState": "qa",
     "Token": "qa",

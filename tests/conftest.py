@@ -9,13 +9,14 @@ import os
 import shutil
 import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from servers import FakeAnthropic, FakeTavily
 from servers.postgres import PostgresServer, ServerUnavailable
-from stores.helpers import close_store, postgres_url
+from stores.helpers import OPENED, Opened, close_store, postgres_url
 
 from research_fsm.engine import CheckpointStore
 from research_fsm.stores import open_store
@@ -43,20 +44,46 @@ def _isolate_home() -> None:
 
 
 _isolate_home()
+# The tests' documents are embedded by the model the test extra installs (WordLlama, in
+# microseconds), also where the minilm extra is installed; a test of MiniLM asks for it.
+os.environ.setdefault("RESEARCH_FSM_EMBEDDER", "wordllama")
 
-StoreKind = Callable[[pytest.FixtureRequest, Path], tuple[str, dict[str, Any]]]
+
+@dataclass(frozen=True)
+class StoreKind:
+    """A store the engine and store tests run on."""
+
+    url: Callable[[pytest.FixtureRequest, Path], tuple[str, dict[str, Any]]]
+    """Its ``open_store`` URL and options, a new folder (the path given) or schema each call."""
+    in_process: bool = False
+    """It keeps states as Python objects in the store object (``helpers.Opened``)."""
+
+
 STORE_KINDS: dict[str, StoreKind] = {
-    "memory": lambda request, folder: ("memory:", {}),
-    "file-none": lambda request, folder: (f"file:{folder}", {"durability": "none"}),
-    "file-fsync": lambda request, folder: (f"file:{folder}", {"durability": "fsync"}),
-    "file-flock": lambda request, folder: (
-        f"file:{folder}",
-        {"durability": "none", "fs": FileSystem(range_locks=False)},
+    "memory": StoreKind(lambda request, folder: ("memory:", {}), in_process=True),
+    "file-none": StoreKind(lambda request, folder: (f"file:{folder}", {"durability": "none"})),
+    "file-fsync": StoreKind(lambda request, folder: (f"file:{folder}", {"durability": "fsync"})),
+    "file-flock": StoreKind(
+        lambda request, folder: (
+            f"file:{folder}",
+            {"durability": "none", "fs": FileSystem(range_locks=False)},
+        )
     ),
-    "postgres": lambda request, folder: postgres_url(request),
+    "postgres": StoreKind(lambda request, folder: postgres_url(request)),
 }
-"""Each store the engine and store tests run on: its ``open_store`` URL and options
-(a new folder or schema each call). A new store adds a row here."""
+"""Each store the engine and store tests (the conformance suite,
+tests/stores/test_store_contract.py) run on. A new store adds a row here."""
+
+
+def _open_kind(
+    kind: str, request: pytest.FixtureRequest, folder: Path, **kwargs: Any
+) -> CheckpointStore:
+    """A store of ``kind``, remembered in ``helpers.OPENED`` (for ``helpers.reopen``)."""
+    url, options = STORE_KINDS[kind].url(request, folder)
+    options = {**options, **kwargs}
+    store = open_store(url, **options)
+    OPENED[id(store)] = Opened(url, options, STORE_KINDS[kind].in_process)
+    return store
 
 
 @pytest.fixture
@@ -123,10 +150,10 @@ async def store(
 ) -> AsyncIterator[CheckpointStore]:
     """Every store implementation: in memory, JSON files without and with fsync (and
     without, leasing with `flock` as where there are no range locks), PostgreSQL."""
-    url, options = STORE_KINDS[store_kind](request, tmp_path / "store")
-    made = open_store(url, **options)
+    made = _open_kind(store_kind, request, tmp_path / "store")
     yield made
     await close_store(made)
+    OPENED.pop(id(made), None)
 
 
 @pytest.fixture
@@ -139,11 +166,11 @@ async def make_store(
     made: list[CheckpointStore] = []
 
     def make(**kwargs: Any) -> CheckpointStore:
-        url, options = STORE_KINDS[store_kind](request, tmp_path / f"store-{next(counter)}")
-        new = open_store(url, **{**options, **kwargs})
+        new = _open_kind(store_kind, request, tmp_path / f"store-{next(counter)}", **kwargs)
         made.append(new)
         return new
 
     yield make
     for new in made:
         await close_store(new)
+        OPENED.pop(id(new), None)

@@ -168,7 +168,7 @@ def test_parallel_example_prints_its_documented_result(tmp_path: Path) -> None:
 
 def test_history_editing_example_prints_its_documented_result(tmp_path: Path) -> None:
     """The engine guide's history-editing example runs and prints what its comments show."""
-    block = only_block(ROOT / "docs" / "engine.md", "update_state(")
+    block = only_block(ROOT / "docs" / "engine.md", "app.fork(")
     result = run_block(block, tmp_path)
     assert result.returncode == 0, result.stderr
     expected = [

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from homes import seeded_home
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -63,7 +64,7 @@ def test_example_runs(name: str, tmp_path: Path) -> None:
     """The example exits 0 within 60 s, offline, and prints its marker lines."""
     env = {
         **os.environ,
-        "RESEARCH_FSM_HOME": str(tmp_path),
+        "RESEARCH_FSM_HOME": str(seeded_home(tmp_path)),
         "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
     }
     for key in ("ANTHROPIC_API_KEY", "TAVILY_API_KEY", "RESEARCH_DATA_SOURCE", "LOG_LEVEL"):

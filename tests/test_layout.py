@@ -1,4 +1,17 @@
-"""The package layout: no package imports another package's private module.
+"""The package layout: the packages stand in one order, and no package imports another
+package's private module.
+
+The order, ground floor first (``ORDER``): a module may import its own package and the
+floors below it, never a floor above nor a neighbour on its own floor, so the packages
+form no circle:
+
+    engine -> errors, _home, _tracing -> _logging -> stores -> llm, sources, documents
+    -> common, diagnostics -> qa, reports, deep -> assistant -> web -> mcp -> cli
+    -> research_fsm, __main__
+
+(``research_fsm/assistant.py``, the composition root, is the ``assistant`` floor;
+``research_fsm/__init__.py``, the public front, the top.) Every import counts: those
+inside functions and under ``if TYPE_CHECKING:`` too.
 
 A private module (``_name.py`` or a ``_name/`` package) belongs to the package that
 holds it and may be imported by that package's modules and subpackages only:
@@ -10,6 +23,7 @@ public module (``research_fsm.common.writer``).
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -41,6 +55,19 @@ def _imports(path: Path, root: Path) -> Iterator[tuple[int, tuple[str, ...]]]:
             yield node.lineno, module
             for alias in node.names:
                 yield node.lineno, (*module, alias.name)
+
+
+def _floor_of(target: tuple[str, ...], root: Path) -> str | None:
+    """The top-level package or module of research_fsm an import target names
+    (``research_fsm.qa.graph`` -> ``qa``; ``research_fsm`` and names in its
+    ``__init__`` -> ``__init__``), or ``None`` outside research_fsm and for
+    ``research_fsm.__version__``."""
+    if target[:1] != ("research_fsm",) or target[1:2] == ("__version__",):
+        return None  # outside, or the package's version (metadata, not code)
+    if len(target) == 1:
+        return "__init__"
+    path = root / "research_fsm" / target[1]
+    return target[1] if path.is_dir() or path.with_suffix(".py").is_file() else "__init__"
 
 
 def _private_owner(target: tuple[str, ...], root: Path) -> tuple[str, ...] | None:
@@ -103,3 +130,296 @@ def test_the_check_finds_relative_and_absolute_imports_of_private_modules(
         "research_fsm/b/names.py:1 imports research_fsm.a._x",
         "research_fsm/b/relative.py:1 imports research_fsm.a._x",
     ] == private_imports(tmp_path)
+
+
+ORDER: tuple[tuple[str, ...], ...] = (
+    ("engine",),
+    ("errors", "_home", "_tracing"),
+    ("_logging",),
+    ("stores",),
+    ("llm", "sources", "documents"),
+    ("common", "diagnostics"),
+    ("qa", "reports", "deep"),
+    ("assistant",),
+    ("web",),
+    ("mcp",),
+    ("cli",),
+    ("__init__", "__main__"),
+)
+"""The floors of research_fsm, ground first: each entry a top-level package or module."""
+
+PENDING: dict[tuple[str, str], str] = {}
+"""Imports against the order that work in flight removes, each with who removes it;
+``test_every_pending_exception_is_still_needed`` fails once one is gone."""
+
+
+def _import_targets(path: Path, root: Path) -> tuple[tuple[int, tuple[str, ...]], ...]:
+    """The module each import in ``path`` names: ``from a import b`` names ``a``, or
+    ``a.b`` when ``a`` is the root package (whose names are its subpackages too)."""
+    here = _dotted(path, root)
+    package = here if path.name == "__init__.py" else here[:-1]
+    return _targets(package, path.read_text(encoding="utf-8"))
+
+
+@functools.cache
+def _targets(package: tuple[str, ...], text: str) -> tuple[tuple[int, tuple[str, ...]], ...]:
+    """``_import_targets`` of a module's text in ``package`` (a copied tree parses once)."""
+    found: list[tuple[int, tuple[str, ...]]] = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, tuple(alias.name.split("."))) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else ()
+            module = base + tuple(node.module.split(".") if node.module else ())
+            if module == ("research_fsm",):
+                found += [(node.lineno, (*module, alias.name)) for alias in node.names]
+            else:
+                found.append((node.lineno, module))
+    return tuple(found)
+
+
+def package_imports(root: Path = ROOT) -> dict[tuple[str, str], list[str]]:
+    """``(importer, imported)`` floor pairs between different top-level packages, each
+    with the ``file:line`` places that import so."""
+    found: dict[tuple[str, str], list[str]] = {}
+    for path in sorted((root / "research_fsm").rglob("*.py")):
+        importer = _floor_of(_dotted(path, root), root)
+        assert importer is not None
+        for line, target in _import_targets(path, root):
+            imported = _floor_of(target, root)
+            if imported is not None and imported != importer:
+                where = f"{path.relative_to(root).as_posix()}:{line}"
+                places = found.setdefault((importer, imported), [])
+                if where not in places:
+                    places.append(where)
+    return found
+
+
+def order_violations(
+    root: Path = ROOT,
+    order: tuple[tuple[str, ...], ...] = ORDER,
+    pending: dict[tuple[str, str], str] | None = None,
+) -> list[str]:
+    """``file:line: a imports b`` for every import of a floor that is not below the
+    importer's (a neighbour on the same floor included), and for a package ``order``
+    does not place; ``pending`` pairs excepted."""
+    pending = PENDING if pending is None else pending
+    rank = {name: floor for floor, names in enumerate(order) for name in names}
+    wrong = []
+    for (importer, imported), places in package_imports(root).items():
+        if (importer, imported) in pending:
+            continue
+        if importer not in rank or imported not in rank:
+            unplaced = importer if importer not in rank else imported
+            reason = f"{unplaced} has no place in ORDER"
+        elif rank[imported] < rank[importer]:
+            continue
+        elif rank[imported] == rank[importer]:
+            reason = "a neighbour on the same floor"
+        else:
+            reason = "a floor above"
+        wrong += [f"{place}: {importer} imports {imported} ({reason})" for place in places]
+    return sorted(wrong)
+
+
+def package_cycles(root: Path = ROOT) -> list[list[str]]:
+    """The circles among research_fsm's top-level packages (each a sorted list of the
+    packages that reach each other through imports), pending exceptions included."""
+    graph: dict[str, set[str]] = {}
+    for importer, imported in package_imports(root):
+        graph.setdefault(importer, set()).add(imported)
+        graph.setdefault(imported, set())
+
+    def reach(start: str) -> set[str]:
+        seen: set[str] = set()
+        todo = [start]
+        while todo:
+            for nxt in graph[todo.pop()] - seen:
+                seen.add(nxt)
+                todo.append(nxt)
+        return seen
+
+    reached = {name: reach(name) for name in graph}
+    circles = {
+        tuple(sorted(name for name in graph if name in reached[start] and start in reached[name]))
+        for start in graph
+        if start in reached[start]
+    }
+    return [list(circle) for circle in sorted(circles)]
+
+
+def test_every_import_goes_down_the_package_order() -> None:
+    """No module of research_fsm imports a package on its own floor or above (ORDER)."""
+    assert [] == order_violations()
+
+
+def test_no_circle_among_the_packages() -> None:
+    """The top-level packages import each other without a circle (a pending exception
+    that makes one still fails here)."""
+    assert [] == package_cycles()
+
+
+def test_every_pending_exception_is_still_needed() -> None:
+    """Each PENDING pair still occurs: once its work lands the pair must go."""
+    found = package_imports()
+    assert [] == [pair for pair in PENDING if pair not in found]
+
+
+def test_every_package_has_a_floor() -> None:
+    """Each top-level package and module of research_fsm is placed in ORDER exactly once."""
+    placed = [name for names in ORDER for name in names]
+    present = {
+        path.stem if path.suffix == ".py" else path.name
+        for path in (ROOT / "research_fsm").iterdir()
+        if (path.suffix == ".py" or (path / "__init__.py").is_file())
+    }
+    assert sorted(set(placed)) == sorted(placed)  # none twice
+    assert [] == sorted(present - set(placed))
+
+
+def _tree(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = root / "research_fsm" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+def test_the_order_check_finds_upward_sideways_and_unplaced_imports(tmp_path: Path) -> None:
+    """In a small tree, the check reports an import of a floor above (in a function and
+    under TYPE_CHECKING too), of a neighbour, and of an unplaced package; not one below."""
+    root = _tree(
+        tmp_path,
+        {
+            "__init__.py": "from .app import run\n",
+            "low/__init__.py": "def f():\n    from ..app import run\n",
+            "low/typed.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+            "    import research_fsm.side\n",
+            "side/__init__.py": "from research_fsm.low import f\n",
+            "app/__init__.py": "from ..low.typed import x\nfrom ..side import y\nfrom ..new import z\n",
+            "new/__init__.py": "",
+        },
+    )
+    order = (("low",), ("side", "peer"), ("app",), ("__init__",))
+    assert [
+        "research_fsm/app/__init__.py:3: app imports new (new has no place in ORDER)",
+        "research_fsm/low/__init__.py:2: low imports app (a floor above)",
+        "research_fsm/low/typed.py:3: low imports side (a floor above)",
+    ] == order_violations(root, order, pending={})
+    (root / "research_fsm" / "side" / "peer.py").write_text("")
+    (root / "research_fsm" / "peer.py").write_text("from .side import y\n")
+    assert "research_fsm/peer.py:1: peer imports side (a neighbour on the same floor)" in (
+        order_violations(root, order, pending={})
+    )
+
+
+def test_the_cycle_check_finds_a_circle_through_three_packages(tmp_path: Path) -> None:
+    """a -> b -> c -> a is one circle of three; d, importing a, is in none."""
+    root = _tree(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "a/__init__.py": "from ..b import x\n",
+            "b/__init__.py": "from research_fsm.c import y\n",
+            "c/x.py": "import research_fsm.a\n",
+            "c/__init__.py": "",
+            "d.py": "from .a import z\n",
+        },
+    )
+    assert [["a", "b", "c"]] == package_cycles(root)
+
+
+def test_a_planted_upward_import_in_a_copy_of_the_real_package_fails(tmp_path: Path) -> None:
+    """The real package copied, with ``engine`` importing ``qa`` planted in one module:
+    the check names that line, and the circle it makes through qa."""
+    for path in (ROOT / "research_fsm").rglob("*.py"):
+        copy = tmp_path / path.relative_to(ROOT)
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        copy.write_bytes(path.read_bytes())
+    assert [] == order_violations(tmp_path)
+    planted = tmp_path / "research_fsm" / "engine" / "_types.py"
+    lines = planted.read_text().count("\n")
+    with planted.open("a") as out:
+        out.write("from ..qa import graph  # planted\n")
+    assert [
+        f"research_fsm/engine/_types.py:{lines + 1}: engine imports qa (a floor above)"
+    ] == order_violations(tmp_path)
+    circles = [circle for circle in package_cycles(tmp_path) if "engine" in circle]
+    assert [True] == [{"engine", "qa"} <= set(circle) for circle in circles]
+
+
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+HOUSE_MARK = "<!-- the house: drawn by tests/test_layout.py::house_mermaid -->"
+
+
+def house_mermaid(root: Path = ROOT) -> str:
+    """The packages (and ``assistant.py``) as a Mermaid flowchart, ground floor at the
+    bottom, neighbours boxed together: an arrow from a package to each one that imports
+    it, left out where a longer path already leads there (a transitive reduction)."""
+    pictured = [
+        name
+        for names in ORDER
+        for name in names
+        if (root / "research_fsm" / name / "__init__.py").is_file()
+        or (name == "assistant" and (root / "research_fsm" / "assistant.py").is_file())
+    ]
+    edges = {
+        (imported, importer)
+        for importer, imported in package_imports(root)
+        if importer in pictured and imported in pictured
+    }
+
+    def longer_path(start: str, end: str) -> bool:
+        todo = [b for a, b in edges if a == start and b != end]
+        seen = set(todo)
+        while todo:
+            here = todo.pop()
+            if here == end:
+                return True
+            for a, b in edges:
+                if a == here and b not in seen:
+                    seen.add(b)
+                    todo.append(b)
+        return False
+
+    rank = {name: floor for floor, names in enumerate(ORDER) for name in names}
+    lines = ["flowchart BT"]
+    for floor, names in enumerate(ORDER):
+        present = [name for name in names if name in pictured]
+        if len(present) > 1:
+            lines.append(f'    subgraph floor{floor} [" "]')
+            lines += [f"        {name}" for name in present]
+            lines.append("    end")
+    kept = sorted(
+        (edge for edge in edges if not longer_path(*edge)),
+        key=lambda edge: (rank[edge[0]], rank[edge[1]], edge),
+    )
+    lines += [f"    {low} --> {high}" for low, high in kept]
+    return "\n".join(lines) + "\n"
+
+
+def test_the_architecture_page_draws_the_packages_as_they_import() -> None:
+    """docs/architecture.md's picture of the house is the one the imports make today (on
+    failure, paste the block from the message)."""
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    drawn = text.split(HOUSE_MARK, 1)[1].split("```mermaid\n", 1)[1].split("```", 1)[0]
+    assert house_mermaid() == drawn, f"paste into docs/architecture.md:\n{house_mermaid()}"
+
+
+def test_the_picture_leaves_out_an_arrow_a_longer_path_draws(tmp_path: Path) -> None:
+    """engine -> stores -> qa and engine -> qa: the picture keeps the two short arrows;
+    qa and deep share a floor box."""
+    root = _tree(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "engine/__init__.py": "",
+            "stores/__init__.py": "from ..engine import x\n",
+            "qa/__init__.py": "from ..engine import x\nfrom ..stores import y\n",
+            "deep/__init__.py": "",
+        },
+    )
+    assert (
+        'flowchart BT\n    subgraph floor6 [" "]\n        qa\n        deep\n    end\n'
+        "    engine --> stores\n    stores --> qa\n"
+    ) == house_mermaid(root)

@@ -30,6 +30,9 @@ of ``docsets/dev.json`` (``--part dev``, the default), or of the frozen held-out
 set and part (and per language) with the index time (first indexing, then re-indexing the
 unchanged folder). ``--offline`` never downloads: a set not cached is skipped, saying so;
 ``--quick`` with ``--set`` is the CI smoke form (offline, two dev questions a set).
+``--index-dir DIR`` keeps each set's index and vectors in ``DIR/<set>`` between runs (a
+contextual model embeds a set's passages in minutes; answerers are then compared on the same
+index). ``--embedder minilm|wordllama|none`` picks the model.
 """
 
 from __future__ import annotations
@@ -392,12 +395,19 @@ def main(argv: list[str] | None = None) -> int:
         "--offline", action="store_true", help="with --set: never download; skip uncached sets"
     )
     parser.add_argument("--out", type=Path, default=Path("answers.json"))
+    parser.add_argument(
+        "--index-dir",
+        type=Path,
+        default=None,
+        help="with --set: keep each set's index (and its vectors) in DIR/<set> between runs, "
+        "to compare answerers on the same index (index s is then the re-index's)",
+    )
     parser.add_argument("--check", action="store_true", help="exit 1 when a goal is missed")
     parser.add_argument(
         "--embedder",
         default=None,
-        help="the embedding model: wordllama (default when installed), none (words alone), "
-        "or a candidate of _candidates.py (minilm-static, minilm)",
+        help="the embedding model: minilm or wordllama (unset: the first installed), none "
+        "(words alone), or a candidate of _candidates.py (minilm-static)",
     )
     args = parser.parse_args(argv)
     if args.embedder is not None:
@@ -548,7 +558,8 @@ def main_sets(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             corpora[name] = manifest(sets[name])
             stale += stale_set_facts(chosen, corpus)
             print(f"{name}: {len(chosen)} questions over {corpus}", file=sys.stderr)
-            done, index[name] = asyncio.run(run_set(chosen, corpus, Path(temp) / name))
+            home = args.index_dir / name if args.index_dir is not None else Path(temp) / name
+            done, index[name] = asyncio.run(run_set(chosen, corpus, home))
             for r in done:
                 r.pop("session")
             results += done

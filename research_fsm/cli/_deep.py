@@ -8,10 +8,10 @@ import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
+from ..assistant import ResearchAssistant
 from ..common.text import for_terminal
 from ..deep import DeepProgress, DeepText, ResearchReport, list_sessions, sessions_home
 from ..llm import Usage
-from ..qa import ResearchAssistant
 
 __all__ = ["add_deep_parsers", "run_deep", "run_sessions"]
 
@@ -99,7 +99,8 @@ async def _follow(
             continue
         where = f" ({event.branch})" if event.branch else ""
         what = "done" if event.finished else "started"
-        print(f"  [{event.stage}]{where} {what}", file=sys.stderr, flush=True)
+        label = f": {for_terminal(event.message)}" if event.message else ""
+        print(f"  [{event.stage}]{where} {what}{label}", file=sys.stderr, flush=True)
     raise RuntimeError("the deep-research run ended without a report")
 
 

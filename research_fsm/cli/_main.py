@@ -14,11 +14,12 @@ import sys
 from typing import TextIO
 
 from .._logging import configure_logging
+from ..assistant import ResearchAssistant
 from ..common.text import for_terminal
 from ..deep import InvalidResearchRequest
 from ..engine import EngineError, validate_thread_id
 from ..errors import ResearchError
-from ..qa import Answer, Progress, Reply, ResearchAssistant, Token
+from ..qa import Answer, Progress, Reply, Token
 from ..qa.constants import MAX_QUESTION_CHARS
 from ..reports import InvalidReportRequest
 from ..sources import create_data_source

@@ -10,8 +10,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from ..assistant import ResearchAssistant
 from ..common.text import for_terminal
-from ..qa import ResearchAssistant
 from ..reports import Report, ReportProgress, list_reports, reports_home
 
 __all__ = ["add_parsers", "run_report", "run_reports"]
@@ -66,7 +66,8 @@ async def _follow(events: AsyncIterator[ReportProgress | Report], quiet: bool) -
         if not quiet:
             where = f" ({event.branch})" if event.branch else ""
             what = "done" if event.finished else "started"
-            print(f"  [{event.agent}]{where} {what}", file=sys.stderr, flush=True)
+            label = f": {for_terminal(event.message)}" if event.message else ""
+            print(f"  [{event.agent}]{where} {what}{label}", file=sys.stderr, flush=True)
     raise RuntimeError("the report run ended without a report")
 
 

@@ -73,7 +73,7 @@ def run_serve(args: argparse.Namespace) -> int:
     if not 0 < args.port < 65536:
         print(f"research-fsm: --port must be from 1 to 65535, got {args.port}", file=sys.stderr)
         return EXIT_USAGE
-    from ..qa import ResearchAssistant
+    from ..assistant import ResearchAssistant
     from ..web import InvalidServeOptions, allowed_host_names, serve
 
     try:

@@ -9,6 +9,7 @@ Japanese. Every stage's output is kept in ``$RESEARCH_FSM_HOME/sessions/<id>/``
 (``sessions_home()``). ``DeepRunner`` runs the sessions (the assistant delegates to it).
 """
 
+from ._agent_table import AGENTS
 from ._api import (
     DOCS_ENV,
     DeepEvent,
@@ -28,6 +29,7 @@ from ._session import SessionEntry, list_sessions, sessions_home
 from ._text import quote_in
 
 __all__ = [
+    "AGENTS",
     "DEFAULT_THRESHOLD",
     "DEFAULT_TOP_K",
     "DOCS_ENV",

@@ -5,30 +5,32 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Callable
+import re
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
 
 from ..common.files import Clock, utc_now
+from ..common.runner import AppRunner
 from ..common.text import is_japanese
 from ..common.writer import check_pdf_fonts
 from ..documents import DOCS_ENV, DocumentIndex, IndexProgress, documents_folder_from_env
 from ..engine import (
     CheckpointStore,
-    CompiledGraph,
-    Completed,
     Emitted,
     NodeFinished,
     NodeStarted,
+    RunResult,
     validate_thread_id,
 )
 from ..errors import ResearchError
 from ..llm import LLM, Usage, agent_models
 from ..sources import DataSourceError, TavilyWebSearch
+from ._agent_table import AGENTS
 from ._cite import renumbered, sources_json
 from ._graph import build_deep_graph
-from ._model import AGENTS, DEFAULT_THRESHOLD, DEFAULT_TOP_K, DeepState, Language
+from ._model import DEFAULT_THRESHOLD, DEFAULT_TOP_K, DeepState, Language
 from ._report import session_meta, supported_claims
 from ._search import DocumentSearch, TopicSearch, WebSearch
 from ._session import new_session_folder, session_folder, write_stage
@@ -49,6 +51,8 @@ __all__ = [
 
 MAX_TOPIC_CHARS: Final = 500
 """Longest topic accepted."""
+_BRANCH_INDEX: Final = re.compile(r"\[(\d+)\]$")
+"""The index of a parallel branch's name (``deep_analysis[0]``)."""
 
 
 class InvalidResearchRequest(ResearchError, ValueError):
@@ -73,6 +77,8 @@ class DeepProgress:
     """False when it starts (or, indexing, goes on), True when it ends."""
     indexing: IndexProgress | None = None
     """How far indexing the documents folder is (``indexing`` only)."""
+    message: str = ""
+    """The stage's progress line in the session's language (from the agent table)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,7 +265,7 @@ def to_research_report(state: DeepState, session_id: str) -> ResearchReport:
     )
 
 
-class DeepRunner:
+class DeepRunner(AppRunner[DeepState, DeepEvent]):
     """Compiles the deep-research graph once; runs sessions as threads of ``store``
     (what ``ResearchAssistant.deep_research``, ``stream_deep_research`` and
     ``continue_deep_research`` do).
@@ -273,6 +279,9 @@ class DeepRunner:
         clock: the time a session starts (its date goes into the prompts); default the system's.
     """
 
+    agents = AGENTS
+    step_limit = 60
+
     def __init__(
         self,
         *,
@@ -283,9 +292,10 @@ class DeepRunner:
         index_dir: Path,
         clock: Clock | None = None,
     ) -> None:
-        graph = build_deep_graph(resolve=self._resolve, llm=llm)
+        super().__init__(store=store)
         self.clock = clock
-        self.app: CompiledGraph[DeepState] = graph.compile(store=store, step_limit=60)
+        graph = build_deep_graph(resolve=self._resolve, llm=llm)
+        self._app = graph.compile(store=store, step_limit=self.step_limit)  # needs nothing loaded
         self.llm = llm
         self.root = root
         self.web = web
@@ -362,7 +372,7 @@ class DeepRunner:
             "top_k": top_k,
             "threshold": float(threshold),
             "model": self.llm.model if self.llm else None,
-            "models": agent_models(self.llm, AGENTS),
+            "models": agent_models(self.llm, AGENTS.callers()),
             "started_at": utc_now(self.clock),
         }
         meta = session_meta(DeepState(**value), sid)
@@ -370,19 +380,38 @@ class DeepRunner:
         return value, sid
 
     async def events(
-        self, value: dict[str, Any] | None, session_id: str
+        self, value: dict[str, Any] | None, session_id: str, run: Mapping[str, Any] | None = None
     ) -> AsyncIterator[DeepProgress | DeepText | ResearchReport]:
-        """Stage progress, the draft's text as it is written, then the report."""
-        async with self.app.stream(value, thread_id=session_id) as events:
-            async for event in events:
-                if isinstance(event, NodeStarted):
-                    yield DeepProgress(event.node, event.branch, False)
-                elif isinstance(event, NodeFinished):
-                    yield DeepProgress(event.node, event.branch, True)
-                elif isinstance(event, Emitted) and event.kind == "token":
-                    yield DeepText(str(event.data))
-                elif isinstance(event, Completed):
-                    yield to_research_report(event.result.state, event.result.thread_id)
+        """Stage progress, the draft's text as it is written, then the report; ``run``:
+        what a continued session had written."""
+        stream = self.app.stream(value, thread_id=session_id)
+        async for event in self.progress(stream, run if run is not None else value):
+            yield event
+
+    def label(self, node: str, run: Mapping[str, Any], branch: str | None = None) -> str:
+        """The stage's line in the session's language; an analysis's names its source's
+        number (``Analysing source 2``)."""
+        line = super().label(node, run)
+        index = _BRANCH_INDEX.search(branch or "")
+        return f"{line} {int(index.group(1)) + 1}" if index is not None else line
+
+    def started(self, event: NodeStarted, run: Mapping[str, Any]) -> DeepProgress:
+        """A stage (or one source's analysis) started."""
+        message = self.label(event.node, run, event.branch)
+        return DeepProgress(event.node, event.branch, False, message=message)
+
+    def finished(self, event: NodeFinished, run: Mapping[str, Any]) -> DeepProgress:
+        """A stage (or one source's analysis) finished."""
+        message = self.label(event.node, run, event.branch)
+        return DeepProgress(event.node, event.branch, True, message=message)
+
+    def emitted(self, event: Emitted, run: Mapping[str, Any]) -> DeepText | None:
+        """A piece of the draft as the synthesis writes it."""
+        return DeepText(str(event.data)) if event.kind == "token" else None
+
+    def ended(self, result: RunResult[DeepState]) -> ResearchReport:
+        """The session's report."""
+        return to_research_report(result.state, result.thread_id)
 
     async def research(
         self,
@@ -438,7 +467,8 @@ class DeepRunner:
                     waiting.cancel()
                     continue
                 step = waiting.result()
-                yield DeepProgress("indexing", None, step.finished, step)
+                message = self.label("indexing", {"language": report_language(topic, language)})
+                yield DeepProgress("indexing", None, step.finished, step, message)
         finally:
             if not starting.done():
                 starting.cancel()
@@ -459,5 +489,6 @@ class DeepRunner:
         if snapshot.status == "completed":
             yield to_research_report(snapshot.state, session_id)
             return
-        async for event in self.events(None, session_id):
+        state = snapshot.state
+        async for event in self.events(None, session_id, {"language": state.language}):
             yield event

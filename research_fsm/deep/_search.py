@@ -53,6 +53,8 @@ class Found:
     """What was retrieved: the page text or the passage."""
     score: float = 0.0
     """The search's own score."""
+    similarity: float | None = None
+    """How close the passage is in meaning to the query (with an embedding model)."""
     snippet: str = ""
     """The search's query-focused extract, when ``text`` is the whole page."""
     position: str | None = None
@@ -192,6 +194,7 @@ class DocumentSearch:
         passages = fuse(lexical, nearest) if nearest else lexical
         weights = (await self.term_weights(query))[0] if passages else {}
         close = await self.index.similarity(query, passages) if nearest else None
+        near = dict(zip((id(p) for p in passages), close or (), strict=False))
         ranked: list[_Ranked] = []
         for order, passage in enumerate(passages):
             context = " ".join([passage.title, *passage.headings, _stem_of(passage.path)])
@@ -214,6 +217,7 @@ class DocumentSearch:
                 locator=passage.path,
                 text=passage.text,
                 score=passage.score,
+                similarity=near.get(id(passage)),
                 position=_position(passage.page, passage.line_start, passage.line_end),
                 heading=HEADING_PATH.join(passage.headings) or passage.heading,
             )

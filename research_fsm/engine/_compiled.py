@@ -11,12 +11,15 @@ checkpoint, ``fork``) in ``_edit``."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+import dataclasses
+import inspect
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
 from ._breakpoints import breakpoints
+from ._children import children_at
 from ._edit import check_as_node, check_checkpoint_id, fork, rewind, update
 from ._errors import CheckpointNotFound, IncompatibleCheckpoint, ThreadBusy
 from ._events import Sink, Suspended
@@ -32,6 +35,7 @@ from ._types import (
     END,
     BranchInfo,
     Checkpoint,
+    ChildThread,
     ErrorInfo,
     Origin,
     RunResult,
@@ -39,9 +43,20 @@ from ._types import (
     SuspendToken,
     Suspension,
 )
-from .store import Lease, validate_limit, validate_thread_id
+from .store import CheckpointStore, Lease, validate_limit, validate_thread_id
 
 __all__ = ["CompiledGraph"]
+
+
+def _takes_lease(store: CheckpointStore) -> bool:
+    """Whether ``store.delete`` takes the caller's ``lease`` (stores written for an
+    older protocol do not)."""
+    try:
+        parameters = inspect.signature(store.delete).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == "lease" or p.kind is p.VAR_KEYWORD for p in parameters)
+
 
 StateT = TypeVar("StateT", bound=BaseModel)
 
@@ -49,13 +64,19 @@ StateT = TypeVar("StateT", bound=BaseModel)
 class CompiledGraph(Generic[StateT]):
     """A validated graph bound to a checkpoint store; safe to share across tasks."""
 
-    def __init__(self, plan: Plan, state_model: type[StateT]) -> None:
+    def __init__(
+        self,
+        plan: Plan,
+        state_model: type[StateT],
+        rebind: Callable[[CheckpointStore], CompiledGraph[StateT]] | None = None,
+    ) -> None:
         self.state_model = state_model
         self.store = plan.store
         self.step_limit = plan.step_limit
         self.max_concurrency = plan.max_concurrency
         self._plan = plan
         self._holders: dict[str, asyncio.Task[Any]] = {}
+        self._rebind = rebind
 
     def __repr__(self) -> str:
         return (
@@ -68,6 +89,14 @@ class CompiledGraph(Generic[StateT]):
         """What the engine reads of this graph (internal to the engine: a parent graph
         reads its subgraphs' plans through it)."""
         return self._plan
+
+    def on_store(self, store: CheckpointStore) -> CompiledGraph[StateT]:
+        """This graph as a subgraph node of a graph on ``store`` runs it: compiled
+        without a store, the same graph compiled again on ``store`` (so its child
+        threads live in the parent's store); else itself."""
+        if self._rebind is None or store is self.store:
+            return self
+        return self._rebind(store)
 
     # -- public API ------------------------------------------------------------
 
@@ -159,20 +188,38 @@ class CompiledGraph(Generic[StateT]):
         )
 
     async def get_state(
-        self, thread_id: str, *, checkpoint_id: str | None = None
+        self, thread_id: str, *, checkpoint_id: str | None = None, subgraphs: bool = False
     ) -> StateSnapshot[StateT] | None:
         """The thread's latest snapshot, or ``None`` if the thread does not exist;
         with ``checkpoint_id``, that past snapshot (``CheckpointNotFound`` if the
-        thread has no such checkpoint)."""
+        thread has no such checkpoint). ``subgraphs``: each of ``snapshot.children``
+        carries the child thread's latest snapshot (theirs in turn)."""
         thread_id = validate_thread_id(thread_id)
         checkpoint_id = check_checkpoint_id(checkpoint_id)
         if checkpoint_id is not None:
             found = await self.store.load(thread_id, checkpoint_id)
             if found is None:
                 raise CheckpointNotFound(thread_id, checkpoint_id)
-            return await self._snapshot(found)
+            return await self._snapshot(found, subgraphs)
         latest = await self.store.load_latest(thread_id)
-        return None if latest is None else await self._snapshot(latest)
+        return None if latest is None else await self._snapshot(latest, subgraphs)
+
+    def subgraph(self, node: str) -> CompiledGraph[Any]:
+        """The child graph of subgraph node ``node`` as this graph runs it (on this
+        graph's store); ``"outer/inner"`` reaches a subgraph's own subgraph. Use it to
+        read or edit a child thread (``StateSnapshot.children``): ``get_state``,
+        ``update_state``, ``history``. ``ValueError`` naming the subgraph nodes if
+        ``node`` is none of them."""
+        graph: CompiledGraph[Any] = self
+        for part in node.split("/"):
+            children = graph.plan.children or {}
+            if part not in children:
+                shown = ", ".join(f"`{name}`" for name in children) or "none"
+                raise ValueError(
+                    f"`{part}` is not a subgraph node of this graph; its subgraph nodes are: {shown}"
+                )
+            graph = children[part]
+        return graph
 
     async def history(
         self, thread_id: str, *, limit: int | None = None, before: str | None = None
@@ -235,18 +282,28 @@ class CompiledGraph(Generic[StateT]):
             await lease.release()
 
     async def delete_thread(self, thread_id: str) -> None:
-        """Forget a thread; its resume tokens become stale.
+        """Forget a thread; its resume tokens become stale. Takes the thread's lease
+        first and holds it to the end: ``ThreadBusy`` (nothing deleted) while a run
+        holds it.
 
         With subgraphs, the child threads its subgraph nodes started go too (theirs
         in turn), each before the thread that names them: a crash midway leaves the
         parent (or a child) that names what is left, and calling this again finishes
-        the job."""
+        the job (meanwhile a call that needs a deleted child raises
+        ``ChildThreadMissing`` and runs nothing)."""
         thread_id = validate_thread_id(thread_id)
-        children = self._plan.children
-        if children:
-            for node, child in await child_threads(self.store, thread_id, children):
-                await children[node].delete_thread(child)
-        await self.store.delete(thread_id)
+        lease = await self._acquire(thread_id)
+        try:
+            children = self._plan.children
+            if children:
+                for node, child in await child_threads(self.store, thread_id, children):
+                    await children[node].delete_thread(child)
+            if _takes_lease(self.store):
+                await self.store.delete(thread_id, lease=lease)
+                return
+        finally:
+            await lease.release()
+        await self.store.delete(thread_id)  # a store of an older protocol: its own lease
 
     def to_mermaid(self) -> str:
         """A Mermaid flowchart of the nodes, edges and router branches."""
@@ -264,7 +321,7 @@ class CompiledGraph(Generic[StateT]):
 
     # -- snapshots ---------------------------------------------------------------
 
-    async def _snapshot(self, cp: Checkpoint) -> StateSnapshot[StateT]:
+    async def _snapshot(self, cp: Checkpoint, subgraphs: bool = False) -> StateSnapshot[StateT]:
         suspensions: list[Suspension] = []
         branches: tuple[BranchInfo, ...] = ()
         if cp.status == "suspended" and cp.suspension is not None:
@@ -292,6 +349,9 @@ class CompiledGraph(Generic[StateT]):
         state = restore(self._plan, cp, nodes=False)  # a snapshot needs no node of the graph
         if isinstance(state, IncompatibleCheckpoint):
             raise state
+        children: tuple[ChildThread, ...] = ()
+        if self._plan.children:
+            children, suspensions = await self._children(cp, suspensions, subgraphs)
         written = cp.origin or {}
         by = written.get("by")
         origin: Origin = by if by in ("update", "rewind", "fork") else "run"  # type: ignore[assignment]
@@ -308,7 +368,42 @@ class CompiledGraph(Generic[StateT]):
             parent_id=written["checkpoint_id"] if by == "rewind" else cp.parent_id,
             origin=origin,
             forked_from=(written["thread_id"], written["checkpoint_id"]) if by == "fork" else None,
+            children=children,
         )
+
+    async def _children(
+        self, cp: Checkpoint, suspensions: list[Suspension], subgraphs: bool
+    ) -> tuple[tuple[ChildThread, ...], list[Suspension]]:
+        """The child threads ``cp`` names (with their snapshots when ``subgraphs``), and
+        ``suspensions`` with the child thread each passed-on one came from."""
+        graphs = self._plan.children or {}
+        children = []
+        passed: dict[str | None, str] = {}
+        for at in children_at(cp, graphs):
+            child = graphs[at.node]
+            latest = await child.store.load_latest(at.thread_id)
+            snapshot = None
+            if subgraphs and latest is not None:
+                snapshot = await child.get_state(at.thread_id, subgraphs=True)
+            children.append(
+                ChildThread(
+                    node=at.node,
+                    thread_id=at.thread_id,
+                    status=None if latest is None else latest.status,
+                    branch=at.branch,
+                    snapshot=snapshot,
+                )
+            )
+            if at.passed_on:
+                passed[at.branch] = at.thread_id
+        if passed:
+            suspensions = [
+                dataclasses.replace(s, child_thread_id=passed[s.branch])
+                if s.branch in passed
+                else s
+                for s in suspensions
+            ]
+        return tuple(children), suspensions
 
     async def _suspended_again(self, copy: Checkpoint, sink: Sink) -> RunResult[StateT]:
         """``run(None, checkpoint_id=...)`` on a suspended checkpoint: its suspension,

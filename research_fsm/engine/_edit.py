@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from ._children import children_at
 from ._errors import (
     CheckpointNotFound,
     IncompatibleCheckpoint,
@@ -49,13 +50,13 @@ def check_checkpoint_id(value: object, name: str = "checkpoint_id") -> str | Non
 
 
 def check_as_node(plan: Plan, as_node: object) -> str | None:
-    """``as_node`` if it is ``None`` or a node of the graph, else ``InvalidUpdate``
+    """``as_node`` if it is ``None``, END or a node of the graph, else ``InvalidUpdate``
     naming it and the nodes."""
-    if as_node is None or (isinstance(as_node, str) and as_node in plan.nodes):
+    if as_node is None or as_node == END or (isinstance(as_node, str) and as_node in plan.nodes):
         return as_node
     raise InvalidUpdate(
         f"update_state: as_node {as_node!r} is not a node of this graph; nodes are: "
-        f"{', '.join(plan.nodes)}"
+        f"{', '.join(plan.nodes)} (or END, to finish the thread)"
     )
 
 
@@ -75,23 +76,24 @@ async def update(
     if latest is None:
         raise ThreadNotFound(thread_id, "; start it with run(input, thread_id=...) first")
     state = _restored(plan, latest)
-    if latest.branches:
+    if latest.branches and as_node != END:
         ids = ", ".join(branch_id for branch_id, _ in in_order(latest.branches))
         raise UpdateRefused(
             thread_id,
             f"parallel branches are in flight ({ids}); a fan-out's state cannot be "
             "changed until its branches meet: resume its suspended branches, or "
-            "run(None, ...) to finish it, then update",
+            "run(None, ...) to finish it, then update (or pass as_node=END to finish "
+            "the thread without them)",
         )
-    paused = latest.status == "suspended" and as_node is None and _at_breakpoint(latest)
-    if latest.status == "suspended" and not paused:
+    at_pause = latest.status == "suspended" and _at_breakpoint(latest)
+    if latest.status == "suspended" and not at_pause and as_node != END:
         node = (latest.suspension or {}).get("node")
         if as_node != node:
             raise UpdateRefused(
                 thread_id,
                 f"it is suspended at node `{node}`: answer it with resume(token, value), "
                 f"or pass as_node={node!r} to answer it with these values instead (its "
-                "resume tokens then become stale)",
+                "resume tokens then become stale), or as_node=END to finish the thread",
             )
     origin = "update_state" if as_node is None else f"update_state(as_node={as_node!r})"
     if values is not None and not isinstance(values, (dict, BaseModel)):
@@ -104,7 +106,13 @@ async def update(
     written = {"by": "update"}
     status: CheckpointStatus = "running" if latest.status == "failed" else latest.status
     next_node, step = latest.next, latest.step
-    if as_node is not None:
+    # A breakpoint's pause stays a pause: the edit is what its next node sees; the
+    # new checkpoint's token replaces the old one (get_state has it).
+    suspension = latest.suspension if at_pause else None
+    if as_node == END:  # finished by hand: nothing runs, no suspension is left
+        written["as_node"] = END
+        status, next_node, suspension = "completed", None, None
+    elif as_node is not None:
         written["as_node"] = as_node
         target = await route(plan, as_node, state)
         step += 1
@@ -115,6 +123,9 @@ async def update(
             return None
         status = "completed" if target == END else "running"
         next_node = None if target == END else target
+        if at_pause and target != END:  # still paused: now before where as_node leads
+            status = "suspended"
+            suspension = {"node": target, "payload": None, "breakpoint": "before"}
     checkpoint = Checkpoint(
         thread_id=thread_id,
         checkpoint_id=new_checkpoint_id(latest.seq + 1),
@@ -126,12 +137,10 @@ async def update(
         next=next_node,
         state=state,
         created_at=now(),
-        last_node=as_node,
+        last_node=None if as_node == END else as_node,
         changes=changes,
         origin=written,
-        # A breakpoint's pause stays a pause: the edit is what its next node sees;
-        # the new checkpoint's token replaces the old one (get_state has it).
-        suspension=latest.suspension if paused else None,
+        suspension=suspension,
     )
     await store.save(checkpoint)
     return checkpoint
@@ -182,6 +191,7 @@ async def rewind(plan: Plan, thread_id: str, checkpoint_id: str) -> Checkpoint |
             new = branches or {}
             copy.changed_branches = tuple(k for k in {**old, **new} if old.get(k) != new.get(k))
     await store.save(copy)
+    await _carry_children(plan, past, copy)
     return copy
 
 
@@ -210,11 +220,36 @@ async def fork(
         seq=1,
         parent_id=None,
         state=_restored(plan, past),
-        branches=past.branches,
+        # New suspension ids: a token issued on any other line (a thread deleted and
+        # forked back onto its id) never answers this one.
+        branches=_rekeyed(past.branches),
         origin={"by": "fork", "thread_id": thread_id, "checkpoint_id": past.checkpoint_id},
     )
     await store.save(copy)
+    await _carry_children(plan, past, copy)
     return copy
+
+
+async def _carry_children(plan: Plan, past: Checkpoint, copy: Checkpoint) -> None:
+    """``copy`` (of ``past``, on a new line or thread) waits on subgraph children of its
+    own: fork each child suspension ``past`` passed on onto the copy's child thread, so
+    an answer to the copy's token answers that question there, not the question asked
+    again from the child's start. Saved after the copy: a crash in between leaves the
+    child to run again from its start, as it did before children were carried."""
+    graphs = plan.children
+    if not graphs:
+        return
+    for was, new in zip(children_at(past, graphs), children_at(copy, graphs), strict=False):
+        if not was.passed_on:
+            continue
+        saved = past.suspension if was.branch is None else (past.branches or {}).get(was.branch)
+        child = (saved or {}).get("child")
+        if not isinstance(child, str):
+            continue
+        try:
+            await graphs[was.node].fork(was.thread_id, child, new.thread_id)
+        except (CheckpointNotFound, ThreadExists):  # pruned by `keep`, or carried already
+            continue
 
 
 def _restored(plan: Plan, checkpoint: Checkpoint) -> BaseModel:
@@ -235,7 +270,8 @@ def _copy(
     branches: dict[str, dict[str, Any]] | None,
     origin: dict[str, str],
 ) -> Checkpoint:
-    """``past`` saved anew at ``seq`` of ``thread_id``: where its run goes, unchanged."""
+    """``past`` saved anew at ``seq`` of ``thread_id``: where its run goes, unchanged
+    (a suspension passed on from a child names no child: the copy's are new ones)."""
     return Checkpoint(
         thread_id=thread_id,
         checkpoint_id=new_checkpoint_id(seq),
@@ -247,7 +283,7 @@ def _copy(
         next=past.next,
         state=state,
         created_at=now(),
-        suspension=past.suspension,
+        suspension=None if past.suspension is None else _without_child(past.suspension),
         error=past.error,
         last_node=past.last_node,
         branches=branches,
@@ -259,12 +295,20 @@ def _rekeyed(
     branches: dict[str, dict[str, Any]] | None,
 ) -> dict[str, dict[str, Any]] | None:
     """``branches`` with a new suspension id for each suspended one: the tokens
-    issued for them on the abandoned line answer nothing on the new one."""
+    issued for them on another line answer nothing on the new one (nor does the
+    child suspension a branch passed on: the new line's children are new ones)."""
     if not branches:
         return branches
     return {
-        branch_id: {**record, "at": os.urandom(12).hex()}
+        branch_id: _without_child({**record, "at": os.urandom(12).hex()})
         if record.get("status") == "suspended"
         else record
         for branch_id, record in branches.items()
     }
+
+
+def _without_child(record: dict[str, Any]) -> dict[str, Any]:
+    """A suspension record without the child suspension it passed on (``"child"``)."""
+    if "child" not in record:
+        return record
+    return {key: value for key, value in record.items() if key != "child"}

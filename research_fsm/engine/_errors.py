@@ -13,6 +13,7 @@ from collections.abc import Hashable, Sequence
 __all__ = [
     "CheckpointConflict",
     "CheckpointNotFound",
+    "ChildThreadMissing",
     "CorruptCheckpoint",
     "EngineError",
     "GraphValidationError",
@@ -197,6 +198,23 @@ class CheckpointNotFound(EngineError, LookupError):
             f"thread `{thread_id}` has no checkpoint {shown!r}: it is unknown, belongs to "
             "another thread, or was pruned by the store's keep; history(thread_id) lists "
             "the thread's checkpoints"
+        )
+
+
+class ChildThreadMissing(EngineError, LookupError):
+    """A parent thread waits on a child thread (a subgraph node's) that is gone: a
+    ``delete_thread`` stopped midway (a crash) after deleting the child. The call
+    stops without running the node (no finished child step runs again, and a resume
+    value is not taken): delete the parent thread to finish the job."""
+
+    def __init__(self, thread_id: str, node: str, child: str) -> None:
+        self.thread_id = thread_id
+        self.node = node
+        self.child = child
+        super().__init__(
+            f"thread `{thread_id}` waits on the child thread `{child}` of subgraph node "
+            f"`{node}`, which is gone (deleted by a delete_thread that stopped midway); "
+            "nothing was run: call delete_thread on the thread to finish deleting it"
         )
 
 

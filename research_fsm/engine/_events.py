@@ -41,11 +41,14 @@ class NodeFinished:
     step: int
     """Its step number in the run."""
     update: dict[str, Any]
-    """The field changes it returned (before reducers)."""
+    """The field changes it returned (before reducers); for a list of updates, each
+    field with the last value the list gave it (``updates`` has the list)."""
     duration: float
     """Seconds the node took, retries included."""
     branch: str | None = None
     """The parallel branch it ran in (``None`` outside fan-outs)."""
+    updates: tuple[dict[str, Any], ...] | None = None
+    """The updates a node returned as a list, in order (``None``: it returned one)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

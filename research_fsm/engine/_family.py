@@ -12,7 +12,8 @@ saved before it runs (that is how a crash goes on inside the same child), as
   ``k<key>`` (the branch's ``"k"``, a new key for each of its node executions).
 
 So the step loop writes nothing for this, and graphs without subgraphs read nothing.
-Only ``delete_thread`` calls it (and only on a graph with subgraphs); a store's
+Only ``delete_thread`` calls it (and only on a graph with subgraphs); a history a
+damaged line cuts short is read through the store's ``salvage`` where it has one; a store's
 ``keep`` that pruned a checkpoint takes with it the knowledge of a child it alone
 named (the child of a node execution whose every checkpoint was pruned).
 """
@@ -23,6 +24,7 @@ import hashlib
 import re
 from collections.abc import Collection
 
+from ._errors import CorruptCheckpoint
 from ._types import Checkpoint
 from .store import CheckpointStore
 
@@ -68,6 +70,14 @@ async def child_threads(
     thread ``thread_id`` may have started, read from its history (not every id need
     exist: a node execution saved but never run has none)."""
     found: set[tuple[str, str]] = set()
-    async for checkpoint in store.history(thread_id):
-        found |= _named(checkpoint, nodes)
+    try:
+        async for checkpoint in store.history(thread_id):
+            found |= _named(checkpoint, nodes)
+    except CorruptCheckpoint:
+        # A damaged history: what every intact line says, if the store can tell
+        # (``salvage``, see ``CheckpointStore``), else the children read so far.
+        salvage = getattr(store, "salvage", None)
+        if salvage is not None:
+            async for checkpoint in salvage(thread_id):
+                found |= _named(checkpoint, nodes)
     return sorted(found)

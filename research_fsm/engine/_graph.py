@@ -4,8 +4,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from copy import copy as shallow_copy
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
@@ -165,7 +167,7 @@ class StateGraph(Generic[StateT]):
         on_error: str | None = None,
         input: InputFn | None = None,
         output: OutputFn | None = None,
-        destinations: Sequence[str] | None = None,
+        destinations: Sequence[str] | Mapping[str, str] | None = None,
     ) -> StateGraph[StateT]:
         """Add a node: an async ``(state)`` / ``(state, ctx)`` callable, an
         object with ``async def run(self, state, ctx)`` and optionally
@@ -182,8 +184,9 @@ class StateGraph(Generic[StateT]):
         code exactly once. A ``(state)``-only node cannot suspend.
 
         ``destinations``: the nodes (or END) the node may go to by returning
-        ``Command(goto=...)``; such a node routes by its ``Command`` only (no edge or
-        router out of it), and its branches meet where a router's would."""
+        ``Command(goto=...)`` (a list, or a mapping of each to a label drawn on its
+        edge); such a node routes by its ``Command`` only (no edge or router out of
+        it), and its branches meet where a router's would."""
         if not isinstance(name, str) or not name:
             raise GraphValidationError([f"node name must be a non-empty str, got {name!r}"])
         if name in _RESERVED:
@@ -229,11 +232,22 @@ class StateGraph(Generic[StateT]):
         return self
 
     def _add_destinations(self, name: str, destinations: object) -> None:
+        labels: dict[str, str] | None = None
+        if isinstance(destinations, Mapping):  # node -> label, drawn on its edge
+            labels = dict(destinations)
+            if not all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items()):
+                raise GraphValidationError(
+                    [
+                        f"node `{name}`: destinations as a mapping must map node names (or "
+                        f"END) to str labels, got {destinations!r:.80}"
+                    ]
+                )
+            destinations = list(labels)
         if isinstance(destinations, str) or not _is_names(destinations):
             raise GraphValidationError(
                 [
                     f"node `{name}`: destinations must be a list of node names (or END), "
-                    f"got {destinations!r:.80}"
+                    f"or a mapping of them to labels, got {destinations!r:.80}"
                 ]
             )
         assert isinstance(destinations, (list, tuple))
@@ -248,6 +262,7 @@ class StateGraph(Generic[StateT]):
             is_async=False,
             targets={d: d for d in targets},
             command=True,
+            labels=labels,
         )
 
     def add_edge(
@@ -317,12 +332,18 @@ class StateGraph(Generic[StateT]):
         )
         return self
 
-    def validate(self, *, store: CheckpointStore | None = None) -> Topology:
+    def validate(
+        self,
+        *,
+        store: CheckpointStore | None = None,
+        subgraphs: Mapping[str, Subgraph] | None = None,
+    ) -> Topology:
         """Raise ``GraphValidationError`` listing every problem, if any; else return
         the graph's fan-outs and joins worked out. ``store``: the one the graph is
-        compiled with, which its subgraphs must share."""
+        compiled with, which its subgraphs must share (``subgraphs``: them, as bound
+        to it)."""
         problems = list(self._problems)
-        for sub in self.subgraphs.values():
+        for sub in (self.subgraphs if subgraphs is None else subgraphs).values():
             problems += sub.problems(store, self.state_model)
         problems += [
             f"node `{name}` has both destinations and a router: a node with destinations "
@@ -356,7 +377,8 @@ class StateGraph(Generic[StateT]):
     ) -> CompiledGraph[StateT]:
         """Validate the graph and return a runnable ``CompiledGraph``.
 
-        Without ``store`` a private ``MemoryCheckpointStore`` is used.
+        Without ``store`` a private ``MemoryCheckpointStore`` is used; added to another
+        graph as a subgraph node, the graph then runs on that graph's store.
         ``step_limit`` bounds the node executions of one ``run``/``resume`` call,
         in every branch. ``max_concurrency`` caps the branch nodes of one run that
         execute at once (the rest wait their turn, in order); ``None``: no cap.
@@ -394,11 +416,19 @@ class StateGraph(Generic[StateT]):
             )
         stops = breakpoints(self.nodes, interrupt_before, interrupt_after)
         routers = self._all_routers()
+        given = store
         store = store or MemoryCheckpointStore()
-        topology = self.validate(store=store)
+        # A child compiled without a store runs on this graph's (as LangGraph's
+        # subgraphs use the parent's checkpointer); an explicit other one is an error.
+        subgraphs = {name: sub.on(store) for name, sub in self.subgraphs.items()}
+        nodes = dict(self.nodes)
+        for name, sub in subgraphs.items():
+            if sub is not self.subgraphs[name]:
+                nodes[name] = dataclasses.replace(nodes[name], call=sub.run, resume=sub.resume)
+        topology = self.validate(store=store, subgraphs=subgraphs)
         plan = Plan(
             schema=self.schema,
-            nodes=dict(self.nodes),
+            nodes=nodes,
             edges=topology.exits(),
             routers=dict(routers),
             router_joins={source: topology.router_join(source) for source in routers},
@@ -408,8 +438,33 @@ class StateGraph(Generic[StateT]):
             step_limit=step_limit,
             store=store,
             max_concurrency=max_concurrency,
-            subgraphs=bool(self.subgraphs),
-            children={name: sub.child for name, sub in self.subgraphs.items()} or None,
+            subgraphs=bool(subgraphs),
+            children={name: sub.child for name, sub in subgraphs.items()} or None,
             breakpoints=stops,
         )
-        return CompiledGraph(plan, self.state_model)
+        rebind = None
+        if given is None:  # as built now: a parent may compile it again on its store
+            frozen = self._copy()
+
+            def rebind(other: CheckpointStore) -> CompiledGraph[StateT]:
+                return frozen.compile(
+                    store=other,
+                    step_limit=step_limit,
+                    max_concurrency=max_concurrency,
+                    interrupt_before=interrupt_before,
+                    interrupt_after=interrupt_after,
+                )
+
+        return CompiledGraph(plan, self.state_model, rebind)
+
+    def _copy(self) -> StateGraph[StateT]:
+        """This builder as it is now (nodes, edges and routers added later are not in it)."""
+        copy = shallow_copy(self)
+        copy.nodes = dict(self.nodes)
+        copy.edges = list(self.edges)
+        copy.fanouts = list(self.fanouts)
+        copy.joins = list(self.joins)
+        copy.routers = dict(self.routers)
+        copy.subgraphs = dict(self.subgraphs)
+        copy.commands = dict(self.commands)
+        return copy

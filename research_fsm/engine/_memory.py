@@ -7,20 +7,27 @@ from collections.abc import AsyncIterator
 
 from ._errors import CheckpointConflict, CheckpointNotFound, ThreadBusy
 from ._types import Checkpoint
-from .store import hint_matches, seq_hint, validate_keep
+from .store import Lease, hint_matches, seq_hint, validate_keep
 
 __all__ = ["MemoryCheckpointStore"]
 
 
 class _MemoryLease:
-    __slots__ = ("_held", "_thread_id")
+    __slots__ = ("_held", "_released", "_thread_id")
 
     def __init__(self, held: set[str], thread_id: str) -> None:
         self._held = held
         self._thread_id = thread_id
+        self._released = False
 
     async def release(self) -> None:
-        self._held.discard(self._thread_id)
+        if not self._released:
+            self._released = True
+            self._held.discard(self._thread_id)
+
+    def holds(self, held: set[str], thread_id: str) -> bool:
+        """Whether this is a lease of ``held``'s store on ``thread_id``, not released."""
+        return held is self._held and thread_id == self._thread_id and not self._released
 
 
 class MemoryCheckpointStore:
@@ -98,8 +105,9 @@ class MemoryCheckpointStore:
                 return at
         return None
 
-    async def delete(self, thread_id: str) -> None:
-        if thread_id in self._held:
+    async def delete(self, thread_id: str, *, lease: Lease | None = None) -> None:
+        mine = isinstance(lease, _MemoryLease) and lease.holds(self._held, thread_id)
+        if thread_id in self._held and not mine:
             raise ThreadBusy(thread_id)
         self._threads.pop(thread_id, None)
 

@@ -58,7 +58,9 @@ def _drawn(plan: Plan, prefix: str, indent: str) -> list[str]:
     for source, router in plan.routers.items():
         for key, target in router.targets.items():
             if router.command:  # a Command's destinations: dashed, as LangGraph draws them
-                lines.append(f"{indent}{ids[source]} -.-> {ids[target]}")
+                label = (router.labels or {}).get(target)
+                shown = "" if label is None else f'|"{_label(label)}"|'
+                lines.append(f"{indent}{ids[source]} -.->{shown} {ids[target]}")
             else:
                 lines.append(f'{indent}{ids[source]} -->|"{_label(str(key))}"| {ids[target]}')
         join = plan.router_joins.get(source)

@@ -46,7 +46,9 @@ def _chunk(mode: str, item: Any) -> Any:
     if mode == "events":
         return _SKIP if type(item) is StepState else item
     if mode == "updates":
-        return {item.node: item.update} if type(item) is NodeFinished else _SKIP
+        if type(item) is not NodeFinished:
+            return _SKIP
+        return {item.node: item.update if item.updates is None else list(item.updates)}
     if mode == "values":
         return item.state.model_copy(deep=True) if type(item) is StepState else _SKIP
     return item if type(item) is Emitted else _SKIP

@@ -30,6 +30,7 @@ from ._branches import (
     replay,
     walk,
 )
+from ._command import Applied
 from ._errors import (
     EngineError,
     InvalidResumeValue,
@@ -83,10 +84,15 @@ class ParallelRun:
         changes: dict[str, int | None] | None,
         last_node: str | None,
         origin: dict[str, str] | None = None,
+        past_breakpoint: bool = False,
     ) -> None:
         """Checkpoint the start of ``fork`` after ``last_node`` produced ``state``
-        (``origin``: written by hand, see ``Checkpoint.origin``)."""
+        (``origin``: written by hand, see ``Checkpoint.origin``; ``past_breakpoint``:
+        a pause resumed into these branches, whose first nodes do not pause before)."""
         self._root = self._frame(fork, state, "")
+        if past_breakpoint:
+            for branch in self._root.branches:
+                branch.past_breakpoint = True
         self._last_node = last_node
         await self._save("running", self._root.join, state, changes, full=True, origin=origin)
 
@@ -117,6 +123,8 @@ class ParallelRun:
                 if resume[1] is not None:
                     raise InvalidResumeValue(self.run.thread_id, paused, where, resume[1])
                 branch.breakpoint = None
+                if branch.node is None:  # paused after its last node: it is done
+                    branch.status = "done"
         return await self._run_root()
 
     # -- frames ----------------------------------------------------------------
@@ -321,27 +329,21 @@ class ParallelRun:
             raise BranchFailure(branch, node, ctx.step, exc, None, routing=True) from exc
         self._advance(frame, branch, node, state, update, target)
         self._last_node = node
-        if stops is not None and node in stops.after and branch.status == "pending":
+        if (
+            stops is not None
+            and node in stops.after
+            and (branch.status == "pending" or (target == frame.join and target != END))
+        ):  # a branch's last node (routed to its join) pauses too
             self._pause(branch, "after", node)
             if sink is not None:
-                duration = time.perf_counter() - began
-                sink(
-                    NodeFinished(
-                        node=node, step=ctx.step, update=update, duration=duration, branch=branch.id
-                    )
-                )
+                sink(_finished(node, ctx.step, update, began, branch.id))
             return False
         if branch.status == "done":
             self._soon()  # saved at once; the join waits for it, the branch need not
         else:
             await self._commit()
         if sink is not None:
-            duration = time.perf_counter() - began
-            sink(
-                NodeFinished(
-                    node=node, step=ctx.step, update=update, duration=duration, branch=branch.id
-                )
-            )
+            sink(_finished(node, ctx.step, update, began, branch.id))
         return True
 
     def _advance(
@@ -350,14 +352,17 @@ class ParallelRun:
         branch: Branch,
         node: str,
         state: BaseModel,
-        update: dict[str, object],
+        update: dict[str, Any] | Applied,
         target: str | Fork,
     ) -> None:
         """Record a finished branch node: its update, and where the branch goes next."""
         if update:
-            saved = entry(node, self.plan.schema.validated_changes(update, branch.state, state))
-            self._fresh.add(id(saved))  # merged without validating again
-            branch.updates.append(saved)
+            if type(update) is dict:
+                saved = entry(node, self.plan.schema.validated_changes(update, branch.state, state))
+                self._fresh.add(id(saved))  # merged without validating again
+                branch.updates.append(saved)
+            else:  # a list of updates (``Applied``): an entry each
+                self._several(branch, node, update)
         branch.state = state
         if branch.key is not None:  # the branch's next node execution is a new one
             branch.key = os.urandom(8).hex()
@@ -375,6 +380,17 @@ class ParallelRun:
         else:
             branch.node = target
         self._publish(branch)
+
+    def _several(self, branch: Branch, node: str, applied: object) -> None:
+        """A branch node's list of updates, each recorded as an entry of its own."""
+        assert isinstance(applied, Applied)
+        schema = self.plan.schema
+        states = applied.states
+        for each, before, after in zip(applied.updates, states, states[1:], strict=False):
+            if each:
+                saved = entry(node, schema.validated_changes(each, before, after))
+                self._fresh.add(id(saved))
+                branch.updates.append(saved)
 
     def _suspend(self, branch: Branch, node: str, suspending: Suspending) -> None:
         """The branch's ``node`` suspended (its update applied): saved soon."""
@@ -587,3 +603,20 @@ class ParallelRun:
             if changed is not None:
                 self._changed.update(changed)
             raise
+
+
+def _finished(
+    node: str, step: int, update: dict[str, Any] | Applied, began: float, branch: str
+) -> NodeFinished:
+    """A branch node's ``NodeFinished`` (``updates``: a list of updates, as returned)."""
+    duration = time.perf_counter() - began
+    if isinstance(update, Applied):
+        return NodeFinished(
+            node=node,
+            step=step,
+            update=update.summary,
+            duration=duration,
+            branch=branch,
+            updates=update.updates,
+        )
+    return NodeFinished(node=node, step=step, update=update, duration=duration, branch=branch)

@@ -75,6 +75,9 @@ class RouterSpec:
     command: bool = False
     """Whether this is a node's declared ``destinations``: it routes by the ``Command``
     the node returns, and ``fn`` only reports a node that returned none."""
+    labels: dict[str, str] | None = None
+    """A node's ``destinations`` given as a mapping: each destination's label, drawn
+    on its edge."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,16 +15,17 @@ import structlog
 from pydantic import BaseModel, ValidationError
 
 from ._branches import find_suspended
+from ._command import Command, paused_target
 from ._errors import (
     IncompatibleCheckpoint,
     InvalidResumeValue,
     StaleResumeToken,
     ThreadNotFound,
 )
-from ._plan import Plan
+from ._plan import Fork, Plan
 from ._steps import NO_VALUE
 from ._tokens import ThreadSuspended, first_token
-from ._types import Checkpoint, RunResult, SuspendToken
+from ._types import END, Checkpoint, RunResult, SuspendToken
 
 __all__ = ["Start", "begin", "restore"]
 
@@ -60,6 +61,9 @@ class Start:
     """The trace context saved with the suspension resumed (a ``traceparent``)."""
     past_breakpoint: bool = False
     """The call resumes a pause at a breakpoint: ``node`` runs without pausing again."""
+    goto: str | Fork | None = None
+    """A pause resumed with ``Command(goto=..., update=...)``: where the run goes on
+    (saved first, with the update in ``state`` and ``changes``); ``None``: not so."""
 
 
 async def begin(
@@ -88,11 +92,23 @@ async def begin(
     resumed_branch: tuple[str, object] | None = None
     resumed_trace: str | None = None
     past_breakpoint = False
+    goto: str | Fork | None = None
     if resume is not None:
         resume_value, resumed_branch, resumed_trace = _resumed(thread_id, latest, resume)
         paused = None if resumed_branch is not None else (latest.suspension or {})
         if paused and paused.get("breakpoint"):
-            if resume_value is not None:
+            if type(resume_value) is Command:  # go on somewhere else, after its update
+                command = resume_value
+                origin = f"resume(token, Command(...)) at the pause at `{paused['node']}`"
+                state = schema.apply(
+                    state, schema.as_changes(command.update, origin), origin, changes
+                )
+                goto = (
+                    node or END
+                    if command.goto is None
+                    else paused_target(plan, paused["node"], command.goto)
+                )
+            elif resume_value is not None:
                 where = paused["breakpoint"]
                 raise InvalidResumeValue(thread_id, paused["node"], where, resume_value)
             resume_value = NO_VALUE
@@ -134,6 +150,7 @@ async def begin(
         resumed_branch=resumed_branch,
         resumed_trace=resumed_trace,
         past_breakpoint=past_breakpoint,
+        goto=goto,
     )
 
 

@@ -18,7 +18,7 @@ from typing import Any, Literal, TypedDict, Unpack
 from pydantic import BaseModel
 
 from ._branches import Branch
-from ._command import Command, command_target
+from ._command import Applied, Command, apply_several, command_target
 from ._context import NodeContext
 from ._events import Completed, Sink, StepState, Suspended
 from ._plan import NO_ITEM, Breakpoints, Fork, NodeSpec, Plan
@@ -30,9 +30,9 @@ from .store import new_checkpoint_id
 
 __all__ = ["Extra", "RouteFailed", "Run", "Stepped", "Suspending"]
 
-Stepped = tuple[dict[str, object], BaseModel, "str | Fork"]
-"""A node's step (``Run.take_step``): its update, the state after it, and where
-the run goes next."""
+Stepped = tuple["dict[str, Any] | Applied", BaseModel, "str | Fork"]
+"""A node's step (``Run.take_step``): its update (``Applied``: a list of them), the
+state after it, and where the run goes next."""
 
 
 class Suspending(Exception):
@@ -165,6 +165,8 @@ class Run:
                 raise self._suspending(spec, state, out, changes)
             if type(out) is Command:
                 return await self._commanded(spec, state, out, changes)
+            if type(out) is list:
+                return await self._several(spec, state, out, changes)
         node = spec.name
         origin = self.origins[node]
         schema = spec.schema
@@ -192,6 +194,25 @@ class Run:
             if out.goto is None:  # an update alone: the graph routes
                 return update, after, await route(self.plan, node, after)
             return update, after, command_target(self.plan, node, out.goto)
+        except Exception as exc:
+            raise RouteFailed(exc) from exc
+
+    async def _several(
+        self,
+        spec: NodeSpec,
+        state: BaseModel,
+        out: list[Any],
+        changes: dict[str, int | None] | None,
+    ) -> Stepped:
+        """The node returned a list of updates and ``Command``s: each applied in order,
+        and where its one ``goto`` (else the graph) leads."""
+        node = spec.name
+        applied = apply_several(spec.schema, state, node, out, self.origins[node], changes)
+        after = applied.states[-1]
+        try:
+            if applied.goto is None:
+                return applied, after, await route(self.plan, node, after)
+            return applied, after, command_target(self.plan, node, applied.goto)
         except Exception as exc:
             raise RouteFailed(exc) from exc
 
@@ -262,14 +283,17 @@ class Run:
         state = suspending.state
         self.path.append(node)
         saved = {"node": node, "payload": out.payload}
+        child = None
         if isinstance(out, ChildSuspend):  # a subgraph's: which child suspension it is
             saved["child"] = out.child
+            child = out.thread
         if self.tracing is not None:  # the resume links to (and continues) this run's trace
             saved["trace"] = self.tracing.traceparent()
         checkpoint_id = await self.save("suspended", node, state, node, changes, suspension=saved)
         token = await sign(self.store, self.thread_id, checkpoint_id)
-        suspension = Suspension(node=node, payload=out.payload, token=token)
-        return self._suspended(state, suspension, state)
+        suspension = Suspension(node=node, payload=out.payload, token=token, child_thread_id=child)
+        # The "values" stream shows the state once: again only if the Suspend changed it.
+        return self._suspended(state, suspension, state if suspending.update else None)
 
     async def pause(
         self,
@@ -300,7 +324,7 @@ class Run:
     ) -> RunResult[BaseModel]:
         """The run's fan-out ended with branches suspended (its ``records``, saved):
         the result listing them."""
-        found = await branch_suspensions(self.store, self.thread_id, records)
+        found = await branch_suspensions(self.store, self.thread_id, records, self.run_id)
         return self._suspended(state, found[0], None, tuple(found))
 
     def _suspended(

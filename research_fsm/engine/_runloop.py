@@ -23,6 +23,7 @@ import structlog
 from pydantic import BaseModel
 
 from ._branches import Continue
+from ._command import Applied
 from ._errors import EngineError, InvalidUpdate, NodeFailed, StepLimitExceeded
 from ._events import Event, NodeFinished, NodeStarted, Sink, StepState
 from ._parallel import ParallelRun
@@ -74,6 +75,17 @@ async def _start(
         fan = ParallelRun(run)
         outcome = await fan.restart(start.fanout, state, start.resumed_branch)
         return await _fanned(run, fan, outcome, state)
+    goto = start.goto
+    if goto is not None:  # a pause resumed with Command(goto=...): saved first
+        if isinstance(goto, Fork):
+            fan = ParallelRun(run)
+            await fan.begin(goto, state, start.changes, None, past_breakpoint=True)
+            return await _fanned(run, fan, await fan.finish(), state)
+        if goto == END:
+            await run.save("completed", None, state, None, start.changes)
+        else:
+            await run.save("running", goto, state, None, start.changes)
+        return goto, state, None
     if start.node is not None:
         return start.node, state, None
     # A fresh start (new thread or next turn): checkpoint the input first, so a
@@ -179,12 +191,19 @@ def _node_finished(
     sink: Callable[[Event | StepState], None],
     node: str,
     step: int,
-    update: dict[str, object],
+    update: dict[str, Any] | Applied,
     started: float,
     state: BaseModel | None,
 ) -> None:
     """Send ``NodeFinished`` and (unless ``None``) the state after the step (when streaming)."""
-    sink(NodeFinished(node=node, step=step, update=update, duration=time.perf_counter() - started))
+    duration = time.perf_counter() - started
+    if isinstance(update, Applied):  # a list of updates
+        finished = NodeFinished(
+            node=node, step=step, update=update.summary, duration=duration, updates=update.updates
+        )
+    else:
+        finished = NodeFinished(node=node, step=step, update=update, duration=duration)
+    sink(finished)
     if state is not None:
         sink(StepState(state=state))
 

@@ -12,7 +12,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from ._errors import GraphValidationError
 from ._errors import InvalidUpdate as BadUpdate
 from ._fresh import model_copier
-from ._reducers import Replace, append, replace
+from ._reducers import Replace, add, append, replace
 from ._roundtrip import nesting_exceeds, serialization_renames
 from .store import MAX_NESTING, loose_fields
 
@@ -74,6 +74,34 @@ def _with_changes(state: BaseModel, changes: dict[str, Any]) -> BaseModel:
     private = state.__pydantic_private__
     object.__setattr__(new, "__pydantic_private__", None if private is None else dict(private))
     return new
+
+
+_NO_GAIN: Any = object()
+"""``_gained``: the new value is no sum of the old one and a gain."""
+
+
+def _gained(old: Any, new: Any) -> Any:
+    """``gain`` such that ``add(old, gain) == new``, or ``_NO_GAIN``."""
+    if isinstance(old, bool) or isinstance(new, bool):
+        return _NO_GAIN
+    if isinstance(old, (int, float)) and isinstance(new, (int, float)):
+        return new - old
+    if type(old) is type(new) and isinstance(old, (str, list, tuple)):
+        return new[len(old) :] if new[: len(old)] == old else _NO_GAIN
+    if isinstance(old, dict) and isinstance(new, dict):
+        if not old.keys() <= new.keys():
+            return _NO_GAIN
+        gains = {}
+        for key, value in new.items():
+            if key not in old:
+                gains[key] = value
+            elif value != old[key]:
+                gain = _gained(old[key], value)
+                if gain is _NO_GAIN:
+                    return _NO_GAIN
+                gains[key] = gain
+        return gains
+    return _NO_GAIN
 
 
 class StateSchema:
@@ -165,6 +193,32 @@ class StateSchema:
                 for key, value in extra.items()
                 if before_extra is None or key not in before_extra or before_extra[key] != value
             )
+        return changed
+
+    def passed_back(self, before: BaseModel, after: BaseModel, names: Any) -> dict[str, Any]:
+        """What a subgraph changed in the fields ``names``, from ``before`` (what it was
+        given) to ``after`` (its final values), as an update through this state's
+        reducers: a ``replace`` field's new value; the items an ``append`` list gained
+        at the end (a ``Replace`` when it lost some); for ``add``, what the value
+        gained (a number's difference, a string's or list's tail, a dict's per key);
+        for another reducer, or when ``add`` cannot tell a gain, the new value, which
+        the reducer merges (as LangGraph merges a subgraph's output)."""
+        changed: dict[str, Any] = {}
+        for name in names:
+            old, new = getattr(before, name), getattr(after, name)
+            if new is old or (type(new) is type(old) and new == old):
+                continue
+            reducer = self.fields[name].reducer
+            if reducer is append:
+                if isinstance(old, list) and isinstance(new, list) and new[: len(old)] == old:
+                    changed[name] = new[len(old) :]
+                else:
+                    changed[name] = Replace(new)
+            elif reducer is add:
+                gained = _gained(old, new)
+                changed[name] = new if gained is _NO_GAIN else gained
+            else:
+                changed[name] = new
         return changed
 
     def as_changes(self, update: object, origin: str) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from ._command import Command
 from ._context import NodeContext
-from ._errors import NodeTimeout, RoutingError
+from ._errors import ChildThreadMissing, CorruptCheckpoint, NodeTimeout, RoutingError
 from ._fresh import fresh_copy
 from ._plan import NO_ITEM, Fork, NodeSpec, Plan
 from ._types import END, Send, Suspend
@@ -42,6 +42,8 @@ class ChildSuspend(Suspend):
 
     child: str = ""
     """The id the child's suspension token names."""
+    thread: str | None = None
+    """The child's thread (``Suspension.child_thread_id``)."""
 
 
 class NodeError(Exception):
@@ -108,6 +110,8 @@ async def invoke(
                 if type(out) is Command:
                     return Command(update=changes, goto=out.goto)
             return out
+        except (ChildThreadMissing, CorruptCheckpoint):
+            raise  # a subgraph's thread is gone or damaged: not the node's failure
         except Exception as raised:
             exc: Exception = raised
             if scope is not None and spec.timeout is not None and scope.expired():

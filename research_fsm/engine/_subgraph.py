@@ -14,8 +14,8 @@ depends on where that child thread is:
   to another one, it passes that on instead: the value is never given twice);
 * completed (the parent stopped after the child finished): take its final state.
 
-Its final state becomes the parent's update: the shared fields it changed (through
-the parent's reducers), or what ``output`` returns.
+Its final state becomes the parent's update: the shared fields it changed, through
+the parent's reducers (``StateSchema.passed_back``), or what ``output`` returns.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from pydantic import BaseModel
 
 from ._compiled import CompiledGraph
 from ._context import NodeContext
+from ._errors import ChildThreadMissing
 from ._events import Completed, Event, Suspended
 from ._family import child_thread
 from ._state import StateSchema
@@ -47,8 +48,10 @@ OutputFn = Callable[[Any], Any]
 
 
 def _annotation(model: type[BaseModel], name: str) -> Any:
+    """A field's type and constraints; not its reducer, which is its own graph's."""
     info = model.model_fields[name]
-    return (info.annotation, tuple(repr(m) for m in info.metadata))
+    kept = (m for m in info.metadata if not callable(m) or isinstance(m, type))
+    return (info.annotation, tuple(repr(m) for m in kept))
 
 
 class Subgraph:
@@ -72,6 +75,14 @@ class Subgraph:
         self.shared = tuple(f for f in parent.model_fields if f in child_fields)
         self.input_takes_item = input is not None and _takes_two(input)
 
+    def on(self, store: CheckpointStore) -> Subgraph:
+        """This node in a graph compiled on ``store``: a child compiled without a store
+        is compiled again on it (``CompiledGraph.on_store``)."""
+        child = self.child.on_store(store)
+        if child is self.child:
+            return self
+        return Subgraph(self.name, child, self.parent_schema.model, self.input, self.output)
+
     # -- compile-time checks ----------------------------------------------------
 
     def problems(self, store: CheckpointStore | None, parent: type[BaseModel]) -> list[str]:
@@ -83,8 +94,9 @@ class Subgraph:
         if store is not None and self.child.store is not store:
             found.append(
                 f"node `{name}`: its child graph keeps checkpoints in {self.child.store!r:.80}, "
-                f"the parent in {store!r:.80}: compile the child with the parent's store "
-                "(`compile(store=...)`), so its checkpoints live under the parent's thread"
+                f"the parent in {store!r:.80}: compile the child without a store (it then "
+                "uses the parent's) or with the parent's, so its checkpoints live under the "
+                "parent's thread"
             )
         clashing = [f for f in self.shared if _annotation(parent, f) != _annotation(child, f)]
         if clashing and (self.input is None or self.output is None):
@@ -137,11 +149,20 @@ class Subgraph:
         with ``value``."""
         thread = self._thread(ctx)
         latest = await self.child.store.load_latest(thread)
+        waiting = latest is None or latest.status == "suspended"
+        passed = await self._passed_on(ctx) if waiting else None
+        if latest is None and passed is not None:
+            # The parent passed on a suspension of this child, which is gone (a
+            # delete_thread stopped midway): never run it afresh, never drop the value.
+            raise ChildThreadMissing(ctx.thread_id, self.name, thread)
         resume = None
         if latest is not None and latest.status == "suspended":
             token = await first_token(self.child.store, latest)
-            passed = await self._passed_on(ctx)
-            if passed is not None and token.checkpoint_id != passed:
+            if (
+                passed is not None
+                and token.checkpoint_id != passed
+                and not await self._edited(latest, passed)
+            ):
                 # The child took the value and suspended again before the parent saved
                 # that: pass the new suspension on; the value is not given twice.
                 return await self._suspended(thread)
@@ -149,12 +170,31 @@ class Subgraph:
         # Else the child took the value and stopped (or finished) before the parent saved.
         return await self._go_on(state, thread, latest, resume, ctx)
 
+    async def _edited(self, latest: Checkpoint, passed: str) -> bool:
+        """Whether the child's ``latest`` suspension is the one passed on (``passed``)
+        as edited by hand since: only ``update_state`` checkpoints (a pause's edit keeps
+        the pause) lead back to it, or to its fork (the parent's line was rewound or
+        forked, ``_edit``). Then the parent's value answers it; else the child took the
+        value and asked again."""
+        store = self.child.store
+        here: Checkpoint | None = latest
+        while here is not None:
+            origin = here.origin or {}
+            if origin.get("by") == "fork":  # a parent's fork or new line carried it over
+                return origin.get("checkpoint_id") == passed
+            if origin.get("by") != "update" or here.parent_id is None:
+                return False
+            if here.parent_id == passed:
+                return True
+            here = await store.load(here.thread_id, here.parent_id)
+        return False
+
     async def _suspended(self, thread: str) -> ChildSuspend:
         """The child's (first) pending suspension, passed on to the parent."""
         snapshot = await self.child.get_state(thread)
         assert snapshot is not None and snapshot.suspension is not None
         suspension = snapshot.suspension
-        return ChildSuspend(suspension.payload, child=suspension.token.checkpoint_id)
+        return ChildSuspend(suspension.payload, child=suspension.token.checkpoint_id, thread=thread)
 
     async def _passed_on(self, ctx: NodeContext) -> str | None:
         """The child suspension the parent's suspension passed on (saved with it)."""
@@ -188,7 +228,9 @@ class Subgraph:
         if result.status == "suspended":
             assert result.suspension is not None
             suspension = result.suspension
-            return ChildSuspend(suspension.payload, child=suspension.token.checkpoint_id)
+            return ChildSuspend(
+                suspension.payload, child=suspension.token.checkpoint_id, thread=thread
+            )
         return self._update(state, given, result.state)
 
     def _thread(self, ctx: NodeContext) -> str:
@@ -240,14 +282,15 @@ class Subgraph:
         return given
 
     def _update(self, state: BaseModel, given: Any, final: BaseModel) -> Any:
-        """The parent's update: ``output(final)``, else the shared fields the child
-        changed from what it was given, through the parent's reducers."""
+        """The parent's update: ``output(final)``, else what the child changed in the
+        shared fields from what it was given, through the parent's reducers (an
+        ``append`` list's new items, an ``add`` field's gain: see ``passed_back``)."""
         if self.output is not None:
             return self.output(final)
         before = dict(given) if isinstance(given, dict) else {}
         start = state.model_copy(update={f: before[f] for f in self.shared if f in before})
         after = state.model_copy(update={f: getattr(final, f) for f in self.shared})
-        return self.parent_schema.changes_of(start, after)
+        return self.parent_schema.passed_back(start, after, self.shared)
 
 
 def _takes_two(fn: Callable[..., Any]) -> bool:

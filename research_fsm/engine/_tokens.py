@@ -8,6 +8,7 @@ import hmac
 from typing import Any
 
 from ._errors import EngineError, InvalidResumeToken
+from ._family import child_thread
 from ._types import Checkpoint, SuspendToken, Suspension, _b64
 from .store import CheckpointStore, validate_thread_id
 
@@ -85,20 +86,29 @@ def in_order(records: dict[str, dict[str, Any]]) -> list[tuple[str, dict[str, An
 
 
 async def branch_suspensions(
-    store: CheckpointStore, thread_id: str, records: dict[str, dict[str, Any]]
+    store: CheckpointStore,
+    thread_id: str,
+    records: dict[str, dict[str, Any]],
+    run_id: str | None = None,
 ) -> list[Suspension]:
-    """The suspended branches of a fan-out's ``records``, in declared order, each with its token."""
+    """The suspended branches of a fan-out's ``records``, in declared order, each with its
+    token (and, given the ``run_id``, the child thread a subgraph's came from)."""
     found = []
     for branch_id, record in in_order(records):
         if record["status"] == "suspended":
             token = await sign(store, thread_id, record["at"])
             paused = record.get("breakpoint")  # [where, node] of a pause at a breakpoint
+            key = record.get("k")
+            child = None
+            if run_id is not None and record.get("child") is not None and isinstance(key, str):
+                child = child_thread(thread_id, record["node"], run_id, f"k{key}")
             suspension = Suspension(
                 node=record["node"] if paused is None else paused[1],
                 payload=record.get("payload"),
                 branch=branch_id,
                 token=token,
                 breakpoint=None if paused is None else paused[0],
+                child_thread_id=child,
             )
             found.append(suspension)
     return found

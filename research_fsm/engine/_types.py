@@ -19,6 +19,7 @@ __all__ = [
     "BranchStatus",
     "Checkpoint",
     "CheckpointStatus",
+    "ChildThread",
     "ErrorInfo",
     "Origin",
     "RetryOn",
@@ -267,6 +268,10 @@ class Suspension:
     breakpoint: Literal["before", "after"] | None = None
     """``"before"``/``"after"`` when the run paused at a breakpoint (``interrupt_before``/
     ``interrupt_after``) of ``node``: resume it with ``None``; else ``None``."""
+    child_thread_id: str | None = None
+    """When ``node`` is a subgraph that passed on a suspension of its child graph: the
+    child's thread (``get_state(thread, subgraphs=True)`` shows its state; edit it with
+    ``app.subgraph(node).update_state(child_thread_id, ...)``); else ``None``."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -287,6 +292,23 @@ class RunResult(Generic[StateT]):
     """Set when ``status == "suspended"``: the first of ``suspensions``."""
     suspensions: tuple[Suspension, ...] = ()
     """Every pending suspension: one, or one per suspended parallel branch."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChildThread:
+    """A subgraph node's child thread, as its parent's snapshot lists it."""
+
+    node: str
+    """The subgraph node, in the parent graph (``app.subgraph(node)`` is its graph)."""
+    thread_id: str
+    """The child's thread, in the parent's store."""
+    status: CheckpointStatus | None
+    """The child thread's latest status (``None``: not started yet)."""
+    branch: str | None = None
+    """The parent's parallel branch that runs the node, if any."""
+    snapshot: StateSnapshot[Any] | None = None
+    """The child's latest snapshot (its own children listed the same way), with
+    ``get_state(..., subgraphs=True)``; else ``None``."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -323,6 +345,9 @@ class StateSnapshot(Generic[StateT]):
     line) or ``"fork"`` (``fork``: the new thread's first checkpoint)."""
     forked_from: tuple[str, str] | None = None
     """For a fork's first checkpoint: the thread and checkpoint it was copied from."""
+    children: tuple[ChildThread, ...] = ()
+    """The child threads of the subgraph nodes this checkpoint runs next, waits on or
+    paused at (one per node execution, in a fan-out one per branch), in order."""
 
 
 @dataclass(slots=True, kw_only=True)

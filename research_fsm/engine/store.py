@@ -109,6 +109,11 @@ class CheckpointStore(Protocol):
     Implementations: ``MemoryCheckpointStore`` (``research_fsm.engine``),
     ``JsonFileCheckpointStore`` and ``PostgresCheckpointStore`` (``research_fsm.stores``).
     The engine validates thread ids before calling any method.
+
+    A store whose history can be damaged (``history`` raises ``CorruptCheckpoint``)
+    may also offer ``salvage(thread_id)``, an async iterator of what every intact
+    record says of its run (states may be empty): ``delete_thread`` reads it to find
+    the child threads of a damaged thread.
     """
 
     saves_changes: bool
@@ -154,8 +159,13 @@ class CheckpointStore(Protocol):
         when the thread has no such checkpoint (or ``keep`` pruned it)."""
         ...
 
-    async def delete(self, thread_id: str) -> None:
-        """Remove the thread and all its checkpoints."""
+    async def delete(self, thread_id: str, *, lease: Lease | None = None) -> None:
+        """Remove the thread and all its checkpoints.
+
+        Without ``lease``, takes the thread's lease for the delete (``ThreadBusy``
+        while a run holds it). With ``lease``, the caller's own lease on the thread
+        from this store's ``acquire``, held for the whole delete: the store deletes
+        under it and leaves it held (the caller releases it)."""
         ...
 
     async def secret(self) -> bytes:

@@ -13,6 +13,7 @@ from ._anthropic import (
 )
 from ._base import (
     LLM,
+    Agent,
     LLMError,
     LLMErrorKind,
     StructuredReply,
@@ -45,6 +46,7 @@ __all__ = [
     "MAX_TOKENS",
     "MODEL_ENV",
     "PRICES",
+    "Agent",
     "AnthropicLLM",
     "Budgeted",
     "LLMCheck",

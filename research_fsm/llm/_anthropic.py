@@ -46,7 +46,16 @@ import structlog
 from pydantic import BaseModel, ValidationError
 
 from .._tracing import llm_span, record_usage
-from ._base import LLM, LLMError, LLMErrorKind, StructuredReply, TextReply, Usage
+from ._base import (
+    LLM,
+    LLMError,
+    LLMErrorKind,
+    StructuredReply,
+    TextReply,
+    Usage,
+    agent_budget,
+    agent_model,
+)
 
 if TYPE_CHECKING:
     import anthropic
@@ -88,29 +97,12 @@ PRICES: Mapping[str, Price] = {
 }
 """Published list prices; pass ``prices=`` to override or extend."""
 
-MAX_TOKENS: Mapping[str, int] = {
-    # the assistant
-    "clarity": 1024,
-    "validator": 1024,
-    "synthesis": 4096,  # the Q&A answer, and deep research's four-section brief
-    # company reports
-    "financial": 3072,
-    "market": 3072,
-    "product": 3072,
-    "synthesizer": 1536,
-    "quality": 1536,
-    # deep research
-    "query_parser": 512,
-    "relevance_filter": 2048,
-    "deep_analysis": 4096,
-    "verification": 4096,
-}
-"""Output token limits per agent (others get ``DEFAULT_MAX_TOKENS``), sized for Japanese,
-which takes about twice the tokens of the same English text: a four-section brief, eight
-facts with their quotes, a quote per claim. A limit is a cap, not a cost: only the tokens
-written are paid for."""
+MAX_TOKENS: Mapping[str, int] = {}
+"""Output token limits by agent name that ``AnthropicLLM`` applies over every app's own
+(empty: each app's agent table gives its agents' limits, passed in with each call as an
+``Agent``; ``AnthropicLLM(max_tokens={...})`` overrides them by name)."""
 DEFAULT_MAX_TOKENS = 2048
-"""The output limit of an agent ``MAX_TOKENS`` does not list."""
+"""The output limit of an agent that carries none (a plain name) and is not in ``max_tokens=``."""
 MAX_TOKENS_CEILING = 16_384
 """The most a raised limit goes to (an answer cut at the limit is asked again with twice it)."""
 MODEL_ENV = "RESEARCH_FSM_MODEL"
@@ -171,10 +163,11 @@ class AnthropicLLM(LLM):
         timeout: seconds per request.
         max_attempts: attempts per call for transient failures (1 = no retry).
         backoff, max_backoff: first wait and cap, in seconds (doubling).
-        max_tokens: output limits per agent, merged over ``MAX_TOKENS``.
+        max_tokens: output limits by agent name, over the limit each ``Agent`` carries.
         prices: per-model prices, merged over ``PRICES``.
         models: a model per agent (e.g. ``{"financial": "claude-haiku-4-5"}``), merged
-            over the ``RESEARCH_FSM_MODEL_<AGENT>`` variables; other agents use ``model``.
+            over the ``RESEARCH_FSM_MODEL_<AGENT>`` variables; other agents use the model their
+            ``Agent`` carries, else ``model``.
         local: a local server (Ollama, llama.cpp) speaking the Messages API at
             ``base_url``: no API key needed (a placeholder is sent), and no list price
             applies (its cost is unknown unless ``prices`` names the model).
@@ -261,11 +254,12 @@ class AnthropicLLM(LLM):
 
     def model_for(self, agent: str) -> str:
         """The model ``agent`` uses."""
-        return self.models.get(agent) or self.model
+        return self.models.get(agent) or agent_model(agent) or self.model
 
     def limit_for(self, agent: str) -> int:
-        """The output token limit of ``agent``."""
-        return self.max_tokens.get(agent, DEFAULT_MAX_TOKENS)
+        """The output token limit of ``agent``: ``max_tokens=`` by name, else the limit
+        the ``Agent`` carries, else ``DEFAULT_MAX_TOKENS``."""
+        return self.max_tokens.get(agent) or agent_budget(agent) or DEFAULT_MAX_TOKENS
 
     async def check(self) -> LLMCheck:
         """One tiny forced tool call (no retries) to prove the model answers, and how:

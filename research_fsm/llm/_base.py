@@ -12,6 +12,7 @@ from ..errors import ResearchError
 
 __all__ = [
     "LLM",
+    "Agent",
     "LLMError",
     "LLMErrorKind",
     "StructuredReply",
@@ -96,6 +97,41 @@ class TextReply:
     note: str | None = None
     """What the client had to do to get it, for the run's notes (e.g. the text reached
     the output limit and was continued once); ``None`` when nothing."""
+
+
+class Agent(str):
+    """The name of the agent an LLM call is made for, carrying what that agent needs:
+    its output budget and its default model. Apps pass one as ``agent=`` (their agent
+    tables make them); it is a ``str``, so a client that only reads the name works as
+    before, and a plain ``str`` still works (the client's defaults then apply)."""
+
+    max_tokens: int | None
+    """The agent's output token limit, or ``None`` for the client's default."""
+    model: str | None
+    """The agent's default model, or ``None`` for the client's model."""
+
+    def __new__(
+        cls, name: str, *, max_tokens: int | None = None, model: str | None = None
+    ) -> Agent:
+        if max_tokens is not None and max_tokens < 1:
+            raise ValueError(f"agent {name!r}: max_tokens must be >= 1, got {max_tokens}")
+        agent = super().__new__(cls, name)
+        agent.max_tokens = max_tokens
+        agent.model = model
+        return agent
+
+    def __getnewargs_ex__(self) -> tuple[tuple[str], dict[str, object]]:
+        return (str(self),), {"max_tokens": self.max_tokens, "model": self.model}
+
+
+def agent_budget(agent: str) -> int | None:
+    """The output limit ``agent`` carries (an ``Agent``), or ``None`` (a plain name)."""
+    return agent.max_tokens if isinstance(agent, Agent) else None
+
+
+def agent_model(agent: str) -> str | None:
+    """The default model ``agent`` carries (an ``Agent``), or ``None`` (a plain name)."""
+    return agent.model if isinstance(agent, Agent) else None
 
 
 class LLMError(ResearchError):

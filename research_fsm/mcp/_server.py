@@ -44,8 +44,8 @@ from ._models import (
 from ._roots import DocsRoots
 
 if TYPE_CHECKING:
+    from ..assistant import ResearchAssistant
     from ..deep import ResearchReport
-    from ..qa import ResearchAssistant
     from ..reports import Report
 
 __all__ = ["SCHEME", "ServerOptions", "create_server"]
@@ -101,9 +101,9 @@ class _Lazy:
             if self.factory is not None:
                 made = self.factory()
             else:
-                qa = await asyncio.to_thread(importlib.import_module, "research_fsm.qa")
+                root = await asyncio.to_thread(importlib.import_module, "research_fsm.assistant")
                 made = await asyncio.to_thread(
-                    qa.ResearchAssistant.from_env, source=self.options.source
+                    root.ResearchAssistant.from_env, source=self.options.source
                 )
             self.assistant = made
             return made
@@ -416,7 +416,7 @@ def create_server(
 
     async def _pending_report(research: "ResearchAssistant", run_id: str) -> ReportResult:
         runner = await research.report_runner()
-        snapshot = await runner.app.get_state(run_id)
+        snapshot = await (await runner.graph()).get_state(run_id)
         payload = snapshot.suspension.payload if snapshot and snapshot.suspension else {}
         return ReportResult(
             status="needs_clarification",
@@ -637,7 +637,7 @@ def _read_file(kind: str, id: str, name: str) -> str | bytes:
 async def _finished_report(research: "ResearchAssistant", run_id: str) -> ReportResult | None:
     """The result of a report run that has completed (``None`` if it has not)."""
     runner = await research.report_runner()
-    snapshot = await runner.app.get_state(run_id)
+    snapshot = await (await runner.graph()).get_state(run_id)
     if snapshot is None or snapshot.status != "completed":
         return None
     state = snapshot.state

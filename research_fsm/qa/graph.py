@@ -1,4 +1,4 @@
-"""The research assistant's graph: six agents and three routers on the engine."""
+"""The Q&A graph: its agents (``agent_table``) and three routers on the engine."""
 
 from __future__ import annotations
 

@@ -5,12 +5,14 @@ quality loop on the engine, saved as Markdown (and PDF) in English or Japanese.
 are saved under ``reports_home()`` and listed by ``list_reports``."""
 
 from ..common.files import ReportStoreError
+from ._agent_table import AGENTS
 from ._api import CompanyNotFound, InvalidReportRequest, Report, ReportProgress, ReportRunner
 from ._graph import build_report_graph
 from ._model import Fact, Quality, ReportState, Section, Source
 from ._store import ReportEntry, list_reports, reports_home, slug
 
 __all__ = [
+    "AGENTS",
     "CompanyNotFound",
     "Fact",
     "InvalidReportRequest",

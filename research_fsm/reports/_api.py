@@ -5,29 +5,30 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from ..common.files import Clock, utc_now
+from ..common.models import IndexLoader
+from ..common.runner import AppRunner
 from ..common.writer import check_pdf_fonts
 from ..engine import (
     CheckpointStore,
-    CompiledGraph,
-    Completed,
     NodeFinished,
     NodeStarted,
     RunResult,
-    Suspended,
+    StateGraph,
     SuspendToken,
 )
 from ..errors import ResearchError
 from ..llm import LLM, Usage, agent_models
 from ..sources import CompanyIndex, DataSource
+from ._agent_table import AGENTS
 from ._compose import sources_json
 from ._graph import build_report_graph
-from ._model import SECTIONS, Language, Quality, ReportState
+from ._model import Language, Quality, ReportState
 from ._research import Describe
 from ._store import check_out_folder
 
@@ -115,8 +116,13 @@ class ReportProgress:
     """An agent started (``finished=False``) or finished; ``branch`` for specialists."""
 
     agent: str
+    """The agent's node name."""
     branch: str | None
+    """The parallel branch (a specialist's), or ``None``."""
     finished: bool
+    """False when it starts, True when it ends."""
+    message: str = ""
+    """The agent's progress line in the report's language (from the agent table)."""
 
 
 def check_request(name: object, language: str, formats: tuple[str, ...]) -> str:
@@ -174,13 +180,15 @@ def to_report(result: RunResult[ReportState]) -> Report:
     )
 
 
-class ReportRunner:
-    """Compiles the report graph once and runs reports as threads of ``store``
-    (what ``ResearchAssistant.report``, ``stream_report`` and ``continue_report`` do).
+class ReportRunner(AppRunner[ReportState, ReportProgress | Report]):
+    """Compiles the report graph on first use and runs reports as threads of ``store``
+    (``ResearchAssistant.reports``; the assistant's ``report``, ``stream_report`` and
+    ``continue_report`` call it).
 
     Args:
         source: where the researcher and the specialists search.
-        index: the company names the researcher resolves.
+        index: the company names the researcher resolves (or what loads them, awaited
+            when the graph is first built).
         llm: the language model, or ``None`` for the rules.
         store: where report runs are checkpointed.
         root: the reports folder (``$RESEARCH_FSM_HOME/reports``).
@@ -190,11 +198,14 @@ class ReportRunner:
         clock: the time a run starts (its date goes into the prompts); default the system's.
     """
 
+    agents = AGENTS
+    step_limit = 40
+
     def __init__(
         self,
         *,
         source: DataSource,
-        index: CompanyIndex,
+        index: CompanyIndex | IndexLoader,
         llm: LLM | None,
         store: CheckpointStore,
         root: Path,
@@ -202,15 +213,29 @@ class ReportRunner:
         check_answer: Callable[[object], str],
         clock: Clock | None = None,
     ) -> None:
+        super().__init__(store=store)
         self.clock = clock
-        graph = build_report_graph(
-            source=source, index=index, llm=llm, root=root, describe=describe
-        )
-        self.app: CompiledGraph[ReportState] = graph.compile(store=store, step_limit=40)
+        self.source = source
+        self.index = index
+        self.llm = llm
+        self.root = root
+        self.describe = describe
         self.source_name = source.name
         self.model = llm.model if llm is not None else None
-        self.models = agent_models(llm, (*SECTIONS, "synthesizer", "quality"))
+        self.models = agent_models(llm, AGENTS.callers())
         self.check_answer = check_answer
+        if isinstance(index, CompanyIndex):  # nothing to load: compiled at once, as before
+            graph = build_report_graph(
+                source=source, index=index, llm=llm, root=root, describe=describe
+            )
+            self._app = graph.compile(store=store, step_limit=self.step_limit)
+
+    async def build(self) -> StateGraph[ReportState]:
+        """The report graph over the source and the company index."""
+        index = self.index if isinstance(self.index, CompanyIndex) else await self.index()
+        return build_report_graph(
+            source=self.source, index=index, llm=self.llm, root=self.root, describe=self.describe
+        )
 
     async def report(
         self,
@@ -248,14 +273,15 @@ class ReportRunner:
     ) -> AsyncIterator[ReportProgress | Report]:
         """Continue a report run: answer its question back, or, after a crash, run
         what had not finished (finished specialists are not run again)."""
-        snapshot = await self.app.get_state(thread_id)
+        snapshot = await (await self.graph()).get_state(thread_id)
         if snapshot is None:
             raise InvalidReportRequest(f"there is no report `{thread_id}`")
         token = snapshot.suspension.token if snapshot.suspension is not None else None
         if token is not None and answer is None:
             raise InvalidReportRequest(f"report `{thread_id}` waits for an answer: which company?")
         payload = {"answer": self.check_answer(answer)} if answer is not None else None
-        async for event in self.events(payload, thread_id, token):
+        run = {"language": snapshot.state.language, "company": snapshot.state.company}
+        async for event in self.events(payload, thread_id, token, run):
             yield event
 
     def start(
@@ -276,19 +302,30 @@ class ReportRunner:
         return value, f"report-{secrets.token_hex(5)}"
 
     async def events(
-        self, input: dict[str, Any] | None, thread_id: str, token: SuspendToken | str | None
+        self,
+        input: dict[str, Any] | None,
+        thread_id: str,
+        token: SuspendToken | str | None,
+        run: Mapping[str, Any] | None = None,
     ) -> AsyncIterator[ReportProgress | Report]:
-        """Progress events, then the ``Report``."""
+        """Progress events, then the ``Report``; ``run``: what a continued run had written."""
+        app = await self.graph()
         stream = (
-            self.app.stream_resume(token, input.get("answer") if input else None)
+            app.stream_resume(token, input.get("answer") if input else None)
             if token is not None
-            else self.app.stream(input, thread_id=thread_id)
+            else app.stream(input, thread_id=thread_id)
         )
-        async with stream as events:
-            async for event in events:
-                if isinstance(event, NodeStarted):
-                    yield ReportProgress(event.node, event.branch, False)
-                elif isinstance(event, NodeFinished):
-                    yield ReportProgress(event.node, event.branch, True)
-                elif isinstance(event, (Completed, Suspended)):
-                    yield to_report(event.result)
+        async for event in self.progress(stream, run if run is not None else input):
+            yield event
+
+    def started(self, event: NodeStarted, run: Mapping[str, Any]) -> ReportProgress:
+        """An agent started: its line in the report's language."""
+        return ReportProgress(event.node, event.branch, False, self.label(event.node, run))
+
+    def finished(self, event: NodeFinished, run: Mapping[str, Any]) -> ReportProgress:
+        """An agent finished."""
+        return ReportProgress(event.node, event.branch, True, self.label(event.node, run))
+
+    def ended(self, result: RunResult[ReportState]) -> Report:
+        """The ``Report``, or the question asked back."""
+        return to_report(result)

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..common.files import utc_now
+from ..common.models import Language
 from ..engine import add, append
 from ..llm import Usage
 
@@ -21,7 +22,6 @@ __all__ = [
     "SpecialistName",
 ]
 
-Language = Literal["en", "ja"]
 SpecialistName = Literal["financial", "market", "product"]
 SECTIONS: tuple[SpecialistName, ...] = ("financial", "market", "product")
 """The specialists, in the order the report shows their sections."""

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..common.fence import data_rule, escape, fence
 from ..engine import NodeContext
 from ..llm import LLM, LLMError, keep_first
+from ._agent_table import AGENTS
 from ._labels import fact_label, text
 from ._model import SECTIONS, Fact, Quality, ReportState, Section
 from ._specialists import EXPECTED
@@ -222,7 +223,7 @@ class Synthesizer:
         listing = "\n".join(f"- {fact_label('en', f.key, f.label)}: {f.value}" for f in facts)
         language = "Japanese" if state.language == "ja" else "English"
         reply = await self.llm.generate(
-            agent="synthesizer",
+            agent=AGENTS["synthesizer"].llm,
             system=(
                 f"Write a 3-5 sentence summary of the company named in <company> in {language} "
                 "from the <facts> only. Do not add any number that is not in the facts. "
@@ -265,7 +266,7 @@ class QualityCheck:
         if self.llm is not None:
             try:
                 reply = await self.llm.structured(
-                    agent="quality",
+                    agent=AGENTS["quality"].llm,
                     system=QUALITY_SYSTEM,
                     prompt=quality_prompt(state, quality),
                     schema=Verdict,

@@ -33,6 +33,7 @@ from ..sources import (
     parse_money,
     split_people,
 )
+from ._agent_table import AGENTS
 from ._model import Fact, ReportState, Section, Source, SpecialistName
 from ._research import sources_of
 
@@ -357,7 +358,7 @@ class Specialist:
         words = "Japanese" if state.language == "ja" else "English"
         try:
             reply = await self.llm.structured(
-                agent=self.name,
+                agent=AGENTS[self.name].llm,
                 system=_SYSTEM.format(agent=self.name),
                 prompt=(
                     f"{fence('company', company)}\nToday's date: {state.started_at[:10]}.\n"

@@ -8,7 +8,8 @@ Also public, for the apps built on the sources: the words name resolution knows
 (``COMMON_WORDS``, ``LEGAL_SUFFIXES``, ``PLACES``, ``tokenize``), the directory's
 ``CompanyProfile`` with the helpers that tidy its infobox values for display
 (``clean_value``, ``clean_founded``, ``split_people``, ``split_people_names``,
-``split_products``, ``format_money``, ``parse_money``), and ``PeerRanking``.
+``split_products``, ``format_money``, ``parse_money``), and ``PeerRanking``. The public
+module ``urls`` checks web addresses as a browser reads them (``web_url``).
 """
 
 from ._base import (

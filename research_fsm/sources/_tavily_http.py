@@ -22,8 +22,8 @@ from urllib.parse import urlsplit
 import structlog
 
 from .._tracing import search_span
-from ..common.urls import web_url
 from ._base import DataSourceError
+from .urls import web_url
 
 __all__ = [
     "DEFAULT_BASE_URL",

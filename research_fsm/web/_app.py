@@ -17,8 +17,8 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from ..assistant import ResearchAssistant
 from ..deep import sessions_home
-from ..qa import ResearchAssistant
 from ..reports import reports_home
 from ._events import (
     REPORT_FILES,

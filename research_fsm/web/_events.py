@@ -130,40 +130,17 @@ def _files(kind: str, folder: Path | None, paths: list[Path]) -> list[dict[str, 
     return [{"name": n, "url": f"/api/files/{kind}/{folder.name}/{n}"} for n in names]
 
 
-_STEPS: Final = {
-    "researcher": "Researching the company",
-    "financial": "Financial analysis",
-    "market": "Market analysis",
-    "product": "Product analysis",
-    "recover": "Recovering",
-    "synthesizer": "Writing the report",
-    "quality": "Checking the quality",
-    "save": "Saving the files",
-    "indexing": "Indexing the documents",
-    "query_parser": "Understanding the topic",
-    "search": "Searching",
-    "relevance_filter": "Keeping the relevant sources",
-    "deep_analysis": "Analysing source",
-    "synthesis": "Writing the summary",
-    "verification": "Verifying every claim",
-    "report": "Saving the report",
-}
-_INDEX_RE: Final = re.compile(r"\[(\d+)\]$")
-
-
-def _step(name: str, branch: str | None, finished: bool) -> dict[str, Any]:
-    """A step of a report or a session: one line per agent (and parallel branch)."""
-    message = _STEPS.get(name, name.replace("_", " "))
-    index = _INDEX_RE.search(branch or "")
-    if name == "deep_analysis" and index is not None:
-        message += f" {int(index.group(1)) + 1}"
-    return {"agent": name, "branch": branch, "finished": finished, "message": message}
+def _step(name: str, branch: str | None, finished: bool, message: str) -> dict[str, Any]:
+    """A step of a report or a session: one line per agent (and parallel branch), its
+    message from the app's agent table (an event made without one shows its name's words)."""
+    shown = message or name.replace("_", " ")
+    return {"agent": name, "branch": branch, "finished": finished, "message": shown}
 
 
 def report_events(event: ReportProgress | Report) -> Iterable[bytes]:
     """A report's events: ``progress``..., then ``report`` or ``question`` (which company?)."""
     if isinstance(event, ReportProgress):
-        yield sse("progress", _step(event.agent, event.branch, event.finished))
+        yield sse("progress", _step(event.agent, event.branch, event.finished, event.message))
     elif event.status == "needs_clarification":
         data = {"text": event.question, "choices": event.choices, "thread_id": event.thread_id}
         yield sse("question", data)
@@ -186,7 +163,7 @@ def deep_events(event: DeepProgress | DeepText | ResearchReport) -> Iterable[byt
     """A deep-research session's events: ``progress``, ``token`` (the draft), ``deep``."""
     if isinstance(event, DeepProgress) and event.indexing is not None:
         step = event.indexing
-        data = _step(event.stage, None, event.finished)
+        data = _step(event.stage, None, event.finished, event.message)
         eta = step.eta_seconds()
         data["message"] += f": {step.files_done}/{step.files_total} files" + (
             "" if event.finished or eta is None else f", about {eta:.0f} s left"
@@ -199,7 +176,7 @@ def deep_events(event: DeepProgress | DeepText | ResearchReport) -> Iterable[byt
         }
         yield sse("progress", data)
     elif isinstance(event, DeepProgress):
-        yield sse("progress", _step(event.stage, event.branch, event.finished))
+        yield sse("progress", _step(event.stage, event.branch, event.finished, event.message))
     elif isinstance(event, DeepText):
         yield sse("token", {"text": event.text})
     else:

@@ -6,7 +6,7 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
-from ..qa import ResearchAssistant
+from ..assistant import ResearchAssistant
 from ._app import create_app
 from ._guard import allowed_host_names, is_loopback
 

@@ -9,10 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from homes import seeded_home
 
 
 def cli(home: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "RESEARCH_FSM_HOME": str(home), "LOG_LEVEL": "WARNING"}
+    env = {**os.environ, "RESEARCH_FSM_HOME": str(seeded_home(home)), "LOG_LEVEL": "WARNING"}
     env.pop("ANTHROPIC_API_KEY", None)
     env.pop("TAVILY_API_KEY", None)
     return subprocess.run(

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from homes import seeded_home
 
 from research_fsm.cli._render import AnswerView, plain_text
 
@@ -94,7 +95,7 @@ def test_a_pipe_gets_plain_text_and_the_confidence(tmp_path: Path) -> None:
 def test_a_terminal_gets_formatted_text(tmp_path: Path) -> None:
     """``ask`` on a terminal draws the Markdown: bold by escape sequence, bullets, no ``**``."""
     leader, follower = pty.openpty()
-    env = {**os.environ, "RESEARCH_FSM_HOME": str(tmp_path), "LOG_LEVEL": "WARNING"}
+    env = {**os.environ, "RESEARCH_FSM_HOME": str(seeded_home(tmp_path)), "LOG_LEVEL": "WARNING"}
     env.pop("ANTHROPIC_API_KEY", None)
     env.pop("TAVILY_API_KEY", None)
     env.update(COLUMNS="100", TERM="xterm-256color")

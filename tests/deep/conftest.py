@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from research_fsm import ResearchAssistant
 from research_fsm.deep import Found, StaticSearch, grounding_problems
 from research_fsm.engine import MemoryCheckpointStore
-from research_fsm.qa import ResearchAssistant
 
 SPRING = Found(
     kind="web",

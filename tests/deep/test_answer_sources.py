@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from research_fsm import ResearchAssistant
 from research_fsm.deep._answer import parse_question, score_units, units
 from research_fsm.deep._grounding import _report_problems
 from research_fsm.deep._search import HEADING_PATH
 from research_fsm.engine import MemoryCheckpointStore
-from research_fsm.qa import ResearchAssistant
 
 SERVERS = """# Servers
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from research_fsm import ResearchAssistant
 from research_fsm.deep import grounding_problems
 from research_fsm.deep._answer import clean, parse_question, units
 from research_fsm.deep._cite import renumbered
@@ -22,7 +23,6 @@ from research_fsm.deep._model import (
     Verification,
 )
 from research_fsm.engine import MemoryCheckpointStore
-from research_fsm.qa import ResearchAssistant
 
 WIDGET = """# Widgetlib
 

@@ -10,9 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from homes import seeded_home
 
+from research_fsm import ResearchAssistant
 from research_fsm.engine import NodeFailed
-from research_fsm.qa import ResearchAssistant
 from research_fsm.stores import JsonFileCheckpointStore
 
 from .llm import claude
@@ -23,7 +24,7 @@ TOPIC = "Spring Boot 2 to 3 migration"
 
 def cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """Run ``research-fsm`` offline with ``home`` as ``RESEARCH_FSM_HOME``."""
-    env = {**os.environ, "RESEARCH_FSM_HOME": str(home), "LOG_LEVEL": "WARNING"}
+    env = {**os.environ, "RESEARCH_FSM_HOME": str(seeded_home(home)), "LOG_LEVEL": "WARNING"}
     for name in ("ANTHROPIC_API_KEY", "TAVILY_API_KEY", "RESEARCH_DOCS", "RESEARCH_FSM_STORE"):
         env.pop(name, None)
     return subprocess.run(

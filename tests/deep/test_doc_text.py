@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from research_fsm import ResearchAssistant
 from research_fsm.deep import quote_in
 from research_fsm.deep._answer import parse_question, units, with_previous
 from research_fsm.deep._text import quote_of, terms
 from research_fsm.documents import DocumentIndex
 from research_fsm.documents._terms import query_terms
 from research_fsm.engine import MemoryCheckpointStore
-from research_fsm.qa import ResearchAssistant
 
 PAGES = Path(__file__).parent / "pages"
 

@@ -12,9 +12,9 @@ from markdown_it import MarkdownIt
 from servers import FakeTavily
 from servers import tavily as tv
 
+from research_fsm import ResearchAssistant
 from research_fsm.deep import Found, StaticSearch, grounding_problems
 from research_fsm.engine import MemoryCheckpointStore
-from research_fsm.qa import ResearchAssistant
 
 from .conftest import CORPUS, TOPIC
 

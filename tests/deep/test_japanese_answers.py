@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from research_fsm import ResearchAssistant
 from research_fsm.deep._answer import parse_question, units
-from research_fsm.qa import ResearchAssistant
 
 from .test_cli_deep import cli
 

@@ -1,7 +1,7 @@
 """Deep research over documents with an embedding model: a passage sharing no word with
 the question is retrieved (hybrid search, reciprocal-rank fusion), the Methodology names
-the model, meaning lifts scores by ``WEIGHT`` over ``FLOOR`` only, and a Japanese question
-is searched by words alone."""
+the model, meaning moves scores by the model's weight above or below its floor, a sentence
+that says it in other words is lifted, and a Japanese question is searched by words alone."""
 
 from __future__ import annotations
 
@@ -14,11 +14,12 @@ import pytest
 
 np = pytest.importorskip("numpy", reason="the semantic extra (numpy) is not installed")
 
-from research_fsm.deep._meaning import FLOOR, WEIGHT, applies, blend, fuse  # noqa: E402
+from research_fsm import ResearchAssistant  # noqa: E402
+from research_fsm.deep import _meaning as meaning  # noqa: E402
+from research_fsm.deep._meaning import applies, blend, by_meaning, fuse  # noqa: E402
 from research_fsm.documents import EMBEDDER_ENV, Passage  # noqa: E402
 from research_fsm.documents import _vectors as vectors  # noqa: E402
 from research_fsm.engine import MemoryCheckpointStore  # noqa: E402
-from research_fsm.qa import ResearchAssistant  # noqa: E402
 
 QUESTION = "Which commit broke my build?"
 
@@ -109,12 +110,26 @@ def test_fusion_ranks_what_both_searches_found_first() -> None:
     assert [b, a, c] == fuse([a, b], [c, b])
 
 
-def test_meaning_lifts_a_score_only_above_the_floor() -> None:
-    """Below ``FLOOR`` similarity adds nothing; above it ``WEIGHT`` per unit; no model:
-    the lexical score unchanged."""
-    assert 0.4 == blend(0.4, FLOOR - 0.1)
-    assert round(0.4 + WEIGHT * 0.2, 4) == blend(0.4, FLOOR + 0.2)
+def test_meaning_moves_a_score_around_the_floor(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Above the model's floor similarity lifts a score, below it lowers it (a passage the
+    words match only loosely can fall under the cut-off); no model: the lexical score."""
+    monkeypatch.setattr(meaning, "parameters", lambda: (0.6, 0.3, 0.0, 0.3))
+    assert round(0.4 + 0.6 * 0.2, 4) == blend(0.4, 0.5)
+    assert round(0.4 - 0.6 * 0.2, 4) == blend(0.4, 0.1)
     assert 0.4 == blend(0.4, None)
+
+
+def test_the_sentence_that_says_it_in_other_words_is_lifted(
+    monkeypatch: pytest.MonkeyPatch, semantic: None
+) -> None:
+    """By words the two units tie; by meaning the bisect sentence answers "which commit
+    broke" and the other does not: it is lifted, the other lowered, none below zero."""
+    monkeypatch.setattr(meaning, "parameters", lambda: (0.6, 0.3, 0.5, 0.5))
+    units = ["Run bisect to reach the first bad revision.", "A commit has a message."]
+    lifted = by_meaning(QUESTION, units, [0.3, 0.3])
+    assert lifted[0] == 0.55 and lifted[1] == 0.05
+    monkeypatch.setattr(meaning, "parameters", lambda: (0.6, 0.3, 0.0, 0.5))
+    assert [0.3, 0.3] == by_meaning(QUESTION, units, [0.3, 0.3])
 
 
 async def test_a_japanese_question_is_searched_by_words_alone(

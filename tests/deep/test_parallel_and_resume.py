@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
+from research_fsm import ResearchAssistant
 from research_fsm.deep import DeepProgress, DeepText, ResearchReport, StaticSearch
 from research_fsm.engine import MemoryCheckpointStore, NodeFailed
-from research_fsm.qa import ResearchAssistant
 from research_fsm.stores import JsonFileCheckpointStore
 
 from .conftest import CORPUS, TOPIC

@@ -6,9 +6,9 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+from research_fsm import ResearchAssistant
 from research_fsm.deep import Found, StaticSearch
 from research_fsm.engine import MemoryCheckpointStore
-from research_fsm.qa import ResearchAssistant
 
 from .conftest import CORPUS, PASTA, TOPIC
 from .llm import claude

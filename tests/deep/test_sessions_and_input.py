@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from research_fsm import ResearchAssistant
 from research_fsm.deep import InvalidResearchRequest, NoResearchSource, StaticSearch, list_sessions
 from research_fsm.engine import MemoryCheckpointStore
-from research_fsm.qa import ResearchAssistant
 
 from .conftest import TOPIC
 from .llm import claude

@@ -11,10 +11,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from research_fsm import ResearchAssistant
 from research_fsm.deep import DeepProgress
 from research_fsm.documents import IndexProgress
 from research_fsm.engine import MemoryCheckpointStore
-from research_fsm.qa import ResearchAssistant
 from research_fsm.web._events import deep_events
 
 NOTES = Path(__file__).resolve().parents[2] / "examples" / "notes"
@@ -75,7 +75,8 @@ def test_the_web_page_gets_indexing_as_one_updated_step() -> None:
         read=120,
         seconds=1.0,
     )
-    (event,) = deep_events(DeepProgress("indexing", None, False, step))
+    started = DeepProgress("indexing", None, False, step, message="Indexing the documents")
+    (event,) = deep_events(started)
     name, data = event.decode().split("\n")[:2]
     payload = json.loads(data.removeprefix("data: "))
     assert "event: progress" == name

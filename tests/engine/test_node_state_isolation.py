@@ -10,20 +10,18 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from pydantic import BaseModel
-from stores.helpers import close_store
+from stores.helpers import close_store, reopen
 
 from research_fsm.engine import (
     END,
     START,
     CheckpointStore,
-    MemoryCheckpointStore,
     NodeContext,
     RetryPolicy,
     StateGraph,
     Suspend,
     append,
 )
-from research_fsm.stores import JsonFileCheckpointStore
 
 
 class Inner(BaseModel):
@@ -40,18 +38,6 @@ class Doc(BaseModel):
     notes: list[str] = []
     meta: dict[str, Any] = {}
     inner: Inner = Inner()
-
-
-def reopen(store: CheckpointStore) -> CheckpointStore:
-    """Another store object over the same data, as a fresh process would make."""
-    if isinstance(store, MemoryCheckpointStore):
-        return store
-    if isinstance(store, JsonFileCheckpointStore):
-        return JsonFileCheckpointStore(store.directory, durability=store.durability)
-    from research_fsm.stores.postgres import PostgresCheckpointStore
-
-    assert isinstance(store, PostgresCheckpointStore)
-    return PostgresCheckpointStore(store._lease_dsn, schema=store.schema, pool_size=2)
 
 
 def build(nodes: dict[str, Any], store: CheckpointStore, *, parallel: bool = False) -> Any:

@@ -27,6 +27,8 @@ EXPECTED_ALL = [
     "CheckpointConflict",
     "CheckpointNotFound",
     "CheckpointStore",
+    "ChildThread",
+    "ChildThreadMissing",
     "Command",
     "CompiledGraph",
     "Completed",
@@ -153,6 +155,7 @@ ERRORS = {
     "CheckpointNotFound": LookupError,
     "ThreadExists": ValueError,
     "UpdateRefused": RuntimeError,
+    "ChildThreadMissing": LookupError,
 }
 
 

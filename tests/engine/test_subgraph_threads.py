@@ -174,13 +174,13 @@ async def _child_log(store: CheckpointStore, thread: str) -> list[str]:
     return [cp.checkpoint_id async for cp in store.history(thread)]
 
 
-async def test_a_new_line_of_history_inside_a_child_reruns_the_child_afresh(
+async def test_a_new_line_of_history_inside_a_child_carries_the_question_over(
     store: CheckpointStore,
 ) -> None:
     """``run(None, checkpoint_id=...)`` back to where the parent was suspended inside
-    its child: the new line runs the child again from its start on a child thread of
-    its own (the question is asked again), never taking the abandoned line's answer
-    nor touching its child thread."""
+    its child: the new line's child thread (its own) starts as a fork of the child at
+    that question, so the answer to the new token answers it, asked once; the
+    abandoned line's answer is not taken and its child thread is not touched."""
     seen = Seen()
     app = asking_parent(store, seen)
     first = await app.run({"topic": "t"}, thread_id="p")
@@ -191,26 +191,27 @@ async def test_a_new_line_of_history_inside_a_child_reruns_the_child_afresh(
     old_log = await _child_log(store, old_child)
     again = await app.run(None, thread_id="p", checkpoint_id=first.checkpoint_id)
     assert again.status == "suspended" and again.suspension is not None
-    asked = await app.resume(again.suspension.token, "ignored")
-    assert asked.status == "suspended" and asked.suspension is not None  # asked again
-    assert asked.suspension.payload == {"question": "t"}
-    final = await app.resume(asked.suspension.token, "no")
+    assert again.suspension.payload == {"question": "t"}
+    final = await app.resume(again.suspension.token, "no")
     assert final.state.notes == ["plan:t", "gather:t", "ask=no", "write:t"]
     assert seen.answers == ["yes", "no"]
-    new_children = seen.threads - {"p", old_child}
-    assert len(new_children) == 1
+    new_child = again.suspension.child_thread_id
+    assert new_child is not None and new_child != old_child
+    assert await store.load_latest(new_child) is not None
+    new_children = {new_child}
     assert await _child_log(store, old_child) == old_log
     await app.delete_thread("p")
     for thread in {old_child, *new_children, "p"}:
         assert await store.load_latest(thread) is None, thread
 
 
-async def test_a_fork_inside_a_child_reruns_the_child_and_leaves_the_source_alone(
+async def test_a_fork_inside_a_child_carries_the_question_and_leaves_the_source_alone(
     store: CheckpointStore,
 ) -> None:
     """``fork`` of a checkpoint where the parent waits on its child: the fork's child
-    thread derives from the fork's thread id, so the fork runs the child afresh (the
-    question asked again) and the source's child goes on untouched."""
+    thread (derived from the fork's thread id) starts as a fork of the child at that
+    question, which the fork's token answers, and the source's child goes on
+    untouched."""
     seen = Seen()
     app = asking_parent(store, seen)
     first = await app.run({"topic": "t"}, thread_id="p")
@@ -219,9 +220,7 @@ async def test_a_fork_inside_a_child_reruns_the_child_and_leaves_the_source_alon
     source_log = await _child_log(store, source_child)
     forked = await app.fork("p", first.checkpoint_id, "q")
     assert forked.suspension is not None
-    asked = await app.resume(forked.suspension.token, "ignored")
-    assert asked.status == "suspended" and asked.suspension is not None
-    final = await app.resume(asked.suspension.token, "fork")
+    final = await app.resume(forked.suspension.token, "fork")
     assert final.state.notes == ["plan:t", "gather:t", "ask=fork", "write:t"]
     assert await _child_log(store, source_child) == source_log
     done = await app.resume(first.suspension.token, "source")

@@ -394,14 +394,18 @@ async def test_child_events_carry_their_path(store: CheckpointStore) -> None:
 
 
 def test_a_child_on_another_store_is_refused_at_compile() -> None:
-    """The child must keep its checkpoints in the parent's store."""
+    """A child compiled with another store than the parent's is refused: its
+    checkpoints must live in the parent's store."""
     child = child_graph(MemoryCheckpointStore(), Tally())
     with pytest.raises(GraphValidationError) as refused:
         parent_graph(MemoryCheckpointStore(), child, Tally())
     assert refused.value.problems[0].startswith(
         "node `research`: its child graph keeps checkpoints in <research_fsm.engine"
     )
-    assert "compile the child with the parent's store" in refused.value.problems[0]
+    assert (
+        "compile the child without a store (it then uses the parent's)"
+        in (refused.value.problems[0])
+    )
 
 
 def test_fields_that_differ_in_type_are_refused_without_mapping_functions() -> None:

@@ -159,7 +159,7 @@ def test_json_names_each_backend(server: LocalLLM, capsys: pytest.CaptureFixture
     assert 0 == status
     roles = {b["role"]: b["name"] for b in found["backends"]}
     assert ("mock data", "none") == (roles["search"], roles["web"])
-    assert {"semantic", "ja", "pdf-ja"} == {e["name"] for e in found["extras"]}
+    assert {"semantic", "minilm", "ja", "pdf-ja"} == {e["name"] for e in found["extras"]}
     assert ("ok", None) == (found["llm_check"]["status"], found["llm_check"]["kind"])
 
 

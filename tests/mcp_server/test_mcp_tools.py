@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from mcp import Client
 
+from research_fsm import ResearchAssistant
 from research_fsm.mcp import DocsRoots, ServerOptions, create_server
-from research_fsm.qa import ResearchAssistant
 from research_fsm.sources import create_data_source
 
 from .helpers import Answerer, Recorder

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from research_fsm import ResearchAssistant
 from research_fsm.engine import MemoryCheckpointStore
-from research_fsm.qa import ResearchAssistant
 from research_fsm.sources import DirectorySource
 
 NO_NEWS = "The offline directory has no news; set TAVILY_API_KEY for live data."

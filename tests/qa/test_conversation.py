@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from research_fsm import JsonFileCheckpointStore
-from research_fsm.qa import Answer, InvalidQuestion, Progress, ResearchAssistant, Token
+from research_fsm import JsonFileCheckpointStore, ResearchAssistant
+from research_fsm.qa import Answer, InvalidQuestion, Progress, Token
 from research_fsm.qa.constants import MAX_QUESTION_CHARS, MESSAGE_THRESHOLD, SUMMARY_MAX_CHARS
 from research_fsm.sources import MockDataSource
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from research_fsm import ResearchAssistant
 from research_fsm.engine import MemoryCheckpointStore
-from research_fsm.qa import ResearchAssistant
 from research_fsm.qa.agents._clarity import ASK_WHICH_COMPANY
 from research_fsm.qa.agents._synthesis import OFF_TOPIC_MESSAGE
 from research_fsm.sources import DirectorySource

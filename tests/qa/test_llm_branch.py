@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from research_fsm import ResearchAssistant
 from research_fsm.engine import MemoryCheckpointStore
 from research_fsm.llm import LLMError, ScriptedLLM
-from research_fsm.qa import Answer, ResearchAssistant, Token
+from research_fsm.qa import Answer, Token
 from research_fsm.sources import MockDataSource
 
 

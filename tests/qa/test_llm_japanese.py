@@ -10,9 +10,9 @@ import pytest
 from servers import FakeAnthropic
 from servers import anthropic as api
 
+from research_fsm import ResearchAssistant
 from research_fsm.engine import MemoryCheckpointStore
 from research_fsm.llm import AnthropicLLM
-from research_fsm.qa import ResearchAssistant
 from research_fsm.sources import MockDataSource, SearchContext, SearchResult
 
 _OPEN: list[AnthropicLLM] = []

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from research_fsm import ResearchAssistant
 from research_fsm.engine import MemoryCheckpointStore
-from research_fsm.qa import ResearchAssistant
 from research_fsm.sources import DirectorySource
 
 

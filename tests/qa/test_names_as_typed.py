@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from research_fsm import ResearchAssistant
 from research_fsm.engine import MemoryCheckpointStore
-from research_fsm.qa import ResearchAssistant
 from research_fsm.sources import DirectorySource
 
 LOWERCASE_TICKERS = [

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from research_fsm import ResearchAssistant
 from research_fsm.engine import MemoryCheckpointStore
 from research_fsm.llm import ScriptedLLM
-from research_fsm.qa import ResearchAssistant
 from research_fsm.reports import Report
 from research_fsm.sources import DirectorySource
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from research_fsm import ResearchAssistant
 from research_fsm.engine import MemoryCheckpointStore
-from research_fsm.qa import ResearchAssistant
 from research_fsm.sources import DirectorySource
 
 NO_NEWS = ("has no news", "or news", "ニュースがありません")

@@ -9,8 +9,8 @@ import re
 
 import pytest
 
+from research_fsm import ResearchAssistant
 from research_fsm.engine import MemoryCheckpointStore
-from research_fsm.qa import ResearchAssistant
 from research_fsm.qa.agents._compare import MARGIN_LABEL
 from research_fsm.qa.agents._synthesis import LOW_PREFIX, MEDIUM_PREFIX, OFF_TOPIC_MESSAGE
 from research_fsm.sources import DirectorySource, SearchContext, SearchResult

@@ -13,9 +13,9 @@ from servers import FakeAnthropic, FakeTavily
 from servers import anthropic as api
 from servers import tavily as tv
 
+from research_fsm import ResearchAssistant
 from research_fsm.engine import MemoryCheckpointStore
 from research_fsm.llm import AnthropicLLM
-from research_fsm.qa import ResearchAssistant
 from research_fsm.sources._tavily import TavilySource
 
 INVENTED = "Apple was acquired for $9 trillion yesterday."

@@ -13,10 +13,9 @@ from pathlib import Path
 import pytest
 import structlog
 
-from research_fsm import configure_logging
+from research_fsm import ResearchAssistant, configure_logging
 from research_fsm.engine import MemoryCheckpointStore
 from research_fsm.llm import ScriptedLLM
-from research_fsm.qa import ResearchAssistant
 from research_fsm.sources import DirectorySource, MockDataSource
 
 

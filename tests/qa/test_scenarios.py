@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from research_fsm import ResearchAssistant
 from research_fsm.engine import MemoryCheckpointStore
-from research_fsm.qa import ResearchAssistant
 from research_fsm.qa.agents._synthesis import CANCEL_MESSAGE, LOW_PREFIX, MEDIUM_PREFIX
 from research_fsm.sources import MockDataSource
 from research_fsm.stores import JsonFileCheckpointStore

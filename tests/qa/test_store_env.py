@@ -10,8 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from homes import seeded_home
 
-from research_fsm.qa import DEFAULT_KEEP, ResearchAssistant
+from research_fsm import ResearchAssistant
+from research_fsm.assistant import DEFAULT_KEEP
 from research_fsm.sources import MockDataSource
 from research_fsm.stores import InvalidStoreSetting, JsonFileCheckpointStore
 
@@ -25,7 +27,7 @@ def url(server: Any) -> str:
 
 def run(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     """``python -m research_fsm ARGS`` offline, with this checkout and ``env`` set."""
-    environ = {**os.environ, "RESEARCH_FSM_HOME": str(home), "LOG_LEVEL": "WARNING"}
+    environ = {**os.environ, "RESEARCH_FSM_HOME": str(seeded_home(home)), "LOG_LEVEL": "WARNING"}
     environ.update(PYTHONPATH=str(REPO), **env)
     environ.pop("ANTHROPIC_API_KEY", None)
     environ.pop("TAVILY_API_KEY", None)

@@ -25,8 +25,8 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 
+from research_fsm import ResearchAssistant
 from research_fsm.engine import CorruptCheckpoint, StoreWriteError
-from research_fsm.qa import ResearchAssistant
 from research_fsm.sources import MockDataSource
 from research_fsm.stores import JsonFileCheckpointStore
 

@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
+from research_fsm import ResearchAssistant
 from research_fsm.engine import (
     END,
     START,
@@ -33,7 +34,6 @@ from research_fsm.engine import (
     SuspendToken,
     append,
 )
-from research_fsm.qa import ResearchAssistant
 from research_fsm.sources import MockDataSource
 from research_fsm.stores import JsonFileCheckpointStore
 

@@ -30,6 +30,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
+from research_fsm import ResearchAssistant
 from research_fsm.common.text import clean_text
 from research_fsm.engine import (
     END,
@@ -45,7 +46,7 @@ from research_fsm.engine import (
     append,
 )
 from research_fsm.engine import NodeContext as Ctx
-from research_fsm.qa import InvalidQuestion, Reply, ResearchAssistant
+from research_fsm.qa import InvalidQuestion, Reply
 from research_fsm.qa.constants import MAX_QUESTION_CHARS
 from research_fsm.sources import MockDataSource
 from research_fsm.stores import JsonFileCheckpointStore

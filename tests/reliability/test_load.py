@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from research_fsm.qa import Reply, ResearchAssistant, ResearchState
+from research_fsm import ResearchAssistant
+from research_fsm.qa import Reply, ResearchState
 from research_fsm.qa.agents._clarity import ASK_WHICH_COMPANY
 from research_fsm.sources import MockDataSource
 from research_fsm.stores import JsonFileCheckpointStore

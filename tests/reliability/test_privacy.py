@@ -18,8 +18,8 @@ from typing import Annotated, Any
 import pytest
 from pydantic import BaseModel
 
+from research_fsm import ResearchAssistant
 from research_fsm.engine import END, START, NodeContext, StateGraph, Suspend, append
-from research_fsm.qa import ResearchAssistant
 from research_fsm.sources import MockDataSource
 from research_fsm.stores import JsonFileCheckpointStore
 

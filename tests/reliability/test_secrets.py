@@ -21,9 +21,8 @@ from servers import tavily as tv
 from servers._http import Reply
 from structlog.testing import capture_logs
 
-from research_fsm import configure_logging
+from research_fsm import ResearchAssistant, configure_logging
 from research_fsm.llm import AnthropicLLM
-from research_fsm.qa import ResearchAssistant
 from research_fsm.qa.agents import ClarityVerdict
 from research_fsm.sources import SearchContext
 from research_fsm.sources._tavily import TavilySource

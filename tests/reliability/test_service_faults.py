@@ -20,9 +20,10 @@ from servers import anthropic as api
 from servers import tavily as tv
 from servers._http import Exchange, Reply
 
+from research_fsm import ResearchAssistant
 from research_fsm.engine import MemoryCheckpointStore
 from research_fsm.llm import AnthropicLLM
-from research_fsm.qa import Answer, ResearchAssistant, Token
+from research_fsm.qa import Answer, Token
 from research_fsm.sources._tavily import TavilySource
 
 BOUND = 15.0

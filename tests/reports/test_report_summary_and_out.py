@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from research_fsm import ResearchAssistant
 from research_fsm.engine import MemoryCheckpointStore
-from research_fsm.qa import ResearchAssistant
 from research_fsm.reports import Quality, Report, ReportStoreError
 from research_fsm.sources import DirectorySource
 

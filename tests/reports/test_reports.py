@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from homes import seeded_home
 from markdown_it import MarkdownIt
 from pypdf import PdfReader
 
@@ -227,7 +228,7 @@ async def test_crash_mid_fan_out_resumes_only_unfinished(home: Path) -> None:
 
 
 def cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "RESEARCH_FSM_HOME": str(home), "LOG_LEVEL": "WARNING"}
+    env = {**os.environ, "RESEARCH_FSM_HOME": str(seeded_home(home)), "LOG_LEVEL": "WARNING"}
     env.pop("ANTHROPIC_API_KEY", None)
     env.pop("TAVILY_API_KEY", None)
     return subprocess.run(

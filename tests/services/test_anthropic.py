@@ -11,9 +11,10 @@ import pytest
 from servers import anthropic as api
 from structlog.testing import capture_logs
 
+from research_fsm import ResearchAssistant
 from research_fsm.engine import MemoryCheckpointStore
 from research_fsm.llm import AnthropicLLM, LLMError, Price
-from research_fsm.qa import Answer, ResearchAssistant, Token
+from research_fsm.qa import Answer, Token
 from research_fsm.qa.agents import ClarityVerdict
 from research_fsm.sources import MockDataSource
 

@@ -12,9 +12,12 @@ from servers import FakeAnthropic
 from servers import anthropic as api
 from structlog.testing import capture_logs
 
+from research_fsm.deep import AGENTS as DEEP_AGENTS
 from research_fsm.deep._claude import SourceFacts
-from research_fsm.llm import MAX_TOKENS, AnthropicLLM, LLMError, Price
+from research_fsm.llm import Agent, AnthropicLLM, LLMError, Price
+from research_fsm.qa import AGENTS as QA_AGENTS
 from research_fsm.qa.agents import ClarityVerdict, ValidationVerdict
+from research_fsm.reports import AGENTS as REPORT_AGENTS
 
 _OPEN: list[AnthropicLLM] = []
 FACT = {"kind": "finding", "statement": "Java 17 is required.", "quote": "Java 17."}
@@ -43,17 +46,19 @@ async def test_a_structured_answer_cut_at_max_tokens_is_asked_again_with_twice_t
     """A tool call cut at the limit (``stop_reason: max_tokens``) is asked again once with
     twice the limit (not the same request again); the reply says so and both answers are
     counted."""
+    limit = DEEP_AGENTS["deep_analysis"].max_tokens
+    assert limit is not None
     anthropic_server.enqueue(
-        api.cut_tool_use("respond", {}, output_tokens=MAX_TOKENS["deep_analysis"]),
+        api.cut_tool_use("respond", {}, output_tokens=limit),
         api.tool_use("respond", {"facts": [FACT]}, output_tokens=300),
     )
     reply = await make_llm(anthropic_server).structured(
-        agent="deep_analysis", system="s", prompt="p", schema=SourceFacts
+        agent=DEEP_AGENTS["deep_analysis"].llm, system="s", prompt="p", schema=SourceFacts
     )
     limits = [r.body["max_tokens"] for r in anthropic_server.requests]
-    assert [MAX_TOKENS["deep_analysis"], 2 * MAX_TOKENS["deep_analysis"]] == limits
+    assert [limit, 2 * limit] == limits
     assert ["Java 17."] == [fact.quote for fact in reply.value.facts]
-    assert (2, MAX_TOKENS["deep_analysis"] + 300) == (reply.usage.calls, reply.usage.output_tokens)
+    assert (2, limit + 300) == (reply.usage.calls, reply.usage.output_tokens)
     assert reply.note is not None and "cut at the 4,096-token output limit" in reply.note
     assert "asked again with 8,192" in reply.note
 
@@ -154,21 +159,23 @@ async def test_a_text_cut_twice_is_marked_truncated(anthropic_server: FakeAnthro
 
 
 async def test_japanese_sized_output_limits_per_agent(anthropic_server: FakeAnthropic) -> None:
-    """The limits sent: a four-section brief, claim verification and 8-fact extraction
-    get room for Japanese (about twice the tokens of English), no longer 1,024-1,200."""
+    """The limits sent for the apps' agents (from their tables): a four-section brief,
+    claim verification and 8-fact extraction get room for Japanese (about twice the
+    tokens of English), no longer 1,024-1,200."""
     anthropic_server.auto(lambda body: api.text("ok"))
     llm = make_llm(anthropic_server)
-    for agent in ("synthesis", "verification", "deep_analysis", "financial", "clarity"):
-        await llm.generate(agent=agent, system="s", prompt="p")
-    sent = {
-        a: r.body["max_tokens"]
-        for a, r in zip(
-            ("synthesis", "verification", "deep_analysis", "financial", "clarity"),
-            anthropic_server.requests,
-            strict=True,
-        )
+    agents = {
+        "brief": DEEP_AGENTS["synthesis"].llm,
+        "verification": DEEP_AGENTS["verification"].llm,
+        "deep_analysis": DEEP_AGENTS["deep_analysis"].llm,
+        "financial": REPORT_AGENTS["financial"].llm,
+        "clarity": QA_AGENTS["clarity"].llm,
+        "answer": QA_AGENTS["synthesis"].llm,
     }
-    assert sent["synthesis"] >= 4096 and sent["verification"] >= 4096
+    for agent in agents.values():
+        await llm.generate(agent=agent, system="s", prompt="p")
+    sent = {a: r.body["max_tokens"] for a, r in zip(agents, anthropic_server.requests, strict=True)}
+    assert sent["brief"] >= 4096 and sent["verification"] >= 4096 and sent["answer"] >= 4096
     assert sent["deep_analysis"] >= 4096 and sent["financial"] >= 3072
     assert sent["clarity"] >= 1024
 
@@ -283,3 +290,31 @@ async def test_a_refused_continuation_keeps_the_cut_text_and_says_so(
         reply.usage.calls,
         reply.usage.output_tokens,
     )
+
+
+async def test_the_output_limit_comes_from_the_agent_called_for(
+    anthropic_server: FakeAnthropic,
+) -> None:
+    """Each request's ``max_tokens`` is the budget the calling ``Agent`` carries; a plain
+    name gets the client's default, and ``max_tokens=`` by name overrides the agent's."""
+    anthropic_server.auto(lambda body: api.text("ok"))
+    llm = make_llm(anthropic_server, max_tokens={"tight": 100})
+    for agent in (Agent("roomy", max_tokens=777), "plain", Agent("tight", max_tokens=900)):
+        await llm.generate(agent=agent, system="s", prompt="p")
+    limits = [r.body["max_tokens"] for r in anthropic_server.requests]
+    assert [777, 2048, 100] == limits
+
+
+async def test_an_agent_may_carry_its_default_model(anthropic_server: FakeAnthropic) -> None:
+    """An ``Agent`` with a model is sent with that model unless ``models=`` names another
+    for it; an agent without one uses the client's model."""
+    anthropic_server.auto(lambda body: api.text("ok"))
+    llm = make_llm(anthropic_server, model="claude-opus-5", models={"b": "claude-sonnet-5"})
+    for agent in (
+        Agent("a", model="claude-haiku-4-5"),
+        Agent("b", model="claude-haiku-4-5"),
+        Agent("c"),
+    ):
+        await llm.generate(agent=agent, system="s", prompt="p")
+    models = [r.body["model"] for r in anthropic_server.requests]
+    assert ["claude-haiku-4-5", "claude-sonnet-5", "claude-opus-5"] == models

@@ -12,8 +12,8 @@ import structlog
 from servers import FakeTavily
 from servers import tavily as tv
 
+from research_fsm import ResearchAssistant
 from research_fsm.engine import MemoryCheckpointStore
-from research_fsm.qa import ResearchAssistant
 from research_fsm.sources import (
     DataSourceError,
     DirectorySource,

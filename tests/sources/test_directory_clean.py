@@ -7,8 +7,8 @@ import re
 
 import pytest
 
+from research_fsm import ResearchAssistant
 from research_fsm.engine import MemoryCheckpointStore
-from research_fsm.qa import ResearchAssistant
 from research_fsm.sources import DirectorySource
 from research_fsm.sources._directory import profile_findings
 from research_fsm.sources._profiles import load_profiles

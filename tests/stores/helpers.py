@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,34 @@ def postgres_url(request: pytest.FixtureRequest) -> tuple[str, dict[str, Any]]:
     schema of its own (empty)."""
     server = request.getfixturevalue("postgres_server")
     return server.url, {"schema": f"test_{secrets.token_hex(6)}", "pool_size": 4}
+
+
+@dataclass(frozen=True)
+class Opened:
+    """How the ``store`` fixture opened a store: again with these, another store object
+    over the same data (unless the data lives in the store object itself)."""
+
+    url: str
+    options: dict[str, Any]
+    in_process: bool
+    """The store keeps Python objects in this process: nothing is serialised, and the
+    same data is only reachable through the same object (the memory store)."""
+
+
+OPENED: dict[int, Opened] = {}
+"""``id(store)`` -> how the ``store`` and ``make_store`` fixtures opened it."""
+
+
+def reopen(store: CheckpointStore) -> CheckpointStore:
+    """Another store object over the same data, as a fresh process would make (the same
+    object for a store whose data lives in it)."""
+    opened = OPENED[id(store)]
+    return store if opened.in_process else open_store(opened.url, **opened.options)
+
+
+def in_process(store: CheckpointStore) -> bool:
+    """Whether a fixture's store keeps its states as Python objects (never serialised)."""
+    return OPENED[id(store)].in_process
 
 
 async def close_store(store: CheckpointStore) -> None:

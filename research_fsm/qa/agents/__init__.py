@@ -1,4 +1,4 @@
-"""The six agents of the research assistant, one module each."""
+"""The agents of the research assistant, one module each (described in ``..agent_table``)."""
 
 from ._clarity import ClarityAgent, ClarityVerdict
 from ._error_recovery import ErrorRecoveryAgent

@@ -15,6 +15,7 @@ from ...common.text import clean_text, is_japanese
 from ...engine import NodeContext
 from ...llm import LLM, LLMError, fit_to_budget, keep_first
 from ...sources import COMMON_WORDS, INTENTS, CompanyIndex, tokenize
+from ..agent_table import AGENTS
 from ..constants import (
     CLARITY_TOKEN_BUDGET,
     MAX_CLARIFICATION_ATTEMPTS,
@@ -146,7 +147,10 @@ class ClarityAgent:
         )
         try:
             reply = await self.llm.structured(
-                agent="clarity", system=CLARITY_SYSTEM, prompt=prompt, schema=ClarityVerdict
+                agent=AGENTS["clarity"].llm,
+                system=CLARITY_SYSTEM,
+                prompt=prompt,
+                schema=ClarityVerdict,
             )
         except LLMError as exc:
             warn_fallback(ctx, state, exc)
@@ -335,7 +339,7 @@ class ClarityAgent:
             text = "\n".join(f"{m.role}: {m.content[:1000]}" for m in old)
             try:
                 reply = await self.llm.generate(
-                    agent="clarity",
+                    agent=AGENTS["clarity"].llm,
                     system="Summarise this conversation history concisely. Preserve company "
                     "names discussed, key facts learned, and the user's interests. Be brief.",
                     prompt=f"<conversation>\nPrevious summary: "

@@ -10,6 +10,7 @@ from ...common.files import Clock, utc_now
 from ...engine import NodeContext
 from ...llm import LLM, LLMError, fit_to_budget
 from ...sources import ResearchFindings
+from ..agent_table import AGENTS
 from ..constants import (
     CONFIDENCE_HIGH_THRESHOLD,
     CONFIDENCE_MEDIUM_THRESHOLD,
@@ -443,7 +444,7 @@ class SynthesisAgent:
             ctx.emit("token", prefix + "\n\n")
         try:
             reply = await self.llm.generate(
-                agent="synthesis",
+                agent=AGENTS["synthesis"].llm,
                 system=SYNTHESIS_SYSTEM,
                 prompt=prompt,
                 on_token=lambda piece: ctx.emit("token", piece),

@@ -10,6 +10,7 @@ from ...common.fence import fence
 from ...engine import NodeContext
 from ...llm import LLM, LLMError, fit_to_budget
 from ...sources import ResearchFindings
+from ..agent_table import AGENTS
 from ..constants import VALIDATOR_TOKEN_BUDGET
 from ..state import ResearchState
 from ._common import as_data, failed_usage, llm_note, log_step, usage_update, warn_fallback
@@ -100,7 +101,7 @@ class ValidatorAgent:
             )
             try:
                 reply = await self.llm.structured(
-                    agent="validator",
+                    agent=AGENTS["validator"].llm,
                     system=VALIDATOR_SYSTEM,
                     prompt=prompt,
                     schema=ValidationVerdict,

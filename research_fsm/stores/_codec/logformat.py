@@ -44,6 +44,7 @@ __all__ = [
     "fold",
     "index_bytes",
     "index_seqs",
+    "salvage_bytes",
     "scan_bytes",
 ]
 
@@ -65,6 +66,7 @@ _HEADER_FIELDS = (
     "suspension",
     "error",
 )
+_HEADER_SET = frozenset(_HEADER_FIELDS)
 
 
 def checksum(body: bytes) -> bytes:
@@ -196,6 +198,7 @@ class Scan:
     problem: Literal["", "torn", "damaged"] = ""
     reason: str = ""
     intact_after: int = 0  # whole, checksummed lines after a damaged one
+    lines: int = 0  # good lines read (``records`` leaves out those before ``keep_from``)
     padding: int = 0  # zero bytes after the last good line, to the end of the file
     ino: int = 0  # the file's inode, set by whoever read it
 
@@ -204,15 +207,20 @@ class Damaged(Exception):
     """A line that cannot be trusted."""
 
 
-def scan_bytes(raw: bytes, thread_id: str, until: int | None = None) -> Scan:
+def scan_bytes(
+    raw: bytes, thread_id: str, until: int | None = None, keep_from: int | None = None
+) -> Scan:
     """A segment's checkpoints oldest first (each with its whole state), up to the
     first unfinished (torn) or damaged line (``until``: or up to the checkpoint at
     that seq: a partial scan, for reads of older checkpoints). Runs of zero bytes
     where a line would start are padding, not data (a line holds no zero byte: it is
-    JSON)."""
+    JSON). ``keep_from``: the lines before that seq are checked and folded into the
+    state but not kept (a page of older checkpoints needs only the last few:
+    ``records`` then starts at ``keep_from``)."""
     scan = Scan(thread_id)
     state: dict[str, Any] = {}
     previous: Checkpoint | None = None
+    skimmed: _Skimmed | None = None  # the last line folded but not kept
     offset = 0
     while offset < len(raw):
         if raw[offset] == 0:  # zeros a writer padded its last disk block with
@@ -225,22 +233,57 @@ def scan_bytes(raw: bytes, thread_id: str, until: int | None = None) -> Scan:
             break
         line = raw[offset : end + 1]
         try:
-            checkpoint, state = _parse(line, thread_id, state, previous)
+            data = _decode(line, thread_id)
+            seq = data.get("seq")
+            if keep_from is not None and isinstance(seq, int) and seq < keep_from:
+                state, skimmed = _skim(data, state, previous or skimmed)
+                previous = None
+            else:
+                checkpoint, state = fold(data, state, previous or skimmed)
+                scan.records.append(checkpoint)
+                previous, skimmed = checkpoint, None
         except Damaged as exc:
-            scan.problem, scan.reason = "damaged", f"line {len(scan.records) + 1}: {exc}"
+            lines = scan.lines + 1
+            scan.problem, scan.reason = "damaged", f"line {lines}: {exc}"
             scan.intact_after = _intact_lines(raw[end + 1 :])
             break
-        scan.records.append(checkpoint)
-        previous = checkpoint
+        scan.lines += 1
         offset = end + 1
-        if len(scan.records) == 1:
+        if scan.lines == 1:
             scan.base = offset
         scan.good_size, scan.tail = offset, line[-TAIL:]
-        if until is not None and checkpoint.seq >= until:
+        if until is not None and isinstance(seq, int) and seq >= until:
             break
-    if not scan.records and not scan.problem:  # made, then its writer was killed
+    if not scan.lines and not scan.problem:  # made, then its writer was killed
         scan.problem, scan.reason = "torn", "empty segment"
     return scan
+
+
+def salvage_bytes(raw: bytes, thread_id: str) -> list[Checkpoint]:
+    """Every line of ``raw`` whose checksum matches, damaged lines before it or not,
+    as a checkpoint with its header and the branch records the line carries (whole,
+    or just those it changed) but no state (``{}``): what a line says of where its run
+    was, for ``delete_thread`` to find the child threads of a damaged thread."""
+    found = []
+    for line in raw.split(b"\n"):
+        body, tab, rest = line.lstrip(b"\0").rpartition(b"\t")
+        if not tab or rest != checksum(body):
+            continue
+        try:
+            data = json.loads(body.decode("utf-8", "surrogatepass"))
+            if not isinstance(data, dict) or data.get("thread_id") != thread_id:
+                continue
+            branches = data.get("branches", data.get("bset"))
+            found.append(
+                Checkpoint(
+                    **{name: data[name] for name in _HEADER_FIELDS},
+                    state={},
+                    branches=branches if isinstance(branches, dict) else None,
+                )
+            )
+        except (ValueError, KeyError, TypeError):
+            continue
+    return found
 
 
 def _after_zeros(raw: bytes, offset: int) -> int:
@@ -258,14 +301,22 @@ def _intact_lines(raw: bytes) -> int:
     return count
 
 
-def _parse(
-    line: bytes, thread_id: str, state: dict[str, Any], previous: Checkpoint | None
-) -> tuple[Checkpoint, dict[str, Any]]:
+def _loads(body: bytes) -> Any:
+    """A line's JSON: pydantic-core's parser (about twice as fast), else ``json``'s,
+    which also reads what the first refuses (a lone surrogate, as a state may hold)."""
+    try:
+        return pydantic_core.from_json(body)
+    except ValueError:
+        return json.loads(body.decode("utf-8", "surrogatepass"))
+
+
+def _decode(line: bytes, thread_id: str) -> dict[str, Any]:
+    """A line's checked JSON object (``Damaged`` if it is not one of this thread's)."""
     body, tab, rest = line[:-1].rpartition(b"\t")
     if not tab or rest != checksum(body):
         raise Damaged("checksum mismatch")
     try:
-        data = json.loads(body.decode("utf-8", "surrogatepass"))
+        data = _loads(body)
     except ValueError as exc:
         raise Damaged(f"not JSON: {exc}") from None
     version = data.get("v") if isinstance(data, dict) else None
@@ -279,11 +330,55 @@ def _parse(
         )
     if data.get("thread_id") != thread_id:
         raise Damaged(f"belongs to thread {data.get('thread_id')!r}")
-    return fold(data, state, previous)
+    return data  # type: ignore[no-any-return]
+
+
+@dataclass(slots=True)
+class _Skimmed:
+    """What the line after a folded-but-not-kept line needs of it (as ``fold`` reads
+    a ``Checkpoint``)."""
+
+    seq: int
+    checkpoint_id: str
+    branches: dict[str, dict[str, Any]] | None
+
+
+def _skim(
+    data: dict[str, Any], state: dict[str, Any], previous: Checkpoint | _Skimmed | None
+) -> tuple[dict[str, Any], _Skimmed]:
+    """``fold`` without the checkpoint: the same checks, and the whole state after
+    the line, its appends made in place (no state before it is kept)."""
+    if "state" not in data or not isinstance(data["state"], dict):
+        if previous is None or not isinstance(data.get("set"), dict):
+            raise Damaged("no state")
+        if data.get("seq") != previous.seq + 1 or data.get("parent_id") != previous.checkpoint_id:
+            raise Damaged("does not follow the line before it")
+        changes: dict[str, Any] = data["set"]
+        appended = data.get("append") or ()
+        try:
+            for key in appended:
+                items = state.get(key)
+                if isinstance(items, list) and isinstance(changes[key], list):
+                    items += changes[key]
+                else:
+                    state[key] = [*(items or ()), *changes[key]]
+        except (KeyError, TypeError):
+            raise Damaged("bad append") from None
+        for key, value in changes.items():
+            if key not in appended:
+                state[key] = value
+    else:
+        state = data["state"]
+    branches = _branches_of(data, previous)
+    if "origin" in data:
+        _origin_of(data)
+    if not data.keys() >= _HEADER_SET or not isinstance(data["checkpoint_id"], str):
+        raise Damaged("missing field")
+    return state, _Skimmed(data["seq"], data["checkpoint_id"], branches)
 
 
 def fold(
-    data: dict[str, Any], state: dict[str, Any], previous: Checkpoint | None
+    data: dict[str, Any], state: dict[str, Any], previous: Checkpoint | _Skimmed | None
 ) -> tuple[Checkpoint, dict[str, Any]]:
     """The checkpoint a decoded body holds, with its whole state (``state`` is the
     whole state of ``previous``, the checkpoint before it); ``Damaged`` if it does
@@ -313,7 +408,7 @@ def _origin_of(data: dict[str, Any]) -> dict[str, str] | None:
 
 
 def _state_of(
-    data: dict[str, Any], state: dict[str, Any], previous: Checkpoint | None
+    data: dict[str, Any], state: dict[str, Any], previous: Checkpoint | _Skimmed | None
 ) -> dict[str, Any]:
     """A line's whole state: given whole, or as changes to the line before."""
     if "state" in data and isinstance(data["state"], dict):
@@ -334,7 +429,7 @@ def _state_of(
 
 
 def _branches_of(
-    data: dict[str, Any], previous: Checkpoint | None
+    data: dict[str, Any], previous: Checkpoint | _Skimmed | None
 ) -> dict[str, dict[str, Any]] | None:
     """A line's branch records: given whole, or as changes to the line before."""
     if "branches" in data:

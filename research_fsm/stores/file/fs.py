@@ -35,6 +35,7 @@ __all__ = [
     "not_a_file",
     "open_file",
     "refuse_unsafe_dir",
+    "remove",
     "unlink",
     "write_all",
 ]
@@ -144,6 +145,12 @@ class FileSystem:
     def mkdir(self, path: str | os.PathLike[str], mode: int) -> None:
         os.mkdir(path, mode)
 
+    def rmdir(self, path: str | os.PathLike[str]) -> None:
+        os.rmdir(path)
+
+    def lstat(self, path: str | os.PathLike[str]) -> os.stat_result:
+        return os.lstat(path)
+
     def flock(self, fd: int, operation: int) -> None:
         fcntl.flock(fd, operation)
 
@@ -223,6 +230,28 @@ def refuse_unsafe_dir(fs: FileSystem, directory: Path) -> bool:
 def unlink(fs: FileSystem, path: Path) -> None:
     with contextlib.suppress(FileNotFoundError):
         fs.unlink(path)
+
+
+def remove(fs: FileSystem, path: Path) -> None:
+    """Remove whatever is at ``path`` (a file, a symbolic link, a directory and all
+    in it, never following a link): a thread's file that something else took the
+    place of is still deleted with its thread."""
+    try:
+        fs.unlink(path)
+        return
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        if exc.errno not in (errno.EISDIR, errno.EPERM):
+            raise
+    try:
+        if not stat.S_ISDIR(fs.lstat(path).st_mode):
+            raise OSError(errno.EPERM, "cannot remove", str(path))
+        for name in fs.listdir(path):
+            remove(fs, path / name)
+        fs.rmdir(path)
+    except FileNotFoundError:
+        return
 
 
 def fsync_dir(fs: FileSystem, folder: Path) -> None:

@@ -58,6 +58,11 @@ class FileLease:
         if release is not None:
             release(self._thread_id)
 
+    def holds(self, release: Callable[[str], None], thread_id: str) -> bool:
+        """Whether this is a lease on ``thread_id`` given by the store whose
+        ``release`` that is, not yet released."""
+        return self._release == release and self._thread_id == thread_id
+
 
 class Locks:
     """The threads this store holds, and the kernel locks that hold them."""

@@ -30,7 +30,7 @@ import structlog
 from research_fsm.engine import Checkpoint, CorruptCheckpoint
 
 from .._codec.logformat import Scan, index_bytes, index_seqs, scan_bytes
-from .fs import NOFOLLOW, FileSystem, fsync_dir, open_file, unlink, write_all
+from .fs import NOFOLLOW, FileSystem, fsync_dir, open_file, remove, unlink, write_all
 
 __all__ = ["MOVED_ASIDE", "PRUNED", "Segments", "file_stem", "segment_seq"]
 
@@ -76,15 +76,27 @@ class Segments:
         the list missing, it says the folder must be listed to find the thread."""
         return self._directory / f"{stem}{PRUNED}"
 
-    def scan(self, stem: str, first_seq: int, thread_id: str, until: int | None = None) -> Scan:
-        """Read one segment (``until``: up to the checkpoint at that seq only)."""
+    def scan(
+        self,
+        stem: str,
+        first_seq: int,
+        thread_id: str,
+        until: int | None = None,
+        keep_from: int | None = None,
+        keep_last: int | None = None,
+    ) -> Scan:
+        """Read one segment (``until``: up to the checkpoint at that seq only;
+        ``keep_from``: keeping the checkpoints from that seq only; ``keep_last``:
+        keeping at least the last that many, as far as its lines tell)."""
         fd = open_file(self._fs, self.path(stem, first_seq), os.O_RDONLY, thread_id)
         try:
             ino = self._fs.fstat(fd).st_ino
             raw = self._fs.read_all(fd)
         finally:
             self._fs.close(fd)
-        scan = scan_bytes(raw, thread_id, until)
+        if keep_last is not None:  # one line a checkpoint: keep one more than asked
+            keep_from = first_seq + raw.count(b"\n") - keep_last - 1
+        scan = scan_bytes(raw, thread_id, until, keep_from)
         scan.ino = ino
         return scan
 
@@ -112,9 +124,15 @@ class Segments:
 
         ends = (".jsonl", ".corrupt", ".tmp", PRUNED)
         files = [p for p in self.files(stem) if p.name.endswith(ends)]
-        for path in sorted(files, key=order):
-            unlink(self._fs, path)
-        unlink(self._fs, self.list_path(stem))  # last: until then the thread is known
+        try:  # a directory or a link in a file's place goes too
+            for path in sorted(files, key=order):
+                remove(self._fs, path)
+            remove(self._fs, self.list_path(stem))  # last: until then the thread is known
+        except OSError as exc:
+            name = exc.filename or self.list_path(stem)
+            raise CorruptCheckpoint(
+                stem, f"cannot delete {name}: {exc.strerror or exc}; remove it by hand"
+            ) from exc
 
     # -- the segment list ----------------------------------------------------------
 

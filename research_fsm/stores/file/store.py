@@ -47,9 +47,15 @@ from research_fsm.engine import (
     StoreWriteError,
     ThreadBusy,
 )
-from research_fsm.engine.store import hint_matches, seq_hint, validate_keep, validate_thread_id
+from research_fsm.engine.store import (
+    Lease,
+    hint_matches,
+    seq_hint,
+    validate_keep,
+    validate_thread_id,
+)
 
-from .._codec.logformat import SCHEMA_VERSION, TAIL, Scan, aliases_of, encode_line
+from .._codec.logformat import SCHEMA_VERSION, TAIL, Scan, aliases_of, encode_line, salvage_bytes
 from .append import cut_back, open_at_end, write_line
 from .batch import Batcher
 from .fs import (
@@ -57,6 +63,7 @@ from .fs import (
     FileSystem,
     fsync_dir,
     make_private_dirs,
+    open_file,
     refuse_unsafe_dir,
     unlink,
 )
@@ -424,6 +431,7 @@ class JsonFileCheckpointStore:
             return
         segments, scans, _ = await self._worker.run(self._segments.chain, thread_id, stem)
         left = self.keep  # older checkpoints may wait on disk for their segment to go
+        vet = _Vetting(self._settled, self._segments.path, stem, thread_id)
         for first in segments:
             scan = scans.get(first)
             if scan is None:
@@ -431,12 +439,39 @@ class JsonFileCheckpointStore:
                     scan = await self._worker.run(self._segments.scan, stem, first, thread_id)
                 except FileNotFoundError:  # pruned meanwhile
                     continue
+            scan = await self._worker.run(vet, first, scan)
             for checkpoint in reversed(scan.records):
                 if left is not None:
                     if left == 0:
                         return
                     left -= 1
                 yield checkpoint
+
+    async def salvage(self, thread_id: str) -> AsyncIterator[Checkpoint]:
+        """What every intact line of the thread's files (damaged or moved-aside ones
+        too) says of its run, without states: for ``delete_thread`` to find a damaged
+        thread's child threads. Lists the folder."""
+        stem = file_stem(validate_thread_id(thread_id))
+        for checkpoint in await self._worker.run(self._salvage, thread_id, stem):
+            yield checkpoint
+
+    def _salvage(self, thread_id: str, stem: str) -> list[Checkpoint]:
+        found: list[Checkpoint] = []
+        for path in self._segments.files(stem):
+            if not path.name.endswith((".jsonl", ".corrupt")):
+                continue
+            try:
+                fd = open_file(self.fs, path, os.O_RDONLY, thread_id)
+            except (OSError, CorruptCheckpoint):
+                continue  # gone meanwhile, or no file at all
+            try:
+                raw = self.fs.read_all(fd)
+            except OSError:
+                continue
+            finally:
+                self.fs.close(fd)
+            found += salvage_bytes(raw, thread_id)
+        return found
 
     async def load(self, thread_id: str, checkpoint_id: str) -> Checkpoint | None:
         stem = file_stem(validate_thread_id(thread_id))
@@ -457,7 +492,13 @@ class JsonFileCheckpointStore:
             below = self._page_below(thread_id, stem, limit, at, hint, inclusive)
             if below is not None:
                 return below
+        if at is None and limit is not None and self.keep is None:
+            latest = self._newest_page(thread_id, stem, limit)
+            if latest is not None:
+                return latest
         segments, scans, _ = self._segments.chain(thread_id, stem)
+        vet = _Vetting(self._settled, self._segments.path, stem, thread_id)
+        vetted: set[int] = set()
 
         def scan_of(first: int) -> Scan | None:
             if first not in scans:
@@ -465,6 +506,11 @@ class JsonFileCheckpointStore:
                     scans[first] = self._segments.scan(stem, first, thread_id)
                 except FileNotFoundError:  # pruned meanwhile
                     return None
+            if first not in vetted:
+                for newer in segments:  # newest first: damage is judged as history reads it
+                    if newer >= first and newer not in vetted and newer in scans:
+                        scans[newer] = vet(newer, scans[newer])
+                        vetted.add(newer)
             return scans[first]
 
         newest = next(
@@ -508,21 +554,66 @@ class JsonFileCheckpointStore:
         up to it, and the older ones; ``None`` if checkpoint ``at`` is not there."""
         segments = self._segments.live(stem)[0]
         older = [first for first in segments if first <= hint]
+        keep_from = None if limit is None else hint - limit  # the page's, and the target
         try:
-            scan = self._segments.scan(stem, older[0], thread_id, until=hint) if older else None
+            scan = (
+                self._segments.scan(stem, older[0], thread_id, until=hint, keep_from=keep_from)
+                if older
+                else None
+            )
         except FileNotFoundError:
+            return None
+        if scan is not None and scan.problem == "damaged":  # ``_page`` judges it whole
             return None
         target = scan.records[-1] if scan is not None and scan.records else None
         if target is None or not hint_matches(hint, target.seq) or target.checkpoint_id != at:
             return None
         page = [target] if inclusive else []
         records = scan.records[:-1] if scan is not None else []
-        for first in older:
-            if first != older[0]:
+        return self._fill(thread_id, stem, limit, page, records, older)
+
+    def _newest_page(self, thread_id: str, stem: str, limit: int) -> list[Checkpoint] | None:
+        """``_page`` of the newest ``limit`` checkpoints: the newest listed segment
+        read keeping its last lines only, then the older ones the page spans; ``None``
+        when ``_page`` must judge (damage, a segment the list does not name yet)."""
+        segments = self._segments.live(stem)[0]
+        if not segments:
+            return None
+        try:
+            scan = self._segments.scan(stem, segments[0], thread_id, keep_last=limit)
+        except FileNotFoundError:
+            return None
+        if scan.problem == "damaged" or not scan.records:
+            return None
+        if self.fs.lexists(self._segments.path(stem, scan.records[-1].seq + 1)):
+            return None  # a newer segment: the list is behind
+        return self._fill(thread_id, stem, limit, [], scan.records, segments)
+
+    def _fill(
+        self,
+        thread_id: str,
+        stem: str,
+        limit: int | None,
+        page: list[Checkpoint],
+        records: list[Checkpoint],
+        older: list[int],
+    ) -> list[Checkpoint]:
+        """``page`` filled up to ``limit``: ``records`` (of segment ``older[0]``)
+        newest first, then the segments after it in ``older``, each read keeping
+        just the checkpoints the page still needs."""
+        for newer, first in zip([None, *older], older, strict=False):
+            if limit is not None and len(page) >= limit:
+                return page
+            if newer is not None:
+                # Segment ``first`` ends where ``newer`` starts: keep just its last few.
+                needed = None if limit is None else newer - (limit - len(page))
                 try:
-                    records = self._segments.scan(stem, first, thread_id).records
+                    below = self._segments.scan(stem, first, thread_id, keep_from=needed)
                 except FileNotFoundError:  # pruned meanwhile
                     continue
+                if below.problem == "damaged":  # checkpoints of the page are lost
+                    raise _damaged(self._segments.path(stem, first), below)
+                records = below.records
             for checkpoint in reversed(records):
                 if limit is not None and len(page) >= limit:
                     return page
@@ -550,12 +641,16 @@ class JsonFileCheckpointStore:
 
     # -- the rest ----------------------------------------------------------------
 
-    async def delete(self, thread_id: str) -> None:
-        lease = await self.acquire(thread_id)
+    async def delete(self, thread_id: str, *, lease: Lease | None = None) -> None:
+        validate_thread_id(thread_id)
+        if isinstance(lease, FileLease) and lease.holds(self._release, thread_id):
+            await self._worker.run(self._delete, thread_id)
+            return
+        own = await self.acquire(thread_id)
         try:
             await self._worker.run(self._delete, thread_id)
         finally:
-            await lease.release()
+            await own.release()
 
     def _delete(self, thread_id: str) -> None:
         self._heads.forget(thread_id)
@@ -568,3 +663,49 @@ class JsonFileCheckpointStore:
                 load_secret, self.fs, self.directory, self._make_root
             )
         return self._secret
+
+
+def _damaged(path: Path, scan: Scan) -> CorruptCheckpoint:
+    """A segment older than the thread's newest is damaged: the checkpoints from its
+    damaged line on cannot be read."""
+    return CorruptCheckpoint(
+        scan.thread_id,
+        f"{path.name} is damaged ({scan.reason}): the checkpoints from there to the "
+        "segment's end cannot be read; restore the file from a backup, or delete the thread",
+    )
+
+
+class _Vetting:
+    """A history read's judge of the segments it reads, newest first (in a worker
+    thread): damage in the newest is judged as ``load_latest`` judges it (a last
+    line may be a save in flight; intact checkpoints after it raise
+    ``CorruptCheckpoint``), damage in an older segment raises (checkpoints in the
+    middle of the history are lost)."""
+
+    def __init__(
+        self,
+        settled: Callable[[str, int, str, Scan], Scan],
+        path: Callable[[str, int], Path],
+        stem: str,
+        thread_id: str,
+    ) -> None:
+        self._settled = settled
+        self._path = path
+        self._stem = stem
+        self._thread_id = thread_id
+        self._newest_read = False  # a segment with checkpoints was read
+        self._damaged = False  # a newer segment than the one read was damaged
+
+    def __call__(self, first: int, scan: Scan) -> Scan:
+        path = self._path(self._stem, first)
+        if self._newest_read:
+            if scan.problem == "damaged":
+                raise _damaged(path, scan)
+            return scan
+        if scan.problem == "damaged":
+            scan = self._settled(self._stem, first, self._thread_id, scan)
+        if scan.problem == "damaged" or (self._damaged and scan.records):
+            refuse_rollback(path, scan, scan.records[-1] if scan.records else None)
+        self._damaged = self._damaged or scan.problem == "damaged"
+        self._newest_read = bool(scan.records)
+        return scan

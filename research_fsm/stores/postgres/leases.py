@@ -395,6 +395,10 @@ class PgLease:
     def __repr__(self) -> str:
         return f"PgLease(thread_id={self._thread_id!r}, held={self._key is not None})"
 
+    def holds(self, manager: LeaseManager, thread_id: str) -> bool:
+        """Whether this is ``manager``'s lease on ``thread_id``, not yet released."""
+        return self._manager is manager and self._thread_id == thread_id and self._key is not None
+
 
 class LeaseManager:
     """Hands out leases on ``connections`` lease connections made by ``connect``.

@@ -39,7 +39,7 @@ from research_fsm.engine import (
     LeaseLost,
     StoreWriteError,
 )
-from research_fsm.engine.store import seq_hint, validate_keep, validate_thread_id
+from research_fsm.engine.store import Lease, seq_hint, validate_keep, validate_thread_id
 
 from .common import StoreUnavailable, cursor
 from .connections import Connections, safe_dsn
@@ -275,9 +275,10 @@ class PostgresCheckpointStore(Connections):
         checkpoints = [folder.add(s, f, bytes(k), bytes(b)) for s, f, k, b in rows]
         return [cp for cp in reversed(checkpoints) if cp.seq >= low][:limit]
 
-    async def delete(self, thread_id: str) -> None:
+    async def delete(self, thread_id: str, *, lease: Lease | None = None) -> None:
         await self._open_for(validate_thread_id(thread_id), "delete the thread")
-        lease, _ = await self._leases.acquire(thread_id)  # ThreadBusy while run
+        held = isinstance(lease, PgLease) and lease.holds(self._leases, thread_id)
+        own = None if held else (await self._leases.acquire(thread_id))[0]  # ThreadBusy
         try:
 
             async def remove(conn: AsyncConnection[Any]) -> None:
@@ -286,7 +287,8 @@ class PostgresCheckpointStore(Connections):
             await self._run(thread_id, "delete the thread", remove)
             self._heads.pop(thread_id, None)
         finally:
-            await lease.release()
+            if own is not None:
+                await own.release()
 
     async def secret(self) -> bytes:
         if self._secret is None:

@@ -25,6 +25,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel
 
+from research_fsm import ResearchAssistant
 from research_fsm.engine import (
     END,
     START,
@@ -35,7 +36,6 @@ from research_fsm.engine import (
     Suspend,
     append,
 )
-from research_fsm.qa import ResearchAssistant
 from research_fsm.sources import MockDataSource
 from research_fsm.stores import JsonFileCheckpointStore
 

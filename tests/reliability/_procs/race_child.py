@@ -35,6 +35,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel
 
+from research_fsm import ResearchAssistant
 from research_fsm.engine import (
     END,
     START,
@@ -47,7 +48,6 @@ from research_fsm.engine import (
     ThreadBusy,
     append,
 )
-from research_fsm.qa import ResearchAssistant
 from research_fsm.sources import MockDataSource
 from research_fsm.stores import JsonFileCheckpointStore
 from research_fsm.stores.file import fs as _fs

@@ -8,6 +8,8 @@ file where node code records what it did (one fsynced line per side effect:
   ``{"op": "run", "thread": id}`` a new run on the thread;
   ``{"op": "continue", "thread": id}`` ``run(None)``;
   ``{"op": "resume", "token": str, "value": str}`` resume the parent's token;
+  ``{"op": "delete", "thread": id}`` ``delete_thread`` (``"kill_after_deletes": n``:
+  SIGKILL itself once the store deleted ``n`` threads);
   optional ``"go": path`` prints ``ready`` and waits for that file before working
   (and ``"after": s`` seconds more); ``"hold": s`` makes the child's resume sleep.
 It prints one JSON line: ``{"outcome": "ok" | <EngineError class name>, "pid": ...}``
@@ -26,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -130,6 +133,23 @@ def app(store: CheckpointStore) -> CompiledGraph[Notes]:
     return outer.compile(store=store)
 
 
+def kill_after(store: CheckpointStore, deletes: int | None) -> None:
+    """SIGKILL this process once ``store`` deleted ``deletes`` threads (``None``: never)."""
+    if deletes is None:
+        return
+    real = store.delete
+    done = {"n": 0}
+
+    async def delete(thread_id: str, **kwargs: Any) -> None:
+        await real(thread_id, **kwargs)
+        side_effect(f"deleted:{thread_id}")
+        done["n"] += 1
+        if done["n"] == deletes:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    store.delete = delete  # type: ignore[method-assign]
+
+
 def open_store(command: dict[str, Any]) -> CheckpointStore:
     """The command's store: PostgreSQL when it names a ``dsn`` (and ``schema``), else
     the file store in ``store``."""
@@ -151,6 +171,10 @@ async def work(command: dict[str, Any]) -> dict[str, Any]:
             await asyncio.sleep(0.002)
         await asyncio.sleep(command.get("after", 0.0))
     try:
+        if command["op"] == "delete":
+            kill_after(store, command.get("kill_after_deletes"))
+            await graph.delete_thread(command["thread"])
+            return {"outcome": "ok", "pid": os.getpid(), "status": "deleted", "notes": []}
         if command["op"] == "run":
             result = await graph.run({"topic": "t"}, thread_id=command["thread"])
         elif command["op"] == "continue":

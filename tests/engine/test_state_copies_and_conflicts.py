@@ -1,7 +1,6 @@
-"""Red-team findings on a node's own state copy, branch conflicts and retry predicates (issue 23).
-
-Each test fails on main at 13b7691 (the lead's d26f119/0128a59 included) unless marked ``xfail``:
-those document problems left to the lead.
+"""A node's own copy of the state (locks, clients, queues, dataclasses, ``Send`` items),
+what counts as a change or as a conflict between parallel branches, a router changing state
+in place, and a retry predicate that raises. Tests marked ``xfail`` document open problems.
 """
 
 from __future__ import annotations

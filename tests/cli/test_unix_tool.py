@@ -10,12 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from homes import seeded_home
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _env(home: Path) -> dict[str, str]:
-    env = {**os.environ, "RESEARCH_FSM_HOME": str(home), "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "RESEARCH_FSM_HOME": str(seeded_home(home)), "PYTHONPATH": str(ROOT)}
     env.pop("ANTHROPIC_API_KEY", None)
     env.pop("TAVILY_API_KEY", None)
     return env

@@ -1,5 +1,7 @@
-"""File-store defects from issue 15: each test pins the behaviour that closes one hole (the
-leases' in test_leases.py)."""
+"""The file store's guarantees beyond the store contract, one test each (docs/stores.md,
+"The file store"): a kill or a lost segment list while pruning, damaged lines, symlinks and
+special files, unsafe folders, a prune that fails, values JSON would change; the leases' own
+are in test_leases.py."""
 
 from __future__ import annotations
 

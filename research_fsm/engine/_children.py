@@ -1,0 +1,57 @@
+"""A checkpoint's child threads, as its snapshot lists them (``StateSnapshot.children``,
+``Suspension.child_thread_id``).
+
+A subgraph node runs its child graph on a thread whose id the parent derives
+(``_family.child_thread``) from where the node execution was saved: the checkpoint's
+step for the node it runs next, waits on or paused at, or a parallel branch's key.
+This module reads those places back from one checkpoint; nothing is recorded for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from ._family import child_thread
+from ._tokens import in_order
+from ._types import Checkpoint
+
+__all__ = ["ChildAt", "children_at"]
+
+
+@dataclass(frozen=True, slots=True)
+class ChildAt:
+    """One subgraph node execution a checkpoint names, and its child thread."""
+
+    node: str
+    """The subgraph node."""
+    thread_id: str
+    """Its child thread."""
+    branch: str | None
+    """The parallel branch that runs it (``None``: not in a fan-out)."""
+    passed_on: bool
+    """Whether the checkpoint's suspension (or the branch's) is the child's, passed on."""
+
+
+def children_at(checkpoint: Checkpoint, nodes: Collection[str]) -> list[ChildAt]:
+    """The subgraph node executions (of the nodes ``nodes``) that ``checkpoint`` runs
+    next, waits on or paused at, in order: the top-level one, then each branch's."""
+    found: list[ChildAt] = []
+    thread, run_id, step = checkpoint.thread_id, checkpoint.run_id, checkpoint.step
+    saved = checkpoint.suspension
+    if saved is not None and checkpoint.status == "suspended":
+        node = saved.get("node")
+        # Paused after the node: it ran at the step before the pause's.
+        at = step - 1 if saved.get("breakpoint") == "after" else step
+        if isinstance(node, str) and node in nodes:
+            tid = child_thread(thread, node, run_id, f"s{at}")
+            found.append(ChildAt(node, tid, None, saved.get("child") is not None))
+    elif not checkpoint.branches and checkpoint.next in nodes and checkpoint.next is not None:
+        tid = child_thread(thread, checkpoint.next, run_id, f"s{step}")
+        found.append(ChildAt(checkpoint.next, tid, None, False))
+    for branch_id, record in in_order(checkpoint.branches or {}):
+        node, key = record.get("node"), record.get("k")
+        if isinstance(node, str) and node in nodes and isinstance(key, str):
+            tid = child_thread(thread, node, run_id, f"k{key}")
+            found.append(ChildAt(node, tid, branch_id, record.get("child") is not None))
+    return found
