@@ -295,9 +295,11 @@ async def test_each_branch_node_is_checkpointed(store: CheckpointStore) -> None:
     per checkpoint, in whatever order the branches finish), and the merge at the join."""
     nodes = {
         "financial": logger("financial", delay=0.0),
-        "financial_review": logger("financial_review", delay=0.06),
-        "market": logger("market", delay=0.02),
-        "product": logger("product", delay=0.04),
+        # 100 ms apart: on a loaded machine two branches finishing in one tick would share
+        # the merge's save, and the count below assumes they finish one at a time
+        "financial_review": logger("financial_review", delay=0.3),
+        "market": logger("market", delay=0.1),
+        "product": logger("product", delay=0.2),
     }
     app = specialists(store, **nodes).compile(store=store)
     await app.run({}, thread_id="t")
