@@ -45,7 +45,8 @@ def children_at(checkpoint: Checkpoint, nodes: Collection[str]) -> list[ChildAt]
         at = step - 1 if saved.get("breakpoint") == "after" else step
         if isinstance(node, str) and node in nodes:
             tid = child_thread(thread, node, run_id, f"s{at}")
-            found.append(ChildAt(node, tid, None, saved.get("child") is not None))
+            # A subgraph node suspends only with its child's question (not a pause).
+            found.append(ChildAt(node, tid, None, saved.get("breakpoint") is None))
     elif not checkpoint.branches and checkpoint.next in nodes and checkpoint.next is not None:
         tid = child_thread(thread, checkpoint.next, run_id, f"s{step}")
         found.append(ChildAt(checkpoint.next, tid, None, False))
@@ -53,5 +54,6 @@ def children_at(checkpoint: Checkpoint, nodes: Collection[str]) -> list[ChildAt]
         node, key = record.get("node"), record.get("k")
         if isinstance(node, str) and node in nodes and isinstance(key, str):
             tid = child_thread(thread, node, run_id, f"k{key}")
-            found.append(ChildAt(node, tid, branch_id, record.get("child") is not None))
+            passed = record.get("status") == "suspended" and record.get("breakpoint") is None
+            found.append(ChildAt(node, tid, branch_id, passed))
     return found
