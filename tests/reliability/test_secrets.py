@@ -284,5 +284,8 @@ def test_cli_never_prints_a_key(
     outputs = [text for run in runs for text in (run.stdout, run.stderr)]
     assert [3, 0, 0, 0] == [run.returncode for run in runs], outputs
     assert [] == leaks(outputs + files)
-    # ask: 3 verdicts; answer: 1 verdict, 2 searches; ask --json: 2 verdicts, 1 search
-    assert (6, 3) == (anthropic_server.count(), tavily_server.count())
+    # ask: 3 verdicts; answer: 1 verdict, 2 searches; ask --json: 2 verdicts, 1 search, and
+    # each verdict answered in plain text ("ok") is asked once more for JSON in text
+    assert (8, 3) == (anthropic_server.count(), tavily_server.count())
+    retold = [r for r in anthropic_server.requests if not r.body.get("tools")]
+    assert 2 == len(retold), [r.body for r in retold]
