@@ -20,12 +20,15 @@ from research_fsm.documents._terms import query_terms
 from research_fsm.engine import MemoryCheckpointStore
 
 PAGES = Path(__file__).parent / "pages"
+MAN_PAGE = Path(__file__).parents[1] / "documents" / "manpages" / "tig.1.html"
+"""tig's AsciiDoc man page: one copy, shared with the documents' man-page tests."""
 
 
 @pytest.fixture
 def docs(tmp_path: Path) -> Path:
     folder = tmp_path / "docs"
     shutil.copytree(PAGES, folder)
+    shutil.copy(MAN_PAGE, folder / MAN_PAGE.name)
     return folder
 
 
