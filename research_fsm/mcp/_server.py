@@ -566,8 +566,11 @@ def _folder(kind: str) -> Path:
     return cast(Path, importlib.import_module("research_fsm.deep").sessions_home())
 
 
-def _files_of(folder: Path) -> list[str]:
-    return [name for name in _FILES if (folder / name).is_file()]
+def _saved_uris(kind: str, folder: Path) -> list[str]:
+    """The URIs of the files of ``_FILES`` that ``folder`` holds."""
+    return [
+        f"{SCHEME}://{kind}/{folder.name}/{name}" for name in _FILES if (folder / name).is_file()
+    ]
 
 
 def _report_list() -> ReportList:
@@ -581,9 +584,7 @@ def _report_list() -> ReportList:
                 company=entry.company,
                 generated_at=entry.generated_at,
                 score=entry.score,
-                resources=_resource_uris(
-                    "reports", folder, [folder / n for n in _files_of(folder)]
-                ),
+                resources=_saved_uris("reports", folder),
             )
         )
     return ReportList(reports=items)
@@ -601,9 +602,7 @@ def _session_list() -> SessionList:
                 status=entry.status,
                 created_at=entry.created_at,
                 mode=entry.mode,
-                resources=_resource_uris(
-                    "sessions", folder, [folder / n for n in _files_of(folder)]
-                ),
+                resources=_saved_uris("sessions", folder),
             )
         )
     return SessionList(sessions=items)
