@@ -329,19 +329,19 @@ class CompiledGraph(Generic[StateT]):
             suspension = cp.suspension
             suspensions.append(
                 Suspension(
-                    node=suspension["node"],
-                    payload=suspension["payload"],
+                    node=suspension.node,
+                    payload=suspension.payload,
                     token=token,
-                    breakpoint=suspension.get("breakpoint"),
+                    breakpoint=suspension.breakpoint,
                 )
             )
         if cp.branches:
             branches = tuple(
                 BranchInfo(
                     id=branch_id,
-                    node=record["node"],
-                    status=record["status"],
-                    join=None if record["join"] == END else record["join"],
+                    node=record.node,
+                    status=record.status,
+                    join=None if record.join == END else record.join,
                 )
                 for branch_id, record in in_order(cp.branches)
             )
@@ -352,9 +352,8 @@ class CompiledGraph(Generic[StateT]):
         children: tuple[ChildThread, ...] = ()
         if self._plan.children:
             children, suspensions = await self._children(cp, suspensions, subgraphs)
-        written = cp.origin or {}
-        by = written.get("by")
-        origin: Origin = by if by in ("update", "rewind", "fork") else "run"  # type: ignore[assignment]
+        written = cp.origin
+        by: Origin = "run" if written is None else written.by
         return StateSnapshot(
             state=state,  # type: ignore[arg-type]
             status=cp.status,
@@ -365,9 +364,9 @@ class CompiledGraph(Generic[StateT]):
             error=ErrorInfo(**cp.error) if cp.error else None,
             suspensions=tuple(suspensions),
             branches=branches,
-            parent_id=written["checkpoint_id"] if by == "rewind" else cp.parent_id,
-            origin=origin,
-            forked_from=(written["thread_id"], written["checkpoint_id"]) if by == "fork" else None,
+            parent_id=_parent_of(cp),
+            origin=by,
+            forked_from=_forked_from(cp),
             children=children,
         )
 
@@ -467,3 +466,22 @@ class CompiledGraph(Generic[StateT]):
             if self._holders.get(thread_id) is task:
                 del self._holders[thread_id]
             await lease.release()
+
+
+def _parent_of(cp: Checkpoint) -> str | None:
+    """The checkpoint ``cp`` follows in its line: a rewind's past checkpoint, else its
+    parent."""
+    written = cp.origin
+    if written is not None and written.by == "rewind" and written.checkpoint_id is not None:
+        return written.checkpoint_id
+    return cp.parent_id
+
+
+def _forked_from(cp: Checkpoint) -> tuple[str, str] | None:
+    """A fork's first checkpoint: the thread and checkpoint it was copied from."""
+    written = cp.origin
+    if written is None or written.by != "fork":
+        return None
+    if written.thread_id is None or written.checkpoint_id is None:
+        return None
+    return written.thread_id, written.checkpoint_id

@@ -32,6 +32,7 @@ from ._context import NodeContext
 from ._errors import ChildThreadMissing
 from ._events import Completed, Event, Suspended
 from ._family import child_thread
+from ._records import BranchRecord, SuspensionRecord
 from ._state import StateSchema
 from ._steps import ChildSuspend
 from ._tokens import first_token
@@ -179,10 +180,10 @@ class Subgraph:
         store = self.child.store
         here: Checkpoint | None = latest
         while here is not None:
-            origin = here.origin or {}
-            if origin.get("by") == "fork":  # a parent's fork or new line carried it over
-                return origin.get("checkpoint_id") == passed
-            if origin.get("by") != "update" or here.parent_id is None:
+            origin = here.origin
+            if origin is not None and origin.by == "fork":  # a fork or new line carried it
+                return origin.checkpoint_id == passed
+            if origin is None or origin.by != "update" or here.parent_id is None:
                 return False
             if here.parent_id == passed:
                 return True
@@ -202,11 +203,10 @@ class Subgraph:
         if parent is None:
             return None
         if ctx.branch is None:
-            saved = parent.suspension or {}
+            saved: SuspensionRecord | BranchRecord | None = parent.suspension
         else:
-            saved = (parent.branches or {}).get(ctx.branch) or {}
-        child = saved.get("child")
-        return child if isinstance(child, str) else None
+            saved = (parent.branches or {}).get(ctx.branch)
+        return None if saved is None else saved.child
 
     async def _go_on(
         self,

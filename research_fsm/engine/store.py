@@ -1,6 +1,8 @@
 """What a checkpoint store implements, and what store authors share with the engine.
 
-The ``CheckpointStore`` and ``Lease`` protocols; the checks every store applies to
+The ``CheckpointStore`` and ``Lease`` protocols; the records a ``Checkpoint`` carries
+besides its state (``SuspensionRecord``, ``BranchRecord`` with its ``UpdateEntry``s,
+``OriginRecord``), which a store that keeps bytes encodes as it likes; the checks every store applies to
 its arguments (``validate_thread_id``, ``validate_keep``); and the two facts about a
 state's JSON that the engine's state checks and a store's codec must agree on: which
 fields are untyped (``loose_fields``) and how deep containers may nest
@@ -20,12 +22,18 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
+from ._records import NO_ITEM, BranchRecord, OriginRecord, SuspensionRecord, UpdateEntry
 from ._types import Checkpoint
 
 __all__ = [
     "MAX_NESTING",
+    "NO_ITEM",
+    "BranchRecord",
     "CheckpointStore",
     "Lease",
+    "OriginRecord",
+    "SuspensionRecord",
+    "UpdateEntry",
     "hint_matches",
     "loose_fields",
     "new_checkpoint_id",

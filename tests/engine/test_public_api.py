@@ -103,11 +103,17 @@ def test_every_exported_name_exists() -> None:
 
 def test_store_module_exports_what_store_authors_need() -> None:
     """``research_fsm.engine.store`` is the public module for store authors: the protocol,
-    the argument checks and the JSON-shape facts the stores' codec shares with the engine."""
+    the records a checkpoint carries, the argument checks and the JSON-shape facts the
+    stores' codec shares with the engine."""
     assert [
         "MAX_NESTING",
+        "NO_ITEM",
+        "BranchRecord",
         "CheckpointStore",
         "Lease",
+        "OriginRecord",
+        "SuspensionRecord",
+        "UpdateEntry",
         "hint_matches",
         "loose_fields",
         "new_checkpoint_id",
