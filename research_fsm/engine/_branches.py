@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -43,6 +43,12 @@ __all__ = [
     "replay",
     "walk",
 ]
+
+
+# A record's class with every field in order: ``tuple.__new__`` builds it as its
+# constructor would, without the frame of the constructor Python generates for it.
+_new_record: Callable[[type[BranchRecord], tuple[object, ...]], BranchRecord] = tuple.__new__
+_new_entry: Callable[[type[UpdateEntry], tuple[object, ...]], UpdateEntry] = tuple.__new__
 
 
 @dataclass(slots=True, eq=False)
@@ -179,8 +185,8 @@ def entry(node: str, update: dict[str, object]) -> UpdateEntry:
     for name, value in update.items():
         if isinstance(value, Replace):
             replaced.append(name)
-    if not replaced:
-        return UpdateEntry(node, dict(update))
+    if not replaced:  # (``UpdateEntry(node, dict(update))``, without its frame: see ``record``)
+        return _new_entry(UpdateEntry, (node, dict(update), ()))
     values = {k: v.value if isinstance(v, Replace) else v for k, v in update.items()}
     return UpdateEntry(node, values, tuple(replaced))
 
@@ -312,9 +318,13 @@ class _Pending:
 
 def record(branch: Branch) -> BranchRecord:
     """The branch's saved record (a new one: records are never changed in place);
-    what it was asked keeps only while suspended, its error only while not."""
+    what it was asked keeps only while suspended, its error only while not.
+
+    Built by ``tuple.__new__`` with every field in order, as ``BranchRecord(...)``
+    would, without its generated ``__new__``'s frame: a fan-out builds one at each
+    step of each branch."""
     if branch.status == "suspended":
-        return BranchRecord(
+        fields: tuple[object, ...] = (
             branch.index,
             branch.parent,
             branch.node,
@@ -327,18 +337,27 @@ def record(branch: Branch) -> BranchRecord:
             branch.payload,
             branch.child,
             branch.breakpoint,
+            None,
+            None,
         )
-    return BranchRecord(
-        branch.index,
-        branch.parent,
-        branch.node,
-        branch.status,
-        branch.join,
-        tuple(branch.updates),
-        branch.item,
-        branch.key,
-        error=branch.error,
-    )
+    else:
+        fields = (
+            branch.index,
+            branch.parent,
+            branch.node,
+            branch.status,
+            branch.join,
+            tuple(branch.updates),
+            branch.item,
+            branch.key,
+            None,
+            None,
+            None,
+            None,
+            branch.error,
+            None,
+        )
+    return _new_record(BranchRecord, fields)
 
 
 def walk(frame: Frame) -> Iterator[Branch]:
