@@ -202,7 +202,7 @@ class Run:
         self,
         spec: NodeSpec,
         state: BaseModel,
-        out: list[Any],
+        out: list[object],
         changes: dict[str, int | None] | None,
     ) -> Stepped:
         """The node returned a list of updates and ``Command``s: each applied in order,

@@ -194,7 +194,7 @@ def loose_fields(model: type[BaseModel]) -> frozenset[str]:
     )
 
 
-def _is_loose(annotation: Any) -> bool:
+def _is_loose(annotation: object) -> bool:
     if annotation is Any or annotation is object or annotation in (dict, list):
         return True
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
@@ -204,7 +204,7 @@ def _is_loose(annotation: Any) -> bool:
     return any(_is_loose(arg) for arg in typing.get_args(annotation) if _is_type(arg))
 
 
-def _is_type(arg: Any) -> bool:
+def _is_type(arg: object) -> bool:
     return isinstance(arg, (type, types.GenericAlias, types.UnionType)) or (
         arg is Any or typing.get_origin(arg) is not None
     )
