@@ -91,6 +91,7 @@ _ENGINE = (
     "ThreadExists",
     "ThreadNotFound",
     "ThreadSuspended",
+    "UnknownSubgraph",
     "UnsafeStoreDirectory",
     "UpdateRefused",
     "add",

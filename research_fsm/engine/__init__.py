@@ -36,6 +36,7 @@ from ._errors import (
     ThreadBusy,
     ThreadExists,
     ThreadNotFound,
+    UnknownSubgraph,
     UnsafeStoreDirectory,
     UpdateRefused,
 )
@@ -119,6 +120,7 @@ __all__ = [
     "ThreadExists",
     "ThreadNotFound",
     "ThreadSuspended",
+    "UnknownSubgraph",
     "UnsafeStoreDirectory",
     "UpdateRefused",
     "add",

@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from ._breakpoints import breakpoints
 from ._children import children_at
 from ._edit import check_as_node, check_checkpoint_id, fork, rewind, update
-from ._errors import CheckpointNotFound, IncompatibleCheckpoint, ThreadBusy
+from ._errors import CheckpointNotFound, IncompatibleCheckpoint, ThreadBusy, UnknownSubgraph
 from ._events import Sink, Suspended
 from ._family import child_threads
 from ._mermaid import to_mermaid
@@ -208,16 +208,15 @@ class CompiledGraph(Generic[StateT]):
         """The child graph of subgraph node ``node`` as this graph runs it (on this
         graph's store); ``"outer/inner"`` reaches a subgraph's own subgraph. Use it to
         read or edit a child thread (``StateSnapshot.children``): ``get_state``,
-        ``update_state``, ``history``. ``ValueError`` naming the subgraph nodes if
-        ``node`` is none of them."""
+        ``update_state``, ``history``. ``UnknownSubgraph`` (a ``ValueError``) naming the
+        subgraph nodes if ``node`` is none of them."""
         graph: CompiledGraph[Any] = self
+        walked: list[str] = []
         for part in node.split("/"):
             children = graph.plan.children or {}
+            walked.append(part)
             if part not in children:
-                shown = ", ".join(f"`{name}`" for name in children) or "none"
-                raise ValueError(
-                    f"`{part}` is not a subgraph node of this graph; its subgraph nodes are: {shown}"
-                )
+                raise UnknownSubgraph(part, "/".join(walked[:-1]) or part, list(children))
             graph = children[part]
         return graph
 

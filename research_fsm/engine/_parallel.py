@@ -30,7 +30,7 @@ from ._branches import (
     replay,
     walk,
 )
-from ._command import Applied
+from ._command import Applied, Command
 from ._errors import (
     EngineError,
     InvalidResumeValue,
@@ -120,13 +120,40 @@ class ParallelRun:
             if branch.breakpoint is None:
                 branch.resume_value = resume[1]
             else:  # a pause at a breakpoint: the branch goes on with its next node
-                where, paused = branch.breakpoint
-                if resume[1] is not None:
-                    raise InvalidResumeValue(self.run.thread_id, paused, where, resume[1])
+                self._resumed_pause(branch, resume[1])
                 branch.breakpoint = None
                 if branch.node is None:  # paused after its last node: it is done
                     branch.status = "done"
+                    self._publish(branch)  # saved by the fan-out's next save
         return await self._run_root()
+
+    def _resumed_pause(self, branch: Branch, value: object) -> None:
+        """A branch paused at a breakpoint resumed with ``value``: ``None``, or a
+        ``Command`` without ``goto`` whose update the branch takes first (as the node
+        it paused at, before or after, had made it); anything else is an
+        ``InvalidResumeValue`` naming what it takes."""
+        assert branch.breakpoint is not None
+        where, paused = branch.breakpoint
+        if value is None:
+            return
+        if type(value) is not Command or value.goto is not None:
+            raise InvalidResumeValue(
+                self.run.thread_id,
+                paused,
+                where,
+                value,
+                f"None, or Command(update=...) (a parallel branch `{branch.id}` goes on "
+                "where it paused: its pause takes no goto)",
+            )
+        schema = self.plan.schema
+        origin = f"resume(token, Command(update=...)) at the pause of branch `{branch.id}`"
+        update = schema.as_changes(value.update, origin)
+        state = schema.apply(branch.state, update, origin)
+        if update:
+            branch.updates.append(
+                entry(paused, schema.validated_changes(update, branch.state, state))
+            )
+        branch.state = state
 
     # -- frames ----------------------------------------------------------------
 

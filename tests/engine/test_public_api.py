@@ -73,6 +73,7 @@ EXPECTED_ALL = [
     "ThreadExists",
     "ThreadNotFound",
     "ThreadSuspended",
+    "UnknownSubgraph",
     "UnsafeStoreDirectory",
     "UpdateRefused",
     "add",
@@ -162,6 +163,7 @@ ERRORS = {
     "ThreadExists": ValueError,
     "UpdateRefused": RuntimeError,
     "ChildThreadMissing": LookupError,
+    "UnknownSubgraph": ValueError,
 }
 
 
