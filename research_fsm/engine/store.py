@@ -2,8 +2,9 @@
 
 The ``CheckpointStore`` and ``Lease`` protocols; the records a ``Checkpoint`` carries
 besides its state (``SuspensionRecord``, ``BranchRecord`` with its ``UpdateEntry``s,
-``OriginRecord``), which a store that keeps bytes encodes as it likes; the checks every store applies to
-its arguments (``validate_thread_id``, ``validate_keep``); and the two facts about a
+``OriginRecord``: a store that keeps bytes writes them as ``research_fsm.stores``'s
+codec does); the checks every store applies to its arguments (``validate_thread_id``,
+``validate_keep``); and the two facts about a
 state's JSON that the engine's state checks and a store's codec must agree on: which
 fields are untyped (``loose_fields``) and how deep containers may nest
 (``MAX_NESTING``). The stores in ``research_fsm.stores`` are built on this module;
