@@ -13,7 +13,8 @@ the middle of a run writes nothing here; a save without the lease writes one.
 The journal is a cache, never the truth, and never synced: a listing (``Listing``)
 reads it from where it read last, then reads again each thread of the page it
 shows, from the end of the thread's newest segment (``last_header``: one ``pread``,
-no state folded), and shows what that says. A thread whose run stopped between its
+no state folded), and shows what that says (and records it, where the journal said
+otherwise). A thread whose run stopped between its
 segment's write and its journal line, or whose line a power cut lost, is thus shown
 as it is; only the order and the filters may lag for it until its next run. A
 journal that is missing (a store made before it) or damaged is rebuilt from the
@@ -193,8 +194,11 @@ class Listing:
             return info
         if found is None:
             self._known.pop(info.thread_id, None)
+            self._append(_line([info.thread_id]))  # the journal heals for the next reader
             return None
-        self._known[info.thread_id] = found
+        if found != info:
+            self._known[info.thread_id] = found
+            self._append(_line(_row(found)))
         return found
 
     def read_thread(self, thread_id: str) -> ThreadInfo | Literal[False] | None:
