@@ -37,7 +37,14 @@ from research_fsm.engine.store import thread_info
 
 from .rows import Folder
 
-__all__ = ["SCHEMA_VERSION", "SECRET_THREAD", "SchemaTooNew", "Statements", "migrate"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "SECRET_THREAD",
+    "SchemaTooNew",
+    "Statements",
+    "migrate",
+    "threads_statement",
+]
 
 _log = structlog.get_logger("research_fsm.stores.postgres")
 
@@ -143,9 +150,6 @@ class Statements:
     page: sql.Composed
     """The rows a page of ``history`` folds: from the full row at or below its oldest."""
     delete: sql.Composed
-    threads: sql.Composed
-    """A page of the thread listing (``threads_after``: after a cursor)."""
-    threads_after: sql.Composed
     read_secret: sql.Composed
     write_secret: sql.Composed
 
@@ -172,8 +176,6 @@ class Statements:
                 "WITH gone AS (DELETE FROM {threads} WHERE thread_id = %(thread)s) "
                 "DELETE FROM {checkpoints} WHERE thread_id = %(thread)s"
             ).format(**names),
-            threads=sql.SQL(_THREADS.format(after="")).format(**names),
-            threads_after=sql.SQL(_THREADS.format(after=_AFTER)).format(**names),
             read_secret=sql.SQL(
                 "SELECT convert_from(body, 'UTF8') FROM {checkpoints} "
                 "WHERE thread_id = {secret} AND seq = 0"
@@ -276,19 +278,27 @@ WHERE thread_id = %(thread)s AND seq < %(end)s AND seq >= COALESCE((
 ORDER BY seq
 """
 
-# A page of the thread listing, newest first (a backward scan of ``{threads_order}``),
-# filtered; ``{after}`` is empty or ``_AFTER`` (a cursor: the threads ordered after it).
+# A page of the thread listing, newest first: a backward scan of ``{threads_order}``
+# from the cursor, each filter present only when asked for (so the plan stays that scan).
 _THREADS = """
 SELECT thread_id, status, node, updated_at, seq, parent_thread, checkpoint_id
-FROM {{threads}}
-WHERE left(thread_id, %(prefix_length)s) = %(prefix)s
-  AND (%(statuses)s::text[] IS NULL OR status = ANY(%(statuses)s::text[]))
-  AND (%(children)s OR parent_thread IS NULL){after}
-ORDER BY updated_at DESC, thread_id DESC
-LIMIT %(limit)s
-"""
-_AFTER = """
-  AND (updated_at, thread_id) < (%(after_time)s::text COLLATE "C", %(after_thread)s::text COLLATE "C")"""
+FROM {threads} WHERE true"""
+_THREADS_FILTERS = (
+    " AND left(thread_id, %(prefix_length)s) = %(prefix)s",
+    " AND status = ANY(%(statuses)s::text[])",
+    " AND parent_thread IS NULL",
+    ' AND (updated_at, thread_id) < (%(after_time)s::text COLLATE "C", '
+    '%(after_thread)s::text COLLATE "C")',
+)
+
+
+def threads_statement(schema: str, filters: tuple[bool, bool, bool, bool]) -> sql.Composed:
+    """The listing's statement with the filters asked for: (prefix, statuses, top-level
+    only, after a cursor)."""
+    text = _THREADS + "".join(f for f, on in zip(_THREADS_FILTERS, filters, strict=True) if on)
+    text += "\nORDER BY updated_at DESC, thread_id DESC LIMIT %(limit)s"
+    return sql.SQL(text).format(**_names(schema))
+
 
 # Server-side functions (PL/pgSQL, versioned by name, created with the table or on the
 # first start of a store that knows them; any store version reads the same rows). A

@@ -55,7 +55,7 @@ from .common import cursor as cursor_of
 from .connections import Connections, safe_dsn
 from .leases import PgLease
 from .rows import Folder, encode, pack, slide, stored_id
-from .schema import SchemaTooNew
+from .schema import SchemaTooNew, threads_statement
 
 __all__ = ["PostgresCheckpointStore", "SchemaTooNew", "StoreUnavailable"]
 
@@ -116,6 +116,7 @@ class PostgresCheckpointStore(Connections):
         self._rows_per_full = min(keep or _ROWS_PER_FULL, _ROWS_PER_FULL)
         self._heads: OrderedDict[str, _Head] = OrderedDict()
         self._secret = secret.encode() if isinstance(secret, str) else secret
+        self._listings: dict[tuple[bool, ...], bytes] = {}  # ``threads`` statements made
 
     def __repr__(self) -> str:
         return (
@@ -325,14 +326,22 @@ class PostgresCheckpointStore(Connections):
             "prefix": query.prefix,
             "prefix_length": len(query.prefix),
             "statuses": None if query.statuses is None else sorted(query.statuses),
-            "children": query.children,
             "limit": query.limit + 1,
         }
         if query.after is not None:
             params["after_time"], params["after_thread"] = query.after
-        statement = self._queries["threads" if query.after is None else "threads_after"]
+        filters = (
+            bool(query.prefix),
+            query.statuses is not None,
+            not query.children,
+            query.after is not None,
+        )
 
         async def read(conn: AsyncConnection[Any]) -> list[tuple[Any, ...]]:
+            statement = self._listings.get(filters)
+            if statement is None:
+                statement = threads_statement(self.schema, filters).as_bytes(conn)
+                self._listings[filters] = statement
             cur = await cursor_of(conn).execute(statement, params)
             return await cur.fetchall()
 
