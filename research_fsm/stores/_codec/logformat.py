@@ -213,7 +213,11 @@ class Damaged(Exception):
 
 
 def scan_bytes(
-    raw: bytes, thread_id: str, until: int | None = None, keep_from: int | None = None
+    raw: bytes,
+    thread_id: str,
+    until: int | None = None,
+    keep_from: int | None = None,
+    after: Checkpoint | None = None,
 ) -> Scan:
     """A segment's checkpoints oldest first (each with its whole state), up to the
     first unfinished (torn) or damaged line (``until``: or up to the checkpoint at
@@ -221,10 +225,15 @@ def scan_bytes(
     where a line would start are padding, not data (a line holds no zero byte: it is
     JSON). ``keep_from``: the lines before that seq are checked and folded into the
     state but not kept (a page of older checkpoints needs only the last few:
-    ``records`` then starts at ``keep_from``)."""
+    ``records`` then starts at ``keep_from``). ``after``: ``raw`` is what follows the
+    line of checkpoint ``after`` (whose state is whole) in its segment: a segment read
+    before, read on from where it ended."""
     scan = Scan(thread_id)
     state: dict[str, Any] = {}
-    previous: Checkpoint | None = None
+    previous: Checkpoint | None = after
+    if after is not None:
+        assert isinstance(after.state, dict)
+        state = after.state
     skimmed: _Skimmed | None = None  # the last line folded but not kept
     offset = 0
     while offset < len(raw):

@@ -564,17 +564,14 @@ class JsonFileCheckpointStore:
         up to it, and the older ones; ``None`` if checkpoint ``at`` is not there."""
         segments = self._segments.live(stem)[0]
         older = [first for first in segments if first <= hint]
-        keep_from = None if limit is None else hint - limit  # the page's, and the target
         try:
-            scan = (
-                self._segments.scan(stem, older[0], thread_id, until=hint, keep_from=keep_from)
-                if older
-                else None
-            )
+            scan = self._segments.read(stem, older[0], thread_id, hint) if older else None
         except FileNotFoundError:
             return None
         if scan is not None and scan.problem == "damaged":  # ``_page`` judges it whole
             return None
+        if scan is not None:  # up to the checkpoint at ``hint``
+            scan.records = [cp for cp in scan.records if cp.seq <= hint]
         target = scan.records[-1] if scan is not None and scan.records else None
         if target is None or not hint_matches(hint, target.seq) or target.checkpoint_id != at:
             return None
@@ -590,7 +587,7 @@ class JsonFileCheckpointStore:
         if not segments:
             return None
         try:
-            scan = self._segments.scan(stem, segments[0], thread_id, keep_last=limit)
+            scan = self._segments.read(stem, segments[0], thread_id)
         except FileNotFoundError:
             return None
         if scan.problem == "damaged" or not scan.records:
@@ -616,9 +613,8 @@ class JsonFileCheckpointStore:
                 return page
             if newer is not None:
                 # Segment ``first`` ends where ``newer`` starts: keep just its last few.
-                needed = None if limit is None else newer - (limit - len(page))
                 try:
-                    below = self._segments.scan(stem, first, thread_id, keep_from=needed)
+                    below = self._segments.read(stem, first, thread_id)
                 except FileNotFoundError:  # pruned meanwhile
                     continue
                 if below.problem == "damaged":  # checkpoints of the page are lost
@@ -663,6 +659,7 @@ class JsonFileCheckpointStore:
             await own.release()
 
     def _delete(self, thread_id: str) -> None:
+        self._segments.forget_read(file_stem(thread_id))
         self._heads.forget(thread_id)
         self._peeked.pop(thread_id, None)
         self._segments.delete_all(file_stem(thread_id))
