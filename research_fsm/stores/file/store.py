@@ -5,6 +5,7 @@ already exists is many times cheaper than making a folder per thread)::
 
     .secret                          token-signing key (0600), unless one is passed in
     .locks                           leases: one byte-range lock per thread (Linux)
+    .threads                         the thread listing's journal, a cache (``listing``)
     alice=000000000001.jsonl         a segment: checkpoints 1, 2, ... one JSON line each
     alice=000000000025.jsonl         the next segment, from checkpoint 25
     alice=000000000025.jsonl.corrupt   damaged lines moved aside
