@@ -9,8 +9,9 @@ SHA-256 of the JSON) and a newline. A segment's first line holds the whole state
 fields set, ``"append"``: which of them got items appended at the end). Lines
 carrying parallel-branch records (``"branches"`` whole, or ``"bset"``/``"bdel"``
 as changes to the line before) are version 3; the others version 2. A checkpoint
-written by hand (``update_state``, ``fork``...) carries its ``"origin"`` in the header;
-older readers ignore it.
+written by hand (``update_state``, ``fork``...) carries its ``"origin"`` in the header,
+and one of a subgraph's child thread its parent thread (``"pthread"``); older readers
+ignore both.
 
 ``<thread>.idx`` lists the live segments: their first seqs, 12 digits each,
 newest first, separated by spaces, ending with a newline.
@@ -54,6 +55,8 @@ __all__ = [
     "fold",
     "index_bytes",
     "index_seqs",
+    "last_header",
+    "parent_thread_of",
     "salvage_bytes",
     "scan_bytes",
 ]
@@ -125,6 +128,8 @@ def encode_body(
         header["suspension"] = suspension_json(cp.suspension)
     if cp.origin is not None:  # a checkpoint written by hand (update_state, fork...)
         header["origin"] = origin_json(cp.origin)
+    if cp.parent_thread_id is not None:  # a subgraph's child thread
+        header["pthread"] = cp.parent_thread_id
     try:  # one call for the whole header; ``v`` first
         parts = [
             '{"v":' + ("3" if cp.branches else "2") + "," + _HEADER_ENCODER.encode(header)[1:-1]
@@ -217,7 +222,11 @@ class Scan:
 
 
 def scan_bytes(
-    raw: bytes, thread_id: str, until: int | None = None, keep_from: int | None = None
+    raw: bytes,
+    thread_id: str,
+    until: int | None = None,
+    keep_from: int | None = None,
+    after: Checkpoint | None = None,
 ) -> Scan:
     """A segment's checkpoints oldest first (each with its whole state), up to the
     first unfinished (torn) or damaged line (``until``: or up to the checkpoint at
@@ -225,10 +234,15 @@ def scan_bytes(
     where a line would start are padding, not data (a line holds no zero byte: it is
     JSON). ``keep_from``: the lines before that seq are checked and folded into the
     state but not kept (a page of older checkpoints needs only the last few:
-    ``records`` then starts at ``keep_from``)."""
+    ``records`` then starts at ``keep_from``). ``after``: ``raw`` is what follows the
+    line of checkpoint ``after`` (whose state is whole) in its segment: a segment read
+    before, read on from where it ended."""
     scan = Scan(thread_id)
     state: dict[str, Any] = {}
-    previous: Checkpoint | None = None
+    previous: Checkpoint | None = after
+    if after is not None:
+        assert isinstance(after.state, dict)
+        state = after.state
     skimmed: _Skimmed | None = None  # the last line folded but not kept
     offset = 0
     while offset < len(raw):
@@ -293,6 +307,33 @@ def salvage_bytes(raw: bytes, thread_id: str) -> list[Checkpoint]:
         except (ValueError, KeyError, TypeError, Damaged):
             continue
     return found
+
+
+def last_header(raw: bytes, thread_id: str, whole: bool) -> Checkpoint | Literal[False] | None:
+    """The header of the last whole line of ``raw`` (the end of a segment, zeros of
+    padding and an unfinished last line left out; ``whole``: ``raw`` is the whole
+    segment) as a checkpoint without state (``{}``): what a thread listing shows of a
+    thread. ``None`` when ``raw`` holds no whole line (read further back, or an empty
+    segment); ``False`` when that line is damaged."""
+    end = len(raw.rstrip(b"\0"))
+    end = raw.rfind(b"\n", 0, end)
+    if end < 0:
+        return None
+    start = raw.rfind(b"\n", 0, end) + 1
+    if start == 0 and not whole:
+        return None
+    line = raw[start : end + 1].lstrip(b"\0")
+    try:
+        data = _decode(line, thread_id)
+        branches = data.get("branches", data.get("bset"))
+        return Checkpoint(
+            **{name: data[name] for name in _HEADER_FIELDS},
+            state={},
+            branches=branches if isinstance(branches, dict) else None,
+            parent_thread_id=parent_thread_of(data),
+        )
+    except (Damaged, KeyError, TypeError):
+        return False
 
 
 def _after_zeros(raw: bytes, offset: int) -> int:
@@ -400,6 +441,7 @@ def fold(
             state=state,
             branches=branches,
             origin=origin_of(data.get("origin")),
+            parent_thread_id=parent_thread_of(data),
         )
         return checkpoint, state
     except (KeyError, TypeError) as exc:
@@ -411,6 +453,14 @@ def _header(data: dict[str, Any]) -> dict[str, Any]:
     header = {name: data[name] for name in _HEADER_FIELDS}
     header["suspension"] = suspension_of(header["suspension"])
     return header
+
+
+def parent_thread_of(data: dict[str, Any]) -> str | None:
+    """A line's ``Checkpoint.parent_thread_id`` (``Damaged`` if it is not a str)."""
+    parent = data.get("pthread")
+    if parent is None or isinstance(parent, str):
+        return parent
+    raise Damaged("bad parent thread")
 
 
 def _state_of(
