@@ -111,7 +111,6 @@ def test_store_module_exports_what_store_authors_need() -> None:
     stores' codec shares with the engine."""
     assert [
         "MAX_NESTING",
-        "MAX_NESTING",
         "NO_ITEM",
         "THREAD_STATUSES",
         "BranchRecord",
