@@ -13,7 +13,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel
 
 from ._breakpoints import breakpoints
-from ._command import command_router
+from ._command import annotated_destinations, command_router
 from ._compiled import CompiledGraph
 from ._errors import GraphValidationError
 from ._memory import MemoryCheckpointStore
@@ -125,6 +125,15 @@ def _adapt_node(name: str, node: object) -> NodeSpecCalls:
     return call_state_only, None, False
 
 
+def _code_of(node: object) -> object:
+    """What a node's return annotation is read from: the function, or an object's ``run``."""
+    run = getattr(node, "run", None)
+    if run is not None and not inspect.isfunction(node) and callable(run):
+        return run
+    call = getattr(node, "__call__", None)  # noqa: B004 - callable objects
+    return node if inspect.isfunction(node) or call is None else call
+
+
 def _is_names(value: object) -> bool:
     return isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
 
@@ -202,6 +211,9 @@ class StateGraph(Generic[StateT]):
             raise GraphValidationError(
                 [f"node `{name}`: retry must be a RetryPolicy, got {retry!r}"]
             )
+        if destinations is None and not isinstance(node, CompiledGraph):
+            code = _code_of(node)
+            destinations = annotated_destinations(code)  # -> Command[Literal["a", "b"]]
         if destinations is not None:
             self._add_destinations(name, destinations)
         call: NodeCall

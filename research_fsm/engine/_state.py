@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, get_args, get_origin
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
@@ -104,6 +104,20 @@ def _gained(old: Any, new: Any) -> Any:
     return _NO_GAIN
 
 
+_EMPTY_TYPES = (list, dict, set, tuple, str, int, float)
+
+
+def _empty(annotation: Any) -> Any:
+    """The empty value of a field's type (``list[str]`` -> ``[]``), or ``_NO_GAIN``
+    when it is not one of the builtin containers, strings or numbers."""
+    origin = get_origin(annotation) or annotation
+    if origin is Annotated:
+        return _empty(get_args(annotation)[0])
+    if isinstance(origin, type) and origin in _EMPTY_TYPES:
+        return origin()
+    return _NO_GAIN
+
+
 class StateSchema:
     """The fields of a state model with their reducers (``replace`` by default)."""
 
@@ -134,11 +148,15 @@ class StateSchema:
                         self._input_keys.add(alias)
 
     def initial(self, data: Mapping[str, Any] | BaseModel | None) -> BaseModel:
-        """Validate the first input of a thread into a full state."""
+        """Validate the first input of a thread into a full state. A field with a
+        reducer other than ``replace`` and ``append`` gets its input through the
+        reducer, from the field's default (as LangGraph's channels start empty), so a
+        first input is merged as every later update is; ``Replace(value)`` skips it."""
         if isinstance(data, self.model):
-            return self.fresh(data)  # the caller's object stays the caller's
+            return self._reduced(self.fresh(data), data.model_fields_set, dict(data))
         if isinstance(data, BaseModel):
             data = {k: getattr(data, k) for k in data.model_fields_set}
+        given = data
         if isinstance(data, Mapping):
             data = {k: v.value if isinstance(v, Replace) else v for k, v in data.items()}
         if isinstance(data, Mapping) and self._input_keys is not None:
@@ -156,9 +174,32 @@ class StateSchema:
                         "(lists, dicts, tuples, sets): flatten it"
                     )
         try:
-            return self.model.model_validate(data or {})
+            state = self.model.model_validate(data or {})
         except ValidationError as exc:
             raise BadUpdate(f"input does not fit `{self.model.__name__}`: {exc}") from None
+        if isinstance(given, Mapping):
+            return self._reduced(state, given, given)
+        return state
+
+    def _reduced(self, state: BaseModel, names: Any, given: Mapping[str, Any]) -> BaseModel:
+        """``state`` with each of ``names`` whose reducer is a function of its own
+        merged from the empty value of its type into the value ``given``, as LangGraph
+        starts a reducer's channel empty (``replace``, ``append`` and ``add`` give the
+        value itself, so they are left as validated)."""
+        empties: dict[str, Any] = {}
+        for name in names:
+            spec = self.fields.get(name)
+            if spec is None or spec.reducer in (replace, append, add):
+                continue
+            if isinstance(given[name], Replace):
+                continue
+            empty = _empty(self.model.model_fields[name].annotation)
+            if empty is not _NO_GAIN:
+                empties[name] = empty
+        if not empties:
+            return state
+        changes = {name: given[name] for name in empties}
+        return self.apply(_with_changes(state, empties), changes, "input")
 
     def fresh(self, state: BaseModel) -> BaseModel:
         """A copy of ``state`` for a node: its lists, dicts, sets and nested models
