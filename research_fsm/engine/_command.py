@@ -60,7 +60,7 @@ def annotated_destinations(fn: object) -> list[str] | None:
     names (``None``: it has no such annotation, or it cannot be read)."""
     try:
         hints = get_type_hints(fn)
-    except Exception:  # noqa: BLE001 - an annotation that does not resolve says nothing
+    except Exception:
         return None
     found: list[str] = []
     pending = [hints.get("return")]
@@ -72,9 +72,8 @@ def annotated_destinations(fn: object) -> list[str] | None:
                 pending.append(arg)
         elif origin is Literal:
             found += [a for a in get_args(hint) if isinstance(a, str)]
-        elif origin is not None and get_args(hint) and origin is not Command:
-            if any(get_origin(a) is Command for a in get_args(hint)):  # a Union
-                pending += [a for a in get_args(hint) if get_origin(a) is Command]
+        elif origin is not None:  # a Union: its Command[...] members
+            pending += [a for a in get_args(hint) if get_origin(a) is Command]
     return list(dict.fromkeys(found)) or None
 
 

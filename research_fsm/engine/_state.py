@@ -173,33 +173,44 @@ class StateSchema:
                         f"input field `{key}` is nested more than {MAX_NESTING} levels deep "
                         "(lists, dicts, tuples, sets): flatten it"
                     )
+        reduced = self._reducible(given) if isinstance(given, Mapping) else {}
+        if reduced:  # validated after the reducer has merged them
+            data = {k: v for k, v in data.items() if k not in reduced}
         try:
             state = self.model.model_validate(data or {})
         except ValidationError as exc:
             raise BadUpdate(f"input does not fit `{self.model.__name__}`: {exc}") from None
-        if isinstance(given, Mapping):
-            return self._reduced(state, given, given)
+        if reduced:
+            assert isinstance(given, Mapping)
+            changes = {name: given[name] for name in reduced}
+            return self.apply(_with_changes(state, reduced), changes, "input")
         return state
 
     def _reduced(self, state: BaseModel, names: Any, given: Mapping[str, Any]) -> BaseModel:
-        """``state`` with each of ``names`` whose reducer is a function of its own
-        merged from the empty value of its type into the value ``given``, as LangGraph
-        starts a reducer's channel empty (``replace``, ``append`` and ``add`` give the
-        value itself, so they are left as validated)."""
-        empties: dict[str, Any] = {}
-        for name in names:
-            spec = self.fields.get(name)
-            if spec is None or spec.reducer in (replace, append, add):
-                continue
-            if isinstance(given[name], Replace):
-                continue
-            empty = _empty(self.model.model_fields[name].annotation)
-            if empty is not _NO_GAIN:
-                empties[name] = empty
+        """``state`` (a model given as input) with the fields ``names`` that have a
+        reducer of their own merged through it (``_reducible``)."""
+        empties = self._reducible({name: given[name] for name in names})
         if not empties:
             return state
         changes = {name: given[name] for name in empties}
         return self.apply(_with_changes(state, empties), changes, "input")
+
+    def _reducible(self, given: Mapping[str, Any]) -> dict[str, Any]:
+        """The fields of ``given`` whose reducer is a function of its own, each with the
+        empty value of its type to merge the given value into, as LangGraph starts a
+        reducer's channel empty (``replace``, ``append`` and ``add`` would give the value
+        itself, so they are left as validated; a ``Replace`` skips the reducer)."""
+        empties: dict[str, Any] = {}
+        for name, value in given.items():
+            spec = self.fields.get(name) if isinstance(name, str) else None
+            if spec is None or spec.reducer in (replace, append, add):
+                continue
+            if isinstance(value, Replace):
+                continue
+            empty = _empty(self.model.model_fields[name].annotation)
+            if empty is not _NO_GAIN:
+                empties[name] = empty
+        return empties
 
     def fresh(self, state: BaseModel) -> BaseModel:
         """A copy of ``state`` for a node: its lists, dicts, sets and nested models

@@ -67,7 +67,10 @@ def _plain_fanouts(
     fanned = {
         source
         for source, names in targets.items()
-        if len(names) > 1 and source not in listed and source != END and not {START, END} & set(names)
+        if len(names) > 1
+        and source not in listed
+        and source != END
+        and not {START, END} & set(names)
     }
     if not fanned:
         return list(edges), list(fanouts)

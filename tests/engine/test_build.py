@@ -93,7 +93,9 @@ def test_unreachable_node_is_named() -> None:
     graph.add_edge(START, "a")
     graph.add_edge("a", END)
     graph.add_edge("island", END)
-    assert compile_error(graph).problems == ["node `island` is unreachable from START" + UNREACHABLE]
+    assert compile_error(graph).problems == [
+        "node `island` is unreachable from START" + UNREACHABLE
+    ]
 
 
 def test_on_error_target_counts_as_reachable() -> None:
@@ -121,7 +123,9 @@ def test_node_without_exit_is_named() -> None:
     graph = graph_with("a", "b")
     graph.add_edge(START, "a")
     graph.add_edge("a", "b")
-    assert compile_error(graph).problems == ["node `b` has no outgoing edge or router" + no_exit("b")]
+    assert compile_error(graph).problems == [
+        "node `b` has no outgoing edge or router" + no_exit("b")
+    ]
 
 
 def test_two_plain_edges_to_a_node_and_end_are_named_with_the_list_form() -> None:

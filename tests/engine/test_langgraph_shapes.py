@@ -191,7 +191,7 @@ async def test_a_node_without_destinations_is_told_how_to_declare_them() -> None
 def _module(name: str, source: str) -> types.ModuleType:
     module = types.ModuleType(name)
     sys.modules[name] = module
-    exec(source, module.__dict__)  # noqa: S102 - two test modules with one class name
+    exec(source, module.__dict__)
     return module
 
 
