@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, Literal, TypeVar, get_args, get_origin, get_type_hints
+from typing import Any, Generic, Literal, get_args, get_origin, get_type_hints
 
 from pydantic import BaseModel
+from typing_extensions import TypeVar
 
 from ._errors import InvalidCommand, InvalidUpdate
 from ._plan import NO_ITEM, Fork, Plan
@@ -33,7 +34,8 @@ __all__ = [
 ]
 
 
-GotoT = TypeVar("GotoT")
+GotoT = TypeVar("GotoT", default=str)
+"""The places a ``Command`` may go (``Command[Literal["a", "b"]]``); bare, any node."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

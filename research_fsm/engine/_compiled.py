@@ -14,7 +14,7 @@ import asyncio
 import dataclasses
 import inspect
 from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
@@ -24,6 +24,7 @@ from ._edit import check_as_node, check_checkpoint_id, fork, rewind, update
 from ._errors import CheckpointNotFound, IncompatibleCheckpoint, ThreadBusy
 from ._events import Sink, Suspended
 from ._family import child_threads
+from ._langgraph import missing
 from ._mermaid import to_mermaid
 from ._modes import StreamMode, parse_modes
 from ._plan import Breakpoints, Plan
@@ -83,6 +84,11 @@ class CompiledGraph(Generic[StateT]):
             f"CompiledGraph({self.state_model.__name__}, nodes={list(self._plan.nodes)}, "
             f"store={self.store!r})"
         )
+
+    if not TYPE_CHECKING:  # LangGraph's names, to the type checker unknown as they are
+
+        def __getattr__(self, name: str) -> Any:
+            raise missing("CompiledGraph", name)
 
     @property
     def plan(self) -> Plan:

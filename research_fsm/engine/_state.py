@@ -174,7 +174,7 @@ class StateSchema:
                         "(lists, dicts, tuples, sets): flatten it"
                     )
         reduced = self._reducible(given) if isinstance(given, Mapping) else {}
-        if reduced:  # validated after the reducer has merged them
+        if reduced and isinstance(data, Mapping):  # validated after the reducer merges them
             data = {k: v for k, v in data.items() if k not in reduced}
         try:
             state = self.model.model_validate(data or {})

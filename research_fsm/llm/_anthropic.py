@@ -548,10 +548,11 @@ class AnthropicLLM(LLM):
         model = self.model_for(agent)
         limit = self.limit_for(agent)
         extra: dict[str, Any] = {"tools": tools} if tools else {}
+        sent: Any = messages  # the API's own shape, as the caller gave it
 
         async def request() -> Any:
             return await self._client.messages.create(
-                model=model, max_tokens=limit, system=system, messages=messages, **extra
+                model=model, max_tokens=limit, system=system, messages=sent, **extra
             )
 
         with llm_span("anthropic", model, agent, prompt=system) as span:
