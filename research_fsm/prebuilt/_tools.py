@@ -6,11 +6,11 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Callable, Sequence
-from typing import Any, get_type_hints
+from typing import Any, Literal, get_type_hints
 
 from pydantic import BaseModel, ValidationError, create_model
 
-from ..engine import END, GraphValidationError, NodeContext
+from ..engine import GraphValidationError, NodeContext
 from ._messages import Message, last_assistant, tool_calls
 
 __all__ = ["Tool", "ToolNode", "tools_condition"]
@@ -128,9 +128,11 @@ class ToolNode:
         return {self.key: [{"role": "user", "content": blocks}]}
 
 
-def tools_condition(state: Any, *, key: str = "messages") -> str:
+def tools_condition(state: Any, *, key: str = "messages") -> Literal["tools", "__end__"]:
     """``"tools"`` while the last message is the assistant's with tool calls, else
-    END: ``add_router("agent", tools_condition, ["tools", END])``."""
+    END: ``add_router("agent", tools_condition, ["tools", END])``, or LangGraph's
+    ``add_conditional_edges("agent", tools_condition)`` (the targets from the
+    annotation)."""
     messages = state[key] if isinstance(state, dict) else getattr(state, key)
     last = last_assistant(messages)
-    return "tools" if last is not None and tool_calls(last) else END
+    return "tools" if last is not None and tool_calls(last) else "__end__"
