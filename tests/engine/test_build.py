@@ -19,7 +19,6 @@ from research_fsm.engine import (
 
 from .helpers import Counter, recorder
 
-
 UNREACHABLE = " (no edge, router or destinations= leads to it)"
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from research_fsm.engine import END, START, InvalidUpdate, NodeContext, StateGraph
+from research_fsm.engine import END, START, InvalidUpdate, NodeContext, NodeFailed, StateGraph
 from research_fsm.prebuilt import (
     REMOVE_ALL_MESSAGES,
     MessagesState,
@@ -76,19 +76,20 @@ async def test_messages_state_merges_the_first_input_by_id_too() -> None:
     assert [m["content"] for m in result.state.messages] == ["fixed", "more"]
 
 
-async def test_a_bad_message_in_an_update_is_an_invalid_update() -> None:
-    """A node returning a message the reducer cannot read fails with InvalidUpdate."""
+async def test_a_bad_message_in_an_update_fails_the_node_naming_the_keys() -> None:
+    """A node returning a message the reducer cannot read fails with NodeFailed whose
+    cause is InvalidUpdate naming the field and the keys a message needs."""
 
     async def bad(state: MessagesState) -> dict[str, Any]:
         return {"messages": [{"text": "no role"}]}
 
     graph = StateGraph(MessagesState).add_node("bad", bad)
     graph.add_edge(START, "bad").add_edge("bad", END)
-    with pytest.raises(Exception) as failed:
+    with pytest.raises(NodeFailed) as failed:
         await graph.compile().run({"messages": ["x"]}, thread_id="t")
-    assert isinstance(failed.value.__cause__ or failed.value, InvalidUpdate) or "role" in str(
-        failed.value
-    )
+    assert isinstance(failed.value.cause, InvalidUpdate)
+    assert "field `messages`" in str(failed.value.cause)
+    assert "needs `role` (Anthropic: user, assistant) or `type`" in str(failed.value.cause)
 
 
 def test_langgraph_shaped_messages_convert_to_the_messages_api() -> None:
@@ -124,6 +125,9 @@ def test_langgraph_shaped_messages_convert_to_the_messages_api() -> None:
     ]
 
 
+CTX = NodeContext(thread_id="t", run_id="r", step=0, node="tools")
+
+
 async def slow_double(x: int) -> int:
     """Twice x, slowly."""
     await asyncio.sleep(0.2)
@@ -156,7 +160,7 @@ async def test_the_tool_node_runs_calls_at_once_and_returns_errors_as_results() 
         ]
     )
     started = time.monotonic()
-    update = await node.run(state, NodeContext.__new__(NodeContext))
+    update = await node.run(state, CTX)
     elapsed = time.monotonic() - started
     assert elapsed < 0.6  # three slow calls, run one after another, take 0.6 s
     [reply] = update["messages"]
@@ -187,7 +191,7 @@ async def test_langgraph_shaped_tool_calls_get_tool_messages() -> None:
             {"id": "c2", "name": "broken", "args": {"x": 1}},
         ],
     }
-    update = await node.run(MessagesState(messages=[ai]), NodeContext.__new__(NodeContext))
+    update = await node.run(MessagesState(messages=[ai]), CTX)
     assert [
         (m["type"], m["tool_call_id"], m["content"], m.get("status")) for m in update["messages"]
     ] == [
