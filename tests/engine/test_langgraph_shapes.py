@@ -223,3 +223,16 @@ async def test_a_field_clash_between_same_named_types_shows_their_modules() -> N
         "(list[clash_one.Log] in `A`, list[clash_two.Log] in `B`); pass `input=` and "
         "`output=` to map the states"
     ]
+
+
+async def test_branches_of_different_lengths_meet_once_at_their_first_common_node() -> None:
+    """`a -> [b, c]`, `b -> b2 -> d`, `c -> d`: `d` runs once after both branches
+    (LangGraph would run it per super-step; docs/langgraph.md names the difference)."""
+    graph = StateGraph(Letters)
+    for name in ("a", "b", "b2", "c", "d"):
+        graph.add_node(name, letter(name))
+    graph.add_edge(START, "a").add_edge("a", ["b", "c"])
+    graph.add_edge("b", "b2").add_edge("b2", "d").add_edge("c", "d").add_edge("d", END)
+    result = await graph.compile().run({}, thread_id="t")
+    assert result.path.count("d") == 1
+    assert result.state.seen[-1] == "d:4"
