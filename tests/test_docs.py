@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from homes import seeded_home
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -89,12 +88,11 @@ PYTHON_BLOCKS = [b for p in DOC_FILES for b in fenced_blocks(p) if b.language ==
 
 
 def run_block(block: Block, tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    """Run a block as a script in an empty folder with a fresh RESEARCH_FSM_HOME (its offline
-    directory already checked, as on a second run: ``homes.seeded_home``), importing this
-    checkout's package (not an installed copy)."""
+    """Run a block as a script in an empty folder with a fresh RESEARCH_FSM_HOME, importing
+    this checkout's package (not an installed copy)."""
     script = tmp_path / "example.py"
     script.write_text(block.code, encoding="utf-8")
-    env = {**os.environ, "RESEARCH_FSM_HOME": str(seeded_home(tmp_path / "home"))}
+    env = {**os.environ, "RESEARCH_FSM_HOME": str(tmp_path / "home")}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     env.pop("RESEARCH_FSM_STORE", None)
     return subprocess.run(
