@@ -84,8 +84,8 @@ class ResearchAssistant:
     """Answers questions about companies (``qa``), writes company reports (``reports``)
     and researches any topic (``deep``), over one LLM, source and store.
 
-    The methods below call those three runners (``ask`` is ``qa.ask``, ``report`` is
-    ``reports.report``, ``deep_research`` is ``deep.research``...).
+    The methods below are those three runners' own (``ask`` is ``qa.ask``, ``report`` is
+    ``reports.report``, ``deep_research`` is ``deep.research``...), with their signatures.
 
     Args:
         llm: the language model; ``None`` uses the rule-based agents (offline).
