@@ -376,18 +376,25 @@ def test_an_import_by_name_counts_and_makes_a_circle(tmp_path: Path) -> None:
     assert [["low", "top"]] == package_cycles(root)
 
 
+def _planted(root: Path, module: str, line: str) -> int:
+    """The real package copied under ``root`` (checked clean: no violation, no circle), then
+    ``line`` appended to ``research_fsm/<module>``; the line number it lands on, less one."""
+    for path in (ROOT / "research_fsm").rglob("*.py"):
+        copy = root / path.relative_to(ROOT)
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        copy.write_bytes(path.read_bytes())
+    assert ([], []) == (order_violations(root), package_cycles(root))
+    planted = root / "research_fsm" / module
+    lines = planted.read_text().count("\n")
+    with planted.open("a") as out:
+        out.write(line)
+    return lines
+
+
 def test_a_planted_upward_import_in_a_copy_of_the_real_package_fails(tmp_path: Path) -> None:
     """The real package copied, with ``engine`` importing ``qa`` planted in one module:
     the check names that line, and the circle it makes through qa."""
-    for path in (ROOT / "research_fsm").rglob("*.py"):
-        copy = tmp_path / path.relative_to(ROOT)
-        copy.parent.mkdir(parents=True, exist_ok=True)
-        copy.write_bytes(path.read_bytes())
-    assert [] == order_violations(tmp_path)
-    planted = tmp_path / "research_fsm" / "engine" / "_types.py"
-    lines = planted.read_text().count("\n")
-    with planted.open("a") as out:
-        out.write("from ..qa import graph  # planted\n")
+    lines = _planted(tmp_path, "engine/_types.py", "from ..qa import graph  # planted\n")
     assert [
         f"research_fsm/engine/_types.py:{lines + 1}: engine imports qa (a floor above)"
     ] == order_violations(tmp_path)
@@ -401,15 +408,8 @@ def test_a_name_moved_up_from_the_qa_app_served_by_name_would_be_a_circle(
     """The real package copied, with the Q&A app serving ``ResearchAssistant`` by
     importing the composition root by name (as it did before ``research_fsm._moved``):
     the check finds qa importing assistant and the circle qa <-> assistant."""
-    for path in (ROOT / "research_fsm").rglob("*.py"):
-        copy = tmp_path / path.relative_to(ROOT)
-        copy.parent.mkdir(parents=True, exist_ok=True)
-        copy.write_bytes(path.read_bytes())
-    assert [] == package_cycles(tmp_path)
-    planted = tmp_path / "research_fsm" / "qa" / "assistant.py"
-    lines = planted.read_text().count("\n")
-    with planted.open("a") as out:
-        out.write('_HOME = {"ResearchAssistant": "research_fsm.assistant"}  # planted\n')
+    planting = '_HOME = {"ResearchAssistant": "research_fsm.assistant"}  # planted\n'
+    lines = _planted(tmp_path, "qa/assistant.py", planting)
     assert [
         f"research_fsm/qa/assistant.py:{lines + 1}: qa imports assistant (a floor above)"
     ] == order_violations(tmp_path)
