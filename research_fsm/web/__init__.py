@@ -19,6 +19,7 @@ from ._guard import (
 
 if TYPE_CHECKING:
     from ._app import create_app
+    from ._inspect import inspector
     from ._request import MAX_BODY_BYTES
     from ._serve import serve
 
@@ -29,11 +30,12 @@ __all__ = [
     "InvalidServeOptions",
     "allowed_host_names",
     "create_app",
+    "inspector",
     "is_loopback",
     "serve",
 ]
 
-_LAZY = {"create_app": "_app", "serve": "_serve", "MAX_BODY_BYTES": "_request"}
+_LAZY = {"create_app": "_app", "inspector": "_inspect", "serve": "_serve", "MAX_BODY_BYTES": "_request"}
 """Loaded on first use: they bring the assistant (``research-fsm mcp`` shares the guard
 without it)."""
 
