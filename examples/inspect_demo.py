@@ -36,7 +36,10 @@ async def outline(state: Article) -> dict[str, Any]:
 
 
 async def write(state: Article) -> dict[str, Any]:
-    parts = [f"{heading}: {state.topic} explained, part {i + 1}." for i, heading in enumerate(state.outline)]
+    parts = [
+        f"{heading}: {state.topic} explained, part {i + 1}."
+        for i, heading in enumerate(state.outline)
+    ]
     return {"draft": " ".join(parts), "revisions": state.revisions + 1}
 
 
@@ -102,7 +105,9 @@ def main() -> None:
     folder = Path(sys.argv[1] if len(sys.argv) > 1 else "threads")
     asyncio.run(seed(JsonFileCheckpointStore(folder)))
     print(f"three threads in {folder}/: article-1 waits for review, article-2 and 3 are done")
-    print(f"look at them: research-fsm inspect --store {folder} --graph examples.inspect_demo:graph")
+    print(
+        f"look at them: research-fsm inspect --store {folder} --graph examples.inspect_demo:graph"
+    )
 
 
 if __name__ == "__main__":

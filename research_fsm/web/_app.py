@@ -19,6 +19,7 @@ from starlette.staticfiles import StaticFiles
 
 from ..assistant import ResearchAssistant
 from ..deep import sessions_home
+from ..engine import CompiledGraph
 from ..reports import reports_home
 from ._events import (
     REPORT_FILES,
@@ -30,6 +31,7 @@ from ._events import (
     status,
 )
 from ._guard import GuardMiddleware, allowed_host_names
+from ._inspect import GraphFor, inspector_app
 from ._markdown import markdown_tree
 from ._request import (
     BadRequest,
@@ -42,7 +44,7 @@ from ._request import (
 )
 from ._sse import Pump, event_stream, first
 
-__all__ = ["STATIC", "create_app"]
+__all__ = ["STATIC", "assistant_graphs", "create_app"]
 
 STATIC: Final = Path(__file__).parent / "static"
 """The page: index.html, app.js and app.css (package data, no build step)."""
@@ -72,6 +74,20 @@ async def _stream(events: AsyncIterator[T], convert: Callable[[T], Iterable[byte
     pump = Pump(events)
     head = await first(pump)
     return event_stream(pump, head, convert, describe)
+
+
+def assistant_graphs(assistant: ResearchAssistant) -> GraphFor:
+    """The graph that runs each of the assistant's threads, for the inspector: company
+    reports (``report-...``), deep research (``deep-...``), else the conversations'."""
+
+    async def graph_for(thread: str) -> CompiledGraph[Any] | None:
+        if thread.startswith("report-"):
+            return await assistant.reports.graph()
+        if thread.startswith("deep-"):
+            return await assistant.deep.graph()
+        return await assistant.graph()
+
+    return graph_for
 
 
 class _Routes:
@@ -185,6 +201,12 @@ def create_app(
         Route("/api/deep", _json_errors(r.deep), methods=post),
         Route("/api/files/{kind:str}/{ident:str}/{name:str}", _json_errors(r.file)),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
+        Mount(
+            "/inspect",
+            inspector_app(
+                assistant.store, assistant_graphs(assistant), allowed_hosts=allowed_hosts
+            ),
+        ),
     ]
 
     @contextlib.asynccontextmanager

@@ -131,8 +131,9 @@ class GuardMiddleware:
             name = urlsplit(origin).hostname
         except ValueError:
             return False
-        same = urlsplit(origin).netloc == host and name is not None
-        return same and (self.any_host or self._allows(name))
+        if urlsplit(origin).netloc != host or name is None:
+            return False
+        return self.any_host or self._allows(name)
 
     def _allows(self, name: str) -> bool:
         return name in self.allowed or f"[{name}]" in self.allowed
