@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import inspect
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
@@ -42,8 +42,16 @@ from ._types import (
     StateSnapshot,
     SuspendToken,
     Suspension,
+    ThreadPage,
 )
-from .store import CheckpointStore, Lease, validate_limit, validate_thread_id
+from .store import (
+    CheckpointStore,
+    Lease,
+    ThreadListing,
+    thread_query,
+    validate_limit,
+    validate_thread_id,
+)
 
 __all__ = ["CompiledGraph"]
 
@@ -234,6 +242,36 @@ class CompiledGraph(Generic[StateT]):
         before = check_checkpoint_id(before, "before")
         async for checkpoint in self.store.history(thread_id, limit=limit, before=before):
             yield await self._snapshot(checkpoint)
+
+    async def threads(
+        self,
+        *,
+        limit: int = 50,
+        cursor: str | None = None,
+        prefix: str = "",
+        status: str | Collection[str] | None = None,
+        children: bool = True,
+    ) -> ThreadPage:
+        """A page of the threads in this graph's store, most recently updated first
+        (``ThreadInfo``: status, the node it stands at, last update, checkpoint count,
+        parent thread of a subgraph's child), read without loading whole threads.
+
+        ``limit``: at most that many (1-1000); ``cursor``: the previous page's
+        ``next_cursor``; ``prefix``: thread ids starting with it; ``status``: one of
+        ``"completed"``, ``"suspended"``, ``"failed"``, ``"running"`` (or a list of
+        them), as the latest checkpoint says; ``children=False``: top-level threads
+        only. ``InvalidThreadQuery`` names a bad argument and the allowed values.
+        The store's threads, of every graph that uses it."""
+        thread_query(limit=limit, cursor=cursor, prefix=prefix, status=status, children=children)
+        store = self.store
+        if not isinstance(store, ThreadListing):
+            raise TypeError(
+                f"{type(store).__name__} cannot list its threads: it has no "
+                "threads(...) method (see research_fsm.engine.store.ThreadListing)"
+            )
+        return await store.threads(
+            limit=limit, cursor=cursor, prefix=prefix, status=status, children=children
+        )
 
     async def update_state(
         self,

@@ -117,7 +117,15 @@ async def update(
         target = await route(plan, as_node, state)
         step += 1
         if isinstance(target, Fork):
-            at = Run(plan, thread_id, latest.run_id, step, latest.seq, latest.checkpoint_id)
+            at = Run(
+                plan,
+                thread_id,
+                latest.run_id,
+                step,
+                latest.seq,
+                latest.checkpoint_id,
+                parent_thread=latest.parent_thread_id,
+            )
             fan = ParallelRun(at)
             await fan.begin(target, state, changes, as_node, origin=written)
             return None
@@ -141,6 +149,7 @@ async def update(
         changes=changes,
         origin=written,
         suspension=suspension,
+        parent_thread_id=latest.parent_thread_id,
     )
     await store.save(checkpoint)
     return checkpoint
@@ -288,6 +297,8 @@ def _copy(
         last_node=past.last_node,
         branches=branches,
         origin=origin,
+        # A new line of the same thread keeps its parent; a fork is a thread of its own.
+        parent_thread_id=past.parent_thread_id if thread_id == past.thread_id else None,
     )
 
 

@@ -21,6 +21,7 @@ __all__ = [
     "InvalidResumeToken",
     "InvalidResumeValue",
     "InvalidStreamMode",
+    "InvalidThreadQuery",
     "InvalidUpdate",
     "LeaseLost",
     "NodeFailed",
@@ -97,6 +98,18 @@ class InvalidStreamMode(EngineError, ValueError):
             f"stream mode {mode!r} does not exist; the modes are "
             f"{', '.join(repr(m) for m in self.allowed)} (or a list of them)"
         )
+
+
+class InvalidThreadQuery(EngineError, ValueError):
+    """A thread listing's argument (``threads(...)``) is not one the stores accept:
+    a cursor no listing gave, an unknown status, a bad limit or prefix."""
+
+    def __init__(self, what: str, value: object, allowed: str) -> None:
+        self.what = what
+        self.value = value
+        shown = repr(value)
+        shown = shown if len(shown) <= 60 else shown[:60] + "..."
+        super().__init__(f"invalid {what} {shown} for a thread listing: {allowed}")
 
 
 class InvalidResumeValue(EngineError, ValueError):

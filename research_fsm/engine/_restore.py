@@ -61,6 +61,8 @@ class Start:
     """The trace context saved with the suspension resumed (a ``traceparent``)."""
     past_breakpoint: bool = False
     """The call resumes a pause at a breakpoint: ``node`` runs without pausing again."""
+    parent_thread: str | None = None
+    """The latest checkpoint's ``parent_thread_id`` (a subgraph's child thread)."""
     goto: str | Fork | None = None
     """A pause resumed with ``Command(goto=..., update=...)``: where the run goes on
     (saved first, with the update in ``state`` and ``changes``); ``None``: not so."""
@@ -151,6 +153,7 @@ async def begin(
         resumed_trace=resumed_trace,
         past_breakpoint=past_breakpoint,
         goto=goto,
+        parent_thread=latest.parent_thread_id,
     )
 
 

@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from ._branches import Branch
 from ._command import Applied, Command, apply_several, command_target
-from ._context import NodeContext
+from ._context import NodeContext, parent_thread_of
 from ._events import Completed, Sink, StepState, Suspended
 from ._plan import NO_ITEM, Breakpoints, Fork, NodeSpec, Plan
 from ._steps import NO_VALUE, ChildSuspend, cannot_suspend, invoke, now, route
@@ -86,6 +86,7 @@ class Run:
         parent_id: str | None,
         sink: Sink = None,
         stops: Breakpoints | None = None,
+        parent_thread: str | None = None,
     ) -> None:
         self.plan = plan
         self.store = plan.store
@@ -102,6 +103,8 @@ class Run:
         """The nodes this call executed, in order."""
         self.sink = sink
         self.stops = stops
+        self.parent_thread = parent_thread_of(thread_id) or parent_thread
+        """The thread whose subgraph node runs this one (``None``: a top-level thread)."""
 
     def traced(self, tracing: RunTrace) -> None:
         """Record the run in ``tracing``: each node in a span of its own."""
@@ -262,6 +265,7 @@ class Run:
                 created_at=now(),
                 last_node=last_node,
                 changes=changes,
+                parent_thread_id=self.parent_thread,
                 **extra,
             )
         )

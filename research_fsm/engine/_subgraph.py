@@ -28,7 +28,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ._compiled import CompiledGraph
-from ._context import NodeContext
+from ._context import CHILD_OF, NodeContext
 from ._errors import ChildThreadMissing
 from ._events import Completed, Event, Suspended
 from ._family import child_thread
@@ -245,6 +245,20 @@ class Subgraph:
     # -- running the child -----------------------------------------------------
 
     async def _call(
+        self,
+        thread: str,
+        given: Any,
+        resume: tuple[SuspendToken, Any] | None,
+        ctx: NodeContext,
+    ) -> RunResult[Any]:
+        # The child's checkpoints name this thread as their parent (thread listings).
+        running = CHILD_OF.set((thread, ctx.thread_id))
+        try:
+            return await self._call_child(thread, given, resume, ctx)
+        finally:
+            CHILD_OF.reset(running)
+
+    async def _call_child(
         self,
         thread: str,
         given: Any,

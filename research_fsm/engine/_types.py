@@ -31,6 +31,8 @@ __all__ = [
     "Suspend",
     "SuspendToken",
     "Suspension",
+    "ThreadInfo",
+    "ThreadPage",
     "is_transient",
 ]
 
@@ -312,6 +314,41 @@ class ChildThread:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ThreadInfo:
+    """One thread of a store, as a listing (``threads(...)``) shows it: what its
+    latest checkpoint says, read without loading the thread."""
+
+    thread_id: str
+    """The thread."""
+    status: CheckpointStatus
+    """Its latest checkpoint's: ``completed``, ``suspended`` (a node's question or a
+    pause at a breakpoint), ``failed``, or ``running`` (a run is saving steps, or
+    stopped midway: a crash, a cancellation)."""
+    node: str | None
+    """The node it stands at: the one it runs next, waits on or failed in; for a
+    completed thread the last node that ran (``None``: none did)."""
+    updated_at: str
+    """ISO-8601 UTC time of its latest checkpoint; the listing's order, newest first."""
+    checkpoints: int
+    """How many checkpoints its history holds (every line; what ``keep`` kept)."""
+    parent_thread_id: str | None
+    """The thread whose subgraph node runs it (``None``: a top-level thread)."""
+    checkpoint_id: str
+    """Its latest checkpoint."""
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadPage:
+    """A page of a thread listing: the threads, newest first, and the cursor of the
+    next page (``None``: this is the last)."""
+
+    threads: tuple[ThreadInfo, ...]
+    """The page's threads, most recently updated first."""
+    next_cursor: str | None
+    """Pass it as ``cursor=`` for the next page; opaque, ``None`` after the last."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class StateSnapshot(Generic[StateT]):
     """The latest saved checkpoint of a thread, as ``get_state`` returns it."""
 
@@ -407,3 +444,6 @@ class Checkpoint:
     new line of history continued from the thread's checkpoint ``past``, whose state
     it copies; ``{"by": "fork", "thread_id": source, "checkpoint_id": past}`` for the
     first checkpoint of a thread made by ``fork``."""
+    parent_thread_id: str | None = None
+    """The thread whose subgraph node runs this thread (``None``: a top-level thread),
+    set on every checkpoint of a child thread: thread listings show it."""

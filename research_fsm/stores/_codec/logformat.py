@@ -9,8 +9,9 @@ SHA-256 of the JSON) and a newline. A segment's first line holds the whole state
 fields set, ``"append"``: which of them got items appended at the end). Lines
 carrying parallel-branch records (``"branches"`` whole, or ``"bset"``/``"bdel"``
 as changes to the line before) are version 3; the others version 2. A checkpoint
-written by hand (``update_state``, ``fork``...) carries its ``"origin"`` in the header;
-older readers ignore it.
+written by hand (``update_state``, ``fork``...) carries its ``"origin"`` in the header,
+and one of a subgraph's child thread its parent thread (``"pthread"``); older readers
+ignore both.
 
 ``<thread>.idx`` lists the live segments: their first seqs, 12 digits each,
 newest first, separated by spaces, ending with a newline.
@@ -44,6 +45,8 @@ __all__ = [
     "fold",
     "index_bytes",
     "index_seqs",
+    "last_header",
+    "parent_thread_of",
     "salvage_bytes",
     "scan_bytes",
 ]
@@ -113,6 +116,8 @@ def encode_body(
     header = {name: getattr(cp, name) for name in _HEADER_FIELDS}
     if cp.origin is not None:  # a checkpoint written by hand (update_state, fork...)
         header["origin"] = cp.origin
+    if cp.parent_thread_id is not None:  # a subgraph's child thread
+        header["pthread"] = cp.parent_thread_id
     try:  # one call for the whole header; ``v`` first
         parts = [
             '{"v":' + ("3" if cp.branches else "2") + "," + _HEADER_ENCODER.encode(header)[1:-1]
@@ -286,6 +291,33 @@ def salvage_bytes(raw: bytes, thread_id: str) -> list[Checkpoint]:
     return found
 
 
+def last_header(raw: bytes, thread_id: str, whole: bool) -> Checkpoint | Literal[False] | None:
+    """The header of the last whole line of ``raw`` (the end of a segment, zeros of
+    padding and an unfinished last line left out; ``whole``: ``raw`` is the whole
+    segment) as a checkpoint without state (``{}``): what a thread listing shows of a
+    thread. ``None`` when ``raw`` holds no whole line (read further back, or an empty
+    segment); ``False`` when that line is damaged."""
+    end = len(raw.rstrip(b"\0"))
+    end = raw.rfind(b"\n", 0, end)
+    if end < 0:
+        return None
+    start = raw.rfind(b"\n", 0, end) + 1
+    if start == 0 and not whole:
+        return None
+    line = raw[start : end + 1].lstrip(b"\0")
+    try:
+        data = _decode(line, thread_id)
+        branches = data.get("branches", data.get("bset"))
+        return Checkpoint(
+            **{name: data[name] for name in _HEADER_FIELDS},
+            state={},
+            branches=branches if isinstance(branches, dict) else None,
+            parent_thread_id=parent_thread_of(data),
+        )
+    except (Damaged, KeyError, TypeError):
+        return False
+
+
 def _after_zeros(raw: bytes, offset: int) -> int:
     match = _ZEROS.match(raw, offset)
     return offset if match is None else match.end()
@@ -391,10 +423,19 @@ def fold(
             state=state,
             branches=branches,
             origin=_origin_of(data),
+            parent_thread_id=parent_thread_of(data),
         )
         return checkpoint, state
     except (KeyError, TypeError) as exc:
         raise Damaged(f"missing field {exc}") from None
+
+
+def parent_thread_of(data: dict[str, Any]) -> str | None:
+    """A line's ``Checkpoint.parent_thread_id`` (``Damaged`` if it is not a str)."""
+    parent = data.get("pthread")
+    if parent is None or isinstance(parent, str):
+        return parent
+    raise Damaged("bad parent thread")
 
 
 def _origin_of(data: dict[str, Any]) -> dict[str, str] | None:
