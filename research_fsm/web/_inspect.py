@@ -29,6 +29,7 @@ from ..engine import (
     EngineError,
     InvalidResumeToken,
     InvalidResumeValue,
+    InvalidThreadQuery,
     InvalidUpdate,
     NodeFailed,
     StaleResumeToken,
@@ -38,7 +39,7 @@ from ..engine import (
 from ..errors import ResearchError
 from ._guard import SECURITY_HEADERS, GuardMiddleware, allowed_host_names
 from ._inspect_data import diff_states, drawn_graph, json_state, row, snapshot_extras
-from ._inspect_threads import STATUSES, ThreadsUnavailable, list_threads
+from ._inspect_threads import ThreadsUnavailable, list_threads
 from ._request import BadRequest, TooLarge, parse_json
 
 __all__ = ["INSPECT_HEADERS", "GraphFor", "InspectorRefused", "inspector", "inspector_app"]
@@ -72,6 +73,8 @@ def _status(exc: Exception) -> int:
         return 404
     if isinstance(exc, InspectorRefused):
         return 403
+    if isinstance(exc, InvalidThreadQuery):
+        return 400
     if isinstance(exc, (NodeFailed, InvalidUpdate, InvalidResumeValue, InvalidResumeToken)):
         return 422
     if isinstance(exc, (StaleResumeToken, EngineError, ThreadsUnavailable)):
@@ -196,17 +199,15 @@ class _Inspector:
 
     async def threads(self, request: Request) -> Response:
         query = request.query_params
-        status = query.get("status") or None
-        if status is not None and status not in STATUSES:
-            raise BadRequest(f"`status` must be one of {', '.join(STATUSES)}, got {status!r}")
         rows, following = await list_threads(
             self.store,
             limit=_limit(query.get("limit")),
             cursor=query.get("cursor") or None,
-            prefix=query.get("prefix") or None,
-            status=status,
+            prefix=query.get("prefix") or "",
+            status=query.get("status") or None,
+            children=query.get("children") == "1",
         )
-        return _ok({"threads": [r.as_json() for r in rows], "next": following})
+        return _ok({"threads": rows, "next": following})
 
     async def thread(self, request: Request) -> Response:
         query = request.query_params
@@ -215,7 +216,7 @@ class _Inspector:
         limit, before = _limit(query.get("limit")), query.get("before") or None
         head = await self.store.load_latest(thread)
         if head is None:
-            raise ThreadNotFound(f"there is no thread {thread!r} in this store")
+            raise ThreadNotFound(thread, " in this store")
         rows = [row(cp) async for cp in self.store.history(thread, limit=limit + 1, before=before)]
         more = len(rows) > limit
         rows = rows[:limit]

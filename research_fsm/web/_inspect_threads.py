@@ -1,55 +1,29 @@
-"""A store's threads, one page at a time: the store's own ``threads`` listing.
-
-A thin adapter over ``CheckpointStore.threads`` (cursor-paged thread summaries), so
-the inspector reads one shape whatever the store returns.
-"""
+"""A store's threads, one page at a time, as the inspector's list shows them."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
-from ..engine import CheckpointStore
+from ..engine import CheckpointStore, ThreadInfo
+from ..engine.store import THREAD_STATUSES, ThreadListing
 from ..errors import ResearchError
 
-__all__ = ["STATUSES", "ThreadRow", "ThreadsUnavailable", "list_threads"]
-
-STATUSES: Final = ("completed", "suspended", "failed", "running")
-"""The statuses a thread can be filtered by."""
+__all__ = ["THREAD_STATUSES", "ThreadsUnavailable", "list_threads"]
 
 
 class ThreadsUnavailable(ResearchError, TypeError):
-    """The store cannot list its threads (it has no ``threads`` method)."""
+    """The store cannot list its threads (a store of your own without ``threads``)."""
 
 
-@dataclass(frozen=True, slots=True)
-class ThreadRow:
-    """One thread as the list shows it."""
-
-    thread_id: str
-    status: str | None
-    node: str | None
-    updated: str | None
-    checkpoints: int | None
-    parent: str | None
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "id": self.thread_id,
-            "status": self.status,
-            "node": self.node,
-            "updated": self.updated,
-            "checkpoints": self.checkpoints,
-            "parent": self.parent,
-        }
-
-
-def _field(item: Any, *names: str) -> Any:
-    for name in names:
-        value = item.get(name) if isinstance(item, dict) else getattr(item, name, None)
-        if value is not None:
-            return value
-    return None
+def _json(info: ThreadInfo) -> dict[str, Any]:
+    return {
+        "id": info.thread_id,
+        "status": info.status,
+        "node": info.node,
+        "updated": info.updated_at,
+        "checkpoints": info.checkpoints,
+        "parent": info.parent_thread_id,
+    }
 
 
 async def list_threads(
@@ -57,30 +31,18 @@ async def list_threads(
     *,
     limit: int,
     cursor: str | None,
-    prefix: str | None,
+    prefix: str,
     status: str | None,
-) -> tuple[list[ThreadRow], str | None]:
+    children: bool,
+) -> tuple[list[dict[str, Any]], str | None]:
     """A page of the store's threads, newest first, and the cursor of the next page
-    (``None``: the last page)."""
-    threads = getattr(store, "threads", None)
-    if threads is None:
+    (``None``: the last page); ``InvalidThreadQuery`` for a bad argument."""
+    if not isinstance(store, ThreadListing):
         raise ThreadsUnavailable(
             f"{type(store).__name__} cannot list its threads (it has no threads() method); "
             "open a thread by its id instead"
         )
-    page = await threads(limit=limit, cursor=cursor, prefix=prefix, status=status)
-    items = _field(page, "threads", "items")
-    items = page if items is None else items
-    rows = [
-        ThreadRow(
-            thread_id=_field(item, "thread_id", "id"),
-            status=_field(item, "status"),
-            node=_field(item, "node", "next"),
-            updated=_field(item, "updated", "updated_at"),
-            checkpoints=_field(item, "checkpoints", "checkpoint_count", "count"),
-            parent=_field(item, "parent", "parent_id", "parent_thread_id"),
-        )
-        for item in items
-    ]
-    following = _field(page, "next_cursor", "cursor", "next")
-    return rows, following if isinstance(following, str) else None
+    page = await store.threads(
+        limit=limit, cursor=cursor, prefix=prefix, status=status, children=children
+    )
+    return [_json(info) for info in page.threads], page.next_cursor

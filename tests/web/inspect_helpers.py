@@ -1,15 +1,19 @@
-"""The inspector's test graph (``examples/inspect_demo.py``) and a store that lists threads."""
+"""The inspector's tests: the demo graph of ``examples/inspect_demo.py`` on a file store."""
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import sys
 from pathlib import Path
 from typing import Any
 
-from research_fsm.engine import MemoryCheckpointStore
+from research_fsm import JsonFileCheckpointStore
+from research_fsm.engine import CompiledGraph
 
 ROOT = Path(__file__).resolve().parents[2]
+HOSTILE_STATE = '<img src=x onerror=alert(7)></script><script>alert(8)</script> "&amp;'
+"""A state string a page must show as these characters (the red-team strings' kind)."""
 
 
 def demo() -> Any:
@@ -24,38 +28,16 @@ def demo() -> Any:
     return sys.modules[name]
 
 
-class ListingStore(MemoryCheckpointStore):
-    """The memory store with a ``threads`` listing (until every store has one)."""
+def seeded(folder: Path) -> CompiledGraph[Any]:
+    """The demo graph on a file store in ``folder`` with the demo's three threads and
+    ``hostile`` (its topic a hostile string, waiting at the review)."""
+    module = demo()
+    store = JsonFileCheckpointStore(folder)
+    app: CompiledGraph[Any] = module.graph.on_store(store)
 
-    async def threads(
-        self,
-        *,
-        limit: int = 50,
-        cursor: str | None = None,
-        prefix: str | None = None,
-        status: str | None = None,
-    ) -> dict[str, Any]:
-        rows = []
-        for thread in list(self._threads):
-            latest = await self.load_latest(thread)
-            if latest is None or (prefix and not thread.startswith(prefix)):
-                continue
-            if status and latest.status != status:
-                continue
-            count = len([cp async for cp in self.history(thread)])
-            parent = thread.rsplit(".", 2)[0] if thread.count(".") >= 2 else None
-            rows.append(
-                {
-                    "thread_id": thread,
-                    "status": latest.status,
-                    "node": latest.next,
-                    "updated": latest.created_at,
-                    "checkpoints": count,
-                    "parent": parent,
-                }
-            )
-        rows.sort(key=lambda r: (r["updated"], r["thread_id"]), reverse=True)
-        start = int(cursor) if cursor else 0
-        page = rows[start : start + limit]
-        following = str(start + limit) if start + limit < len(rows) else None
-        return {"threads": page, "next_cursor": following}
+    async def fill() -> None:
+        await module.seed(store)
+        await app.run({"topic": HOSTILE_STATE}, thread_id="hostile")
+
+    asyncio.run(fill())
+    return app

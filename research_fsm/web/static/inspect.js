@@ -100,7 +100,10 @@
 
   // -- the threads --
   async function loadThreads(more) {
-    const params = { prefix: $("prefix").value.trim(), status: $("status").value, cursor: more ? view.listCursor : "" };
+    const params = {
+      prefix: $("prefix").value.trim(), status: $("status").value,
+      children: $("children").checked ? "1" : "", cursor: more ? view.listCursor : "",
+    };
     try {
       const data = await getJSON("api/threads?" + query(params));
       if (!more) $("threads").replaceChildren();
@@ -421,6 +424,7 @@
   function bind() {
     $("filter").addEventListener("submit", (e) => { e.preventDefault(); loadThreads(false); });
     $("status").addEventListener("change", () => loadThreads(false));
+    $("children").addEventListener("change", () => loadThreads(false));
     $("more-threads").addEventListener("click", () => loadThreads(true));
     $("open-form").addEventListener("submit", (e) => {
       e.preventDefault();
