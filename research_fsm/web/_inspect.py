@@ -113,7 +113,7 @@ def _ok(data: Any) -> JSONResponse:
 
 
 def _text(value: object, name: str, *, required: bool = True) -> str | None:
-    if value is None and not required:
+    if (value is None or value == "") and not required:
         return None
     if not isinstance(value, str) or not value:
         raise BadRequest(f"`{name}` must be a non-empty string")

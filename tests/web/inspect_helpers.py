@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import importlib.util
 import sys
 from pathlib import Path
@@ -30,7 +31,8 @@ def demo() -> Any:
 
 def seeded(folder: Path) -> CompiledGraph[Any]:
     """The demo graph on a file store in ``folder`` with the demo's three threads and
-    ``hostile`` (its topic a hostile string, waiting at the review)."""
+    ``hostile`` (its topic a hostile string, waiting at the review) and ``paused`` (at a
+    breakpoint before the review)."""
     module = demo()
     store = JsonFileCheckpointStore(folder)
     app: CompiledGraph[Any] = module.graph.on_store(store)
@@ -38,6 +40,8 @@ def seeded(folder: Path) -> CompiledGraph[Any]:
     async def fill() -> None:
         await module.seed(store)
         await app.run({"topic": HOSTILE_STATE}, thread_id="hostile")
+        await app.run({"topic": "kelp"}, thread_id="paused", interrupt_before=["review"])
 
-    asyncio.run(fill())
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:  # Playwright's loop runs here
+        pool.submit(asyncio.run, fill()).result()
     return app

@@ -53,15 +53,21 @@ def rows(client: TestClient, thread: str, **params: str) -> list[dict[str, Any]]
 def test_thread_list_pages_by_cursor_and_filters(client: TestClient) -> None:
     """Newest first; a cursor gives the next page; prefix, status and children filter."""
     everything = client.get("/api/threads").json()["threads"]
-    assert [t["id"] for t in everything] == ["hostile", "article-3", "article-2", "article-1"]
-    assert everything[0]["status"] == "suspended" and everything[0]["node"] == "review"
-    assert everything[1]["checkpoints"] == 10
-    first = client.get("/api/threads", params={"limit": "2"}).json()
-    second = client.get("/api/threads", params={"limit": "2", "cursor": first["next"]}).json()
+    assert [t["id"] for t in everything] == [
+        "paused",
+        "hostile",
+        "article-3",
+        "article-2",
+        "article-1",
+    ]
+    assert everything[1]["status"] == "suspended" and everything[1]["node"] == "review"
+    assert everything[2]["checkpoints"] == 10
+    first = client.get("/api/threads", params={"limit": "3"}).json()
+    second = client.get("/api/threads", params={"limit": "3", "cursor": first["next"]}).json()
     assert [t["id"] for t in first["threads"] + second["threads"]] == [t["id"] for t in everything]
     assert second["next"] is None
     suspended = client.get("/api/threads", params={"status": "suspended"}).json()["threads"]
-    assert {t["id"] for t in suspended} == {"hostile", "article-1"}
+    assert {t["id"] for t in suspended} == {"paused", "hostile", "article-1"}
     prefixed = client.get("/api/threads", params={"prefix": "article-2"}).json()["threads"]
     assert [t["id"] for t in prefixed] == ["article-2"]
     children = client.get("/api/threads", params={"prefix": "article-2", "children": "1"}).json()[
