@@ -4,9 +4,10 @@
     research-fsm inspect --store threads/ --graph examples.inspect_demo:graph
 
 ``draft`` is a subgraph (outline, then write, on a child thread of its own); ``facts`` and
-``tone`` check the draft in parallel; ``review`` pauses for a person's verdict. Thread
-``article-1`` waits at the review, ``article-2`` is approved and done, ``article-3`` was
-rejected once and rewritten.
+``tone`` check the draft in parallel; ``review`` pauses for a person's verdict; ``publish``
+fails on a topic with ``??`` in it. Thread ``article-1`` waits at the review, ``article-2``
+is approved and done, ``article-3`` was rejected once and rewritten, ``article-4`` failed
+at ``publish`` (fix its topic in the inspector and continue it).
 """
 
 from __future__ import annotations
@@ -18,7 +19,15 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel
 
-from research_fsm.engine import END, START, CheckpointStore, StateGraph, Suspend, append
+from research_fsm.engine import (
+    END,
+    START,
+    CheckpointStore,
+    NodeFailed,
+    StateGraph,
+    Suspend,
+    append,
+)
 from research_fsm.stores import JsonFileCheckpointStore
 
 
@@ -66,6 +75,8 @@ def after_review(state: Article) -> str:
 
 
 async def publish(state: Article) -> dict[str, Any]:
+    if "??" in state.topic:
+        raise ValueError(f"cannot publish: the topic {state.topic!r} is unfinished")
     return {"checks": ["published"]}
 
 
@@ -88,7 +99,7 @@ graph = article.compile()
 
 
 async def seed(store: CheckpointStore) -> None:
-    """Three threads: one waiting at the review, one done, one rewritten once."""
+    """Four threads: one waiting at the review, two done, one failed at ``publish``."""
     app = graph.on_store(store)
     await app.run({"topic": "tide pools"}, thread_id="article-1")
     first = await app.run({"topic": "sourdough"}, thread_id="article-2")
@@ -99,12 +110,21 @@ async def seed(store: CheckpointStore) -> None:
     second = await app.resume(again.suspension.token, "shorter, please")
     assert second.suspension is not None
     await app.resume(second.suspension.token, "approve")
+    broken = await app.run({"topic": "quantum ?? computing"}, thread_id="article-4")
+    assert broken.suspension is not None
+    try:
+        await app.resume(broken.suspension.token, "approve")
+    except NodeFailed as failed:
+        assert failed.node == "publish"
+    else:
+        raise AssertionError("publish should have refused the topic with ??")
 
 
 def main() -> None:
     folder = Path(sys.argv[1] if len(sys.argv) > 1 else "threads")
     asyncio.run(seed(JsonFileCheckpointStore(folder)))
-    print(f"three threads in {folder}/: article-1 waits for review, article-2 and 3 are done")
+    print(f"four threads in {folder}/: article-1 waits for review, article-2 and 3 are done,")
+    print("article-4 failed at publish")
     print(
         f"look at them: research-fsm inspect --store {folder} --graph examples.inspect_demo:graph"
     )

@@ -311,6 +311,14 @@ class _Inspector:
         result = await graph.run(None, thread_id=thread, checkpoint_id=checkpoint)
         return _ok({"checkpoint": result.checkpoint_id, "status": result.status})
 
+    async def proceed(self, request: Request) -> Response:
+        """A run that stopped midway (failed, crashed, or edited by hand): ``run(None)``."""
+        self._check_csrf(request)
+        body = await _body(request)
+        graph, thread = await self._editable(body)
+        result = await graph.run(None, thread_id=thread)
+        return _ok({"checkpoint": result.checkpoint_id, "status": result.status})
+
     async def fork(self, request: Request) -> Response:
         self._check_csrf(request)
         body = await _body(request)
@@ -401,6 +409,7 @@ def inspector_app(
         Route("/api/checkpoint", _json_errors(r.checkpoint)),
         Route("/api/update", _json_errors(r.update), methods=post),
         Route("/api/rerun", _json_errors(r.rerun), methods=post),
+        Route("/api/continue", _json_errors(r.proceed), methods=post),
         Route("/api/fork", _json_errors(r.fork), methods=post),
         Route("/api/resume", _json_errors(r.resume), methods=post),
         Route("/api/delete", _json_errors(r.delete), methods=post),

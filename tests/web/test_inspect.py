@@ -56,12 +56,15 @@ def test_thread_list_pages_by_cursor_and_filters(client: TestClient) -> None:
     assert [t["id"] for t in everything] == [
         "paused",
         "hostile",
+        "article-4",
         "article-3",
         "article-2",
         "article-1",
     ]
     assert everything[1]["status"] == "suspended" and everything[1]["node"] == "review"
-    assert everything[2]["checkpoints"] == 10
+    assert everything[3]["checkpoints"] == 10
+    failed = client.get("/api/threads", params={"status": "failed"}).json()["threads"]
+    assert [(t["id"], t["node"]) for t in failed] == [("article-4", "publish")]
     first = client.get("/api/threads", params={"limit": "3"}).json()
     second = client.get("/api/threads", params={"limit": "3", "cursor": first["next"]}).json()
     assert [t["id"] for t in first["threads"] + second["threads"]] == [t["id"] for t in everything]
@@ -171,6 +174,20 @@ def test_edit_as_node_then_resume_continues_the_run(client: TestClient) -> None:
         client, "/api/resume", {"thread": "article-1", "token": waiting["token"], "value": "x"}
     )
     assert again.status_code == 409 and again.json()["error"] == "StaleResumeToken"
+
+
+def test_a_failed_run_is_edited_and_continued(client: TestClient) -> None:
+    """The failure shown on its checkpoint; the topic fixed by hand; the run goes on."""
+    head = client.get("/api/thread", params={"thread": "article-4"}).json()["head"]
+    assert head["status"] == "failed" and head["error"]["node"] == "publish"
+    assert "is unfinished" in head["error"]["message"]
+    again = post(client, "/api/continue", {"thread": "article-4"})
+    assert again.status_code == 422 and again.json()["error"] == "NodeFailed"
+    fixed = post(client, "/api/update", {"thread": "article-4", "values": {"topic": "qubits"}})
+    assert fixed.status_code == 200, fixed.text
+    done = post(client, "/api/continue", {"thread": "article-4"})
+    assert done.status_code == 200 and done.json()["status"] == "completed"
+    assert rows(client, "article-4")[0]["node"] == "publish"
 
 
 def test_rerun_from_a_checkpoint_starts_a_new_line(client: TestClient) -> None:

@@ -78,7 +78,7 @@ def checkpoint(page: Page, seq: int) -> Any:
 
 def test_open_a_subgraph_child_from_the_parent_timeline(page: Page) -> None:
     """The child thread of the ``draft`` subgraph opens nested under the parent's row."""
-    expect(page.locator("#threads li.thread")).to_have_count(5)
+    expect(page.locator("#threads li.thread")).to_have_count(6)
     page.wait_for_timeout(300)
     shot(page, "01-thread-list")
     open_thread(page, "article-3")

@@ -159,6 +159,7 @@
     $("readonly-note").hidden = data.editable;
     for (const id of ["delete-thread", "edit-save", "cp-rerun", "cp-fork"]) $(id).disabled = !data.editable;
     $("delete-confirm").hidden = true;
+    $("continue-run").hidden = !data.editable || !["failed", "running"].includes(data.head.status);
     showSuspensions(data.head);
     showNodes(data.graph);
     drawTimeline($("timeline"), view.rows, { thread, path: view.path });
@@ -453,6 +454,11 @@
       const ok = await act("api/fork", { thread: view.cpThread, path: view.cpPath, checkpoint: view.cp, new_thread: target },
         (r) => `Forked to thread ${r.thread}.`);
       if (ok) { await loadThreads(false); await openThread(target, view.cpPath, true); }
+    });
+    $("continue-run").addEventListener("click", async () => {
+      const ok = await act("api/continue", { thread: view.thread, path: view.path },
+        (r) => `The run went on: now ${r.status}.`);
+      if (ok) await openThread(view.thread, view.path, true);
     });
     $("delete-thread").addEventListener("click", () => {
       $("delete-name").textContent = view.thread;
