@@ -33,6 +33,7 @@ from ._events import (
 from ._guard import GuardMiddleware, allowed_host_names
 from ._inspect import GraphFor, inspector_app
 from ._markdown import markdown_tree
+from ._past import past_work, saved_report
 from ._request import (
     BadRequest,
     flag,
@@ -153,6 +154,19 @@ class _Routes:
         )
         return await _stream(events, deep_events)
 
+    async def past(self, request: Request) -> Response:
+        return JSONResponse(await past_work(self.assistant), headers={"Cache-Control": "no-store"})
+
+    async def saved(self, request: Request) -> Response:
+        kind, ident = request.path_params["kind"], request.path_params["ident"]
+        if kind not in ("reports", "sessions") or not _FOLDER_RE.match(ident):
+            raise BadRequest("no such report: /api/saved/reports|sessions/ID")
+        root = (reports_home() if kind == "reports" else sessions_home()).resolve()
+        found = await saved_report(kind, root / ident)
+        if found is None:
+            return JSONResponse({"error": "NotFound", "message": "no such report"}, 404)
+        return JSONResponse(found, headers={"Cache-Control": "no-store"})
+
     async def file(self, request: Request) -> Response:
         kind, ident, name = (request.path_params[k] for k in ("kind", "ident", "name"))
         if kind not in ("reports", "sessions") or not _FOLDER_RE.match(ident):
@@ -200,6 +214,8 @@ def create_app(
         Route("/api/report/answer", _json_errors(r.report_answer), methods=post),
         Route("/api/deep", _json_errors(r.deep), methods=post),
         Route("/api/files/{kind:str}/{ident:str}/{name:str}", _json_errors(r.file)),
+        Route("/api/past", _json_errors(r.past)),
+        Route("/api/saved/{kind:str}/{ident:str}", _json_errors(r.saved)),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
         Mount(
             "/inspect",
