@@ -40,6 +40,7 @@ __all__ = [
     "loose_fields",
     "new_checkpoint_id",
     "seq_hint",
+    "standing_node",
     "thread_info",
     "thread_query",
     "validate_keep",
@@ -193,9 +194,10 @@ _CURSOR_PREFIX = "tc1."
 _PREFIX = re.compile(r"[A-Za-z0-9._-]{0,128}")
 
 
-def thread_info(checkpoint: Checkpoint, checkpoints: int) -> ThreadInfo:
-    """The listing's view of a thread whose latest checkpoint is ``checkpoint`` and
-    whose history holds ``checkpoints`` checkpoints."""
+def standing_node(checkpoint: Checkpoint) -> str | None:
+    """The node a thread whose latest checkpoint is ``checkpoint`` stands at
+    (``ThreadInfo.node``): the one it runs next, waits on or failed in, else the
+    last that ran."""
     node = checkpoint.next
     if node is None and checkpoint.suspension is not None:
         node = checkpoint.suspension.get("node")
@@ -203,10 +205,16 @@ def thread_info(checkpoint: Checkpoint, checkpoints: int) -> ThreadInfo:
         node = checkpoint.error.get("node")
     if node is None:
         node = checkpoint.last_node
+    return node if isinstance(node, str) else None
+
+
+def thread_info(checkpoint: Checkpoint, checkpoints: int) -> ThreadInfo:
+    """The listing's view of a thread whose latest checkpoint is ``checkpoint`` and
+    whose history holds ``checkpoints`` checkpoints."""
     return ThreadInfo(
         thread_id=checkpoint.thread_id,
         status=checkpoint.status,
-        node=node,
+        node=standing_node(checkpoint),
         updated_at=checkpoint.created_at,
         checkpoints=checkpoints,
         parent_thread_id=checkpoint.parent_thread_id,

@@ -43,6 +43,7 @@ EXPECTED_ALL = [
     "InvalidResumeToken",
     "InvalidResumeValue",
     "InvalidStreamMode",
+    "InvalidThreadQuery",
     "InvalidUpdate",
     "Lease",
     "LeaseLost",
@@ -71,7 +72,9 @@ EXPECTED_ALL = [
     "Suspension",
     "ThreadBusy",
     "ThreadExists",
+    "ThreadInfo",
     "ThreadNotFound",
+    "ThreadPage",
     "ThreadSuspended",
     "UnsafeStoreDirectory",
     "UpdateRefused",
@@ -106,12 +109,19 @@ def test_store_module_exports_what_store_authors_need() -> None:
     the argument checks and the JSON-shape facts the stores' codec shares with the engine."""
     assert [
         "MAX_NESTING",
+        "THREAD_STATUSES",
         "CheckpointStore",
         "Lease",
+        "ThreadListing",
+        "ThreadQuery",
+        "encode_cursor",
         "hint_matches",
         "loose_fields",
         "new_checkpoint_id",
         "seq_hint",
+        "standing_node",
+        "thread_info",
+        "thread_query",
         "validate_keep",
         "validate_limit",
         "validate_thread_id",
@@ -156,6 +166,7 @@ ERRORS = {
     "ThreadExists": ValueError,
     "UpdateRefused": RuntimeError,
     "ChildThreadMissing": LookupError,
+    "InvalidThreadQuery": ValueError,
 }
 
 

@@ -27,6 +27,7 @@ from research_fsm.engine import (
     ThreadPage,
 )
 from research_fsm.engine.store import ThreadListing
+from stores.helpers import close_store, reopen
 
 
 def checkpoint(seq: int, parent: str | None, *, thread: str = "t", **over: Any) -> Checkpoint:
@@ -563,3 +564,14 @@ async def test_a_subgraph_child_thread_names_its_parent(store: CheckpointStore) 
     assert snapshot is not None
     top = [t.thread_id for t in (await app.threads(children=False)).threads]
     assert top == ["top"]
+
+
+async def test_threads_is_the_first_call_of_a_fresh_store(store: CheckpointStore) -> None:
+    """A store opened on existing threads lists them before any other call."""
+    await grow(store, "first", 1, 1)
+    again = reopen(store)
+    try:
+        assert [t.thread_id for t in (await listing(again).threads()).threads] == ["first"]
+    finally:
+        if again is not store:
+            await close_store(again)

@@ -4,8 +4,9 @@ Listing the threads of a folder of 20,000 must not open 20,000 files (nor even s
 them: a ``stat`` each costs more than the whole page may). So the store keeps one
 more file, ``.threads``: a journal, one line per record, each a thread's summary as
 of one of its saves (``[thread_id, status, node, updated_at, checkpoints, parent
-thread, checkpoint_id]``), or ``[thread_id]`` when it was deleted; a line ends with a
-tab, the CRC-32 of the JSON in 8 hex digits and a newline. A lease holder appends a
+thread, checkpoint_id]``), or ``[thread_id]`` when it was deleted, each followed by a
+comma and a newline (so the whole journal is one JSON array to parse, a call to the
+parser in C). A lease holder appends a
 record at its first save after taking the lease and at every save that changes the
 status (a run writes two: "running" as it starts, then how it ended), so a save in
 the middle of a run writes nothing here; a save without the lease writes one.
@@ -13,7 +14,8 @@ the middle of a run writes nothing here; a save without the lease writes one.
 The journal is a cache, never the truth, and never synced: a listing (``Listing``)
 reads it from where it read last, then reads again each thread of the page it
 shows, from the end of the thread's newest segment (``last_header``: one ``pread``,
-no state folded), and shows what that says. A thread whose run stopped between its
+no state folded), and shows what that says (and records it, where the journal said
+otherwise). A thread whose run stopped between its
 segment's write and its journal line, or whose line a power cut lost, is thus shown
 as it is; only the order and the filters may lag for it until its next run. A
 journal that is missing (a store made before it) or damaged is rebuilt from the
@@ -24,18 +26,24 @@ writers notice the new file at their next record).
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import os
 import threading
-import zlib
 from collections.abc import Callable
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, Literal
 
 import pydantic_core
 
 from research_fsm.engine import Checkpoint, ThreadInfo, ThreadPage
-from research_fsm.engine.store import ThreadQuery, thread_info, validate_thread_id
+from research_fsm.engine.store import (
+    THREAD_STATUSES,
+    ThreadQuery,
+    thread_info,
+    validate_thread_id,
+)
 
 from .._codec.logformat import last_header
 from .fs import NOFOLLOW, FileSystem, open_file, unlink, write_all
@@ -46,15 +54,17 @@ __all__ = ["JOURNAL", "Listing"]
 JOURNAL = ".threads"
 _TAIL_READ = 16 << 10  # bytes read from a segment's end, first (more if a line is longer)
 _COMPACT_AT = 1 << 20  # a journal this long, and 4x its live records, is written anew
-Row = tuple[str, str, str | None, str, int, str | None, str]
+_ORDER = itemgetter(3, 0)  # a row's place in the listing: (updated_at, thread_id)
+_STATUSES = frozenset(THREAD_STATUSES)
+Row = list[Any]
+"""``[thread_id, status, node, updated_at, checkpoints, parent thread, checkpoint_id]``."""
 
 
-def _line(row: list[Any]) -> bytes:
-    body = pydantic_core.to_json(row)
-    return body + b"\t" + f"{zlib.crc32(body):08x}".encode() + b"\n"
+def _line(row: Row) -> bytes:
+    return pydantic_core.to_json(row) + b",\n"
 
 
-def _row(info: ThreadInfo) -> list[Any]:
+def _row(info: ThreadInfo) -> Row:
     return [
         info.thread_id,
         info.status,
@@ -66,7 +76,7 @@ def _row(info: ThreadInfo) -> list[Any]:
     ]
 
 
-def _info(row: list[Any]) -> ThreadInfo:
+def _info(row: Row) -> ThreadInfo:
     thread_id, status, node, updated_at, checkpoints, parent, checkpoint_id = row
     return ThreadInfo(
         thread_id=thread_id,
@@ -76,6 +86,23 @@ def _info(row: list[Any]) -> ThreadInfo:
         checkpoints=checkpoints,
         parent_thread_id=parent,
         checkpoint_id=checkpoint_id,
+    )
+
+
+def _valid(row: Any) -> bool:
+    """Whether a journal record has the shape of one (a deletion: just the id)."""
+    if not isinstance(row, list) or not row or not isinstance(row[0], str):
+        return False
+    if len(row) == 1:
+        return True
+    return (
+        len(row) == 7
+        and row[1] in _STATUSES
+        and isinstance(row[3], str)
+        and isinstance(row[4], int)
+        and isinstance(row[6], str)
+        and (row[2] is None or isinstance(row[2], str))
+        and (row[5] is None or isinstance(row[5], str))
     )
 
 
@@ -110,7 +137,8 @@ class Listing:
         self._fd: int | None = None  # appending
         self._fd_ino = 0
         self._written: dict[str, str] = {}  # leased threads: the status last written
-        self._known: dict[str, ThreadInfo] = {}  # what the journal says, as read so far
+        self._known: dict[str, Row] = {}  # what the journal says, as read so far
+        self._order: list[Row] | None = []  # its rows by ``_ORDER`` (``None``: sort again)
         self._read_ino = 0
         self._read_at = 0  # the journal's bytes read so far
         self._lines = 0  # records read from it (live or not)
@@ -176,26 +204,64 @@ class Listing:
         with self._lock:
             self._catch_up()
             for _ in range(4):
-                chosen = query.page(self._known.values())
-                fresh = [self._refresh(info) for info in chosen.threads]
-                if all(new == old for new, old in zip(fresh, chosen.threads, strict=True)):
-                    return chosen
-            return query.page([info for info in fresh if info is not None])
+                chosen = self._choose(query)
+                fresh = [self._refresh(row) for row in chosen]
+                if fresh == chosen:
+                    return query.cut([_info(row) for row in chosen])
+            return query.page(_info(row) for row in fresh if row is not None)
 
-    def _refresh(self, info: ThreadInfo) -> ThreadInfo | None:
-        """``info`` as the thread's files tell it now (``None``: the thread is gone);
-        kept as it is when they cannot tell (damage: ``load_latest`` reports it)."""
-        try:
-            found = self.read_thread(info.thread_id)
-        except OSError:
-            return info
-        if found is False:
-            return info
-        if found is None:
-            self._known.pop(info.thread_id, None)
-            return None
-        self._known[info.thread_id] = found
+    def _choose(self, query: ThreadQuery) -> list[Row]:
+        """Up to ``limit + 1`` rows the query shows, newest first, as the journal says."""
+        order = self._order
+        if order is None:
+            order = self._order = sorted(self._known.values(), key=_ORDER)
+        end = (
+            len(order)
+            if query.after is None
+            else bisect.bisect_left(order, query.after, key=_ORDER)
+        )
+        prefix, statuses, children = query.prefix, query.statuses, query.children
+        wanted = query.limit + 1
+        found: list[Row] = []
+        for at in range(end - 1, -1, -1):
+            row = order[at]
+            if (
+                (not prefix or row[0].startswith(prefix))
+                and (statuses is None or row[1] in statuses)
+                and (children or row[5] is None)
+            ):
+                found.append(row)
+                if len(found) == wanted:
+                    break
         return found
+
+    def _refresh(self, row: Row) -> Row | None:
+        """``row`` as the thread's files tell it now (``None``: the thread is gone);
+        kept as it is when they cannot tell (damage: ``load_latest`` reports it)."""
+        thread_id = row[0]
+        try:
+            found = self.read_thread(thread_id)
+        except OSError:
+            return row
+        if found is False:
+            return row if _valid(row) else None
+        if found is None:
+            self._forget(thread_id)
+            self._append(_line([thread_id]))  # the journal heals for the next reader
+            return None
+        fresh = _row(found)
+        if fresh != row:
+            self._remember(fresh)
+            self._append(_line(fresh))
+        return fresh
+
+    def _remember(self, row: Row) -> None:
+        self._known[row[0]] = row
+        self._order = None
+
+    def _forget(self, thread_id: str) -> None:
+        if self._known.pop(thread_id, None) is not None:
+            self._order = None
 
     def read_thread(self, thread_id: str) -> ThreadInfo | Literal[False] | None:
         """The thread as the last line of its newest segment says (``None``: no
@@ -247,7 +313,7 @@ class Listing:
         try:
             st = self._fs.fstat(fd)
             if st.st_ino != self._read_ino or st.st_size < self._read_at:
-                self._known, self._read_at, self._lines = {}, 0, 0
+                self._known, self._order, self._read_at, self._lines = {}, [], 0, 0
                 self._read_ino = st.st_ino
             raw = self._fs.pread(fd, st.st_size - self._read_at, self._read_at)
         finally:
@@ -261,40 +327,44 @@ class Listing:
             self._write_all()
 
     def _apply(self, raw: bytes) -> bool:
-        """Fold the records of ``raw`` into what is known; ``False`` if one is damaged."""
+        """Fold the records of ``raw`` (whole lines) into what is known; ``False`` if
+        they are not all records (damage: zeros or garbage a power cut left). A
+        record's fields are checked when a page shows it (``_refresh``)."""
         if not raw:
             return True
-        bodies = []
-        for line in raw.split(b"\n")[:-1]:
-            body, tab, crc = line.lstrip(b"\0").rpartition(b"\t")
-            if not tab or crc != f"{zlib.crc32(body):08x}".encode():
-                return False
-            bodies.append(body)
         try:
-            rows = pydantic_core.from_json(b"[" + b",".join(bodies) + b"]")
-            for row in rows:
-                if len(row) == 1:
-                    self._known.pop(row[0], None)
-                else:
-                    self._known[row[0]] = _info(row)
-        except (ValueError, TypeError):
+            rows = pydantic_core.from_json(b"[" + raw[:-2] + b"]")
+        except ValueError:
             return False
-        self._lines += len(bodies)
+        if not raw.endswith(b",\n"):
+            return False
+        known = self._known
+        try:
+            for row in rows:
+                if len(row) == 7 and type(row[3]) is str and type(row[0]) is str:
+                    known[row[0]] = row
+                elif len(row) == 1:
+                    known.pop(row[0], None)
+                else:
+                    return False
+        except TypeError:  # not a list, or an unhashable id
+            return False
+        self._order = None
+        self._lines += len(rows)
         return True
 
     def _rebuild(self) -> None:
         """Every thread of the folder read from its files, and the journal written anew."""
+        self._known, self._order = {}, None
         try:
             names = self._fs.listdir(self._directory)
         except FileNotFoundError:
-            self._known = {}
             return
         stems = set()
         for name in names:
             stem = name.partition("=")[0]
             if segment_seq(stem, name) is not None:
                 stems.add(stem)
-        known: dict[str, ThreadInfo] = {}
         for stem in stems:
             thread_id = _stem_thread(stem)
             if thread_id is None:
@@ -304,8 +374,7 @@ class Listing:
             except OSError:
                 continue
             if isinstance(found, ThreadInfo):
-                known[thread_id] = found
-        self._known = known
+                self._known[thread_id] = _row(found)
         self._write_all(carry=False)
 
     def _write_all(self, carry: bool = True) -> None:
@@ -313,7 +382,7 @@ class Listing:
         one; records appended to the old one meanwhile are carried over (``carry``;
         not after a rebuild, which read the threads themselves)."""
         tmp = self._directory / f"{JOURNAL}.{os.getpid()}.{threading.get_ident()}.tmp"
-        data = b"".join(_line(_row(info)) for info in self._known.values())
+        data = b"".join(_line(row) for row in self._known.values())
         try:
             old = None
             with contextlib.suppress(FileNotFoundError):
@@ -326,8 +395,7 @@ class Listing:
                 if (
                     old is not None and carry
                 ):  # records a writer appended before it saw the new file
-                    late_from = self._read_at
-                    late = self._fs.pread(old, 1 << 24, late_from)
+                    late = self._fs.pread(old, 1 << 24, self._read_at)
                     late = late[: late.rfind(b"\n") + 1]
                     if late and self._apply(late):
                         write_all(self._fs, fd, late)
