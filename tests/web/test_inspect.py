@@ -369,3 +369,22 @@ def test_the_drawn_graph_highlights_the_current_node() -> None:
     assert drawn["nodes"] == ["plain", "odd name"]
     assert "    style n1 fill:#ffe08a,stroke:#b8860b,stroke-width:3px" in drawn["mermaid"]
     assert "    style plain stroke:#b8860b" in drawn["mermaid"]
+
+
+def test_the_inspector_page_puts_no_data_in_html_and_loads_nothing_remote(
+    client: TestClient,
+) -> None:
+    """Data goes in with textContent; the one HTML insertion is Mermaid's own SVG; the
+    page and the drawing library come from the package (no CDN), with its licence."""
+    static = Path(__file__).parents[2] / "research_fsm/web/static"
+    script = (static / "inspect.js").read_text(encoding="utf-8")
+    assert [line.strip() for line in script.splitlines() if "innerHTML" in line] == [
+        "if (view.graphText === text) box.innerHTML = svg;  // Mermaid's own sanitised SVG"
+    ]
+    assert "insertAdjacentHTML" not in script and "eval(" not in script
+    assert 'securityLevel: "strict"' in script
+    page = client.get("/").text
+    assert "http" not in page
+    library = client.get("/static/mermaid.min.js")
+    assert library.status_code == 200 and "javascript" in library.headers["content-type"]
+    assert "MIT License" in (static / "mermaid.LICENSE.txt").read_text(encoding="utf-8")
