@@ -37,7 +37,7 @@ from ..engine import (
     validate_thread_id,
 )
 from ..errors import ResearchError
-from ._guard import SECURITY_HEADERS, GuardMiddleware, allowed_host_names
+from ._guard import SECURITY_HEADERS, GuardMiddleware, InvalidServeOptions, allowed_host_names
 from ._inspect_data import diff_states, drawn_graph, json_state, row, snapshot_extras
 from ._inspect_threads import ThreadsUnavailable, list_threads
 from ._request import BadRequest, TooLarge, parse_json
@@ -448,6 +448,10 @@ def inspector(
         allowed_hosts: host names the page is reached by besides the loopback names.
         token: a secret every request must carry (``?token=`` once, then a cookie);
             with it, any host name is served unless ``allowed_hosts`` names them.
+
+    Raises:
+        InvalidServeOptions: a graph of ``graphs`` compiled with another store, or an
+            allowed host that is not a host name.
     """
     by_prefix: dict[str, CompiledGraph[Any]] = {}
     if isinstance(target, CompiledGraph):
@@ -456,7 +460,13 @@ def inspector(
     else:
         store = target
     for prefix, graph in (graphs or {}).items():
-        by_prefix[prefix] = graph.on_store(store)
+        bound = graph.on_store(store)
+        if bound.store is not store:
+            raise InvalidServeOptions(
+                f"the graph for threads starting with {prefix!r} runs on another store: "
+                "compile it without a store (the inspector runs it on this one)"
+            )
+        by_prefix[prefix] = bound
     ordered = sorted(by_prefix.items(), key=lambda item: -len(item[0]))
 
     async def graph_for(thread: str) -> CompiledGraph[Any] | None:

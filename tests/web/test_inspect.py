@@ -388,3 +388,20 @@ def test_the_inspector_page_puts_no_data_in_html_and_loads_nothing_remote(
     library = client.get("/static/mermaid.min.js")
     assert library.status_code == 200 and "javascript" in library.headers["content-type"]
     assert "MIT License" in (static / "mermaid.LICENSE.txt").read_text(encoding="utf-8")
+
+
+def test_graphs_by_prefix_and_a_graph_on_another_store(graph: CompiledGraph[Any]) -> None:
+    """``graphs`` runs each thread with the graph of its longest prefix; a graph compiled
+    with another store is refused before anything is served."""
+    from research_fsm.engine import MemoryCheckpointStore
+    from research_fsm.web import InvalidServeOptions
+
+    from .inspect_helpers import demo
+
+    app = inspector(graph.store, graphs={"article-": demo().graph})
+    with TestClient(app, base_url=BASE) as client:
+        assert client.get("/api/thread", params={"thread": "article-2"}).json()["editable"]
+        assert not client.get("/api/thread", params={"thread": "paused"}).json()["editable"]
+    other = demo().article.compile(store=MemoryCheckpointStore())
+    with pytest.raises(InvalidServeOptions, match="runs on another store"):
+        inspector(graph.store, graphs={"": other})

@@ -134,12 +134,15 @@ def test_fork_to_a_new_thread(page: Page) -> None:
     page.fill("#fork-id", "article-3-fork")
     page.click("#cp-fork")
     expect(page.locator("#thread-title")).to_have_text("article-3-fork")
-    expect(page.locator("#timeline")).to_contain_text("forked from article-3")
+    expect(page.locator("#timeline .fork-source")).to_contain_text("forked from article-3")
     expect(page.locator("#threads li.thread[data-id='article-3-fork']")).to_be_visible()
     checkpoint(page, 1).locator(".cp-open").click()
     expect(page.locator("#diff")).to_contain_text("No field changed")
     page.wait_for_timeout(300)
     shot(page, "04-fork")
+    page.click("#timeline .fork-source")
+    expect(page.locator("#thread-title")).to_have_text("article-3")
+    expect(page.locator("#timeline li.cp.current")).to_have_attribute("data-seq", "5")
 
 
 def test_a_hostile_state_string_stays_text(page: Page) -> None:

@@ -230,13 +230,23 @@
     const notes = [];
     if (r.by === "rewind") notes.push(`↳ re-run from #${seqOf.get(r.parent) || short(r.parent)} (a new line)`);
     else if (r.by === "update") notes.push("edited by hand" + (r.as_node ? " as " + r.as_node : ""));
-    else if (r.by === "fork" && r.forked_from) notes.push(`forked from ${r.forked_from.thread} at ${short(r.forked_from.checkpoint)}`);
     else if (line > 0 && r.parent && seqOf.get(r.parent) !== r.seq - 1 && r.by === "run") notes.push(`↳ from #${seqOf.get(r.parent) || short(r.parent)}`);
     if (r.next) notes.push("next: " + r.next);
     if (r.error) notes.push(`failed in ${r.error.node}: ${r.error.exc_type}: ${r.error.message}`);
     if (notes.length) button.append(el("span", "note small", notes.join(" · ")));
     button.addEventListener("click", () => openCheckpoint(ctx.thread, ctx.path, r.id, li));
     li.append(button);
+    if (r.by === "fork" && r.forked_from) {
+      const source = r.forked_from;
+      const back = el("button", "link small fork-source", `⑂ forked from ${source.thread} at ${short(source.checkpoint)}`);
+      back.type = "button";
+      back.addEventListener("click", async () => {
+        await openThread(source.thread, ctx.path);
+        const row = document.querySelector(`#timeline li.cp[data-id="${CSS.escape(source.checkpoint)}"]`);
+        if (row) { row.scrollIntoView({ block: "center" }); await openCheckpoint(source.thread, ctx.path, source.checkpoint, row); }
+      });
+      li.append(back);
+    }
     if (r.branches && r.branches.length) {
       const b = el("ul", "branches small");
       for (const br of r.branches) b.append(el("li", "s-" + br.status, `${br.id}: ${br.status}${br.node ? " at " + br.node : ""}`));
