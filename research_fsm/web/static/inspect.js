@@ -152,6 +152,7 @@
     view.rows = data.rows; view.next = data.next;
     $("pick-hint").hidden = true;
     $("thread-view").hidden = false;
+    $("graph-box").hidden = false;
     $("thread-title").textContent = thread;
     const status = $("thread-status");
     status.textContent = data.head.status + (data.head.next ? " · next " + data.head.next : "");
@@ -238,7 +239,7 @@
     li.append(button);
     if (r.by === "fork" && r.forked_from) {
       const source = r.forked_from;
-      const back = el("button", "link small fork-source", `⑂ forked from ${source.thread} at ${short(source.checkpoint)}`);
+      const back = el("button", "link small fork-source", `↳ forked from ${source.thread} at ${short(source.checkpoint)}`);
       back.type = "button";
       back.addEventListener("click", async () => {
         await openThread(source.thread, ctx.path);
