@@ -72,6 +72,10 @@ def test_a_past_conversation_and_report_reopen(page: Any, home: Path) -> None:
     first.click()
     expect(page.locator("#log li.msg.user")).to_have_text("What's happening with Apple?")
     expect(page.locator("#log li.msg.assistant")).to_contain_text("Apple")
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    page.locator("#log li.msg.assistant button.copy").click()
+    copied = page.evaluate("navigator.clipboard.readText()")
+    assert "Apple" in copied and copied == copied.strip()
     page.locator("#past-reports .past-open").first.click()
     expect(page.locator("#report-output article.report.wide")).to_contain_text(HOSTILE_TITLE)
     assert page.locator("#report-output img").count() == 0

@@ -194,6 +194,23 @@
       turn.bubble.append(el("p", "confidence " + level, data.confidence_label));
     }
     if (data.usage) turn.bubble.append(el("p", "muted", data.usage));
+    addCopy(turn, data.text);
+  }
+  // "Copy": the answer's text (Markdown as written) to the clipboard
+  function addCopy(turn, text) {
+    if (!text || !navigator.clipboard) return;
+    const copy = el("button", "copy", "Copy");
+    copy.type = "button";
+    copy.addEventListener("click", async () => {
+      try {
+        await navigator.clipboard.writeText(text);
+        copy.textContent = "Copied";
+      } catch (error) {
+        copy.textContent = "Copy failed";
+      }
+      setTimeout(() => { copy.textContent = "Copy"; }, 1500);
+    });
+    turn.item.append(copy);
   }
   function setPending(token) {
     state.token = token || null;
@@ -279,6 +296,7 @@
         renderMarkdown(turn.bubble, message.tree);
       }
       renderSources(turn.bubble, message.sources);
+      if (message.role !== "user") addCopy(turn, message.text);
     }
     if (data.pending) {
       $("log").lastElementChild?.classList.add("question");
