@@ -151,6 +151,8 @@ class _Inspector:
         self.store = store
         self.graph_for = graph_for
         self.csrf = csrf
+        page = (STATIC / "inspect.html").read_text(encoding="utf-8")  # once, off the loop
+        self.page = page.replace("{{csrf}}", html.escape(csrf, quote=True))
 
     # -- graphs --------------------------------------------------------------
 
@@ -193,9 +195,7 @@ class _Inspector:
     # -- pages ---------------------------------------------------------------
 
     async def index(self, request: Request) -> Response:
-        page = (STATIC / "inspect.html").read_text(encoding="utf-8")
-        page = page.replace("{{csrf}}", html.escape(self.csrf, quote=True))
-        return HTMLResponse(page, headers={"Cache-Control": "no-store"})
+        return HTMLResponse(self.page, headers={"Cache-Control": "no-store"})
 
     async def threads(self, request: Request) -> Response:
         query = request.query_params
