@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import hmac
 import html
+import logging
 import re
 import secrets
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -59,6 +60,7 @@ MAX_EDIT_BYTES: Final = 256 * 1024
 PAGE: Final = 50
 _CHILD_RE: Final = re.compile(r"^(?P<parent>.+)\.(?P<node>[A-Za-z0-9_-]+)\.[0-9a-f]{16}$")
 _COOKIE: Final = "research_fsm_inspect"
+_LOG = logging.getLogger(__name__)
 
 
 class InspectorRefused(ResearchError, PermissionError):
@@ -99,9 +101,7 @@ def _json_errors(handler: Handler) -> Handler:
             code = _status(exc)
             message = str(exc) if code != 500 else "Unexpected error on the server (see its log)."
             if code == 500:
-                import logging
-
-                logging.getLogger(__name__).error("inspector error", exc_info=exc)
+                _LOG.error("unexpected error in the inspector", exc_info=exc)
             body = {"error": type(exc).__name__, "message": message}
             return JSONResponse(body, code, headers={"Cache-Control": "no-store"})
 
