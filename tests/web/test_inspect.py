@@ -405,3 +405,22 @@ def test_graphs_by_prefix_and_a_graph_on_another_store(graph: CompiledGraph[Any]
     other = demo().article.compile(store=MemoryCheckpointStore())
     with pytest.raises(InvalidServeOptions, match="runs on another store"):
         inspector(graph.store, graphs={"": other})
+
+
+def test_an_unexpected_error_is_one_line_without_a_traceback(
+    graph: CompiledGraph[Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A bug behind the page: 500 with a fixed message; the traceback goes to the log."""
+    from research_fsm.web import inspector_app
+
+    async def broken(thread: str) -> CompiledGraph[Any] | None:
+        raise RuntimeError("secret internals /home/x")
+
+    with TestClient(inspector_app(graph.store, broken), base_url=BASE) as client:
+        response = client.get("/api/thread", params={"thread": "article-1"})
+    assert response.status_code == 500
+    assert response.json() == {
+        "error": "RuntimeError",
+        "message": "Unexpected error on the server (see its log).",
+    }
+    assert any("secret internals" in str(r.exc_info[1]) for r in caplog.records if r.exc_info)
