@@ -24,6 +24,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..engine import (
+    Checkpoint,
     CheckpointNotFound,
     CheckpointStore,
     CompiledGraph,
@@ -144,6 +145,23 @@ async def _body(request: Request) -> dict[str, Any]:
     return parse_json(body)
 
 
+def _is_subgraph(graph: CompiledGraph[Any], node: object) -> bool:
+    if not isinstance(node, str):
+        return False
+    try:
+        graph.subgraph(node)
+    except ValueError:
+        return False
+    return True
+
+
+def _needs_snapshot(graph: CompiledGraph[Any], cp: Checkpoint) -> bool:
+    """Whether ``cp`` names what only the graph's snapshot tells: a child thread (its next
+    or suspended node is a subgraph), or parallel branches in flight."""
+    waiting = (cp.suspension or {}).get("node")
+    return bool(cp.branches) or _is_subgraph(graph, cp.next) or _is_subgraph(graph, waiting)
+
+
 class _Inspector:
     """The routes around one store and the graphs that run its threads."""
 
@@ -210,25 +228,33 @@ class _Inspector:
         return _ok({"threads": rows, "next": following})
 
     async def thread(self, request: Request) -> Response:
+        """A page of a thread's timeline: one read of the store's history; the graph's
+        snapshot only of the checkpoints that name a child thread, a fan-out or a
+        suspension (what only the graph can tell)."""
         query = request.query_params
         thread = _thread(query.get("thread"))
         graph, path = await self._graph(thread, query.get("path") or None)
         limit, before = _limit(query.get("limit")), query.get("before") or None
-        head = await self.store.load_latest(thread)
+        found = [cp async for cp in self.store.history(thread, limit=limit + 1, before=before)]
+        head = found[0] if found and before is None else await self.store.load_latest(thread)
         if head is None:
             raise ThreadNotFound(thread, " in this store")
-        rows = [row(cp) async for cp in self.store.history(thread, limit=limit + 1, before=before)]
-        more = len(rows) > limit
-        rows = rows[:limit]
+        more, found = len(found) > limit, found[:limit]
+        rows = [row(cp) for cp in found]
         info: dict[str, Any] = {"suspensions": [], "branches": []}
         if graph is not None:
-            snapshots = graph.history(thread, limit=limit, before=before)
-            extras = {s.checkpoint_id: snapshot_extras(s) async for s in snapshots}
-            for r in rows:
-                r["children"] = extras.get(r["id"], {}).get("children", [])
-                r["branches"] = extras.get(r["id"], {}).get("branches", [])
-            latest = await graph.get_state(thread)
-            if latest is not None:
+            for cp, described in zip(found, rows, strict=True):
+                if _needs_snapshot(graph, cp):
+                    snapshot = await graph.get_state(thread, checkpoint_id=cp.checkpoint_id)
+                    assert snapshot is not None
+                    extras = snapshot_extras(snapshot)
+                    described["children"], described["branches"] = (
+                        extras["children"],
+                        extras["branches"],
+                    )
+            if _needs_snapshot(graph, head) or head.status == "suspended":
+                latest = await graph.get_state(thread, checkpoint_id=head.checkpoint_id)
+                assert latest is not None
                 info = snapshot_extras(latest)
         elif head.suspension:
             info["suspensions"] = [{**head.suspension, "token": None}]

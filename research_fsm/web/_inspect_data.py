@@ -79,6 +79,7 @@ def row(cp: Checkpoint) -> dict[str, Any]:
         "branch": branches[0] if len(branches) == 1 and cp.last_node else None,
         "error": dict(cp.error) if cp.error else None,
         "children": [],
+        "branches": [],
     }
 
 
