@@ -324,6 +324,7 @@
     try {
       const done = await post("api/resume", { thread: view.thread, path: view.path, token, value });
       say(`Resumed: the run is ${done.status}.`);
+      loadThreads(false);
       await openThread(view.thread, view.path, true);
     } catch (error) { refused(error); }
   }
@@ -429,6 +430,7 @@
     try {
       const result = await post(url, body);
       say(done(result));
+      loadThreads(false);  // the list shows the thread's new status
       return result;
     } catch (error) { refused(error); return null; }
   }
