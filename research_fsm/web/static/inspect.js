@@ -116,7 +116,7 @@
     }
   }
   function threadItem(t) {
-    const li = el("li", "thread");
+    const li = el("li", "thread" + (t.id === view.thread ? " current" : ""));
     li.dataset.id = t.id;
     const button = el("button", "thread-open");
     button.type = "button";
