@@ -39,7 +39,7 @@ TITLE = "the inspector's first pages: a 10,000-checkpoint thread, a 20,000-threa
 PAGE = 50
 GOAL_MS = 200.0
 FULL = {"big": 10_000, "threads": 20_000, "reads": 7}
-QUICK = {"big": 1_000, "threads": 2_000, "reads": 3}
+QUICK = {"big": 300, "threads": 1_000, "reads": 3}
 LABELS = {"file": "JsonFileCheckpointStore(fsync)", "postgres": "PostgresCheckpointStore"}
 
 

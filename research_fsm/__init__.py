@@ -94,6 +94,7 @@ _ENGINE = (
     "ThreadNotFound",
     "ThreadPage",
     "ThreadSuspended",
+    "UnknownSubgraph",
     "UnsafeStoreDirectory",
     "UpdateRefused",
     "add",

@@ -158,7 +158,7 @@ def _is_subgraph(graph: CompiledGraph[Any], node: object) -> bool:
 def _needs_snapshot(graph: CompiledGraph[Any], cp: Checkpoint) -> bool:
     """Whether ``cp`` names what only the graph's snapshot tells: a child thread (its next
     or suspended node is a subgraph), or parallel branches in flight."""
-    waiting = (cp.suspension or {}).get("node")
+    waiting = None if cp.suspension is None else cp.suspension.node
     return bool(cp.branches) or _is_subgraph(graph, cp.next) or _is_subgraph(graph, waiting)
 
 
@@ -256,8 +256,16 @@ class _Inspector:
                 latest = await graph.get_state(thread, checkpoint_id=head.checkpoint_id)
                 assert latest is not None
                 info = snapshot_extras(latest)
-        elif head.suspension:
-            info["suspensions"] = [{**head.suspension, "token": None}]
+        elif head.suspension is not None:
+            pending = head.suspension
+            info["suspensions"] = [
+                {
+                    "node": pending.node,
+                    "payload": pending.payload,
+                    "breakpoint": pending.breakpoint,
+                    "token": None,
+                }
+            ]
         drawn = drawn_graph(graph.to_mermaid(), [head.next]) if graph is not None else None
         return _ok(
             {

@@ -47,17 +47,18 @@ def logical_parent(cp: Checkpoint) -> str | None:
     """The checkpoint ``cp`` follows in its line of history: for the first checkpoint
     of a re-run, the past checkpoint it copies; for a fork's first, none in this
     thread; else the one saved before it."""
-    origin = cp.origin or {}
-    if origin.get("by") == "rewind":
-        return origin.get("checkpoint_id")
-    if origin.get("by") == "fork":
+    origin = cp.origin
+    if origin is not None and origin.by == "rewind":
+        return origin.checkpoint_id
+    if origin is not None and origin.by == "fork":
         return None
     return cp.parent_id
 
 
 def row(cp: Checkpoint) -> dict[str, Any]:
     """One checkpoint of a timeline: what ran, when, what wrote it, where it stands."""
-    origin = cp.origin or {}
+    origin = cp.origin
+    by = "run" if origin is None else origin.by
     branches = cp.changed_branches or ()
     return {
         "id": cp.checkpoint_id,
@@ -68,12 +69,12 @@ def row(cp: Checkpoint) -> dict[str, Any]:
         "next": cp.next,
         "status": cp.status,
         "time": cp.created_at,
-        "by": origin.get("by", "run"),
-        "as_node": origin.get("as_node"),
+        "by": by,
+        "as_node": None if origin is None else origin.as_node,
         "parent": logical_parent(cp),
         "forked_from": (
-            {"thread": origin.get("thread_id"), "checkpoint": origin.get("checkpoint_id")}
-            if origin.get("by") == "fork"
+            {"thread": origin.thread_id, "checkpoint": origin.checkpoint_id}
+            if origin is not None and origin.by == "fork"
             else None
         ),
         "branch": branches[0] if len(branches) == 1 and cp.last_node else None,

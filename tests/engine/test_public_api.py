@@ -76,6 +76,7 @@ EXPECTED_ALL = [
     "ThreadNotFound",
     "ThreadPage",
     "ThreadSuspended",
+    "UnknownSubgraph",
     "UnsafeStoreDirectory",
     "UpdateRefused",
     "add",
@@ -106,14 +107,21 @@ def test_every_exported_name_exists() -> None:
 
 def test_store_module_exports_what_store_authors_need() -> None:
     """``research_fsm.engine.store`` is the public module for store authors: the protocol,
-    the argument checks and the JSON-shape facts the stores' codec shares with the engine."""
+    the records a checkpoint carries, the argument checks and the JSON-shape facts the
+    stores' codec shares with the engine."""
     assert [
         "MAX_NESTING",
+        "MAX_NESTING",
+        "NO_ITEM",
         "THREAD_STATUSES",
+        "BranchRecord",
         "CheckpointStore",
         "Lease",
+        "OriginRecord",
+        "SuspensionRecord",
         "ThreadListing",
         "ThreadQuery",
+        "UpdateEntry",
         "encode_cursor",
         "hint_matches",
         "loose_fields",
@@ -166,6 +174,7 @@ ERRORS = {
     "ThreadExists": ValueError,
     "UpdateRefused": RuntimeError,
     "ChildThreadMissing": LookupError,
+    "UnknownSubgraph": ValueError,
     "InvalidThreadQuery": ValueError,
 }
 

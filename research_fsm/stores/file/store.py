@@ -5,6 +5,7 @@ already exists is many times cheaper than making a folder per thread)::
 
     .secret                          token-signing key (0600), unless one is passed in
     .locks                           leases: one byte-range lock per thread (Linux)
+    .threads                         the thread listing's journal, a cache (``listing``)
     alice=000000000001.jsonl         a segment: checkpoints 1, 2, ... one JSON line each
     alice=000000000025.jsonl         the next segment, from checkpoint 25
     alice=000000000025.jsonl.corrupt   damaged lines moved aside
@@ -564,17 +565,14 @@ class JsonFileCheckpointStore:
         up to it, and the older ones; ``None`` if checkpoint ``at`` is not there."""
         segments = self._segments.live(stem)[0]
         older = [first for first in segments if first <= hint]
-        keep_from = None if limit is None else hint - limit  # the page's, and the target
         try:
-            scan = (
-                self._segments.scan(stem, older[0], thread_id, until=hint, keep_from=keep_from)
-                if older
-                else None
-            )
+            scan = self._segments.read(stem, older[0], thread_id, hint) if older else None
         except FileNotFoundError:
             return None
         if scan is not None and scan.problem == "damaged":  # ``_page`` judges it whole
             return None
+        if scan is not None:  # up to the checkpoint at ``hint``
+            scan.records = [cp for cp in scan.records if cp.seq <= hint]
         target = scan.records[-1] if scan is not None and scan.records else None
         if target is None or not hint_matches(hint, target.seq) or target.checkpoint_id != at:
             return None
@@ -590,7 +588,7 @@ class JsonFileCheckpointStore:
         if not segments:
             return None
         try:
-            scan = self._segments.scan(stem, segments[0], thread_id, keep_last=limit)
+            scan = self._segments.read(stem, segments[0], thread_id)
         except FileNotFoundError:
             return None
         if scan.problem == "damaged" or not scan.records:
@@ -616,9 +614,8 @@ class JsonFileCheckpointStore:
                 return page
             if newer is not None:
                 # Segment ``first`` ends where ``newer`` starts: keep just its last few.
-                needed = None if limit is None else newer - (limit - len(page))
                 try:
-                    below = self._segments.scan(stem, first, thread_id, keep_from=needed)
+                    below = self._segments.read(stem, first, thread_id)
                 except FileNotFoundError:  # pruned meanwhile
                     continue
                 if below.problem == "damaged":  # checkpoints of the page are lost
@@ -663,6 +660,7 @@ class JsonFileCheckpointStore:
             await own.release()
 
     def _delete(self, thread_id: str) -> None:
+        self._segments.forget_read(file_stem(thread_id))
         self._heads.forget(thread_id)
         self._peeked.pop(thread_id, None)
         self._segments.delete_all(file_stem(thread_id))
