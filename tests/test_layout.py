@@ -5,7 +5,7 @@ The order, ground floor first (``ORDER``): a module may import its own package a
 floors below it, never a floor above nor a neighbour on its own floor, so the packages
 form no circle:
 
-    engine -> errors, _home, _tracing -> _logging -> stores -> llm, sources, documents
+    engine -> errors, _home, _tracing, prebuilt -> _logging -> stores -> llm, sources, documents
     -> common, diagnostics -> qa, reports, deep -> assistant -> web -> mcp -> cli
     -> research_fsm, __main__
 
@@ -134,7 +134,7 @@ def test_the_check_finds_relative_and_absolute_imports_of_private_modules(
 
 ORDER: tuple[tuple[str, ...], ...] = (
     ("engine",),
-    ("errors", "_home", "_tracing"),
+    ("errors", "_home", "_tracing", "prebuilt"),
     ("_logging",),
     ("stores",),
     ("llm", "sources", "documents"),

@@ -14,16 +14,24 @@ import asyncio
 import dataclasses
 import inspect
 from collections.abc import AsyncIterator, Callable, Collection, Sequence
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
 from ._breakpoints import breakpoints
 from ._children import children_at
+from ._command import Command
 from ._edit import check_as_node, check_checkpoint_id, fork, rewind, update
-from ._errors import CheckpointNotFound, IncompatibleCheckpoint, ThreadBusy, UnknownSubgraph
+from ._errors import (
+    CheckpointNotFound,
+    IncompatibleCheckpoint,
+    InvalidUpdate,
+    ThreadBusy,
+    UnknownSubgraph,
+)
 from ._events import Sink, Suspended
 from ._family import child_threads
+from ._langgraph import missing
 from ._mermaid import to_mermaid
 from ._modes import StreamMode, parse_modes
 from ._plan import Breakpoints, Plan
@@ -92,6 +100,11 @@ class CompiledGraph(Generic[StateT]):
             f"store={self.store!r})"
         )
 
+    if not TYPE_CHECKING:  # LangGraph's names, to the type checker unknown as they are
+
+        def __getattr__(self, name: str) -> Any:
+            raise missing("CompiledGraph", name)
+
     @property
     def plan(self) -> Plan:
         """What the engine reads of this graph (internal to the engine: a parent graph
@@ -110,7 +123,7 @@ class CompiledGraph(Generic[StateT]):
 
     async def run(
         self,
-        input: dict[str, Any] | BaseModel | None,
+        input: dict[str, Any] | BaseModel | Command[Any] | None,
         *,
         thread_id: str,
         checkpoint_id: str | None = None,
@@ -126,6 +139,11 @@ class CompiledGraph(Generic[StateT]):
         its latest, starting a new line of history (the latest line's resume tokens
         become stale); with ``input=None`` on a suspended checkpoint, returns the
         suspension again with a new token.
+
+        ``input=Command(update=values)``: edit the thread where it stands (with
+        ``checkpoint_id``, that past checkpoint, on a new line of history; the old
+        line stays as it was) as ``update_state`` does, and go on from there in the
+        same call; a pause at a breakpoint goes on past it.
 
         ``interrupt_before``/``interrupt_after``: this call's breakpoints, in place
         of the compiled ones (``[]``: none).
@@ -155,7 +173,7 @@ class CompiledGraph(Generic[StateT]):
 
     def stream(
         self,
-        input: dict[str, Any] | BaseModel | None,
+        input: dict[str, Any] | BaseModel | Command[Any] | None,
         *,
         thread_id: str,
         checkpoint_id: str | None = None,
@@ -478,10 +496,31 @@ class CompiledGraph(Generic[StateT]):
             await asyncio.wait({task})
         return await self.store.acquire(thread_id)
 
+    async def _edited(
+        self, thread_id: str, command: Command[Any]
+    ) -> tuple[SuspendToken, Any] | None:
+        """``run(Command(update=...))``: the update saved as ``update_state`` saves it;
+        at a breakpoint's pause, the resume past it (``None``: run on)."""
+        if command.goto is not None:
+            raise InvalidUpdate(
+                f"run(Command(goto={command.goto!r}, ...)): a run's input Command takes "
+                "update= only; to go on elsewhere, update_state(thread_id, values, "
+                "as_node=...) and run(None, ...), or resume a pause with Command(goto=...)"
+            )
+        edited = await update(self._plan, thread_id, command.update, None)
+        assert edited is not None  # without as_node the update starts no fan-out
+        if (
+            edited.status == "suspended"
+            and edited.suspension is not None
+            and edited.suspension.breakpoint
+        ):
+            return await sign(self.store, thread_id, edited.checkpoint_id), None
+        return None
+
     async def _execute(
         self,
         thread_id: str,
-        input: dict[str, Any] | BaseModel | None,
+        input: dict[str, Any] | BaseModel | Command[Any] | None,
         resume: tuple[SuspendToken, Any] | None,
         sink: Sink,
         stops: Breakpoints | None = None,
@@ -498,6 +537,9 @@ class CompiledGraph(Generic[StateT]):
                 copy = await rewind(self._plan, thread_id, checkpoint_id)
                 if copy is not None and input is None and copy.status == "suspended":
                     return await self._suspended_again(copy, sink)
+            if isinstance(input, Command):  # edit where the thread stands, then go on
+                resume = await self._edited(thread_id, input)
+                return await run(self._plan, thread_id, None, resume, sink, stops)
             return await run(self._plan, thread_id, input, resume, sink, stops)
         finally:
             if self._holders.get(thread_id) is task:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, Final, get_args, get_origin
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
@@ -105,6 +105,20 @@ def _gained(old: object, new: object) -> object:
     return _NO_GAIN
 
 
+_EMPTY_TYPES = (list, dict, set, tuple, str, int, float)
+
+
+def _empty(annotation: Any) -> Any:
+    """The empty value of a field's type (``list[str]`` -> ``[]``), or ``_NO_GAIN``
+    when it is not one of the builtin containers, strings or numbers."""
+    origin = get_origin(annotation) or annotation
+    if origin is Annotated:
+        return _empty(get_args(annotation)[0])
+    if isinstance(origin, type) and origin in _EMPTY_TYPES:
+        return origin()
+    return _NO_GAIN
+
+
 class StateSchema:
     """The fields of a state model with their reducers (``replace`` by default)."""
 
@@ -135,11 +149,15 @@ class StateSchema:
                         self._input_keys.add(alias)
 
     def initial(self, data: Mapping[str, object] | BaseModel | None) -> BaseModel:
-        """Validate the first input of a thread into a full state."""
+        """Validate the first input of a thread into a full state. A field with a
+        reducer other than ``replace`` and ``append`` gets its input through the
+        reducer, from the field's default (as LangGraph's channels start empty), so a
+        first input is merged as every later update is; ``Replace(value)`` skips it."""
         if isinstance(data, self.model):
-            return self.fresh(data)  # the caller's object stays the caller's
+            return self._reduced(self.fresh(data), data.model_fields_set, dict(data))
         if isinstance(data, BaseModel):
             data = {k: getattr(data, k) for k in data.model_fields_set}
+        given = data
         if isinstance(data, Mapping):
             data = {k: v.value if isinstance(v, Replace) else v for k, v in data.items()}
         if isinstance(data, Mapping) and self._input_keys is not None:
@@ -156,10 +174,44 @@ class StateSchema:
                         f"input field `{key}` is nested more than {MAX_NESTING} levels deep "
                         "(lists, dicts, tuples, sets): flatten it"
                     )
+        reduced = self._reducible(given) if isinstance(given, Mapping) else {}
+        if reduced and isinstance(data, Mapping):  # validated after the reducer merges them
+            data = {k: v for k, v in data.items() if k not in reduced}
         try:
-            return self.model.model_validate(data or {})
+            state = self.model.model_validate(data or {})
         except ValidationError as exc:
             raise BadUpdate(f"input does not fit `{self.model.__name__}`: {exc}") from None
+        if reduced:
+            assert isinstance(given, Mapping)
+            changes = {name: given[name] for name in reduced}
+            return self.apply(_with_changes(state, reduced), changes, "input")
+        return state
+
+    def _reduced(self, state: BaseModel, names: Any, given: Mapping[str, Any]) -> BaseModel:
+        """``state`` (a model given as input) with the fields ``names`` that have a
+        reducer of their own merged through it (``_reducible``)."""
+        empties = self._reducible({name: given[name] for name in names})
+        if not empties:
+            return state
+        changes = {name: given[name] for name in empties}
+        return self.apply(_with_changes(state, empties), changes, "input")
+
+    def _reducible(self, given: Mapping[str, Any]) -> dict[str, Any]:
+        """The fields of ``given`` whose reducer is a function of its own, each with the
+        empty value of its type to merge the given value into, as LangGraph starts a
+        reducer's channel empty (``replace``, ``append`` and ``add`` would give the value
+        itself, so they are left as validated; a ``Replace`` skips the reducer)."""
+        empties: dict[str, Any] = {}
+        for name, value in given.items():
+            spec = self.fields.get(name) if isinstance(name, str) else None
+            if spec is None or spec.reducer in (replace, append, add):
+                continue
+            if isinstance(value, Replace):
+                continue
+            empty = _empty(self.model.model_fields[name].annotation)
+            if empty is not _NO_GAIN:
+                empties[name] = empty
+        return empties
 
     def fresh(self, state: BaseModel) -> BaseModel:
         """A copy of ``state`` for a node: its lists, dicts, sets and nested models

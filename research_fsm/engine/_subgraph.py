@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel
 
@@ -106,11 +106,7 @@ class Subgraph:
                 for w, fn in (("input", self.input), ("output", self.output))
                 if fn is None
             )
-            details = ", ".join(
-                f"`{f}` ({_shown(parent, f)} in `{parent.__name__}`, {_shown(child, f)} in "
-                f"`{child.__name__}`)"
-                for f in clashing
-            )
+            details = ", ".join(_clash(parent, child, f) for f in clashing)
             found.append(
                 f"node `{name}`: fields shared by name differ in type: {details}; "
                 f"pass {missing} to map the states"
@@ -319,8 +315,37 @@ def _takes_two(fn: Callable[..., Any]) -> bool:
 
 
 def _shown(model: type[BaseModel], name: str) -> str:
-    annotation = model.model_fields[name].annotation
-    return getattr(annotation, "__name__", None) or repr(annotation)
+    """A field's type as written, with each class module-qualified (``list[a.Log]``)
+    so that two types of one name from two modules read apart."""
+    return _qualified(model.model_fields[name].annotation)
+
+
+def _qualified(annotation: Any) -> str:
+    args = get_args(annotation)
+    origin = get_origin(annotation)
+    if origin is not None and args:
+        head = _qualified(origin) if isinstance(origin, type) else repr(origin)
+        if origin is Literal:
+            return f"Literal[{', '.join(repr(a) for a in args)}]"
+        return f"{head}[{', '.join(_qualified(a) for a in args)}]"
+    if isinstance(annotation, type):
+        if annotation.__module__ == "builtins":
+            return annotation.__qualname__
+        return f"{annotation.__module__}.{annotation.__qualname__}"
+    return repr(annotation)
+
+
+def _clash(parent: type[BaseModel], child: type[BaseModel], name: str) -> str:
+    """``field`` (its type in the parent, its type in the child), and the constraints
+    when the types read the same."""
+    one, two = _shown(parent, name), _shown(child, name)
+    if one == two:  # the same type with other constraints (Field(...), Annotated)
+        one += f" {_annotation(parent, name)[1]!r}"
+        two += f" {_annotation(child, name)[1]!r}"
+    where, there = parent.__name__, child.__name__
+    if where == there:
+        where, there = _qualified(parent), _qualified(child)
+    return f"`{name}` ({one} in `{where}`, {two} in `{there}`)"
 
 
 def _relay(sink: Callable[[Event], None], node: str, branch: str | None) -> Callable[[Event], None]:

@@ -209,7 +209,7 @@ def standing_node(checkpoint: Checkpoint) -> str | None:
     last that ran."""
     node = checkpoint.next
     if node is None and checkpoint.suspension is not None:
-        node = checkpoint.suspension.get("node")
+        node = checkpoint.suspension.node
     if node is None and checkpoint.error is not None:
         node = checkpoint.error.get("node")
     if node is None:

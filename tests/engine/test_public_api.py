@@ -111,7 +111,6 @@ def test_store_module_exports_what_store_authors_need() -> None:
     stores' codec shares with the engine."""
     assert [
         "MAX_NESTING",
-        "MAX_NESTING",
         "NO_ITEM",
         "THREAD_STATUSES",
         "BranchRecord",
@@ -227,10 +226,12 @@ def test_engine_import_loads_nothing_of_the_assistant() -> None:
 
 
 def test_engine_source_imports_only_stdlib_pydantic_structlog_and_otel_api() -> None:
-    """Every import in research_fsm/engine names the stdlib, pydantic, structlog or OpenTelemetry."""
+    """Every import in research_fsm/engine names the stdlib, pydantic (and its
+    typing_extensions), structlog or OpenTelemetry."""
     allowed = set(sys.stdlib_module_names) | {
         "pydantic",
         "pydantic_core",
+        "typing_extensions",
         "structlog",
         "opentelemetry",
     }

@@ -26,8 +26,13 @@ from research_fsm.engine import (
     ThreadBusy,
     ThreadPage,
 )
-from research_fsm.engine.store import BranchRecord, OriginRecord, SuspensionRecord, UpdateEntry
-from research_fsm.engine.store import ThreadListing
+from research_fsm.engine.store import (
+    BranchRecord,
+    OriginRecord,
+    SuspensionRecord,
+    ThreadListing,
+    UpdateEntry,
+)
 from stores.helpers import close_store, reopen
 
 
@@ -504,7 +509,13 @@ async def test_threads_lists_newest_first_with_what_each_latest_checkpoint_says(
     """Each thread shows its latest status, node, time, checkpoint count and id, newest first."""
     done = await grow(store, "done", 3, 5, status="completed", next=None, last_node="c")
     asks = await grow(
-        store, "asks", 1, 9, status="suspended", next=None, suspension={"node": "q", "payload": 1}
+        store,
+        "asks",
+        1,
+        9,
+        status="suspended",
+        next=None,
+        suspension=SuspensionRecord(node="q", payload=1),
     )
     broke = await grow(
         store,
@@ -546,7 +557,9 @@ async def test_threads_filters_by_prefix_status_and_children(store: CheckpointSt
     await grow(store, "app-1", 1, 1, status="completed", next=None)
     await grow(store, "app-2", 2, 2, status="running")
     await grow(store, "app-2.sub.0123456789abcdef", 1, 3, parent_thread_id="app-2")
-    await grow(store, "other", 1, 4, status="suspended", suspension={"node": "a", "payload": 0})
+    await grow(
+        store, "other", 1, 4, status="suspended", suspension=SuspensionRecord(node="a", payload=0)
+    )
 
     async def ids(**query: Any) -> list[str]:
         return [t.thread_id for p in await every_page(store, limit=2, **query) for t in p.threads]

@@ -327,9 +327,9 @@ def last_header(raw: bytes, thread_id: str, whole: bool) -> Checkpoint | Literal
         data = _decode(line, thread_id)
         branches = data.get("branches", data.get("bset"))
         return Checkpoint(
-            **{name: data[name] for name in _HEADER_FIELDS},
+            **_header(data),
             state={},
-            branches=branches if isinstance(branches, dict) else None,
+            branches=_records_of(branches) if isinstance(branches, dict) else None,
             parent_thread_id=parent_thread_of(data),
         )
     except (Damaged, KeyError, TypeError):
