@@ -47,6 +47,7 @@ MARKERS: dict[str, list[str]] = {
         "research_fsm.search Company Directory",
     ],
     "web_two_servers": ["two servers on one database"],
+    "inspect_demo": ["four threads in threads/", "article-4 failed at publish"],
     "web_app": [
         "answered: 55/55; each answer named its own company: True",
         "edited token               -> 400",

@@ -95,7 +95,8 @@ def test_serve_on_a_busy_port_says_so_before_announcing(tmp_path: Path) -> None:
 def test_help_documents_the_exit_statuses(tmp_path: Path) -> None:
     """--help lists 4 (the address) and 130 (interrupted) beside 0 to 3."""
     shown = cli(tmp_path, "--help").stdout
-    assert (True, True) == ("4    serve: the address cannot" in shown, "130  interrupted" in shown)
+    address = "4    serve, inspect: the address cannot"
+    assert (True, True) == (address in shown, "130  interrupted" in shown)
 
 
 def test_report_pdf_prints_both_paths(tmp_path: Path) -> None:
