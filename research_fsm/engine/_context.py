@@ -6,14 +6,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import structlog
-
 from ._events import Emitted, Event
+from ._logs import engine_logger
 from ._types import ErrorInfo
 
 __all__ = ["NodeContext"]
-
-_logger = structlog.get_logger("research_fsm.engine")
 
 
 @dataclass(slots=True, kw_only=True)
@@ -63,9 +60,10 @@ class NodeContext:
     def log(self) -> Any:
         """A structlog logger bound with thread_id, run_id, node and step."""
         if self._log is None:
-            self._log = _logger.bind(
+            bound: dict[str, Any] = dict(
                 thread_id=self.thread_id, run_id=self.run_id, node=self.node, step=self.step
             )
             if self.branch is not None:
-                self._log = self._log.bind(branch=self.branch)
+                bound["branch"] = self.branch
+            self._log = engine_logger(**bound)
         return self._log
