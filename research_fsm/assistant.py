@@ -11,32 +11,29 @@ import asyncio
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from ._home import default_home
 from .common.files import Clock
 from .common.models import Language
-from .deep import (
-    DEFAULT_THRESHOLD,
-    DEFAULT_TOP_K,
-    DeepEvent,
-    DeepRunner,
-    ResearchReport,
-    TopicSearch,
-    default_web_search,
-    sessions_home,
-)
 from .engine import CheckpointStore, CompiledGraph, SuspendToken
 from .llm import LLM, llm_from_env
 from .qa import AssistantStream, Message, QaRunner, Reply, ResearchState
-from .reports import Report, ReportProgress, ReportRunner, reports_home
 from .sources import CompanyIndex, DataSource, DirectorySource, create_data_source
 from .stores import JsonFileCheckpointStore, store_from_env
+
+if TYPE_CHECKING:  # the report and deep-research apps load on first use (``reports``, ``deep``)
+    from .deep import DeepEvent, DeepRunner, ResearchReport, TopicSearch
+    from .reports import Report, ReportProgress, ReportRunner
 
 __all__ = ["DEFAULT_KEEP", "ResearchAssistant", "default_home", "default_store"]
 
 DEFAULT_KEEP = 24
 """Checkpoints kept per thread by the default store (older ones are pruned)."""
+
+_TOP_K, _THRESHOLD = 3, 0.8
+"""Deep research's defaults (``research_fsm.deep.DEFAULT_TOP_K``, ``DEFAULT_THRESHOLD``;
+a test keeps them equal), here so a question does not load deep research."""
 
 
 @runtime_checkable
@@ -58,7 +55,9 @@ def default_store() -> CheckpointStore:
 
 class ResearchAssistant:
     """Answers questions about companies (``qa``), writes company reports (``reports``)
-    and researches any topic (``deep``), over one LLM, source and store.
+    and researches any topic (``deep``), over one LLM, source and store. The report and
+    deep-research apps are imported on their first use, so a process that only asks
+    questions never loads them.
 
     The methods below call those three runners (``ask`` is ``qa.ask``, ``report`` is
     ``reports.report``, ``deep_research`` is ``deep.research``...).
@@ -116,6 +115,8 @@ class ResearchAssistant:
         """Company reports (``research_fsm.reports``), made on first use; its graph is
         compiled on its first run."""
         if self._reports is None:
+            from .reports import ReportRunner, reports_home
+
             self._reports = ReportRunner(
                 source=self.source,
                 index=self._index,
@@ -132,6 +133,8 @@ class ResearchAssistant:
     def deep(self) -> DeepRunner:
         """Deep research on any topic (``research_fsm.deep``), made on first use."""
         if self._deep is None:
+            from .deep import DeepRunner, default_web_search, sessions_home
+
             self._deep = DeepRunner(
                 llm=self.llm,
                 store=self.store,
@@ -252,8 +255,8 @@ class ResearchAssistant:
         language: Language | None = None,
         docs: str | os.PathLike[str] | None = None,
         formats: tuple[str, ...] = ("md",),
-        top_k: int = DEFAULT_TOP_K,
-        threshold: float = DEFAULT_THRESHOLD,
+        top_k: int = _TOP_K,
+        threshold: float = _THRESHOLD,
     ) -> ResearchReport:
         """``deep.research``: research ``topic`` over ``docs`` or the web and save a
         cited, verified report."""
@@ -268,8 +271,8 @@ class ResearchAssistant:
         language: Language | None = None,
         docs: str | os.PathLike[str] | None = None,
         formats: tuple[str, ...] = ("md",),
-        top_k: int = DEFAULT_TOP_K,
-        threshold: float = DEFAULT_THRESHOLD,
+        top_k: int = _TOP_K,
+        threshold: float = _THRESHOLD,
         session_id: str | None = None,
     ) -> AsyncIterator[DeepEvent]:
         """``deep.stream``: ``DeepProgress`` per stage, ``DeepText``, then the report."""

@@ -13,7 +13,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
-import structlog
 from mcp.server.elicitation import render_elicitation_schema
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
@@ -29,6 +28,7 @@ from mcp_types.version import is_version_at_least
 from pydantic import BaseModel, Field, create_model
 
 from .. import __version__
+from .._logging import get_logger
 from ..errors import ResearchError
 from ._models import (
     AskResult,
@@ -59,7 +59,7 @@ _FILES = {
     "report.pdf": "application/pdf",
     "sources.json": "application/json",
 }
-_log = structlog.get_logger("research_fsm.mcp")
+_log = get_logger("research_fsm.mcp")
 
 INSTRUCTIONS = """\
 Company research and deep research, offline by default.

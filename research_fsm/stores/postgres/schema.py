@@ -29,12 +29,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import psycopg
-import structlog
 from psycopg import AsyncConnection, sql
+
+from ..._logging import get_logger
 
 __all__ = ["SCHEMA_VERSION", "SECRET_THREAD", "SchemaTooNew", "Statements", "migrate"]
 
-_log = structlog.get_logger("research_fsm.stores.postgres")
+_log = get_logger("research_fsm.stores.postgres")
 
 SCHEMA_VERSION = 3
 """The newest table layout this version of the store creates and reads (2: bodies may be
