@@ -24,8 +24,6 @@ from collections.abc import Callable, MutableMapping, Sequence
 from types import ModuleType
 from typing import Any, TextIO
 
-from ._tracing import add_trace_ids
-
 __all__ = ["configure_logging", "escape_controls", "get_logger", "redact_secrets"]
 
 
@@ -173,6 +171,8 @@ def configure_logging(
     _threshold = numeric
 
     def apply(structlog: Any) -> None:
+        from ._tracing import add_trace_ids  # OpenTelemetry's API: loaded with structlog
+
         renderer: Any = (
             structlog.processors.JSONRenderer()
             if fmt == "json"
