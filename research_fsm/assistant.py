@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from typing import (
+    TYPE_CHECKING,
     Concatenate,
     Generic,
     ParamSpec,
@@ -22,13 +23,15 @@ from typing import (
 
 from ._home import default_home
 from .common.files import Clock
-from .deep import DeepRunner, TopicSearch, default_web_search, sessions_home
 from .engine import CheckpointStore
 from .llm import LLM, llm_from_env
 from .qa import QaRunner
-from .reports import ReportRunner, reports_home
 from .sources import CompanyIndex, DataSource, DirectorySource, create_data_source
 from .stores import JsonFileCheckpointStore, store_from_env
+
+if TYPE_CHECKING:  # the report and deep-research apps load on first use (``reports``, ``deep``)
+    from .deep import DeepRunner, TopicSearch
+    from .reports import ReportRunner
 
 __all__ = ["DEFAULT_KEEP", "ResearchAssistant", "default_home", "default_store"]
 
@@ -49,13 +52,20 @@ class _Closable(Protocol):
 
 class _Runs(Generic[_Runner, _P, _T]):
     """A method of ``ResearchAssistant`` that is one of its runners' methods: read on an
-    assistant, ``_Runs("qa", QaRunner.ask)`` gives ``assistant.qa.ask``, the runner's
-    bound method with its own signature and docstring (nothing is written twice)."""
+    assistant, ``_Runs("qa", lambda: QaRunner.ask)`` gives ``assistant.qa.ask``, the
+    runner's bound method with its own signature and docstring (nothing is written
+    twice). ``method`` is asked for only when the method is first read, so naming a
+    report or deep-research method loads neither app."""
 
-    def __init__(self, runner: str, method: Callable[Concatenate[_Runner, _P], _T]) -> None:
+    def __init__(
+        self, runner: str, method: Callable[[], Callable[Concatenate[_Runner, _P], _T]]
+    ) -> None:
         self._runner = runner
-        self._name = method.__name__
-        self.__doc__ = method.__doc__
+        self._method = method
+
+    @property
+    def __doc__(self) -> str | None:  # type: ignore[override]  # the runner's, read when asked
+        return self._method().__doc__
 
     @overload
     def __get__(self, assistant: None, owner: type[object]) -> Self: ...
@@ -66,8 +76,23 @@ class _Runs(Generic[_Runner, _P, _T]):
     ) -> Self | Callable[_P, _T]:
         if assistant is None:
             return self
-        method: Callable[_P, _T] = getattr(getattr(assistant, self._runner), self._name)
+        runner = getattr(assistant, self._runner)
+        method: Callable[_P, _T] = getattr(runner, self._method().__name__)
         return method
+
+
+def _report_runner() -> type[ReportRunner]:
+    """The report app's runner class, its package imported on first use."""
+    from .reports import ReportRunner
+
+    return ReportRunner
+
+
+def _deep_runner() -> type[DeepRunner]:
+    """The deep-research app's runner class, its package imported on first use."""
+    from .deep import DeepRunner
+
+    return DeepRunner
 
 
 def default_store() -> CheckpointStore:
@@ -82,7 +107,9 @@ def default_store() -> CheckpointStore:
 
 class ResearchAssistant:
     """Answers questions about companies (``qa``), writes company reports (``reports``)
-    and researches any topic (``deep``), over one LLM, source and store.
+    and researches any topic (``deep``), over one LLM, source and store. The report and
+    deep-research apps are imported on their first use, so a process that only asks
+    questions never loads them.
 
     The methods below are those three runners' own (``ask`` is ``qa.ask``, ``report`` is
     ``reports.report``, ``deep_research`` is ``deep.research``...), with their signatures.
@@ -140,6 +167,8 @@ class ResearchAssistant:
         """Company reports (``research_fsm.reports``), made on first use; its graph is
         compiled on its first run."""
         if self._reports is None:
+            from .reports import ReportRunner, reports_home
+
             self._reports = ReportRunner(
                 source=self.source,
                 index=self._index,
@@ -156,6 +185,8 @@ class ResearchAssistant:
     def deep(self) -> DeepRunner:
         """Deep research on any topic (``research_fsm.deep``), made on first use."""
         if self._deep is None:
+            from .deep import DeepRunner, default_web_search, sessions_home
+
             self._deep = DeepRunner(
                 llm=self.llm,
                 store=self.store,
@@ -195,36 +226,36 @@ class ResearchAssistant:
     # Each is the runner's own bound method (``assistant.ask is`` ``assistant.qa.ask``'s
     # equal): its signature and docstring are the runner's, written once there.
 
-    graph = _Runs("qa", QaRunner.graph)
+    graph = _Runs("qa", lambda: QaRunner.graph)
     """``qa.graph``: the compiled Q&A graph (built on first use)."""
-    ask = _Runs("qa", QaRunner.ask)
+    ask = _Runs("qa", lambda: QaRunner.ask)
     """``qa.ask``: ask a question in a conversation (``text`` answers a pending question
     back)."""
-    clarify = _Runs("qa", QaRunner.clarify)
+    clarify = _Runs("qa", lambda: QaRunner.clarify)
     """``qa.clarify``: answer the question asked back (``reply.token``)."""
-    stream = _Runs("qa", QaRunner.stream)
+    stream = _Runs("qa", lambda: QaRunner.stream)
     """``qa.stream``: like ``ask``, yielding ``Progress``, ``Token``... then ``Answer``."""
-    stream_clarify = _Runs("qa", QaRunner.stream_clarify)
+    stream_clarify = _Runs("qa", lambda: QaRunner.stream_clarify)
     """``qa.stream_clarify``: like ``clarify``, streaming events like ``stream``."""
-    history = _Runs("qa", QaRunner.history)
+    history = _Runs("qa", lambda: QaRunner.history)
     """``qa.history``: the whole conversation, oldest first."""
-    pending_question = _Runs("qa", QaRunner.pending_question)
+    pending_question = _Runs("qa", lambda: QaRunner.pending_question)
     """``qa.pending_question``: the clarification a conversation waits for, if any."""
 
-    report = _Runs("reports", ReportRunner.report)
+    report = _Runs("reports", lambda: _report_runner().report)
     """``reports.report``: research a company and save a report."""
-    stream_report = _Runs("reports", ReportRunner.stream)
+    stream_report = _Runs("reports", lambda: _report_runner().stream)
     """``reports.stream``: ``ReportProgress`` per agent, then the ``Report``."""
-    continue_report = _Runs("reports", ReportRunner.continue_run)
+    continue_report = _Runs("reports", lambda: _report_runner().continue_run)
     """``reports.continue_run``: answer a report's question back, or finish a run after a
     crash."""
 
-    deep_research = _Runs("deep", DeepRunner.research)
+    deep_research = _Runs("deep", lambda: _deep_runner().research)
     """``deep.research``: research a topic over documents or the web and save a cited,
     verified report."""
-    stream_deep_research = _Runs("deep", DeepRunner.stream)
+    stream_deep_research = _Runs("deep", lambda: _deep_runner().stream)
     """``deep.stream``: ``DeepProgress`` per stage, ``DeepText``, then the report."""
-    continue_deep_research = _Runs("deep", DeepRunner.continue_run)
+    continue_deep_research = _Runs("deep", lambda: _deep_runner().continue_run)
     """``deep.continue_run``: continue a session interrupted by a crash."""
 
     async def report_runner(self) -> ReportRunner:

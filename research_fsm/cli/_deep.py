@@ -1,4 +1,5 @@
-"""``research-fsm deep`` and ``research-fsm sessions``."""
+"""``research-fsm deep`` and ``research-fsm sessions``. Deep research loads when one of
+them runs, not when the CLI builds its parser."""
 
 from __future__ import annotations
 
@@ -6,12 +7,14 @@ import argparse
 import json
 import sys
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..assistant import ResearchAssistant
 from ..common.text import for_terminal
-from ..deep import DeepProgress, DeepText, ResearchReport, list_sessions, sessions_home
 from ..llm import Usage
+
+if TYPE_CHECKING:
+    from ..assistant import ResearchAssistant
+    from ..deep import DeepProgress, DeepText, ResearchReport
 
 __all__ = ["add_deep_parsers", "run_deep", "run_sessions"]
 
@@ -88,6 +91,8 @@ async def _follow(
     quiet: bool,
     progress: bool = False,
 ) -> ResearchReport:
+    from ..deep import DeepProgress, DeepText, ResearchReport
+
     bar = progress or sys.stderr.isatty()
     async for event in events:
         if isinstance(event, ResearchReport):
@@ -144,6 +149,8 @@ async def run_deep(args: argparse.Namespace, assistant: ResearchAssistant) -> in
 
 async def run_sessions() -> int:
     """List deep-research sessions, newest first."""
+    from ..deep import list_sessions, sessions_home
+
     entries = list_sessions(sessions_home())
     if not entries:
         print('No sessions yet. Try: research-fsm deep "TOPIC" --docs ./my-notes', file=sys.stderr)

@@ -16,12 +16,10 @@ from typing import TextIO
 from .._logging import configure_logging
 from ..assistant import ResearchAssistant
 from ..common.text import for_terminal
-from ..deep import InvalidResearchRequest
 from ..engine import EngineError, validate_thread_id
 from ..errors import ResearchError
 from ..qa import Answer, Progress, Reply, Token
 from ..qa.constants import MAX_QUESTION_CHARS
-from ..reports import InvalidReportRequest
 from ..sources import create_data_source
 from ..stores import MissingExtra
 from ._deep import add_deep_parsers, run_deep, run_sessions
@@ -372,14 +370,29 @@ def main(argv: list[str] | None = None) -> int:
     except CliError as exc:
         return _fail(str(exc), exc.code)
     except ResearchError as exc:
-        usage = isinstance(exc, (InvalidReportRequest, InvalidResearchRequest))
-        return _fail(str(exc), EXIT_USAGE if usage else EXIT_ERROR)
+        return _fail(str(exc), EXIT_USAGE if _bad_request(exc) else EXIT_ERROR)
     except (EngineError, ValueError, OSError) as exc:  # ValueError: e.g. a bad LOG_LEVEL
         return _fail(str(exc), EXIT_ERROR)
     except KeyboardInterrupt:
         return _fail("interrupted", EXIT_INTERRUPTED)
     except Exception as exc:  # a bug: still one line, never a traceback
         return _fail(f"unexpected error: {type(exc).__name__}: {exc}", EXIT_ERROR)
+
+
+_REQUEST_ERRORS = (("reports", "InvalidReportRequest"), ("deep", "InvalidResearchRequest"))
+"""The apps' bad-request errors (exit status 2): the app's package and the class."""
+
+
+def _bad_request(exc: ResearchError) -> bool:
+    """``exc`` is a report's or deep research's bad request. Those apps load only when a
+    command uses them (an app not loaded raised nothing), so their modules are looked
+    up, not imported."""
+    root = __name__.split(".")[0]
+    for package, name in _REQUEST_ERRORS:
+        module = sys.modules.get(f"{root}.{package}")
+        if module is not None and isinstance(exc, getattr(module, name)):
+            return True
+    return False
 
 
 def _fail(message: str, code: int) -> int:

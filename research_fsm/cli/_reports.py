@@ -1,4 +1,5 @@
-"""``research-fsm report`` and ``research-fsm reports``."""
+"""``research-fsm report`` and ``research-fsm reports``. The report app loads when one
+of them runs, not when the CLI builds its parser."""
 
 from __future__ import annotations
 
@@ -8,11 +9,13 @@ import json
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..assistant import ResearchAssistant
 from ..common.text import for_terminal
-from ..reports import Report, ReportProgress, list_reports, reports_home
+
+if TYPE_CHECKING:
+    from ..assistant import ResearchAssistant
+    from ..reports import Report, ReportProgress
 
 __all__ = ["add_parsers", "run_report", "run_reports"]
 
@@ -60,6 +63,8 @@ def _as_json(report: Report) -> str:
 
 
 async def _follow(events: AsyncIterator[ReportProgress | Report], quiet: bool) -> Report:
+    from ..reports import Report
+
     async for event in events:
         if isinstance(event, Report):
             return event
@@ -121,6 +126,8 @@ async def answer_report(thread: str, text: str, assistant: ResearchAssistant) ->
 
 async def run_reports() -> int:
     """List saved reports, newest first."""
+    from ..reports import list_reports, reports_home
+
     entries = list_reports(reports_home())
     if not entries:
         print('No reports yet. Try: research-fsm report "Siemens"', file=sys.stderr)

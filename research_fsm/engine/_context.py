@@ -7,9 +7,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-import structlog
-
 from ._events import Emitted, Event
+from ._logs import engine_logger
 from ._types import ErrorInfo
 
 __all__ = ["CHILD_OF", "NodeContext", "parent_thread_of"]
@@ -23,9 +22,6 @@ def parent_thread_of(thread_id: str) -> str | None:
     """The parent thread of ``thread_id`` when a subgraph node is running it now."""
     running = CHILD_OF.get()
     return running[1] if running is not None and running[0] == thread_id else None
-
-
-_logger = structlog.get_logger("research_fsm.engine")
 
 
 @dataclass(slots=True, kw_only=True)
@@ -75,9 +71,10 @@ class NodeContext:
     def log(self) -> Any:
         """A structlog logger bound with thread_id, run_id, node and step."""
         if self._log is None:
-            self._log = _logger.bind(
+            bound: dict[str, Any] = dict(
                 thread_id=self.thread_id, run_id=self.run_id, node=self.node, step=self.step
             )
             if self.branch is not None:
-                self._log = self._log.bind(branch=self.branch)
+                bound["branch"] = self.branch
+            self._log = engine_logger(**bound)
         return self._log

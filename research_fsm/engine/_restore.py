@@ -11,7 +11,6 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-import structlog
 from pydantic import BaseModel, ValidationError
 
 from ._branches import find_suspended
@@ -22,6 +21,7 @@ from ._errors import (
     StaleResumeToken,
     ThreadNotFound,
 )
+from ._logs import engine_logger
 from ._plan import Fork, Plan
 from ._records import BranchRecord
 from ._steps import NO_VALUE
@@ -29,8 +29,6 @@ from ._tokens import ThreadSuspended, first_token
 from ._types import END, Checkpoint, RunResult, SuspendToken
 
 __all__ = ["Start", "begin", "restore"]
-
-_log = structlog.get_logger("research_fsm.engine")
 
 
 @dataclass(slots=True, kw_only=True)
@@ -128,7 +126,7 @@ async def begin(
             )
     else:
         if latest.status != "completed":
-            _log.warning(
+            engine_logger().warning(
                 "new input abandons an unfinished run",
                 thread_id=thread_id,
                 run_id=latest.run_id,
@@ -198,7 +196,9 @@ def _fresh_start(
     if input is None:
         raise ThreadNotFound(thread_id, "; pass input to start it")
     if misfit is not None:
-        _log.warning("new input starts a fresh run", thread_id=thread_id, reason=str(misfit))
+        engine_logger().warning(
+            "new input starts a fresh run", thread_id=thread_id, reason=str(misfit)
+        )
     return Start(
         state=plan.schema.initial(input),
         node=None,

@@ -19,13 +19,13 @@ import time
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-import structlog
 from pydantic import BaseModel
 
 from ._branches import Continue
 from ._command import Applied
 from ._errors import EngineError, InvalidUpdate, NodeFailed, StepLimitExceeded
 from ._events import Event, NodeFinished, NodeStarted, Sink, StepState
+from ._logs import engine_logger
 from ._parallel import ParallelRun
 from ._plan import Breakpoints, Fork, NodeSpec, Plan
 from ._restore import Start, begin
@@ -35,8 +35,6 @@ from ._tracing import start_run
 from ._types import END, START, ErrorInfo, RunResult, SuspendToken
 
 __all__ = ["run"]
-
-_log = structlog.get_logger("research_fsm.engine")
 
 
 async def run(
@@ -231,7 +229,7 @@ async def _failed(
     cause = failure.cause if isinstance(failure, NodeError) else failure
     node = spec.name
     if spec.on_error is not None:
-        _log.warning(
+        engine_logger().warning(
             "node failed; routing to its on_error node",
             thread_id=run.thread_id,
             node=node,

@@ -42,9 +42,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-import structlog
 from pydantic import BaseModel, ValidationError
 
+from .._logging import get_logger
 from .._tracing import llm_span, record_usage
 from ._base import (
     LLM,
@@ -72,7 +72,7 @@ __all__ = [
 ]
 
 M = TypeVar("M", bound=BaseModel)
-_log = structlog.get_logger("research_fsm.llm")
+_log = get_logger("research_fsm.llm")
 
 DEFAULT_MODEL = "claude-sonnet-5"
 """The model used when ``RESEARCH_FSM_MODEL`` is not set."""

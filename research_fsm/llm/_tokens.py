@@ -15,11 +15,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-import structlog
+from .._logging import get_logger
 
 __all__ = ["Budgeted", "TokenCounter", "count_tokens", "estimate_tokens", "fit_to_budget"]
 
-_log = structlog.get_logger("research_fsm.llm")
+_log = get_logger("research_fsm.llm")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 
 

@@ -13,9 +13,11 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from ._options import ServerOptions
 from ._roots import DocsRoots, FolderNotAllowed, InvalidDocsRoot
 
 if TYPE_CHECKING:
+    from ._front import serve_stdio
     from ._models import (
         AskResult,
         ContinueResult,
@@ -27,8 +29,8 @@ if TYPE_CHECKING:
         SessionList,
         SourceItem,
     )
-    from ._serve import http_app, serve_http, serve_stdio
-    from ._server import SCHEME, ServerOptions, create_server
+    from ._serve import http_app, serve_http
+    from ._server import SCHEME, create_server
 
 __all__ = [
     "SCHEME",
@@ -66,8 +68,9 @@ _LAZY = {
         ],
         "_models",
     ),
-    **dict.fromkeys(["http_app", "serve_http", "serve_stdio"], "_serve"),
-    **dict.fromkeys(["SCHEME", "ServerOptions", "create_server"], "_server"),
+    **dict.fromkeys(["http_app", "serve_http"], "_serve"),
+    "serve_stdio": "_front",
+    **dict.fromkeys(["SCHEME", "create_server"], "_server"),
 }
 
 

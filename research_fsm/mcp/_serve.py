@@ -1,4 +1,4 @@
-"""``serve_stdio`` and ``serve_http``: the MCP server over stdio or streamable HTTP."""
+"""``serve_http``: the MCP server over streamable HTTP (stdio: ``_front``)."""
 
 from __future__ import annotations
 
@@ -6,14 +6,10 @@ import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from ._server import ServerOptions, create_server
+from ._options import ServerOptions
+from ._server import create_server
 
-__all__ = ["http_app", "serve_http", "serve_stdio"]
-
-
-async def serve_stdio(options: ServerOptions | None = None) -> None:
-    """Serve one client over this process's stdin and stdout until it closes them."""
-    await create_server(options).run_stdio_async()
+__all__ = ["http_app", "serve_http"]
 
 
 def http_app(

@@ -13,10 +13,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
-import structlog
 from mcp.server.elicitation import render_elicitation_schema
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.server.stdio import stdio_server
 from mcp_types import (
     ElicitRequest,
     ElicitRequestFormParams,
@@ -29,6 +29,7 @@ from mcp_types.version import is_version_at_least
 from pydantic import BaseModel, Field, create_model
 
 from .. import __version__
+from .._logging import get_logger
 from ..errors import ResearchError
 from ._models import (
     AskResult,
@@ -41,7 +42,7 @@ from ._models import (
     SessionList,
     SourceItem,
 )
-from ._roots import DocsRoots
+from ._options import ServerOptions
 
 if TYPE_CHECKING:
     from ..assistant import ResearchAssistant
@@ -59,7 +60,7 @@ _FILES = {
     "report.pdf": "application/pdf",
     "sources.json": "application/json",
 }
-_log = structlog.get_logger("research_fsm.mcp")
+_log = get_logger("research_fsm.mcp")
 
 INSTRUCTIONS = """\
 Company research and deep research, offline by default.
@@ -70,17 +71,6 @@ Company research and deep research, offline by default.
   (or the web with a Tavily key).
 - continue_run: finish a report or session that was cancelled or interrupted.
 """
-
-
-class ServerOptions(BaseModel):
-    """What ``research-fsm mcp`` was started with."""
-
-    model_config = {"arbitrary_types_allowed": True}
-
-    docs_roots: DocsRoots = Field(default_factory=DocsRoots)
-    """The only folders deep research may read."""
-    source: str | None = None
-    """The data source of questions and reports (``mock``, ``directory``, ``tavily``, ``auto``)."""
 
 
 class _Lazy:
@@ -538,6 +528,14 @@ def create_server(
 
 class _ResearchServer(MCPServer[Any]):
     """``MCPServer`` whose resource list is the saved reports' and sessions' files."""
+
+    async def serve_over(self, stdin: Any, stdout: Any) -> None:
+        """Serve one client over ``stdin`` (an async iterator of lines) and ``stdout``
+        (``await write(text)``, ``await flush()``): the SDK's stdio transport on the
+        streams the stdio front hands over (``_front``)."""
+        async with stdio_server(stdin=stdin, stdout=stdout) as (read, write):
+            lowlevel = self._lowlevel_server
+            await lowlevel.run(read, write, lowlevel.create_initialization_options())
 
     async def list_resources(self) -> list[MCPResource]:
         listed = await super().list_resources()

@@ -12,8 +12,7 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Final
 
-import structlog
-
+from .._logging import get_logger
 from .._tracing import search_span
 from ._base import (
     DataScope,
@@ -31,7 +30,7 @@ from ._peers import PeerIndex, PeerRanking
 from ._profiles import CompanyProfile, clean_founded, clean_value, load_profiles, split_people
 from ._ref import CompanyRef
 
-_log = structlog.get_logger(__name__)
+_log = get_logger(__name__)
 
 MAX_INDUSTRIES: Final = 6
 """Industries listed in an overview, at most."""

@@ -16,9 +16,9 @@ from array import array
 from collections.abc import Container, Iterable
 from importlib import resources
 
-import structlog
+from .._logging import get_logger
 
-_log = structlog.get_logger(__name__)
+_log = get_logger(__name__)
 
 DATA_FILE = "data/english.crc32"
 """The word hashes, inside this package."""

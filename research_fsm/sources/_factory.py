@@ -5,14 +5,13 @@ from __future__ import annotations
 import os
 from typing import Final
 
-import structlog
-
+from .._logging import get_logger
 from ._base import DataSource
 from ._directory import DirectorySource
 from ._mock import MockDataSource
 from ._tavily import TAVILY_KEY_ENV, TavilySource
 
-_log = structlog.get_logger(__name__)
+_log = get_logger(__name__)
 
 DATA_SOURCE_ENV: Final = "RESEARCH_DATA_SOURCE"
 """Environment variable read when no kind is given."""

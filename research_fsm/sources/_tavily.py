@@ -16,8 +16,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, Final
 
-import structlog
-
+from .._logging import get_logger
 from ._base import (
     DataSource,
     SearchContext,
@@ -67,7 +66,7 @@ __all__ = [
     "sanitize",
 ]
 
-_log = structlog.get_logger(__name__)
+_log = get_logger(__name__)
 
 NEWS_TIME_RANGES: Final = ("week", "month")
 """Tavily ``time_range`` of a news search: the first attempt, then every retry."""

@@ -19,8 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-import structlog
-
+from .._logging import get_logger
 from .._tracing import search_span
 from ._base import DataSourceError
 from .urls import web_url
@@ -44,7 +43,7 @@ __all__ = [
     "url_key",
 ]
 
-_log = structlog.get_logger(__name__)
+_log = get_logger(__name__)
 
 TAVILY_KEY_ENV: Final = "TAVILY_API_KEY"
 """Environment variable holding the Tavily API key."""

@@ -88,6 +88,8 @@ class Token(NamedTuple):
 
 def fold(text: str) -> str:
     """Lower-case ``text`` and strip accents and typographic quotes."""
+    if text.isascii():  # nothing to decompose (most names and questions): just lower-case
+        return text.lower()
     decomposed = unicodedata.normalize("NFKD", text.replace("\u2019", "'"))
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch)).lower()
 

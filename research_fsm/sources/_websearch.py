@@ -14,8 +14,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final, Literal, Protocol
 
-import structlog
-
+from .._logging import get_logger
 from ._tavily_http import (
     MAX_RESULTS_LIMIT,
     MAX_TITLE_CHARS,
@@ -41,7 +40,7 @@ __all__ = [
     "web_results",
 ]
 
-_log = structlog.get_logger(__name__)
+_log = get_logger(__name__)
 
 MAX_SNIPPET_CHARS: Final = 2_000
 """Characters kept from each result's snippet (after merging duplicates)."""

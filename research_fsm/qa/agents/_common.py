@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..._logging import get_logger
 from ...common.fence import escape
 from ...engine import NodeContext
 from ...llm import LLMError, Usage
@@ -19,6 +20,20 @@ __all__ = [
     "usage_update",
     "warn_fallback",
 ]
+
+_log = get_logger("research_fsm.engine")
+"""The agents' log lines: ``ctx.log``'s logger, with its bound fields (``_bound``) passed
+in each call, so a line the configured level drops does not load structlog."""
+
+
+def _bound(ctx: NodeContext) -> dict[str, Any]:
+    """The fields ``ctx.log`` binds: thread, run, node, step (and branch)."""
+    fields: dict[str, Any] = dict(
+        thread_id=ctx.thread_id, run_id=ctx.run_id, node=ctx.node, step=ctx.step
+    )
+    if ctx.branch is not None:
+        fields["branch"] = ctx.branch
+    return fields
 
 
 def as_data(text: str) -> str:
@@ -47,20 +62,25 @@ def llm_note(ctx: NodeContext, state: ResearchState, note: str | None) -> dict[s
     asked for in text); the state change that notes it for the reply."""
     if not note:
         return {}
-    ctx.log.info("LLM note", agent=ctx.node, correlation_id=state.correlation_id, note=note)
+    _log.info(
+        "LLM note", **_bound(ctx), agent=ctx.node, correlation_id=state.correlation_id, note=note
+    )
     return {"question_notes": [note]}
 
 
 def log_step(ctx: NodeContext, state: ResearchState, **fields: Any) -> None:
     """The one log line per agent step."""
-    ctx.log.info("agent step", agent=ctx.node, correlation_id=state.correlation_id, **fields)
+    _log.info(
+        "agent step", **_bound(ctx), agent=ctx.node, correlation_id=state.correlation_id, **fields
+    )
 
 
 def warn_fallback(ctx: NodeContext, state: ResearchState, exc: Exception) -> None:
     """Log (once per agent step) that the LLM failed and the rules take over."""
     reason = exc.kind if isinstance(exc, LLMError) else type(exc).__name__
-    ctx.log.warning(
+    _log.warning(
         "LLM failed; using the rule-based path",
+        **_bound(ctx),
         agent=ctx.node,
         correlation_id=state.correlation_id,
         reason=reason,

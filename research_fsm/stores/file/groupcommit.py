@@ -16,16 +16,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import structlog
-
 from research_fsm.engine import StoreWriteError
 
+from ..._logging import get_logger
 from .batch import Batcher
 from .fs import FileSystem, fsync_dir, unlink
 
 __all__ = ["GroupCommit"]
 
-_log = structlog.get_logger("research_fsm.engine.store")
+_log = get_logger("research_fsm.engine.store")
 _SYNCFS_FROM = 3  # writes in a batch from which one syncfs beats syncing each file
 
 

@@ -28,10 +28,9 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Literal
 
-import structlog
-
 from research_fsm.engine import Checkpoint, CorruptCheckpoint
 
+from ..._logging import get_logger
 from .._codec.logformat import Scan, index_bytes, index_seqs, scan_bytes
 from .fs import NOFOLLOW, FileSystem, fsync_dir, open_file, remove, unlink, write_all
 
@@ -40,7 +39,7 @@ __all__ = ["MOVED_ASIDE", "PRUNED", "Segments", "file_stem", "segment_seq"]
 MOVED_ASIDE = "corrupt checkpoint moved aside; using the one before it"
 PRUNED = "=pruned"  # ``<thread>=pruned``: the thread's segment 1 was (or is being) deleted
 _READ_CACHED = 16  # segments a store remembers having read for pages
-_log = structlog.get_logger("research_fsm.engine.store")
+_log = get_logger("research_fsm.engine.store")
 
 
 def file_stem(thread_id: str) -> str:

@@ -29,12 +29,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import psycopg
-import structlog
 from psycopg import AsyncConnection, sql
 
 from research_fsm.engine import CorruptCheckpoint
 from research_fsm.engine.store import thread_info
 
+from ..._logging import get_logger
 from .rows import Folder
 
 __all__ = [
@@ -46,7 +46,7 @@ __all__ = [
     "threads_statement",
 ]
 
-_log = structlog.get_logger("research_fsm.stores.postgres")
+_log = get_logger("research_fsm.stores.postgres")
 
 SCHEMA_VERSION = 4
 """The newest table layout this version of the store creates and reads (2: bodies may be
