@@ -29,7 +29,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from research_fsm.engine import Checkpoint, CompiledGraph
-from research_fsm.engine.store import new_checkpoint_id
+from research_fsm.engine.store import SuspensionRecord, new_checkpoint_id
 from research_fsm.stores import JsonFileCheckpointStore
 
 from ._common import FigureResult, Row, Sizes, at_most, fmt, md_table, median, temp_dir, timed
@@ -76,7 +76,9 @@ def _listed_checkpoint(n: int) -> Checkpoint:
         next=None,
         state=Listed(topic=f"thread {n}", n=n),
         created_at=f"2026-01-01T{n // 3600 % 24:02d}:{n // 60 % 60:02d}:{n % 60:02d}.000+00:00",
-        suspension={"node": "ask", "payload": {"q": n}} if status == "suspended" else None,
+        suspension=SuspensionRecord(node="ask", payload={"q": n})
+        if status == "suspended"
+        else None,
         error=(
             {"node": "work", "exc_type": "KeyError", "message": "x"} if status == "failed" else None
         ),

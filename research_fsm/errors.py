@@ -17,6 +17,7 @@ The hierarchy (where each error is importable from)::
     ├── DataSourceError                       research_fsm.sources
     ├── LLMError                              research_fsm.llm
     ├── InvalidServeOptions (ValueError)      research_fsm.web
+    ├── InspectorRefused (PermissionError)    research_fsm.web
     ├── FolderNotAllowed (PermissionError)    research_fsm.mcp
     ├── InvalidDocsRoot (ValueError)          research_fsm.mcp
     └── DocumentsError (ValueError)           research_fsm.documents

@@ -12,12 +12,12 @@ import importlib.util
 import os
 import re
 import subprocess
-import sys
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from forkrun import run_script
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -95,14 +95,7 @@ def run_block(block: Block, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "RESEARCH_FSM_HOME": str(tmp_path / "home")}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     env.pop("RESEARCH_FSM_STORE", None)
-    return subprocess.run(
-        [sys.executable, "-c", RUNNER, str(script)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=tmp_path,
-        env=env,
-    )
+    return run_script(["-c", str(script)], code=RUNNER, cwd=tmp_path, env=env, timeout=120)
 
 
 def apply_marker(block: Block) -> None:

@@ -21,6 +21,7 @@ BUILTIN_BASES = {
     "DataSourceError": Exception,
     "LLMError": Exception,
     "InvalidServeOptions": ValueError,
+    "InspectorRefused": PermissionError,
     "DocumentsError": ValueError,
     "DocumentsNotFound": ValueError,
     "NotADirectory": ValueError,

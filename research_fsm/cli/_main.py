@@ -26,6 +26,7 @@ from ..sources import create_data_source
 from ..stores import MissingExtra
 from ._deep import add_deep_parsers, run_deep, run_sessions
 from ._doctor import add_doctor_parser, run_doctor
+from ._inspect import add_inspect_parser, run_inspect
 from ._mcp import add_mcp_parser, run_mcp
 from ._render import AnswerView, print_markdown
 from ._reports import add_parsers, answer_report, run_report, run_reports
@@ -40,7 +41,7 @@ EXIT_CODES = """exit status:
   1    error (data source, storage, bad conversation)
   2    bad usage (empty or too long question, bad thread id)
   3    the assistant asked back and needs an answer (research-fsm answer --thread ID ...)
-  4    serve: the address cannot be listened on (port in use, or not allowed)
+  4    serve, inspect: the address cannot be listened on (port in use, or not allowed)
   5    doctor: the LLM answers, but not through tools (structured steps degrade)
   130  interrupted (Ctrl-C)"""
 
@@ -97,6 +98,7 @@ def _parser() -> argparse.ArgumentParser:
     add_parsers(sub, source_help)
     add_deep_parsers(sub)
     add_serve_parser(sub)
+    add_inspect_parser(sub)
     add_doctor_parser(sub, source_help)
     add_mcp_parser(sub)
 
@@ -360,6 +362,8 @@ def main(argv: list[str] | None = None) -> int:
         configure_logging()
         if args.command == "serve":
             return run_serve(args)
+        if args.command == "inspect":
+            return run_inspect(args)
         if args.command == "mcp":
             return run_mcp(args)
         return asyncio.run(_main(args))

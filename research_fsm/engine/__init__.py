@@ -37,6 +37,7 @@ from ._errors import (
     ThreadBusy,
     ThreadExists,
     ThreadNotFound,
+    UnknownSubgraph,
     UnsafeStoreDirectory,
     UpdateRefused,
 )
@@ -125,6 +126,7 @@ __all__ = [
     "ThreadNotFound",
     "ThreadPage",
     "ThreadSuspended",
+    "UnknownSubgraph",
     "UnsafeStoreDirectory",
     "UpdateRefused",
     "add",

@@ -14,16 +14,24 @@ import asyncio
 import dataclasses
 import inspect
 from collections.abc import AsyncIterator, Callable, Collection, Sequence
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
 from ._breakpoints import breakpoints
 from ._children import children_at
+from ._command import Command
 from ._edit import check_as_node, check_checkpoint_id, fork, rewind, update
-from ._errors import CheckpointNotFound, IncompatibleCheckpoint, ThreadBusy
+from ._errors import (
+    CheckpointNotFound,
+    IncompatibleCheckpoint,
+    InvalidUpdate,
+    ThreadBusy,
+    UnknownSubgraph,
+)
 from ._events import Sink, Suspended
 from ._family import child_threads
+from ._langgraph import missing
 from ._mermaid import to_mermaid
 from ._modes import StreamMode, parse_modes
 from ._plan import Breakpoints, Plan
@@ -92,6 +100,11 @@ class CompiledGraph(Generic[StateT]):
             f"store={self.store!r})"
         )
 
+    if not TYPE_CHECKING:  # LangGraph's names, to the type checker unknown as they are
+
+        def __getattr__(self, name: str) -> Any:
+            raise missing("CompiledGraph", name)
+
     @property
     def plan(self) -> Plan:
         """What the engine reads of this graph (internal to the engine: a parent graph
@@ -110,7 +123,7 @@ class CompiledGraph(Generic[StateT]):
 
     async def run(
         self,
-        input: dict[str, Any] | BaseModel | None,
+        input: dict[str, Any] | BaseModel | Command[Any] | None,
         *,
         thread_id: str,
         checkpoint_id: str | None = None,
@@ -126,6 +139,11 @@ class CompiledGraph(Generic[StateT]):
         its latest, starting a new line of history (the latest line's resume tokens
         become stale); with ``input=None`` on a suspended checkpoint, returns the
         suspension again with a new token.
+
+        ``input=Command(update=values)``: edit the thread where it stands (with
+        ``checkpoint_id``, that past checkpoint, on a new line of history; the old
+        line stays as it was) as ``update_state`` does, and go on from there in the
+        same call; a pause at a breakpoint goes on past it.
 
         ``interrupt_before``/``interrupt_after``: this call's breakpoints, in place
         of the compiled ones (``[]``: none).
@@ -155,7 +173,7 @@ class CompiledGraph(Generic[StateT]):
 
     def stream(
         self,
-        input: dict[str, Any] | BaseModel | None,
+        input: dict[str, Any] | BaseModel | Command[Any] | None,
         *,
         thread_id: str,
         checkpoint_id: str | None = None,
@@ -216,16 +234,15 @@ class CompiledGraph(Generic[StateT]):
         """The child graph of subgraph node ``node`` as this graph runs it (on this
         graph's store); ``"outer/inner"`` reaches a subgraph's own subgraph. Use it to
         read or edit a child thread (``StateSnapshot.children``): ``get_state``,
-        ``update_state``, ``history``. ``ValueError`` naming the subgraph nodes if
-        ``node`` is none of them."""
+        ``update_state``, ``history``. ``UnknownSubgraph`` (a ``ValueError``) naming the
+        subgraph nodes if ``node`` is none of them."""
         graph: CompiledGraph[Any] = self
+        walked: list[str] = []
         for part in node.split("/"):
             children = graph.plan.children or {}
+            walked.append(part)
             if part not in children:
-                shown = ", ".join(f"`{name}`" for name in children) or "none"
-                raise ValueError(
-                    f"`{part}` is not a subgraph node of this graph; its subgraph nodes are: {shown}"
-                )
+                raise UnknownSubgraph(part, "/".join(walked[:-1]) or part, list(children))
             graph = children[part]
         return graph
 
@@ -367,19 +384,19 @@ class CompiledGraph(Generic[StateT]):
             suspension = cp.suspension
             suspensions.append(
                 Suspension(
-                    node=suspension["node"],
-                    payload=suspension["payload"],
+                    node=suspension.node,
+                    payload=suspension.payload,
                     token=token,
-                    breakpoint=suspension.get("breakpoint"),
+                    breakpoint=suspension.breakpoint,
                 )
             )
         if cp.branches:
             branches = tuple(
                 BranchInfo(
                     id=branch_id,
-                    node=record["node"],
-                    status=record["status"],
-                    join=None if record["join"] == END else record["join"],
+                    node=record.node,
+                    status=record.status,
+                    join=None if record.join == END else record.join,
                 )
                 for branch_id, record in in_order(cp.branches)
             )
@@ -390,9 +407,8 @@ class CompiledGraph(Generic[StateT]):
         children: tuple[ChildThread, ...] = ()
         if self._plan.children:
             children, suspensions = await self._children(cp, suspensions, subgraphs)
-        written = cp.origin or {}
-        by = written.get("by")
-        origin: Origin = by if by in ("update", "rewind", "fork") else "run"  # type: ignore[assignment]
+        written = cp.origin
+        by: Origin = "run" if written is None else written.by
         return StateSnapshot(
             state=state,  # type: ignore[arg-type]
             status=cp.status,
@@ -403,9 +419,9 @@ class CompiledGraph(Generic[StateT]):
             error=ErrorInfo(**cp.error) if cp.error else None,
             suspensions=tuple(suspensions),
             branches=branches,
-            parent_id=written["checkpoint_id"] if by == "rewind" else cp.parent_id,
-            origin=origin,
-            forked_from=(written["thread_id"], written["checkpoint_id"]) if by == "fork" else None,
+            parent_id=_parent_of(cp),
+            origin=by,
+            forked_from=_forked_from(cp),
             children=children,
         )
 
@@ -480,10 +496,31 @@ class CompiledGraph(Generic[StateT]):
             await asyncio.wait({task})
         return await self.store.acquire(thread_id)
 
+    async def _edited(
+        self, thread_id: str, command: Command[Any]
+    ) -> tuple[SuspendToken, Any] | None:
+        """``run(Command(update=...))``: the update saved as ``update_state`` saves it;
+        at a breakpoint's pause, the resume past it (``None``: run on)."""
+        if command.goto is not None:
+            raise InvalidUpdate(
+                f"run(Command(goto={command.goto!r}, ...)): a run's input Command takes "
+                "update= only; to go on elsewhere, update_state(thread_id, values, "
+                "as_node=...) and run(None, ...), or resume a pause with Command(goto=...)"
+            )
+        edited = await update(self._plan, thread_id, command.update, None)
+        assert edited is not None  # without as_node the update starts no fan-out
+        if (
+            edited.status == "suspended"
+            and edited.suspension is not None
+            and edited.suspension.breakpoint
+        ):
+            return await sign(self.store, thread_id, edited.checkpoint_id), None
+        return None
+
     async def _execute(
         self,
         thread_id: str,
-        input: dict[str, Any] | BaseModel | None,
+        input: dict[str, Any] | BaseModel | Command[Any] | None,
         resume: tuple[SuspendToken, Any] | None,
         sink: Sink,
         stops: Breakpoints | None = None,
@@ -500,8 +537,30 @@ class CompiledGraph(Generic[StateT]):
                 copy = await rewind(self._plan, thread_id, checkpoint_id)
                 if copy is not None and input is None and copy.status == "suspended":
                     return await self._suspended_again(copy, sink)
+            if isinstance(input, Command):  # edit where the thread stands, then go on
+                resume = await self._edited(thread_id, input)
+                return await run(self._plan, thread_id, None, resume, sink, stops)
             return await run(self._plan, thread_id, input, resume, sink, stops)
         finally:
             if self._holders.get(thread_id) is task:
                 del self._holders[thread_id]
             await lease.release()
+
+
+def _parent_of(cp: Checkpoint) -> str | None:
+    """The checkpoint ``cp`` follows in its line: a rewind's past checkpoint, else its
+    parent."""
+    written = cp.origin
+    if written is not None and written.by == "rewind" and written.checkpoint_id is not None:
+        return written.checkpoint_id
+    return cp.parent_id
+
+
+def _forked_from(cp: Checkpoint) -> tuple[str, str] | None:
+    """A fork's first checkpoint: the thread and checkpoint it was copied from."""
+    written = cp.origin
+    if written is None or written.by != "fork":
+        return None
+    if written.thread_id is None or written.checkpoint_id is None:
+        return None
+    return written.thread_id, written.checkpoint_id

@@ -34,6 +34,7 @@ __all__ = [
     "ThreadBusy",
     "ThreadExists",
     "ThreadNotFound",
+    "UnknownSubgraph",
     "UpdateRefused",
 ]
 
@@ -113,14 +114,22 @@ class InvalidThreadQuery(EngineError, ValueError):
 
 
 class InvalidResumeValue(EngineError, ValueError):
-    """A run paused at a breakpoint was resumed with a value: resume it with ``None``."""
+    """A run paused at a breakpoint was resumed with a value it does not take: resume
+    it with ``None`` (or a ``Command``, as the message says)."""
 
-    def __init__(self, thread_id: str, node: str, where: str, value: object) -> None:
+    def __init__(
+        self,
+        thread_id: str,
+        node: str,
+        where: str,
+        value: object,
+        allowed: str = "None, or Command(goto=..., update=...) to go on elsewhere",
+    ) -> None:
         self.thread_id = thread_id
         self.node = node
         super().__init__(
             f"thread `{thread_id}` is paused at a breakpoint {where} node `{node}`, which "
-            f"takes no value: resume it with None (got {value!r:.80})"
+            f"takes no value: resume it with {allowed} (got {value!r:.80})"
         )
 
 
@@ -228,6 +237,19 @@ class ChildThreadMissing(EngineError, LookupError):
             f"thread `{thread_id}` waits on the child thread `{child}` of subgraph node "
             f"`{node}`, which is gone (deleted by a delete_thread that stopped midway); "
             "nothing was run: call delete_thread on the thread to finish deleting it"
+        )
+
+
+class UnknownSubgraph(EngineError, ValueError):
+    """``app.subgraph(node)`` names no subgraph node of the graph."""
+
+    def __init__(self, node: str, path: str, allowed: Sequence[str]) -> None:
+        self.node = node
+        self.allowed = list(allowed)
+        shown = ", ".join(f"`{name}`" for name in allowed) or "none"
+        where = "this graph" if path == node else f"the graph at `{path}`"
+        super().__init__(
+            f"`{node}` is not a subgraph node of {where}; its subgraph nodes are: {shown}"
         )
 
 

@@ -53,6 +53,8 @@ async def run(
     begun = await begin(plan, thread_id, input, resume)
     if isinstance(begun, RunResult):  # nothing to run: run(None) on a finished thread
         return begun
+    if sink is not None:  # the "values" stream starts where the call starts, as LangGraph's
+        sink(StepState(state=begun.state))
     tracing = start_run(thread_id, begun.run_id, begun.resumed_trace)
     current = Run(
         plan,

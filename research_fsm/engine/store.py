@@ -1,7 +1,10 @@
 """What a checkpoint store implements, and what store authors share with the engine.
 
-The ``CheckpointStore`` and ``Lease`` protocols; the checks every store applies to
-its arguments (``validate_thread_id``, ``validate_keep``); and the two facts about a
+The ``CheckpointStore`` and ``Lease`` protocols; the records a ``Checkpoint`` carries
+besides its state (``SuspensionRecord``, ``BranchRecord`` with its ``UpdateEntry``s,
+``OriginRecord``: a store that keeps bytes writes them as ``research_fsm.stores``'s
+codec does); the checks every store applies to its arguments (``validate_thread_id``,
+``validate_keep``); and the two facts about a
 state's JSON that the engine's state checks and a store's codec must agree on: which
 fields are untyped (``loose_fields``) and how deep containers may nest
 (``MAX_NESTING``). The stores in ``research_fsm.stores`` are built on this module;
@@ -26,15 +29,21 @@ from typing import Any, Protocol, runtime_checkable
 from pydantic import BaseModel
 
 from ._errors import InvalidThreadQuery
+from ._records import NO_ITEM, BranchRecord, OriginRecord, SuspensionRecord, UpdateEntry
 from ._types import Checkpoint, CheckpointStatus, ThreadInfo, ThreadPage
 
 __all__ = [
     "MAX_NESTING",
+    "NO_ITEM",
     "THREAD_STATUSES",
+    "BranchRecord",
     "CheckpointStore",
     "Lease",
+    "OriginRecord",
+    "SuspensionRecord",
     "ThreadListing",
     "ThreadQuery",
+    "UpdateEntry",
     "encode_cursor",
     "hint_matches",
     "loose_fields",
@@ -200,7 +209,7 @@ def standing_node(checkpoint: Checkpoint) -> str | None:
     last that ran."""
     node = checkpoint.next
     if node is None and checkpoint.suspension is not None:
-        node = checkpoint.suspension.get("node")
+        node = checkpoint.suspension.node
     if node is None and checkpoint.error is not None:
         node = checkpoint.error.get("node")
     if node is None:
@@ -373,7 +382,7 @@ def loose_fields(model: type[BaseModel]) -> frozenset[str]:
     )
 
 
-def _is_loose(annotation: Any) -> bool:
+def _is_loose(annotation: object) -> bool:
     if annotation is Any or annotation is object or annotation in (dict, list):
         return True
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
@@ -383,7 +392,7 @@ def _is_loose(annotation: Any) -> bool:
     return any(_is_loose(arg) for arg in typing.get_args(annotation) if _is_type(arg))
 
 
-def _is_type(arg: Any) -> bool:
+def _is_type(arg: object) -> bool:
     return isinstance(arg, (type, types.GenericAlias, types.UnionType)) or (
         arg is Any or typing.get_origin(arg) is not None
     )

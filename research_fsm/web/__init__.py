@@ -18,22 +18,37 @@ from ._guard import (
 )
 
 if TYPE_CHECKING:
-    from ._app import create_app
+    from ._app import assistant_graphs, create_app
+    from ._inspect import GraphFor, InspectorRefused, inspector, inspector_app
     from ._request import MAX_BODY_BYTES
     from ._serve import serve
 
 __all__ = [
     "LOOPBACK_HOSTS",
     "MAX_BODY_BYTES",
+    "GraphFor",
     "GuardMiddleware",
+    "InspectorRefused",
     "InvalidServeOptions",
     "allowed_host_names",
+    "assistant_graphs",
     "create_app",
+    "inspector",
+    "inspector_app",
     "is_loopback",
     "serve",
 ]
 
-_LAZY = {"create_app": "_app", "serve": "_serve", "MAX_BODY_BYTES": "_request"}
+_LAZY = {
+    "create_app": "_app",
+    "assistant_graphs": "_app",
+    "inspector": "_inspect",
+    "inspector_app": "_inspect",
+    "GraphFor": "_inspect",
+    "InspectorRefused": "_inspect",
+    "serve": "_serve",
+    "MAX_BODY_BYTES": "_request",
+}
 """Loaded on first use: they bring the assistant (``research-fsm mcp`` shares the guard
 without it)."""
 

@@ -19,6 +19,7 @@ from starlette.staticfiles import StaticFiles
 
 from ..assistant import ResearchAssistant
 from ..deep import sessions_home
+from ..engine import CompiledGraph
 from ..reports import reports_home
 from ._events import (
     REPORT_FILES,
@@ -30,7 +31,9 @@ from ._events import (
     status,
 )
 from ._guard import GuardMiddleware, allowed_host_names
+from ._inspect import GraphFor, inspector_app
 from ._markdown import markdown_tree
+from ._past import past_work, saved_report
 from ._request import (
     BadRequest,
     flag,
@@ -42,7 +45,7 @@ from ._request import (
 )
 from ._sse import Pump, event_stream, first
 
-__all__ = ["STATIC", "create_app"]
+__all__ = ["STATIC", "assistant_graphs", "create_app"]
 
 STATIC: Final = Path(__file__).parent / "static"
 """The page: index.html, app.js and app.css (package data, no build step)."""
@@ -72,6 +75,20 @@ async def _stream(events: AsyncIterator[T], convert: Callable[[T], Iterable[byte
     pump = Pump(events)
     head = await first(pump)
     return event_stream(pump, head, convert, describe)
+
+
+def assistant_graphs(assistant: ResearchAssistant) -> GraphFor:
+    """The graph that runs each of the assistant's threads, for the inspector: company
+    reports (``report-...``), deep research (``deep-...``), else the conversations'."""
+
+    async def graph_for(thread: str) -> CompiledGraph[Any] | None:
+        if thread.startswith("report-"):
+            return await assistant.reports.graph()
+        if thread.startswith("deep-"):
+            return await assistant.deep.graph()
+        return await assistant.graph()
+
+    return graph_for
 
 
 class _Routes:
@@ -137,6 +154,19 @@ class _Routes:
         )
         return await _stream(events, deep_events)
 
+    async def past(self, request: Request) -> Response:
+        return JSONResponse(await past_work(self.assistant), headers={"Cache-Control": "no-store"})
+
+    async def saved(self, request: Request) -> Response:
+        kind, ident = request.path_params["kind"], request.path_params["ident"]
+        if kind not in ("reports", "sessions") or not _FOLDER_RE.match(ident):
+            raise BadRequest("no such report: /api/saved/reports|sessions/ID")
+        root = (reports_home() if kind == "reports" else sessions_home()).resolve()
+        found = await saved_report(kind, root / ident)
+        if found is None:
+            return JSONResponse({"error": "NotFound", "message": "no such report"}, 404)
+        return JSONResponse(found, headers={"Cache-Control": "no-store"})
+
     async def file(self, request: Request) -> Response:
         kind, ident, name = (request.path_params[k] for k in ("kind", "ident", "name"))
         if kind not in ("reports", "sessions") or not _FOLDER_RE.match(ident):
@@ -184,7 +214,15 @@ def create_app(
         Route("/api/report/answer", _json_errors(r.report_answer), methods=post),
         Route("/api/deep", _json_errors(r.deep), methods=post),
         Route("/api/files/{kind:str}/{ident:str}/{name:str}", _json_errors(r.file)),
+        Route("/api/past", _json_errors(r.past)),
+        Route("/api/saved/{kind:str}/{ident:str}", _json_errors(r.saved)),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
+        Mount(
+            "/inspect",
+            inspector_app(
+                assistant.store, assistant_graphs(assistant), allowed_hosts=allowed_hosts
+            ),
+        ),
     ]
 
     @contextlib.asynccontextmanager

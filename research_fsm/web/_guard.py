@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Final
 from urllib.parse import urlsplit
 
@@ -90,9 +90,20 @@ class GuardMiddleware:
     this server under an allowed name), so no web page the user visits can ask
     questions in their name."""
 
-    def __init__(self, app: ASGIApp, allowed_hosts: Iterable[str] = LOOPBACK_HOSTS) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        allowed_hosts: Iterable[str] = LOOPBACK_HOSTS,
+        *,
+        headers: Mapping[str, str] = SECURITY_HEADERS,
+        any_host: bool = False,
+    ) -> None:
         self.app = app
         self.allowed = frozenset(allowed_hosts)
+        self.headers = dict(headers)
+        self.any_host = any_host
+        """Any ``Host`` is this server (something else guards it, e.g. a token): a
+        change's ``Origin`` must still be that ``Host``."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -107,7 +118,9 @@ class GuardMiddleware:
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
-                MutableHeaders(scope=message).update(SECURITY_HEADERS)
+                headers = MutableHeaders(scope=message)
+                for key, value in self.headers.items():  # an app mounted inside sets its own
+                    headers.setdefault(key, value)
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
@@ -118,7 +131,9 @@ class GuardMiddleware:
             name = urlsplit(origin).hostname
         except ValueError:
             return False
-        return urlsplit(origin).netloc == host and name is not None and self._allows(name)
+        if urlsplit(origin).netloc != host or name is None:
+            return False
+        return self.any_host or self._allows(name)
 
     def _allows(self, name: str) -> bool:
         return name in self.allowed or f"[{name}]" in self.allowed

@@ -76,6 +76,7 @@ EXPECTED_ALL = [
     "ThreadNotFound",
     "ThreadPage",
     "ThreadSuspended",
+    "UnknownSubgraph",
     "UnsafeStoreDirectory",
     "UpdateRefused",
     "add",
@@ -106,14 +107,20 @@ def test_every_exported_name_exists() -> None:
 
 def test_store_module_exports_what_store_authors_need() -> None:
     """``research_fsm.engine.store`` is the public module for store authors: the protocol,
-    the argument checks and the JSON-shape facts the stores' codec shares with the engine."""
+    the records a checkpoint carries, the argument checks and the JSON-shape facts the
+    stores' codec shares with the engine."""
     assert [
         "MAX_NESTING",
+        "NO_ITEM",
         "THREAD_STATUSES",
+        "BranchRecord",
         "CheckpointStore",
         "Lease",
+        "OriginRecord",
+        "SuspensionRecord",
         "ThreadListing",
         "ThreadQuery",
+        "UpdateEntry",
         "encode_cursor",
         "hint_matches",
         "loose_fields",
@@ -166,6 +173,7 @@ ERRORS = {
     "ThreadExists": ValueError,
     "UpdateRefused": RuntimeError,
     "ChildThreadMissing": LookupError,
+    "UnknownSubgraph": ValueError,
     "InvalidThreadQuery": ValueError,
 }
 
@@ -218,10 +226,12 @@ def test_engine_import_loads_nothing_of_the_assistant() -> None:
 
 
 def test_engine_source_imports_only_stdlib_pydantic_structlog_and_otel_api() -> None:
-    """Every import in research_fsm/engine names the stdlib, pydantic, structlog or OpenTelemetry."""
+    """Every import in research_fsm/engine names the stdlib, pydantic (and its
+    typing_extensions), structlog or OpenTelemetry."""
     allowed = set(sys.stdlib_module_names) | {
         "pydantic",
         "pydantic_core",
+        "typing_extensions",
         "structlog",
         "opentelemetry",
     }

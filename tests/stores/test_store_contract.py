@@ -26,7 +26,13 @@ from research_fsm.engine import (
     ThreadBusy,
     ThreadPage,
 )
-from research_fsm.engine.store import ThreadListing
+from research_fsm.engine.store import (
+    BranchRecord,
+    OriginRecord,
+    SuspensionRecord,
+    ThreadListing,
+    UpdateEntry,
+)
 from stores.helpers import close_store, reopen
 
 
@@ -69,7 +75,7 @@ async def test_save_and_load_round_trip(store: CheckpointStore) -> None:
         1,
         None,
         status="suspended",
-        suspension={"node": "a", "payload": {"q": [1, "x"]}},
+        suspension=SuspensionRecord("a", {"q": [1, "x"]}, child="c1", trace="00-ab-cd-01"),
         error=None,
     )
     await store.save(first)
@@ -91,6 +97,59 @@ async def test_save_and_load_round_trip(store: CheckpointStore) -> None:
     )
     assert [getattr(first, k) for k in keys] == [getattr(loaded, k) for k in keys]
     assert Counter(n=1) == state_of(loaded)
+
+
+async def test_records_load_back_equal(store: CheckpointStore) -> None:
+    """A checkpoint's branch records (every field set: a sent item, a key, a pause, an
+    update with a ``Replace``, a failure, a trace), its origin and a pause's suspension load
+    back equal, and so do the records a later checkpoint changes or removes."""
+    entry = UpdateEntry("a", {"n": 2, "log": ["x"]}, ("n",))
+    paused = BranchRecord(
+        0,
+        "",
+        None,
+        "suspended",
+        "j",
+        (entry,),
+        {"k": [1]},
+        "key0",
+        "s1",
+        None,
+        "ch",
+        ("after", "a"),
+    )
+    failed = BranchRecord(1, "", "b", "failed", END, (), error=error_of("b"), trace="00-t-s-01")
+    nested = BranchRecord(0, "a[0]", "c", "pending", "d", (), None)
+    branches = {"a[0]": paused, "b[1]": failed, "a[0]/c[0]": nested}
+    first = checkpoint(
+        1,
+        None,
+        status="suspended",
+        suspension=SuspensionRecord("a", None, "before", trace="00-t-s-01"),
+        branches=branches,
+        origin=OriginRecord("fork", thread_id="src", checkpoint_id="cp1"),
+    )
+    await store.save(first)
+    rekeyed = {**branches, "a[0]": paused.rekeyed("s2")}
+    del rekeyed["b[1]"]
+    second = checkpoint(
+        2,
+        first.checkpoint_id,
+        branches=rekeyed,
+        changes={} if store.saves_changes else None,
+        changed_branches=("a[0]", "b[1]"),
+        origin=OriginRecord("update", as_node=END),
+    )
+    await store.save(second)
+    loaded = [cp async for cp in store.history("t")]
+    assert [(second.branches, second.origin), (first.branches, first.origin)] == [
+        (cp.branches, cp.origin) for cp in loaded
+    ]
+    assert first.suspension == loaded[1].suspension
+
+
+def error_of(node: str) -> dict[str, str]:
+    return {"node": node, "exc_type": "ValueError", "message": "bad"}
 
 
 async def test_save_with_stale_parent_conflicts_and_overwrites_nothing(
@@ -450,7 +509,13 @@ async def test_threads_lists_newest_first_with_what_each_latest_checkpoint_says(
     """Each thread shows its latest status, node, time, checkpoint count and id, newest first."""
     done = await grow(store, "done", 3, 5, status="completed", next=None, last_node="c")
     asks = await grow(
-        store, "asks", 1, 9, status="suspended", next=None, suspension={"node": "q", "payload": 1}
+        store,
+        "asks",
+        1,
+        9,
+        status="suspended",
+        next=None,
+        suspension=SuspensionRecord(node="q", payload=1),
     )
     broke = await grow(
         store,
@@ -492,7 +557,9 @@ async def test_threads_filters_by_prefix_status_and_children(store: CheckpointSt
     await grow(store, "app-1", 1, 1, status="completed", next=None)
     await grow(store, "app-2", 2, 2, status="running")
     await grow(store, "app-2.sub.0123456789abcdef", 1, 3, parent_thread_id="app-2")
-    await grow(store, "other", 1, 4, status="suspended", suspension={"node": "a", "payload": 0})
+    await grow(
+        store, "other", 1, 4, status="suspended", suspension=SuspensionRecord(node="a", payload=0)
+    )
 
     async def ids(**query: Any) -> list[str]:
         return [t.thread_id for p in await every_page(store, limit=2, **query) for t in p.threads]

@@ -29,8 +29,18 @@ import pydantic_core
 from pydantic import BaseModel
 
 from research_fsm.engine import Checkpoint, CorruptCheckpoint, StateSerializationError
+from research_fsm.engine.store import BranchRecord
 
 from .jsonplan import json_plan, model_json
+from .records import (
+    Damaged,
+    branch_json,
+    branch_of,
+    origin_json,
+    origin_of,
+    suspension_json,
+    suspension_of,
+)
 from .serialize import find_unserializable
 
 __all__ = [
@@ -113,9 +123,11 @@ def encode_body(
     items appended to each), or its whole state when ``changes`` is ``None``.
     ``aliases`` maps field names to the keys they are written under. (The file
     store's lines and the Postgres store's rows hold this.)"""
-    header = {name: getattr(cp, name) for name in _HEADER_FIELDS}
+    header: dict[str, object] = {name: getattr(cp, name) for name in _HEADER_FIELDS}
+    if cp.suspension is not None:
+        header["suspension"] = suspension_json(cp.suspension)
     if cp.origin is not None:  # a checkpoint written by hand (update_state, fork...)
-        header["origin"] = cp.origin
+        header["origin"] = origin_json(cp.origin)
     if cp.parent_thread_id is not None:  # a subgraph's child thread
         header["pthread"] = cp.parent_thread_id
     try:  # one call for the whole header; ``v`` first
@@ -180,7 +192,8 @@ def _branch_parts(cp: Checkpoint, only_changes: bool) -> list[str]:
     return ['"branches":' + _records_json(cp, branches)]
 
 
-def _records_json(cp: Checkpoint, records: dict[str, Any]) -> str:
+def _records_json(cp: Checkpoint, branches: dict[str, BranchRecord]) -> str:
+    records = {branch_id: branch_json(record) for branch_id, record in branches.items()}
     try:
         return pydantic_core.to_json(records).decode("utf-8", "surrogatepass")
     except Exception as exc:  # pydantic raises several types here
@@ -206,10 +219,6 @@ class Scan:
     lines: int = 0  # good lines read (``records`` leaves out those before ``keep_from``)
     padding: int = 0  # zero bytes after the last good line, to the end of the file
     ino: int = 0  # the file's inode, set by whoever read it
-
-
-class Damaged(Exception):
-    """A line that cannot be trusted."""
 
 
 def scan_bytes(
@@ -290,12 +299,12 @@ def salvage_bytes(raw: bytes, thread_id: str) -> list[Checkpoint]:
             branches = data.get("branches", data.get("bset"))
             found.append(
                 Checkpoint(
-                    **{name: data[name] for name in _HEADER_FIELDS},
+                    **_header(data),
                     state={},
-                    branches=branches if isinstance(branches, dict) else None,
+                    branches=_records_of(branches) if isinstance(branches, dict) else None,
                 )
             )
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, Damaged):
             continue
     return found
 
@@ -318,9 +327,9 @@ def last_header(raw: bytes, thread_id: str, whole: bool) -> Checkpoint | Literal
         data = _decode(line, thread_id)
         branches = data.get("branches", data.get("bset"))
         return Checkpoint(
-            **{name: data[name] for name in _HEADER_FIELDS},
+            **_header(data),
             state={},
-            branches=branches if isinstance(branches, dict) else None,
+            branches=_records_of(branches) if isinstance(branches, dict) else None,
             parent_thread_id=parent_thread_of(data),
         )
     except (Damaged, KeyError, TypeError):
@@ -381,7 +390,7 @@ class _Skimmed:
 
     seq: int
     checkpoint_id: str
-    branches: dict[str, dict[str, Any]] | None
+    branches: dict[str, BranchRecord] | None
 
 
 def _skim(
@@ -411,8 +420,8 @@ def _skim(
     else:
         state = data["state"]
     branches = _branches_of(data, previous)
-    if "origin" in data:
-        _origin_of(data)
+    origin_of(data.get("origin"))
+    suspension_of(data.get("suspension"))
     if not data.keys() >= _HEADER_SET or not isinstance(data["checkpoint_id"], str):
         raise Damaged("missing field")
     return state, _Skimmed(data["seq"], data["checkpoint_id"], branches)
@@ -428,15 +437,22 @@ def fold(
     branches = _branches_of(data, previous)
     try:
         checkpoint = Checkpoint(
-            **{name: data[name] for name in _HEADER_FIELDS},
+            **_header(data),
             state=state,
             branches=branches,
-            origin=_origin_of(data),
+            origin=origin_of(data.get("origin")),
             parent_thread_id=parent_thread_of(data),
         )
         return checkpoint, state
     except (KeyError, TypeError) as exc:
         raise Damaged(f"missing field {exc}") from None
+
+
+def _header(data: dict[str, Any]) -> dict[str, Any]:
+    """A line's header fields as ``Checkpoint`` takes them (``KeyError``: one is missing)."""
+    header = {name: data[name] for name in _HEADER_FIELDS}
+    header["suspension"] = suspension_of(header["suspension"])
+    return header
 
 
 def parent_thread_of(data: dict[str, Any]) -> str | None:
@@ -445,16 +461,6 @@ def parent_thread_of(data: dict[str, Any]) -> str | None:
     if parent is None or isinstance(parent, str):
         return parent
     raise Damaged("bad parent thread")
-
-
-def _origin_of(data: dict[str, Any]) -> dict[str, str] | None:
-    """A line's ``Checkpoint.origin`` (lines of older versions have none)."""
-    origin = data.get("origin")
-    if origin is None:
-        return None
-    if not isinstance(origin, dict) or not all(isinstance(v, str) for v in origin.values()):
-        raise Damaged("bad origin")
-    return origin
 
 
 def _state_of(
@@ -480,29 +486,24 @@ def _state_of(
 
 def _branches_of(
     data: dict[str, Any], previous: Checkpoint | _Skimmed | None
-) -> dict[str, dict[str, Any]] | None:
+) -> dict[str, BranchRecord] | None:
     """A line's branch records: given whole, or as changes to the line before."""
     if "branches" in data:
-        branches = data["branches"]
-    elif "bset" in data:
-        before = previous.branches if previous is not None and previous.branches else {}
-        branches = {**before, **data["bset"]}
-        for gone in data.get("bdel") or ():
-            branches.pop(gone, None)
-    else:
+        return _records_of(data["branches"]) or None
+    if "bset" not in data:
         return None
-    if not isinstance(branches, dict) or not all(map(_is_record, branches.values())):
+    before = previous.branches if previous is not None and previous.branches else {}
+    branches = {**before, **_records_of(data["bset"])}
+    gone = data.get("bdel") or []
+    if not isinstance(gone, list):
         raise Damaged("bad branch records")
+    for branch_id in gone:
+        branches.pop(branch_id, None)
     return branches or None
 
 
-_RECORD_KEYS = {"i": int, "p": str, "status": str, "join": str, "updates": list}
-
-
-def _is_record(record: Any) -> bool:
-    """Whether ``record`` has what the engine reads from a branch record."""
-    return (
-        isinstance(record, dict)
-        and all(isinstance(record.get(key), kind) for key, kind in _RECORD_KEYS.items())
-        and (record.get("node") is None or isinstance(record["node"], str))
-    )
+def _records_of(saved: object) -> dict[str, BranchRecord]:
+    """The branch records a line's JSON object holds, by branch id."""
+    if not isinstance(saved, dict):
+        raise Damaged("bad branch records")
+    return {branch_id: branch_of(record) for branch_id, record in saved.items()}

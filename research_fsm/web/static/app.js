@@ -194,6 +194,23 @@
       turn.bubble.append(el("p", "confidence " + level, data.confidence_label));
     }
     if (data.usage) turn.bubble.append(el("p", "muted", data.usage));
+    addCopy(turn, data.text);
+  }
+  // "Copy": the answer's text (Markdown as written) to the clipboard
+  function addCopy(turn, text) {
+    if (!text || !navigator.clipboard) return;
+    const copy = el("button", "copy", "Copy");
+    copy.type = "button";
+    copy.addEventListener("click", async () => {
+      try {
+        await navigator.clipboard.writeText(text);
+        copy.textContent = "Copied";
+      } catch (error) {
+        copy.textContent = "Copy failed";
+      }
+      setTimeout(() => { copy.textContent = "Copy"; }, 1500);
+    });
+    turn.item.append(copy);
   }
   function setPending(token) {
     state.token = token || null;
@@ -279,6 +296,7 @@
         renderMarkdown(turn.bubble, message.tree);
       }
       renderSources(turn.bubble, message.sources);
+      if (message.role !== "user") addCopy(turn, message.text);
     }
     if (data.pending) {
       $("log").lastElementChild?.classList.add("question");
@@ -391,6 +409,52 @@
   }
 
   // -- wiring --
+  // -- past work: conversations, reports and research sessions, opened again --
+  function pastItem(title, detail, open) {
+    const li = el("li");
+    const button = el("button", "past-open", title);
+    button.type = "button";
+    button.addEventListener("click", open);
+    li.append(button, el("span", "muted small", detail));
+    return li;
+  }
+  function when(iso) {
+    const d = new Date(iso);
+    return isNaN(d) ? String(iso || "") : d.toLocaleString();
+  }
+  async function openSaved(kind, id) {
+    const response = await fetch(`/api/saved/${kind}/${encodeURIComponent(id)}`);
+    if (!response.ok) return;
+    const data = await response.json();
+    const output = $(kind === "reports" ? "report-output" : "deep-output");
+    output.replaceChildren();
+    showReport(output, data);
+    output.querySelector("button.widen")?.click(); // a report is read full width
+  }
+  async function loadPast() {
+    const response = await fetch("/api/past");
+    if (!response.ok) return;
+    const data = await response.json();
+    const lists = {
+      conversations: [$("past-conversations"), (c) => pastItem(c.title,
+        `${c.turns} question${c.turns === 1 ? "" : "s"} · ${when(c.updated)}`, () => openConversation(c.thread_id))],
+      reports: [$("past-reports"), (r) => pastItem(r.title, when(r.created), () => openSaved("reports", r.id))],
+      sessions: [$("past-sessions"), (s) => pastItem(s.title, `${s.status} · ${when(s.created)}`, () => openSaved("sessions", s.id))],
+    };
+    for (const [key, [list, make]] of Object.entries(lists)) {
+      list.replaceChildren(...(data[key] || []).map(make));
+      if (!list.children.length) list.append(el("li", "muted small", "none yet"));
+    }
+  }
+  async function openConversation(id) {
+    if (state.busy || !THREAD_RE.test(id)) return;
+    setThread(id);
+    setPending(null);
+    $("log").replaceChildren();
+    $("empty-hint").hidden = true;
+    await restore();
+  }
+
   function start() {
     setThread(chooseThread());
     $("ask-form").addEventListener("submit", async (event) => {
@@ -428,6 +492,7 @@
     jobForm("deep-form", "deep-output", "/api/deep", () => ({
       topic: $("deep-topic").value, lang: $("deep-lang").value, pdf: $("deep-pdf").checked,
     }), deepHandlers);
+    $("past-panel").addEventListener("toggle", () => { if ($("past-panel").open) loadPast(); });
     restore().finally(() => { document.body.dataset.ready = "true"; });
   }
   start();
