@@ -25,6 +25,7 @@ from ..common.text import is_japanese
 from ._answer import (
     ANSWER_CUTOFF,
     Question,
+    Unit,
     one_line_blocks,
     parse_question,
     passage_score,
@@ -220,7 +221,7 @@ def analyse(source: Source, state: DeepState) -> Analysis:
         for index in chosen
         if index - 1 in chosen and with_previous(found, index, source.text) is not found[index]
     }  # "X. It ..." chosen with X: one fact, the one that says both
-    facts = []
+    taken: list[tuple[Unit, float]] = []
     for index in chosen:
         if index in merged:
             continue
@@ -228,15 +229,38 @@ def analyse(source: Source, state: DeepState) -> Analysis:
         score = max(scored[index], scored[index - 1]) if index - 1 in merged else scored[index]
         if unit is found[index]:
             unit = with_next(question, found, index, source.text)
-        facts.append(
-            Fact(
-                kind=_kind(unit.statement, unit.code),
-                statement=unit.statement,
-                quote=quote_of(source.text, unit.start, unit.end),
-                score=round(0.7 * score + 0.3 * overall, 4),
-            )
+        taken.append((unit, score))
+    facts = [
+        Fact(
+            kind=_kind(unit.statement, unit.code),
+            statement=unit.statement,
+            quote=quote_of(source.text, unit.start, unit.end),
+            score=round(0.7 * max(score, _within(unit, taken)) + 0.3 * overall, 4),
         )
+        for number, (unit, score) in enumerate(taken)
+        if not _inside(number, taken)
+    ]
     return Analysis(source=source.id, facts=facts)
+
+
+def _inside(number: int, taken: list[tuple[Unit, float]]) -> bool:
+    """Whether another unit of ``taken`` spans unit ``number`` (a reference entry's head
+    that a sentence under it carries; the same span, an earlier one): one fact says both."""
+    unit = taken[number][0]
+    for other_number, (other, _) in enumerate(taken):
+        if other_number == number or not (other.start <= unit.start and unit.end <= other.end):
+            continue
+        if (other.start, other.end) != (unit.start, unit.end) or other_number < number:
+            return True
+    return False
+
+
+def _within(unit: Unit, taken: list[tuple[Unit, float]]) -> float:
+    """The best score of the units of ``taken`` that ``unit`` spans (its own included)."""
+    return max(
+        (score for other, score in taken if unit.start <= other.start and other.end <= unit.end),
+        default=0.0,
+    )
 
 
 def _sides(state: DeepState, question: Question, ranked: list[tuple[Fact, str]]) -> list[int]:
