@@ -41,10 +41,12 @@ __all__ = [
     "Question",
     "Unit",
     "family",
+    "has_number",
     "idf",
     "one_line_blocks",
     "parse_question",
     "passage_score",
+    "refers_back",
     "score_units",
     "side_scores",
     "units",
@@ -674,10 +676,16 @@ _REFERS_BACK: Final = re.compile(
 your branch", "It is ...")."""
 
 
+def refers_back(statement: str) -> bool:
+    """Whether ``statement`` starts with a word whose subject is before it ("This ...")."""
+    return _REFERS_BACK.match(statement) is not None
+
+
 MAX_PREAMBLE_LINES: Final = 4
 """Lines of a reference entry's head (its name, "Type: number", "Default: 5") a claim
 under it may carry."""
 MAX_PREAMBLE_CHARS: Final = 80
+_MARKED: Final = re.compile(r"^\s*(?:#|[=\-~^*+]{3,}\s*$|\.\.\s|```)")
 _ATTRIBUTE: Final = re.compile(r"^[A-Z][\w /-]{0,24}:\s+\S")
 """A reference entry's attribute line ("Type: number", "Default: 5")."""
 
@@ -701,8 +709,10 @@ def _preamble(text: str, start: int) -> tuple[int, list[str]] | None:
         start, at = line_start, max(line_start - 1, 0)
         while at > 0 and text[at - 1] == "\n":
             at -= 1
-    if not lines or any(_BULLET.match(line) or ROW.match(line) for line in lines):
-        return None
+    if not lines or any(
+        _BULLET.match(line) or ROW.match(line) or _MARKED.match(line) for line in lines
+    ):
+        return None  # a list, a table, a Markdown or reST heading: not an entry's head
     return start, lines
 
 
