@@ -176,6 +176,8 @@ _REFERS_BACK = re.compile(
     r"^(?:this|that|these|those|it|they|such)\b|^(?:この|その|これ|それ)", re.IGNORECASE
 )
 _LINES: dict[Path, dict[str, int]] = {}
+_ATTRIBUTE_LINE = re.compile(r"^\s*[A-Za-z][\w /-]{0,24}:\s")
+"""A reference entry's attribute ("Type: number"): every entry repeats its form, no header."""
 
 
 def _line_key(line: str) -> str:
@@ -201,7 +203,7 @@ def shape(claim: dict[str, Any], source: dict[str, Any], corpus: Path) -> list[s
     (it starts "This …"/"It …" without the sentence it refers to), ``mid_sentence`` (it
     starts in lower case right after text that does not end a sentence: the middle of a
     sentence or of a list), ``repeated_line`` (its quote holds a line the file repeats
-    three times or more: a running header or footer, a menu)."""
+    three times or more, not an attribute line: a running header or footer, a menu)."""
     found = []
     text, quote, body = claim["text"], claim["evidence"] or "", source["text"]
     if _REFERS_BACK.match(text):
@@ -212,7 +214,8 @@ def shape(claim: dict[str, Any], source: dict[str, Any], corpus: Path) -> list[s
         found.append("mid_sentence")
     path = corpus / source["locator"]
     if path.is_file() and any(
-        _file_lines(path).get(_line_key(line), 0) >= 3 for line in quote.splitlines()
+        _file_lines(path).get(_line_key(line), 0) >= 3 and not _ATTRIBUTE_LINE.match(line)
+        for line in quote.splitlines()
     ):
         found.append("repeated_line")
     return found
