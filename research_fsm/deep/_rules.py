@@ -318,6 +318,12 @@ _UNFINISHED: Final = re.compile(
 """The end of a lead-in that says nothing without what follows it."""
 
 
+def _unfinished(statement: str) -> bool:
+    """A lead-in cut before what it introduces ("The colour of links is set with"); a step
+    with its code after its ":" is finished."""
+    return "\n" not in statement and _UNFINISHED.search(statement) is not None
+
+
 def _shaped(question: Question, statement: str) -> bool:
     """Whether a statement has what the question's kind asks for: a command or code for
     "how do I", a value (a number, a path, a name, a key) for "which / what is the
@@ -341,7 +347,7 @@ def _lead(question: Question, ranked: list[tuple[Fact, str]]) -> int:
     question (``_shaped``) and that is a finished statement; else the best one."""
     floor = ranked[0][0].score * LEAD_RATIO
     near = [i for i, (fact, _) in enumerate(ranked) if fact.score >= floor]
-    finished = [i for i in near if not _UNFINISHED.search(ranked[i][0].statement)] or [0]
+    finished = [i for i in near if not _unfinished(ranked[i][0].statement)] or [0]
     return next((i for i in finished if _shaped(question, ranked[i][0].statement)), finished[0])
 
 

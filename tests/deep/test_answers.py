@@ -325,6 +325,14 @@ def _ranked(*facts: tuple[str, float]) -> list[tuple[Fact, str]]:
             0,
         ),
         (
+            "What's the first step when building groff from a git checkout?",
+            [
+                ("You should first invoke this script:\n$ ./bootstrap\nThis will:", 0.80),
+                ("Groff uses the gnulib bootstrap script.", 0.79),
+            ],
+            0,
+        ),
+        (
             "What is a datafile?",
             [
                 ("A datafile holds the points to plot, one per line.", 0.80),
