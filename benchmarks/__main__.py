@@ -42,6 +42,7 @@ FIGURES = {
     13: "fig13_many_threads",
     14: "fig14_update_state",
     15: "fig15_history_pages",
+    16: "fig16_inspector",
 }
 DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "latest.json"
 

@@ -21,6 +21,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from . import _moved
+
 if TYPE_CHECKING:
     from ._logging import configure_logging as configure_logging
     from .assistant import ResearchAssistant as ResearchAssistant
@@ -61,6 +63,7 @@ _ENGINE = (
     "InvalidResumeToken",
     "InvalidResumeValue",
     "InvalidStreamMode",
+    "InvalidThreadQuery",
     "InvalidUpdate",
     "Lease",
     "LeaseLost",
@@ -89,8 +92,11 @@ _ENGINE = (
     "Suspension",
     "ThreadBusy",
     "ThreadExists",
+    "ThreadInfo",
     "ThreadNotFound",
+    "ThreadPage",
     "ThreadSuspended",
+    "UnknownSubgraph",
     "UnsafeStoreDirectory",
     "UpdateRefused",
     "add",
@@ -116,6 +122,38 @@ _LAZY = {
 }
 
 __all__ = sorted([*_LAZY, "__version__"])
+
+
+_ROOT = "research_fsm.assistant"
+_QA_RUNNER = "research_fsm.qa.runner"
+_moved.register(
+    "research_fsm.qa",
+    {
+        "ResearchAssistant": (_ROOT, "from research_fsm import ResearchAssistant"),
+        "DEFAULT_KEEP": (_ROOT, "from research_fsm.assistant import DEFAULT_KEEP"),
+        "default_store": (_ROOT, "from research_fsm.assistant import default_store"),
+    },
+)
+_moved.register(
+    "research_fsm.qa.assistant",
+    {
+        name: (home, f"from {'research_fsm.qa' if home == _QA_RUNNER else home} import {name}")
+        for name, home in {
+            "ResearchAssistant": _ROOT,
+            "DEFAULT_KEEP": _ROOT,
+            "default_store": _ROOT,
+            "default_home": _ROOT,
+            "Answer": _QA_RUNNER,
+            "AssistantStream": _QA_RUNNER,
+            "InvalidQuestion": _QA_RUNNER,
+            "Progress": _QA_RUNNER,
+            "Reply": _QA_RUNNER,
+            "Token": _QA_RUNNER,
+        }.items()
+    },
+)
+"""The names that moved up from the Q&A app to the composition root (deprecated at
+their old places, which cannot import the floor above them: ``research_fsm._moved``)."""
 
 
 def __getattr__(name: str) -> Any:

@@ -8,32 +8,33 @@ side by side: ``assistant.qa`` (conversations, ``research_fsm.qa``), ``assistant
 from __future__ import annotations
 
 import asyncio
-import os
-from collections.abc import AsyncIterator
-from pathlib import Path
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable
+from typing import (
+    Concatenate,
+    Generic,
+    ParamSpec,
+    Protocol,
+    Self,
+    TypeVar,
+    overload,
+    runtime_checkable,
+)
 
 from ._home import default_home
 from .common.files import Clock
-from .common.models import Language
-from .deep import (
-    DEFAULT_THRESHOLD,
-    DEFAULT_TOP_K,
-    DeepEvent,
-    DeepRunner,
-    ResearchReport,
-    TopicSearch,
-    default_web_search,
-    sessions_home,
-)
-from .engine import CheckpointStore, CompiledGraph, SuspendToken
+from .deep import DeepRunner, TopicSearch, default_web_search, sessions_home
+from .engine import CheckpointStore
 from .llm import LLM, llm_from_env
-from .qa import AssistantStream, Message, QaRunner, Reply, ResearchState
-from .reports import Report, ReportProgress, ReportRunner, reports_home
+from .qa import QaRunner
+from .reports import ReportRunner, reports_home
 from .sources import CompanyIndex, DataSource, DirectorySource, create_data_source
 from .stores import JsonFileCheckpointStore, store_from_env
 
 __all__ = ["DEFAULT_KEEP", "ResearchAssistant", "default_home", "default_store"]
+
+_Runner = TypeVar("_Runner")
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
 
 DEFAULT_KEEP = 24
 """Checkpoints kept per thread by the default store (older ones are pruned)."""
@@ -44,6 +45,29 @@ class _Closable(Protocol):
     """A store with connections to release (the PostgreSQL store; the file store has none)."""
 
     async def aclose(self) -> None: ...
+
+
+class _Runs(Generic[_Runner, _P, _T]):
+    """A method of ``ResearchAssistant`` that is one of its runners' methods: read on an
+    assistant, ``_Runs("qa", QaRunner.ask)`` gives ``assistant.qa.ask``, the runner's
+    bound method with its own signature and docstring (nothing is written twice)."""
+
+    def __init__(self, runner: str, method: Callable[Concatenate[_Runner, _P], _T]) -> None:
+        self._runner = runner
+        self._name = method.__name__
+        self.__doc__ = method.__doc__
+
+    @overload
+    def __get__(self, assistant: None, owner: type[object]) -> Self: ...
+    @overload
+    def __get__(self, assistant: ResearchAssistant, owner: type[object]) -> Callable[_P, _T]: ...
+    def __get__(
+        self, assistant: ResearchAssistant | None, owner: type[object]
+    ) -> Self | Callable[_P, _T]:
+        if assistant is None:
+            return self
+        method: Callable[_P, _T] = getattr(getattr(assistant, self._runner), self._name)
+        return method
 
 
 def default_store() -> CheckpointStore:
@@ -60,8 +84,8 @@ class ResearchAssistant:
     """Answers questions about companies (``qa``), writes company reports (``reports``)
     and researches any topic (``deep``), over one LLM, source and store.
 
-    The methods below call those three runners (``ask`` is ``qa.ask``, ``report`` is
-    ``reports.report``, ``deep_research`` is ``deep.research``...).
+    The methods below are those three runners' own (``ask`` is ``qa.ask``, ``report`` is
+    ``reports.report``, ``deep_research`` is ``deep.research``...), with their signatures.
 
     Args:
         llm: the language model; ``None`` uses the rule-based agents (offline).
@@ -167,125 +191,46 @@ class ResearchAssistant:
         if self._owns_store and isinstance(self.store, _Closable):
             await self.store.aclose()
 
-    # -- questions: ``qa`` --------------------------------------------------------------
+    # -- the runners' methods, by their old names ---------------------------------------
+    # Each is the runner's own bound method (``assistant.ask is`` ``assistant.qa.ask``'s
+    # equal): its signature and docstring are the runner's, written once there.
 
-    async def graph(self) -> CompiledGraph[ResearchState]:
-        """``qa.graph()``: the compiled Q&A graph (built on first use)."""
-        return await self.qa.graph()
+    graph = _Runs("qa", QaRunner.graph)
+    """``qa.graph``: the compiled Q&A graph (built on first use)."""
+    ask = _Runs("qa", QaRunner.ask)
+    """``qa.ask``: ask a question in a conversation (``text`` answers a pending question
+    back)."""
+    clarify = _Runs("qa", QaRunner.clarify)
+    """``qa.clarify``: answer the question asked back (``reply.token``)."""
+    stream = _Runs("qa", QaRunner.stream)
+    """``qa.stream``: like ``ask``, yielding ``Progress``, ``Token``... then ``Answer``."""
+    stream_clarify = _Runs("qa", QaRunner.stream_clarify)
+    """``qa.stream_clarify``: like ``clarify``, streaming events like ``stream``."""
+    history = _Runs("qa", QaRunner.history)
+    """``qa.history``: the whole conversation, oldest first."""
+    pending_question = _Runs("qa", QaRunner.pending_question)
+    """``qa.pending_question``: the clarification a conversation waits for, if any."""
 
-    async def ask(self, text: str, *, thread_id: str) -> Reply:
-        """``qa.ask``: ask a question in a conversation (``text`` answers a pending
-        question back)."""
-        return await self.qa.ask(text, thread_id=thread_id)
+    report = _Runs("reports", ReportRunner.report)
+    """``reports.report``: research a company and save a report."""
+    stream_report = _Runs("reports", ReportRunner.stream)
+    """``reports.stream``: ``ReportProgress`` per agent, then the ``Report``."""
+    continue_report = _Runs("reports", ReportRunner.continue_run)
+    """``reports.continue_run``: answer a report's question back, or finish a run after a
+    crash."""
 
-    async def clarify(self, token: SuspendToken | str, text: str) -> Reply:
-        """``qa.clarify``: answer the question asked back (``reply.token``)."""
-        return await self.qa.clarify(token, text)
-
-    def stream(self, text: str, *, thread_id: str) -> AssistantStream:
-        """``qa.stream``: like ``ask``, yielding ``Progress``, ``Token``... then ``Answer``."""
-        return self.qa.stream(text, thread_id=thread_id)
-
-    def stream_clarify(self, token: SuspendToken | str, text: str) -> AssistantStream:
-        """``qa.stream_clarify``: like ``clarify``, streaming events like ``stream``."""
-        return self.qa.stream_clarify(token, text)
-
-    async def history(self, thread_id: str) -> list[Message]:
-        """``qa.history``: the whole conversation, oldest first."""
-        return await self.qa.history(thread_id)
-
-    async def pending_question(self, thread_id: str) -> Reply | None:
-        """``qa.pending_question``: the clarification a conversation waits for, if any."""
-        return await self.qa.pending_question(thread_id)
-
-    # -- reports: ``reports`` -------------------------------------------------------------
+    deep_research = _Runs("deep", DeepRunner.research)
+    """``deep.research``: research a topic over documents or the web and save a cited,
+    verified report."""
+    stream_deep_research = _Runs("deep", DeepRunner.stream)
+    """``deep.stream``: ``DeepProgress`` per stage, ``DeepText``, then the report."""
+    continue_deep_research = _Runs("deep", DeepRunner.continue_run)
+    """``deep.continue_run``: continue a session interrupted by a crash."""
 
     async def report_runner(self) -> ReportRunner:
         """``reports``, the report runner (kept for the callers that await it)."""
         return self.reports
 
-    async def report(
-        self,
-        company: str,
-        *,
-        language: Language = "en",
-        formats: tuple[str, ...] = ("md",),
-        out: Path | None = None,
-    ) -> Report:
-        """``reports.report``: research ``company`` and save a report."""
-        return await self.reports.report(company, language=language, formats=formats, out=out)
-
-    async def stream_report(
-        self,
-        company: str,
-        *,
-        language: Language = "en",
-        formats: tuple[str, ...] = ("md",),
-        out: Path | None = None,
-        thread_id: str | None = None,
-    ) -> AsyncIterator[ReportProgress | Report]:
-        """``reports.stream``: ``ReportProgress`` per agent, then the ``Report``."""
-        events = self.reports.stream(
-            company, language=language, formats=formats, out=out, thread_id=thread_id
-        )
-        async for event in events:
-            yield event
-
-    async def continue_report(
-        self, thread_id: str, *, answer: str | None = None
-    ) -> AsyncIterator[ReportProgress | Report]:
-        """``reports.continue_run``: answer a report's question back, or finish a run
-        after a crash."""
-        async for event in self.reports.continue_run(thread_id, answer=answer):
-            yield event
-
-    # -- deep research: ``deep`` ----------------------------------------------------------
-
     def deep_runner(self) -> DeepRunner:
         """``deep``, the deep-research runner (kept for its callers)."""
         return self.deep
-
-    async def deep_research(
-        self,
-        topic: str,
-        *,
-        language: Language | None = None,
-        docs: str | os.PathLike[str] | None = None,
-        formats: tuple[str, ...] = ("md",),
-        top_k: int = DEFAULT_TOP_K,
-        threshold: float = DEFAULT_THRESHOLD,
-    ) -> ResearchReport:
-        """``deep.research``: research ``topic`` over ``docs`` or the web and save a
-        cited, verified report."""
-        return await self.deep.research(
-            topic, language=language, docs=docs, formats=formats, top_k=top_k, threshold=threshold
-        )
-
-    async def stream_deep_research(
-        self,
-        topic: str,
-        *,
-        language: Language | None = None,
-        docs: str | os.PathLike[str] | None = None,
-        formats: tuple[str, ...] = ("md",),
-        top_k: int = DEFAULT_TOP_K,
-        threshold: float = DEFAULT_THRESHOLD,
-        session_id: str | None = None,
-    ) -> AsyncIterator[DeepEvent]:
-        """``deep.stream``: ``DeepProgress`` per stage, ``DeepText``, then the report."""
-        events = self.deep.stream(
-            topic,
-            language=language,
-            docs=docs,
-            formats=formats,
-            top_k=top_k,
-            threshold=threshold,
-            session_id=session_id,
-        )
-        async for event in events:
-            yield event
-
-    async def continue_deep_research(self, session_id: str) -> AsyncIterator[DeepEvent]:
-        """``deep.continue_run``: continue a session interrupted by a crash."""
-        async for event in self.deep.continue_run(session_id):
-            yield event

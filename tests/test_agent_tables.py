@@ -4,6 +4,7 @@ has a row, the LLM calls carry the row's budget, and no layer below the apps nam
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -136,3 +137,38 @@ def test_a_table_refuses_an_agent_listed_twice() -> None:
     row = AgentSpec(name="twice", label="a", label_ja="あ")
     with pytest.raises(ValueError, match="'twice' is listed twice"):
         AgentTable(row, row)
+
+
+_COUNTS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+_SAYS_A_COUNT = re.compile(rf"\b({'|'.join(_COUNTS)}|\d+) agents\b", re.IGNORECASE)
+
+
+def agents_sentence(table: AgentTable) -> str:
+    """How the docs name an app's agents, derived from its table: ``Six agents (Clarity,
+    ..., Error Recovery)``."""
+    titles = ", ".join(name.replace("_", " ").title() for name in table)
+    return f"{_COUNTS[len(table)].capitalize()} agents ({titles})"
+
+
+def test_the_docs_count_the_qa_agents_once_as_the_table_does() -> None:
+    """docs/assistant.md names the Q&A agents as ``research_fsm.qa.AGENTS`` lists them, and
+    no other page of the README or docs says how many agents there are."""
+    root = PACKAGE.parent
+    assert agents_sentence(QA_AGENTS) in " ".join(
+        (root / "docs" / "assistant.md").read_text(encoding="utf-8").split()
+    )
+    pages = [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+    counted = [
+        f"{page.relative_to(root)}: {match.group()}"
+        for page in pages
+        if page.name != "assistant.md"
+        for match in _SAYS_A_COUNT.finditer(page.read_text(encoding="utf-8"))
+    ]
+    assert [] == counted
+
+
+def test_the_sentence_follows_the_table() -> None:
+    """A table with one more agent reads "Seven agents (..., Error Recovery, Fact Check)"."""
+    grown = AgentTable(*QA_AGENTS.values(), AgentSpec(name="fact_check", label="x", label_ja="x"))
+    assert agents_sentence(grown).startswith("Seven agents (Clarity, ")
+    assert agents_sentence(grown).endswith(", Error Recovery, Fact Check)")

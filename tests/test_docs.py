@@ -12,12 +12,12 @@ import importlib.util
 import os
 import re
 import subprocess
-import sys
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from forkrun import run_script
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -95,14 +95,7 @@ def run_block(block: Block, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "RESEARCH_FSM_HOME": str(tmp_path / "home")}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     env.pop("RESEARCH_FSM_STORE", None)
-    return subprocess.run(
-        [sys.executable, "-c", RUNNER, str(script)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=tmp_path,
-        env=env,
-    )
+    return run_script(["-c", str(script)], code=RUNNER, cwd=tmp_path, env=env, timeout=120)
 
 
 def apply_marker(block: Block) -> None:
@@ -152,6 +145,18 @@ def test_engine_guide_example_is_the_readme_one(tmp_path: Path) -> None:
     result = run_block(guide, tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "completed ['start', 'got Ada', 'hello Ada']"
+
+
+def test_thread_listing_example_prints_its_documented_result(tmp_path: Path) -> None:
+    """The thread-listing example pages newest first by cursor and filters by prefix, as it says."""
+    block = only_block(ROOT / "docs" / "engine.md", "app.threads(")
+    result = run_block(block, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "[('user-carol', 'completed', 'add', 2), ('user-bob', 'completed', 'add', 2)]",
+        "['user-alice'] None",
+        "['user-bob']",
+    ]
 
 
 def test_parallel_example_prints_its_documented_result(tmp_path: Path) -> None:

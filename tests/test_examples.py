@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from forkrun import run_script
 from homes import seeded_home
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -61,7 +62,8 @@ def test_every_example_is_tested() -> None:
 
 @pytest.mark.parametrize("name", sorted(MARKERS))
 def test_example_runs(name: str, tmp_path: Path) -> None:
-    """The example exits 0 within 60 s, offline, and prints its marker lines."""
+    """The example exits 0 within 60 s, offline, and prints its marker lines (a fresh process
+    forked from a preloaded interpreter: ``forkrun``)."""
     env = {
         **os.environ,
         "RESEARCH_FSM_HOME": str(seeded_home(tmp_path)),
@@ -69,14 +71,7 @@ def test_example_runs(name: str, tmp_path: Path) -> None:
     }
     for key in ("ANTHROPIC_API_KEY", "TAVILY_API_KEY", "RESEARCH_DATA_SOURCE", "LOG_LEVEL"):
         env.pop(key, None)
-    result = subprocess.run(
-        [sys.executable, str(EXAMPLES / f"{name}.py")],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=tmp_path,
-        env=env,
-    )
+    result = run_script([str(EXAMPLES / f"{name}.py")], cwd=tmp_path, env=env, timeout=60)
     output = f"--- stdout\n{result.stdout}\n--- stderr\n{result.stderr}"
     assert result.returncode == 0, output
     for marker in MARKERS[name]:

@@ -5,13 +5,14 @@ The order, ground floor first (``ORDER``): a module may import its own package a
 floors below it, never a floor above nor a neighbour on its own floor, so the packages
 form no circle:
 
-    engine -> errors, _home, _tracing -> _logging -> stores -> llm, sources, documents
+    engine -> errors, _home, _tracing, _moved, prebuilt -> _logging -> stores -> llm, sources, documents
     -> common, diagnostics -> qa, reports, deep -> assistant -> web -> mcp -> cli
     -> research_fsm, __main__
 
 (``research_fsm/assistant.py``, the composition root, is the ``assistant`` floor;
 ``research_fsm/__init__.py``, the public front, the top.) Every import counts: those
-inside functions and under ``if TYPE_CHECKING:`` too.
+inside functions and under ``if TYPE_CHECKING:`` too, and a module named by a string
+(``importlib.import_module("research_fsm.assistant")``, or a table of such names).
 
 A private module (``_name.py`` or a ``_name/`` package) belongs to the package that
 holds it and may be imported by that package's modules and subpackages only:
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -134,7 +136,7 @@ def test_the_check_finds_relative_and_absolute_imports_of_private_modules(
 
 ORDER: tuple[tuple[str, ...], ...] = (
     ("engine",),
-    ("errors", "_home", "_tracing"),
+    ("errors", "_home", "_tracing", "_moved", "prebuilt"),
     ("_logging",),
     ("stores",),
     ("llm", "sources", "documents"),
@@ -155,18 +157,39 @@ PENDING: dict[tuple[str, str], str] = {}
 
 def _import_targets(path: Path, root: Path) -> tuple[tuple[int, tuple[str, ...]], ...]:
     """The module each import in ``path`` names: ``from a import b`` names ``a``, or
-    ``a.b`` when ``a`` is the root package (whose names are its subpackages too)."""
+    ``a.b`` when ``a`` is the root package (whose names are its subpackages too); and
+    each module of research_fsm named by a string (``importlib.import_module(
+    "research_fsm.assistant")``, or a table of such names): an import by name counts."""
     here = _dotted(path, root)
     package = here if path.name == "__init__.py" else here[:-1]
-    return _targets(package, path.read_text(encoding="utf-8"))
+    imports, by_name = _targets(package, path.read_text(encoding="utf-8"))
+    modules = [(line, target) for line, target in by_name if _is_module(root, target)]
+    return imports + tuple(modules)
+
+
+def _is_module(root: Path, target: tuple[str, ...]) -> bool:
+    """Whether ``target`` names a module or package of the tree under ``root`` (not a
+    span attribute such as ``research_fsm.thread_id``)."""
+    path = root.joinpath(*target)
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+_MODULE_NAME = re.compile(r"research_fsm(\.[A-Za-z_]\w*)+")
 
 
 @functools.cache
-def _targets(package: tuple[str, ...], text: str) -> tuple[tuple[int, tuple[str, ...]], ...]:
-    """``_import_targets`` of a module's text in ``package`` (a copied tree parses once)."""
+def _targets(
+    package: tuple[str, ...], text: str
+) -> tuple[tuple[tuple[int, tuple[str, ...]], ...], tuple[tuple[int, tuple[str, ...]], ...]]:
+    """The imports of a module's text in ``package`` and the strings in it that look like
+    a module's dotted name (a copied tree parses once)."""
     found: list[tuple[int, tuple[str, ...]]] = []
+    named: list[tuple[int, tuple[str, ...]]] = []
     for node in ast.walk(ast.parse(text)):
-        if isinstance(node, ast.Import):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if _MODULE_NAME.fullmatch(node.value):
+                named.append((node.lineno, tuple(node.value.split("."))))
+        elif isinstance(node, ast.Import):
             found += [(node.lineno, tuple(alias.name.split("."))) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
             base = package[: len(package) - node.level + 1] if node.level else ()
@@ -175,7 +198,7 @@ def _targets(package: tuple[str, ...], text: str) -> tuple[tuple[int, tuple[str,
                 found += [(node.lineno, (*module, alias.name)) for alias in node.names]
             else:
                 found.append((node.lineno, module))
-    return tuple(found)
+    return tuple(found), tuple(named)
 
 
 def package_imports(root: Path = ROOT) -> dict[tuple[str, str], list[str]]:
@@ -329,23 +352,68 @@ def test_the_cycle_check_finds_a_circle_through_three_packages(tmp_path: Path) -
     assert [["a", "b", "c"]] == package_cycles(root)
 
 
+def test_an_import_by_name_counts_and_makes_a_circle(tmp_path: Path) -> None:
+    """``importlib.import_module("research_fsm.top")`` in low, and a table naming
+    ``research_fsm.top.mod`` in a module of low, are imports of top (a circle with top's
+    import of low); a string naming no module (a span attribute) is none."""
+    root = _tree(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "low/__init__.py": "import importlib\n\ndef f():\n"
+            '    return importlib.import_module("research_fsm.top")\n',
+            "low/table.py": 'HOMES = {"x": "research_fsm.top.mod"}\n'
+            'SPAN = "research_fsm.thread_id"\n',
+            "top/__init__.py": "from ..low import f\n",
+            "top/mod.py": "",
+        },
+    )
+    order = (("low",), ("top",), ("__init__",))
+    assert [
+        "research_fsm/low/__init__.py:4: low imports top (a floor above)",
+        "research_fsm/low/table.py:1: low imports top (a floor above)",
+    ] == order_violations(root, order, pending={})
+    assert [["low", "top"]] == package_cycles(root)
+
+
+def _planted(root: Path, module: str, line: str) -> int:
+    """The real package copied under ``root`` (checked clean: no violation, no circle), then
+    ``line`` appended to ``research_fsm/<module>``; the line number it lands on, less one."""
+    for path in (ROOT / "research_fsm").rglob("*.py"):
+        copy = root / path.relative_to(ROOT)
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        copy.write_bytes(path.read_bytes())
+    assert ([], []) == (order_violations(root), package_cycles(root))
+    planted = root / "research_fsm" / module
+    lines = planted.read_text().count("\n")
+    with planted.open("a") as out:
+        out.write(line)
+    return lines
+
+
 def test_a_planted_upward_import_in_a_copy_of_the_real_package_fails(tmp_path: Path) -> None:
     """The real package copied, with ``engine`` importing ``qa`` planted in one module:
     the check names that line, and the circle it makes through qa."""
-    for path in (ROOT / "research_fsm").rglob("*.py"):
-        copy = tmp_path / path.relative_to(ROOT)
-        copy.parent.mkdir(parents=True, exist_ok=True)
-        copy.write_bytes(path.read_bytes())
-    assert [] == order_violations(tmp_path)
-    planted = tmp_path / "research_fsm" / "engine" / "_types.py"
-    lines = planted.read_text().count("\n")
-    with planted.open("a") as out:
-        out.write("from ..qa import graph  # planted\n")
+    lines = _planted(tmp_path, "engine/_types.py", "from ..qa import graph  # planted\n")
     assert [
         f"research_fsm/engine/_types.py:{lines + 1}: engine imports qa (a floor above)"
     ] == order_violations(tmp_path)
     circles = [circle for circle in package_cycles(tmp_path) if "engine" in circle]
     assert [True] == [{"engine", "qa"} <= set(circle) for circle in circles]
+
+
+def test_a_name_moved_up_from_the_qa_app_served_by_name_would_be_a_circle(
+    tmp_path: Path,
+) -> None:
+    """The real package copied, with the Q&A app serving ``ResearchAssistant`` by
+    importing the composition root by name (as it did before ``research_fsm._moved``):
+    the check finds qa importing assistant and the circle qa <-> assistant."""
+    planting = '_HOME = {"ResearchAssistant": "research_fsm.assistant"}  # planted\n'
+    lines = _planted(tmp_path, "qa/assistant.py", planting)
+    assert [
+        f"research_fsm/qa/assistant.py:{lines + 1}: qa imports assistant (a floor above)"
+    ] == order_violations(tmp_path)
+    assert [["assistant", "qa"]] == package_cycles(tmp_path)
 
 
 ARCHITECTURE = ROOT / "docs" / "architecture.md"

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, Literal, get_args, get_origin, get_type_hints
 
 from pydantic import BaseModel
+from typing_extensions import TypeVar
 
 from ._errors import InvalidCommand, InvalidUpdate
 from ._plan import NO_ITEM, Fork, Plan
@@ -24,6 +25,7 @@ from ._types import END, Send, Suspend
 __all__ = [
     "Applied",
     "Command",
+    "annotated_destinations",
     "apply_several",
     "command_router",
     "command_target",
@@ -32,9 +34,16 @@ __all__ = [
 ]
 
 
+GotoT = TypeVar("GotoT", default=str)
+"""The places a ``Command`` may go (``Command[Literal["a", "b"]]``); bare, any node."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Command:
+class Command(Generic[GotoT]):
     """Returned by a node: apply ``update``, then go to ``goto``.
+
+    A node annotated ``-> Command[Literal["a", "b"]]`` declares its destinations
+    by that annotation, as in LangGraph (``destinations=`` is then not needed).
 
     ``goto`` is a node name (or ``END``), a list of names (they run as parallel
     branches), or ``Send(node, item)``s (one branch per item); every node named
@@ -46,6 +55,28 @@ class Command:
     """The node's field changes: a dict, a partial model or ``None`` (as a node returns)."""
     goto: str | Send | Sequence[str | Send] | None = None
     """Where the run goes next (``None``: the node's edges or router decide)."""
+
+
+def annotated_destinations(fn: object) -> list[str] | None:
+    """The destinations a node's return annotation ``Command[Literal["a", "b"]]``
+    names (``None``: it has no such annotation, or it cannot be read)."""
+    try:
+        hints = get_type_hints(fn)
+    except Exception:
+        return None
+    found: list[str] = []
+    pending = [hints.get("return")]
+    while pending:
+        hint = pending.pop(0)
+        origin = get_origin(hint)
+        if origin is Command:
+            for arg in get_args(hint):
+                pending.append(arg)
+        elif origin is Literal:
+            found += [a for a in get_args(hint) if isinstance(a, str)]
+        elif origin is not None:  # a Union: its Command[...] members
+            pending += [a for a in get_args(hint) if get_origin(a) is Command]
+    return list(dict.fromkeys(found)) or None
 
 
 def _names(allowed: Sequence[str]) -> str:
@@ -101,7 +132,7 @@ def command_target(plan: Plan, node: str, goto: object) -> str | Fork:
             "or Send(node, item)s",
         )
     branches = [name for name in allowed.values() if name != END]
-    starts: list[tuple[str, Any]] = []
+    starts: list[tuple[str, object]] = []
     for each in items:
         if isinstance(each, Send):
             name, item = each.node, each.item
@@ -120,11 +151,11 @@ def command_target(plan: Plan, node: str, goto: object) -> str | Fork:
     return Fork(tuple(starts), join) if starts else join
 
 
-def several(node: str, items: list[Any]) -> tuple[list[Any], object]:
+def several(node: str, items: list[object]) -> tuple[list[object], object]:
     """A node's list of updates and ``Command``s: the updates in order, and the one
     ``goto`` among them (``None``: none); ``InvalidCommand`` naming the node when two
     of them have a ``goto``."""
-    updates: list[Any] = []
+    updates: list[object] = []
     goto: object = None
     for item in items:
         if type(item) is Command:
@@ -158,7 +189,7 @@ def paused_target(plan: Plan, paused: str, goto: object) -> str | Fork:
             f"was resumed with Command(goto={goto!r}); goto takes a node name, END, a "
             "list of names, or Send(node, item)s",
         )
-    starts: list[tuple[str, Any]] = []
+    starts: list[tuple[str, object]] = []
     for each in items:
         name, item = (each.node, each.item) if isinstance(each, Send) else (each, NO_ITEM)
         if isinstance(goto, str) and name == END:
@@ -198,7 +229,7 @@ def apply_several(
     schema: StateSchema,
     state: BaseModel,
     node: str,
-    items: list[Any],
+    items: list[object],
     origin: str,
     track: dict[str, int | None] | None,
 ) -> Applied:

@@ -8,14 +8,24 @@ import dataclasses
 import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from copy import copy as shallow_copy
-from typing import Any, Generic, TypeVar
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Generic,
+    Literal,
+    TypeVar,
+    get_args,
+    get_origin,
+    get_type_hints,
+)
 
 from pydantic import BaseModel
 
 from ._breakpoints import breakpoints
-from ._command import command_router
+from ._command import annotated_destinations, command_router
 from ._compiled import CompiledGraph
 from ._errors import GraphValidationError
+from ._langgraph import missing
 from ._memory import MemoryCheckpointStore
 from ._plan import NodeCall, NodeSpec, Plan, ResumeCall, RouterSpec
 from ._state import StateSchema
@@ -125,6 +135,32 @@ def _adapt_node(name: str, node: object) -> NodeSpecCalls:
     return call_state_only, None, False
 
 
+def _code_of(node: object) -> object:
+    """What a node's return annotation is read from: the function, or an object's ``run``."""
+    run = getattr(node, "run", None)
+    if run is not None and not inspect.isfunction(node) and callable(run):
+        return run
+    call = getattr(node, "__call__", None)  # noqa: B004 - callable objects
+    return node if inspect.isfunction(node) or call is None else call
+
+
+def _literal_targets(fn: object) -> list[str] | None:
+    """The node names a router's ``-> Literal["a", "b"]`` return annotation lists."""
+    try:
+        hint = get_type_hints(fn).get("return")
+    except Exception:
+        return None
+    found: list[str] = []
+    pending = [hint]
+    while pending:
+        each = pending.pop()
+        if get_origin(each) is Literal:
+            found += [a for a in get_args(each) if isinstance(a, str)]
+        elif get_origin(each) is not None:
+            pending += list(get_args(each))
+    return list(dict.fromkeys(found)) or None
+
+
 def _is_names(value: object) -> bool:
     return isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
 
@@ -202,6 +238,9 @@ class StateGraph(Generic[StateT]):
             raise GraphValidationError(
                 [f"node `{name}`: retry must be a RetryPolicy, got {retry!r}"]
             )
+        if destinations is None and not isinstance(node, CompiledGraph):
+            code = _code_of(node)
+            destinations = annotated_destinations(code)  # -> Command[Literal["a", "b"]]
         if destinations is not None:
             self._add_destinations(name, destinations)
         call: NodeCall
@@ -332,6 +371,45 @@ class StateGraph(Generic[StateT]):
         )
         return self
 
+    # -- LangGraph's names ------------------------------------------------------
+
+    if not TYPE_CHECKING:  # LangGraph's other names, each pointing to its equivalent
+
+        def __getattr__(self, name: str) -> Any:
+            raise missing("StateGraph", name)
+
+    def add_conditional_edges(
+        self,
+        source: str,
+        path: Callable[[Any], Any],
+        path_map: Sequence[str] | Mapping[Any, str] | None = None,
+    ) -> StateGraph[StateT]:
+        """LangGraph's name for ``add_router(source, path, path_map)``. Without
+        ``path_map`` the targets are read from ``path``'s return annotation
+        (``-> Literal["a", "b"]``), as LangGraph does; else ``GraphValidationError``
+        naming ``path_map``. Branches a list return (or ``Send``s) starts meet where
+        they converge, as in LangGraph; ``add_router(..., join=...)`` says where."""
+        if path_map is None:
+            path_map = _literal_targets(path)
+            if path_map is None:
+                raise GraphValidationError(
+                    [
+                        f"add_conditional_edges({source!r}, ...) needs the places the router "
+                        "may go, to validate and draw the graph: pass path_map=[...] (or "
+                        '{key: node}), or annotate the router `-> Literal["a", "b"]`; '
+                        "here it is add_router(source, fn, targets)"
+                    ]
+                )
+        return self.add_router(source, path, path_map)
+
+    def set_entry_point(self, node: str) -> StateGraph[StateT]:
+        """LangGraph's name for ``add_edge(START, node)``."""
+        return self.add_edge(START, node)
+
+    def set_finish_point(self, node: str) -> StateGraph[StateT]:
+        """LangGraph's name for ``add_edge(node, END)``."""
+        return self.add_edge(node, END)
+
     def validate(
         self,
         *,
@@ -374,6 +452,7 @@ class StateGraph(Generic[StateT]):
         max_concurrency: int | None = None,
         interrupt_before: Sequence[str] | None = None,
         interrupt_after: Sequence[str] | None = None,
+        checkpointer: None = None,
     ) -> CompiledGraph[StateT]:
         """Validate the graph and return a runnable ``CompiledGraph``.
 
@@ -385,6 +464,15 @@ class StateGraph(Generic[StateT]):
         ``interrupt_before``/``interrupt_after``: nodes every run pauses before/after
         (a breakpoint: a suspension resumed with ``None``); a call may name its own.
         """
+        if checkpointer is not None:
+            raise GraphValidationError(
+                [
+                    "compile(checkpointer=...) is LangGraph's; here it is compile(store=...): "
+                    "InMemorySaver is MemoryCheckpointStore(), SqliteSaver a "
+                    "JsonFileCheckpointStore(dir), PostgresSaver a PostgresCheckpointStore; "
+                    f"got {type(checkpointer).__name__}"
+                ]
+            )
         if store is not None and not isinstance(store, CheckpointStore):
             members = (
                 "saves_changes",

@@ -45,7 +45,8 @@ def _drawn(plan: Plan, prefix: str, indent: str) -> list[str]:
         lines += _drawn(child.plan, f"{ids[name]}__", indent + "    ")
         lines.append(f"{indent}end")
     joins = {source: fork.join for source, fork in plan.edges.items() if isinstance(fork, Fork)}
-    joins.update({s: j for s, j in plan.router_joins.items() if j is not None})
+    # A loop's branches meeting back at their router's node is no join worth drawing.
+    joins.update({s: j for s, j in plan.router_joins.items() if j is not None and j != s})
     join_nodes = set(joins.values())
     for source, target in plan.edges.items():
         if isinstance(target, Fork):
@@ -64,7 +65,7 @@ def _drawn(plan: Plan, prefix: str, indent: str) -> list[str]:
             else:
                 lines.append(f'{indent}{ids[source]} -->|"{_label(str(key))}"| {ids[target]}')
         join = plan.router_joins.get(source)
-        if join is not None:
+        if join is not None and join != source:
             lines.append(f'{indent}{ids[source]} -.->|"join"| {ids[join]}')
     for name, spec in plan.nodes.items():
         if spec.on_error is not None:

@@ -53,9 +53,19 @@ async def run(
     begun = await begin(plan, thread_id, input, resume)
     if isinstance(begun, RunResult):  # nothing to run: run(None) on a finished thread
         return begun
+    if sink is not None:  # the "values" stream starts where the call starts, as LangGraph's
+        sink(StepState(state=begun.state))
     tracing = start_run(thread_id, begun.run_id, begun.resumed_trace)
     current = Run(
-        plan, thread_id, begun.run_id, begun.step, begun.seq, begun.parent_id, sink, stops
+        plan,
+        thread_id,
+        begun.run_id,
+        begun.step,
+        begun.seq,
+        begun.parent_id,
+        sink,
+        stops,
+        begun.parent_thread,
     )
     held = [begun]  # the loop lets the starting state go as the run moves on
     del begun

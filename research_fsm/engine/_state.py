@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, Final, get_args, get_origin
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
@@ -21,18 +21,18 @@ __all__ = ["StateSchema"]
 
 # Validators per (model, field), shared by every graph over the same model: building
 # one costs tens of microseconds, so a graph rebuilt after a restart reuses them.
-_VALIDATORS: dict[tuple[type[BaseModel], str], Callable[[Any], Any]] = {}
+_VALIDATORS: dict[tuple[type[BaseModel], str], Callable[[object], object]] = {}
 
 
 @dataclass(slots=True)
 class _Field:
     model: type[BaseModel]
     name: str
-    reducer: Callable[[Any, Any], Any]
-    annotation: Any
-    validator: Callable[[Any], Any] | None = None
+    reducer: Callable[[Any, Any], object]
+    annotation: Any  # a type form, as pydantic reads it
+    validator: Callable[[object], object] | None = None
 
-    def validate(self, value: Any) -> Any:
+    def validate(self, value: object) -> Any:  # what the field's type makes of it
         if self.validator is None:
             key = (self.model, self.name)
             if key not in _VALIDATORS:
@@ -59,7 +59,7 @@ def _check_reducer(model: type[BaseModel], name: str, reducer: Callable[..., Any
         ) from None
 
 
-def _with_changes(state: BaseModel, changes: dict[str, Any]) -> BaseModel:
+def _with_changes(state: BaseModel, changes: dict[str, object]) -> BaseModel:
     """``state.model_copy(update=changes)`` without its generic overhead (same result)."""
     new = object.__new__(type(state))
     values = state.__dict__.copy()
@@ -76,17 +76,18 @@ def _with_changes(state: BaseModel, changes: dict[str, Any]) -> BaseModel:
     return new
 
 
-_NO_GAIN: Any = object()
+_NO_GAIN: Final[object] = object()
 """``_gained``: the new value is no sum of the old one and a gain."""
 
 
-def _gained(old: Any, new: Any) -> Any:
+def _gained(old: object, new: object) -> object:
     """``gain`` such that ``add(old, gain) == new``, or ``_NO_GAIN``."""
     if isinstance(old, bool) or isinstance(new, bool):
         return _NO_GAIN
     if isinstance(old, (int, float)) and isinstance(new, (int, float)):
         return new - old
     if type(old) is type(new) and isinstance(old, (str, list, tuple)):
+        assert isinstance(new, (str, list, tuple))
         return new[len(old) :] if new[: len(old)] == old else _NO_GAIN
     if isinstance(old, dict) and isinstance(new, dict):
         if not old.keys() <= new.keys():
@@ -104,6 +105,20 @@ def _gained(old: Any, new: Any) -> Any:
     return _NO_GAIN
 
 
+_EMPTY_TYPES = (list, dict, set, tuple, str, int, float)
+
+
+def _empty(annotation: Any) -> Any:
+    """The empty value of a field's type (``list[str]`` -> ``[]``), or ``_NO_GAIN``
+    when it is not one of the builtin containers, strings or numbers."""
+    origin = get_origin(annotation) or annotation
+    if origin is Annotated:
+        return _empty(get_args(annotation)[0])
+    if isinstance(origin, type) and origin in _EMPTY_TYPES:
+        return origin()
+    return _NO_GAIN
+
+
 class StateSchema:
     """The fields of a state model with their reducers (``replace`` by default)."""
 
@@ -111,7 +126,7 @@ class StateSchema:
         self.model = model
         self.fields: dict[str, _Field] = {}
         for name, info in model.model_fields.items():
-            reducer: Callable[[Any, Any], Any] = replace
+            reducer: Callable[[Any, Any], object] = replace
             metadata = []
             for item in info.metadata:
                 if callable(item) and not isinstance(item, type) and reducer is replace:
@@ -133,12 +148,16 @@ class StateSchema:
                     if isinstance(alias, str):
                         self._input_keys.add(alias)
 
-    def initial(self, data: Mapping[str, Any] | BaseModel | None) -> BaseModel:
-        """Validate the first input of a thread into a full state."""
+    def initial(self, data: Mapping[str, object] | BaseModel | None) -> BaseModel:
+        """Validate the first input of a thread into a full state. A field with a
+        reducer other than ``replace`` and ``append`` gets its input through the
+        reducer, from the field's default (as LangGraph's channels start empty), so a
+        first input is merged as every later update is; ``Replace(value)`` skips it."""
         if isinstance(data, self.model):
-            return self.fresh(data)  # the caller's object stays the caller's
+            return self._reduced(self.fresh(data), data.model_fields_set, dict(data))
         if isinstance(data, BaseModel):
             data = {k: getattr(data, k) for k in data.model_fields_set}
+        given = data
         if isinstance(data, Mapping):
             data = {k: v.value if isinstance(v, Replace) else v for k, v in data.items()}
         if isinstance(data, Mapping) and self._input_keys is not None:
@@ -155,22 +174,56 @@ class StateSchema:
                         f"input field `{key}` is nested more than {MAX_NESTING} levels deep "
                         "(lists, dicts, tuples, sets): flatten it"
                     )
+        reduced = self._reducible(given) if isinstance(given, Mapping) else {}
+        if reduced and isinstance(data, Mapping):  # validated after the reducer merges them
+            data = {k: v for k, v in data.items() if k not in reduced}
         try:
-            return self.model.model_validate(data or {})
+            state = self.model.model_validate(data or {})
         except ValidationError as exc:
             raise BadUpdate(f"input does not fit `{self.model.__name__}`: {exc}") from None
+        if reduced:
+            assert isinstance(given, Mapping)
+            changes = {name: given[name] for name in reduced}
+            return self.apply(_with_changes(state, reduced), changes, "input")
+        return state
+
+    def _reduced(self, state: BaseModel, names: Any, given: Mapping[str, Any]) -> BaseModel:
+        """``state`` (a model given as input) with the fields ``names`` that have a
+        reducer of their own merged through it (``_reducible``)."""
+        empties = self._reducible({name: given[name] for name in names})
+        if not empties:
+            return state
+        changes = {name: given[name] for name in empties}
+        return self.apply(_with_changes(state, empties), changes, "input")
+
+    def _reducible(self, given: Mapping[str, Any]) -> dict[str, Any]:
+        """The fields of ``given`` whose reducer is a function of its own, each with the
+        empty value of its type to merge the given value into, as LangGraph starts a
+        reducer's channel empty (``replace``, ``append`` and ``add`` would give the value
+        itself, so they are left as validated; a ``Replace`` skips the reducer)."""
+        empties: dict[str, Any] = {}
+        for name, value in given.items():
+            spec = self.fields.get(name) if isinstance(name, str) else None
+            if spec is None or spec.reducer in (replace, append, add):
+                continue
+            if isinstance(value, Replace):
+                continue
+            empty = _empty(self.model.model_fields[name].annotation)
+            if empty is not _NO_GAIN:
+                empties[name] = empty
+        return empties
 
     def fresh(self, state: BaseModel) -> BaseModel:
         """A copy of ``state`` for a node: its lists, dicts, sets and nested models
         are new objects, so changing them in place changes nothing else (``_fresh``)."""
         return model_copier(type(state))(state)
 
-    def changes_of(self, before: BaseModel, after: BaseModel) -> dict[str, Any]:
+    def changes_of(self, before: BaseModel, after: BaseModel) -> dict[str, object]:
         """What a node changed in ``after``, its copy of ``before`` that it returned:
         the items added at the end of an ``append`` list, else the field's new value
         (a ``Replace`` for fields with a reducer)."""
         old_values, new_values = before.__dict__, after.__dict__
-        changed: dict[str, Any] = {}
+        changed: dict[str, object] = {}
         for name, spec in self.fields.items():
             old, new = old_values.get(name), new_values.get(name)
             if new is old or (type(new) is type(old) and new == old):  # True == 1: a change
@@ -195,7 +248,9 @@ class StateSchema:
             )
         return changed
 
-    def passed_back(self, before: BaseModel, after: BaseModel, names: Any) -> dict[str, Any]:
+    def passed_back(
+        self, before: BaseModel, after: BaseModel, names: Iterable[str]
+    ) -> dict[str, object]:
         """What a subgraph changed in the fields ``names``, from ``before`` (what it was
         given) to ``after`` (its final values), as an update through this state's
         reducers: a ``replace`` field's new value; the items an ``append`` list gained
@@ -203,7 +258,7 @@ class StateSchema:
         gained (a number's difference, a string's or list's tail, a dict's per key);
         for another reducer, or when ``add`` cannot tell a gain, the new value, which
         the reducer merges (as LangGraph merges a subgraph's output)."""
-        changed: dict[str, Any] = {}
+        changed: dict[str, object] = {}
         for name in names:
             old, new = getattr(before, name), getattr(after, name)
             if new is old or (type(new) is type(old) and new == old):
@@ -221,7 +276,7 @@ class StateSchema:
                 changed[name] = new
         return changed
 
-    def as_changes(self, update: object, origin: str) -> dict[str, Any]:
+    def as_changes(self, update: object, origin: str) -> dict[str, object]:
         """Turn a node's return value (dict, partial model or None) into a dict."""
         if update is None:
             return {}
@@ -237,7 +292,7 @@ class StateSchema:
     def apply(
         self,
         state: BaseModel,
-        changes: Mapping[str, Any],
+        changes: Mapping[str, object],
         origin: str,
         track: dict[str, int | None] | None = None,
         validated: bool = False,
@@ -251,7 +306,7 @@ class StateSchema:
         """
         if not changes:
             return state
-        merged: dict[str, Any] = {}
+        merged: dict[str, object] = {}
         for name, value in changes.items():
             spec = self.fields.get(name)
             if spec is None:
@@ -276,8 +331,8 @@ class StateSchema:
                         value = [value]
                     items = value if validated else spec.validate(value)
                     old = getattr(state, name)
-                    merged[name] = append(old, items)
-                    if isinstance(old, list) and len(merged[name]) == len(old) + len(items):
+                    merged[name] = grown = append(old, items)
+                    if isinstance(old, list) and len(grown) == len(old) + len(items):
                         appended = len(items)
                 else:
                     merged[name] = spec.validate(spec.reducer(getattr(state, name), value))
@@ -297,11 +352,11 @@ class StateSchema:
         return _with_changes(state, merged)
 
     def validated_changes(
-        self, changes: Mapping[str, Any], before: BaseModel, after: BaseModel
-    ) -> dict[str, Any]:
+        self, changes: Mapping[str, object], before: BaseModel, after: BaseModel
+    ) -> dict[str, object]:
         """``changes`` as ``apply`` validated them into ``after``: the new value of a
         ``replace`` field, the items an ``append`` added (others as given)."""
-        out: dict[str, Any] = {}
+        out: dict[str, object] = {}
         for name, value in changes.items():
             reducer = self.fields[name].reducer
             if isinstance(value, Replace):
@@ -315,7 +370,7 @@ class StateSchema:
                 out[name] = value
         return out
 
-    def coerce(self, data: BaseModel | Mapping[str, Any]) -> BaseModel:
+    def coerce(self, data: BaseModel | Mapping[str, object]) -> BaseModel:
         """A loaded checkpoint's state as a model instance."""
         if isinstance(data, self.model):
             return data

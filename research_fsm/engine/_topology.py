@@ -8,7 +8,8 @@ whose branches cannot meet.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
 
 from ._plan import NO_ITEM, Fork, NodeSpec, RouterSpec
 from ._types import END
@@ -55,8 +56,9 @@ class Topology:
             return self._router_joins[source]
         router = self._routers[source]
         if router.join is not None:
-            self._router_joins[source] = router.join
-            return router.join
+            join = None if router.join == END else router.join  # END: per-branch chains
+            self._router_joins[source] = join
+            return join
         if source in self._busy:
             return None
         self._busy.add(source)
@@ -66,6 +68,8 @@ class Topology:
                 found |= self._walk(target, None)[0] - {END}
         self._busy.discard(source)
         join = found.pop() if len(found) == 1 else None
+        if join is None and not found:  # where every branch goes, run once (LangGraph's)
+            join = self._meet(router.targets.values())
         self._router_joins[source] = join
         return join
 
@@ -86,9 +90,57 @@ class Topology:
                 f"the branches of the fan-out from `{source}` meet at several joins ({shown}); "
                 "make them meet at one"
             )
-        join = sorted(found)[0] if found else END
+        join = sorted(found)[0] if found else self._meet(self._fanouts[source]) or END
         self._fork_joins[source] = join
         return join
+
+    def _meet(self, starts: Iterable[str]) -> str | None:
+        """The first node every branch from ``starts`` reaches (``None``: none, or
+        only END): there LangGraph's super-steps run a node once for all of them, so
+        the branches join there. Nearest by the longest of the branches' shortest
+        paths to it, then the nearest in total, then by name."""
+        firsts = [s for s in dict.fromkeys(starts) if s in self._nodes]
+        if not firsts:
+            return None
+        reached = [self._distances(s) for s in firsts]
+        common = set(reached[0]).intersection(*reached[1:]) - set(firsts) - {END}
+        if not common:
+            return None
+        return min(
+            common,
+            key=lambda n: (max(d[n] for d in reached), sum(d[n] for d in reached), n),
+        )
+
+    def _distances(self, start: str) -> dict[str, int]:
+        """Every node reachable from ``start`` by any exit, with its fewest steps."""
+        seen = {start: 0}
+        queue = deque([start])
+        while queue:
+            node = queue.popleft()
+            if node not in self._nodes:
+                continue
+            for nxt in self._successors(node):
+                if nxt not in seen:
+                    seen[nxt] = seen[node] + 1
+                    queue.append(nxt)
+        return seen
+
+    def _successors(self, node: str) -> list[str]:
+        out: list[str] = []
+        if node in self._join_of:
+            out.append(self._join_of[node])
+        if node in self._edges:
+            out.append(self._edges[node])
+        out.extend(self._fanouts.get(node, ()))
+        router = self._routers.get(node)
+        if router is not None:
+            out.extend(router.targets.values())
+            if router.join is not None:
+                out.append(router.join)
+        on_error = self._nodes[node].on_error
+        if on_error is not None:
+            out.append(on_error)
+        return out
 
     # -- checks ----------------------------------------------------------------
 
@@ -99,7 +151,7 @@ class Topology:
             for target in targets:
                 self._check_branch(target, join, f"the fan-out from `{source}`")
         for source, router in self._routers.items():
-            if router.join is not None and router.join not in self._nodes:
+            if router.join is not None and router.join not in self._nodes and router.join != END:
                 self.problems.append(
                     f"router of `{source}` has join=`{router.join}`, which is not a declared node"
                 )
@@ -108,7 +160,7 @@ class Topology:
             for target in dict.fromkeys(router.targets.values()):
                 if target == END:
                     continue
-                if router.join is not None:
+                if router.join is not None and router.join != END:
                     self._check_branch(target, router.join, f"the router of `{source}`")
                 elif inferred is not None:
                     self._branch_nodes |= self._walk(target, inferred)[1]

@@ -28,6 +28,7 @@ def validate(
     """Raise ``GraphValidationError`` listing every problem of the graph declared
     (``problems``: those found while it was built), if any; else return its fan-outs
     and joins worked out."""
+    edges, fanouts = _plain_fanouts(edges, fanouts)
     check = _Exits(nodes, problems)
     for source, target in edges:
         check.add(source, target)
@@ -50,6 +51,31 @@ def validate(
     if found:
         raise GraphValidationError(found)
     return topology
+
+
+def _plain_fanouts(
+    edges: Sequence[tuple[str, str]], fanouts: Sequence[tuple[str, tuple[str, ...]]]
+) -> tuple[list[tuple[str, str]], list[tuple[str, tuple[str, ...]]]]:
+    """Two or more plain edges out of one node to nodes are a fan-out, as in LangGraph:
+    ``add_edge("a", "b"); add_edge("a", "c")`` is ``add_edge("a", ["b", "c"])``. Kept as
+    edges (an error) when one of them leads to START or END or the node has a list edge too."""
+    targets: dict[str, list[str]] = {}
+    for source, target in edges:
+        if target not in targets.setdefault(source, []):
+            targets[source].append(target)
+    listed = {source for source, _ in fanouts}
+    fanned = {
+        source
+        for source, names in targets.items()
+        if len(names) > 1
+        and source not in listed
+        and source != END
+        and not {START, END} & set(names)
+    }
+    if not fanned:
+        return list(edges), list(fanouts)
+    plain = [(s, t) for s, t in edges if s not in fanned]
+    return plain, [*fanouts, *((s, tuple(targets[s])) for s in fanned)]
 
 
 def _list_problems(names: Sequence[str], owner: str) -> list[str]:
@@ -82,8 +108,15 @@ class _Exits:
         elif target != END and target not in known:
             problems.append(f"edge from `{source}` to unknown node `{target}`")
         if source in exits:
+            first = exits[source][0]
+            shown = "START" if source == START else f"node `{source}`"
+            names = [t for t in (first, target) if t not in (START, END)]
+            both = " and ".join(t if t in (START, END) else f"`{t}`" for t in (first, target))
+            both = both.replace(START, "START").replace(END, "END")
             problems.append(
-                f"node `{source}` has two unconditional edges (to `{exits[source][0]}` and `{target}`)"
+                f"{shown} has two unconditional edges (to {both}): keep one, or for "
+                f"parallel branches write one list edge of nodes, add_edge({source!r}, "
+                f"{names!r})".replace(repr(START), "START")
             )
         exits.setdefault(source, []).append(target)
 
@@ -151,7 +184,11 @@ class _Exits:
             problems.append("START has no edge: add_edge(START, first_node)")
         for name, node in self.nodes.items():
             if name not in exits:
-                problems.append(f"node `{name}` has no outgoing edge or router")
+                problems.append(
+                    f"node `{name}` has no outgoing edge or router (if it returns "
+                    f"Command(goto=...), list where it may go: add_node({name!r}, ..., "
+                    'destinations=[...]), or annotate it `-> Command[Literal["a", "b"]]`)'
+                )
             if node.on_error is not None:
                 if node.on_error in self.known:
                     exits[name] = [*exits.get(name, ()), node.on_error]
@@ -170,7 +207,8 @@ class _Exits:
                     reachable.add(target)
                     frontier.append(target)
         return [
-            f"node `{name}` is unreachable from START"
+            f"node `{name}` is unreachable from START (no edge, router or destinations= "
+            "leads to it)"
             for name in self.nodes
             if name not in reachable
         ]

@@ -533,6 +533,36 @@ class AnthropicLLM(LLM):
             )
         return TextReply(text=text, usage=usage, truncated=truncated, note=note)
 
+    async def converse(
+        self,
+        *,
+        agent: str,
+        system: str,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+    ) -> tuple[dict[str, Any], Usage]:
+        """One turn of a conversation with tools (the Messages API as it is): the
+        assistant's message as a dict (``role``, ``content`` blocks, ``stop_reason``)
+        and its usage. ``messages`` and ``tools`` are in the API's shape; retries and
+        errors as for every call (``LLMError``)."""
+        model = self.model_for(agent)
+        limit = self.limit_for(agent)
+        extra: dict[str, Any] = {"tools": tools} if tools else {}
+        sent: Any = messages  # the API's own shape, as the caller gave it
+
+        async def request() -> Any:
+            return await self._client.messages.create(
+                model=model, max_tokens=limit, system=system, messages=sent, **extra
+            )
+
+        with llm_span("anthropic", model, agent, prompt=system) as span:
+            message = await self._call(request)
+            usage = self._usage_of(message, model)
+            record_usage(span, usage.input_tokens, usage.output_tokens, usage.cost_usd)
+        content = [block.model_dump(exclude_none=True) for block in message.content]
+        reply = {"role": "assistant", "content": content, "stop_reason": message.stop_reason}
+        return reply, usage
+
     async def _continue(
         self,
         agent: str,

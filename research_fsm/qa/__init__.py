@@ -11,11 +11,10 @@ from ``research_fsm`` too).
 
 from __future__ import annotations
 
-import importlib
-import warnings
 from typing import Any
 
 from .._home import default_home
+from .._moved import moved
 from .agent_table import AGENTS
 from .graph import build_research_graph
 from .runner import (
@@ -46,18 +45,8 @@ __all__ = [
     "default_home",
 ]
 
-_MOVED = ("DEFAULT_KEEP", "ResearchAssistant", "default_store")
-"""Names that moved up to the composition root, ``research_fsm.assistant``."""
-
 
 def __getattr__(name: str) -> Any:
-    if name not in _MOVED:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    where = "research_fsm" if name == "ResearchAssistant" else "research_fsm.assistant"
-    warnings.warn(
-        f"research_fsm.qa.{name} moved: `from {where} import {name}`",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    # by name, at the call: the composition root stands above the apps
-    return getattr(importlib.import_module("research_fsm.assistant"), name)
+    # ResearchAssistant, default_store, DEFAULT_KEEP: moved up to the composition root,
+    # which the public front registers (this package cannot name the floor above it)
+    return moved(__name__, name)

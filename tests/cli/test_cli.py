@@ -1,34 +1,31 @@
-"""The ``research-fsm`` command line, run as a real process."""
+"""The ``research-fsm`` command line: in-process (``clirun.run_cli``), and as a real
+process where the process is the point (``spawn_cli``)."""
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from clirun import cli_env, run_cli, spawn_cli
 from homes import seeded_home
 
 
 def cli(home: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "RESEARCH_FSM_HOME": str(seeded_home(home)), "LOG_LEVEL": "WARNING"}
-    env.pop("ANTHROPIC_API_KEY", None)
-    env.pop("TAVILY_API_KEY", None)
-    return subprocess.run(
-        [sys.executable, "-m", "research_fsm", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
+    """``research-fsm ARGS`` offline on ``home`` (seeded), in this process."""
+    return run_cli(*args, env=cli_env(seeded_home(home)), stdin=stdin)
+
+
+def spawn(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m research_fsm ARGS`` offline on ``home`` (seeded), a real process."""
+    return spawn_cli(*args, env=cli_env(seeded_home(home)), timeout=60)
 
 
 def test_ask_offline_answers(tmp_path: Path) -> None:
-    """``ask`` answers offline from the directory: answer on stdout, progress on stderr."""
-    result = cli(tmp_path, "ask", "Who is the CEO of Apple?")
+    """``ask`` answers offline from the directory: answer on stdout, progress on stderr
+    (a real process: ``python -m research_fsm``)."""
+    result = spawn(tmp_path, "ask", "Who is the CEO of Apple?")
     assert result.returncode == 0, result.stderr
     assert "Tim Cook" in result.stdout
     assert "[research]" in result.stderr
@@ -36,14 +33,15 @@ def test_ask_offline_answers(tmp_path: Path) -> None:
 
 
 def test_clarification_across_processes(tmp_path: Path) -> None:
-    """Without a terminal, a clarification exits 3; ``answer`` in a new process continues it."""
-    first = cli(
+    """Without a terminal, a clarification exits 3; ``answer`` in a new process continues it
+    (both real processes)."""
+    first = spawn(
         tmp_path, "ask", "Tell me about the company", "--thread", "cli-1", "--source", "mock"
     )
     assert first.returncode == 3
     assert "Which company" in first.stdout
     assert "research-fsm answer --thread cli-1" in first.stderr
-    second = cli(tmp_path, "answer", "--thread", "cli-1", "Apple", "--source", "mock")
+    second = spawn(tmp_path, "answer", "--thread", "cli-1", "Apple", "--source", "mock")
     assert second.returncode == 0, second.stderr
     assert "Apple Inc." in second.stdout
 

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from clirun import run_cli, spawn_cli
 from homes import seeded_home
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,14 +24,8 @@ def _env(home: Path) -> dict[str, str]:
 
 
 def cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "research_fsm", *args],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        env=_env(home),
-        timeout=120,
-    )
+    """``research-fsm ARGS`` offline on ``home`` (seeded), in this process."""
+    return run_cli(*args, env=_env(home))
 
 
 INTERRUPT_WHILE_LOADING = """
@@ -84,12 +79,13 @@ def test_a_reader_that_stops_early_is_no_error(tmp_path: Path) -> None:
 
 
 def test_serve_on_a_busy_port_says_so_before_announcing(tmp_path: Path) -> None:
-    """serve on a port in use: exit 4 (not 3, "needs an answer"), one line, no page address."""
+    """serve on a port in use: exit 4 (not 3, "needs an answer"), one line, no page address
+    (a real process: the server's start is the point)."""
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        done = cli(tmp_path, "serve", "--port", str(port), "--source", "mock")
+        done = spawn_cli("serve", "--port", str(port), "--source", "mock", env=_env(tmp_path))
     lines = done.stderr.strip().splitlines()
     assert (4, 1) == (done.returncode, len(lines))
     assert f"cannot listen on 127.0.0.1 port {port}" in lines[0]

@@ -1,15 +1,15 @@
-"""``research-fsm deep`` and ``research-fsm sessions``, run as real processes."""
+"""``research-fsm deep`` and ``research-fsm sessions``: in-process, and resumed in a real
+process."""
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from clirun import cli_env, run_cli, spawn_cli
 from homes import seeded_home
 
 from research_fsm import ResearchAssistant
@@ -23,18 +23,14 @@ TOPIC = "Spring Boot 2 to 3 migration"
 
 
 def cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """Run ``research-fsm`` offline with ``home`` as ``RESEARCH_FSM_HOME``."""
-    env = {**os.environ, "RESEARCH_FSM_HOME": str(seeded_home(home)), "LOG_LEVEL": "WARNING"}
-    for name in ("ANTHROPIC_API_KEY", "TAVILY_API_KEY", "RESEARCH_DOCS", "RESEARCH_FSM_STORE"):
-        env.pop(name, None)
-    return subprocess.run(
-        [sys.executable, "-m", "research_fsm", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-    )
+    """Run ``research-fsm`` offline with ``home`` (seeded) as ``RESEARCH_FSM_HOME``, in
+    this process."""
+    return run_cli(*args, env=cli_env(seeded_home(home)))
+
+
+def spawn(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The same as a real process."""
+    return spawn_cli(*args, env=cli_env(seeded_home(home)))
 
 
 @pytest.fixture
@@ -101,7 +97,7 @@ async def test_resume_a_crashed_session_in_a_new_process(
     await assistant.aclose()
     (session,) = [p.name for p in (home / "sessions").iterdir()]
     assert not (home / "sessions" / session / "report.md").exists()
-    result = cli(home, "deep", "--resume", session)
+    result = spawn(home, "deep", "--resume", session)
     assert 0 == result.returncode, result.stderr
     assert "[deep_analysis]" not in result.stderr
     assert (home / "sessions" / session / "report.md").exists()

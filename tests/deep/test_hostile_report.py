@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
+from clirun import run_cli
 from markdown_it import MarkdownIt
 from servers import FakeTavily
 from servers import tavily as tv
@@ -51,7 +50,8 @@ async def test_deep_report_keeps_hostile_source_text_inert(home: Path) -> None:
 def test_cli_survives_a_search_result_with_an_unparseable_url(
     tavily_server: FakeTavily, tmp_path: Path
 ) -> None:
-    """``deep``, ``report`` and ``ask`` on Tavily exit 0 when a result's URL is ``http://[``."""
+    """``deep``, ``report`` and ``ask`` on Tavily exit 0 when a result's URL is ``http://[``
+    (in-process runs of the command line)."""
     broken = tv.result("Broken", "http://[", "Nvidia designs GPUs. Spring Boot 3 needs Java 17.")
     fine = tv.result(
         "Spring Boot 3 and Nvidia",
@@ -72,14 +72,7 @@ def test_cli_survives_a_search_result_with_an_unparseable_url(
     ]
     codes = []
     for args in commands:
-        done = subprocess.run(
-            [sys.executable, "-m", "research_fsm", *args],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=120,
-            stdin=subprocess.DEVNULL,
-        )
+        done = run_cli(*args, env=env)
         failed = re.search(r"data source \S* ?failed", done.stdout) is not None
         codes.append((args[0], done.returncode, failed))
     assert [("deep", 0, False), ("report", 0, False), ("ask", 0, False)] == codes

@@ -71,6 +71,7 @@ def open_at_once(folder: Path, cache: Path, count: int) -> list[list[int]]:
     return results
 
 
+@pytest.mark.slow  # eight processes, each with its extraction workers: a process race
 async def test_processes_refreshing_one_index_at_once_all_succeed(tmp_path: Path) -> None:
     """Four processes open a new index together, then again after an edit: each sees
     every file, none fails; a later open reuses them all."""

@@ -5,11 +5,11 @@ streams ``indexing`` steps before its stages, and the web page gets them as prog
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
+
+import clirun
 
 from research_fsm import ResearchAssistant
 from research_fsm.deep import DeepProgress
@@ -22,19 +22,8 @@ TOPIC = "Spring Boot 2 to 3 migration"
 
 
 def run_cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """``research-fsm`` offline, stderr a pipe (not a terminal)."""
-    env = {**os.environ, "RESEARCH_FSM_HOME": str(home), "LOG_LEVEL": "WARNING"}
-    for name in ("ANTHROPIC_API_KEY", "TAVILY_API_KEY", "RESEARCH_DOCS", "RESEARCH_FSM_STORE"):
-        env.pop(name, None)
-    return subprocess.run(
-        [sys.executable, "-m", "research_fsm", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-        check=False,
-    )
+    """``research-fsm`` offline, in this process, stderr a pipe (not a terminal)."""
+    return clirun.run_cli(*args, env=clirun.cli_env(home))
 
 
 def test_the_cli_draws_the_bar_only_when_asked_off_a_terminal(tmp_path: Path) -> None:

@@ -19,6 +19,17 @@ from research_fsm.engine import (
 
 from .helpers import Counter, recorder
 
+UNREACHABLE = " (no edge, router or destinations= leads to it)"
+
+
+def no_exit(node: str) -> str:
+    """The hint after "node `x` has no outgoing edge or router"."""
+    return (
+        " (if it returns Command(goto=...), list where it may go: "
+        f"add_node({node!r}, ..., destinations=[...]), or annotate it "
+        '`-> Command[Literal["a", "b"]]`)'
+    )
+
 
 def graph_with(*names: str) -> StateGraph[Counter]:
     graph = StateGraph(Counter)
@@ -81,7 +92,9 @@ def test_unreachable_node_is_named() -> None:
     graph.add_edge(START, "a")
     graph.add_edge("a", END)
     graph.add_edge("island", END)
-    assert compile_error(graph).problems == ["node `island` is unreachable from START"]
+    assert compile_error(graph).problems == [
+        "node `island` is unreachable from START" + UNREACHABLE
+    ]
 
 
 def test_on_error_target_counts_as_reachable() -> None:
@@ -109,19 +122,24 @@ def test_node_without_exit_is_named() -> None:
     graph = graph_with("a", "b")
     graph.add_edge(START, "a")
     graph.add_edge("a", "b")
-    assert compile_error(graph).problems == ["node `b` has no outgoing edge or router"]
+    assert compile_error(graph).problems == [
+        "node `b` has no outgoing edge or router" + no_exit("b")
+    ]
 
 
-def test_two_unconditional_edges_are_named() -> None:
-    """Two plain edges out of one node are ambiguous and reported with both targets."""
-    graph = graph_with("a", "b", "c")
+def test_two_plain_edges_to_a_node_and_end_are_named_with_the_list_form() -> None:
+    """Two plain edges out of one node, one of them to END, are reported with both
+    targets and the list edge that makes parallel branches."""
+    graph = graph_with("a", "b")
     graph.add_edge(START, "a")
     graph.add_edge("a", "b")
-    graph.add_edge("a", "c")
+    graph.add_edge("a", END)
     graph.add_edge("b", END)
-    graph.add_edge("c", END)
     problems = compile_error(graph).problems
-    assert problems == ["node `a` has two unconditional edges (to `b` and `c`)"]
+    assert problems == [
+        "node `a` has two unconditional edges (to `b` and END): keep one, or for parallel "
+        "branches write one list edge of nodes, add_edge('a', ['b'])"
+    ]
 
 
 def test_edge_and_router_on_one_node_is_reported() -> None:
@@ -171,9 +189,9 @@ def test_several_problems_are_all_listed() -> None:
     expected = {
         "duplicate node name `a`",
         "edge from `a` to unknown node `ghost`",
-        "node `dead_end` has no outgoing edge or router",
-        "node `island` is unreachable from START",
-        "node `dead_end` is unreachable from START",
+        "node `dead_end` has no outgoing edge or router" + no_exit("dead_end"),
+        "node `island` is unreachable from START" + UNREACHABLE,
+        "node `dead_end` is unreachable from START" + UNREACHABLE,
     }
     assert expected == set(error.problems)
     assert str(error).startswith("5 problems in the graph:\n")

@@ -23,6 +23,7 @@ from research_fsm.engine import (
     START,
     CheckpointStore,
     CompiledGraph,
+    EngineError,
     MemoryCheckpointStore,
     NodeContext,
     RetryPolicy,
@@ -30,6 +31,7 @@ from research_fsm.engine import (
     StaleResumeToken,
     StateGraph,
     Suspend,
+    UnknownSubgraph,
     add,
     append,
 )
@@ -102,18 +104,19 @@ async def test_nested_graph_interrupts_parallel(store: CheckpointStore) -> None:
 async def test_nested_graph_interrupts_parallel_values_stream(store: CheckpointStore) -> None:
     """Follows the ``stream_mode="values"`` part of LangGraph's
     ``test_nested_graph_interrupts_parallel``: the resumed call yields the merged state
-    after the join, then after ``outer_2``. Deliberate difference: no state before the
-    first node (the input) is yielded, and a fan-out's branches yield none of their own
+    after the join, then after ``outer_2``. Each call yields the state it starts from
+    first, as LangGraph's does; a fan-out's branches yield none of their own
     (docs/engine.md, Stream modes)."""
     app = parallel_parent(store, Tally())
     async with app.stream({"my_key": ""}, thread_id="3", mode="values") as stream:
         first = [state.my_key async for state in stream]
-    assert first == []
+    assert first == [""]
     assert stream.result is not None and stream.result.status == "suspended"
     token = stream.result.suspensions[0].token
     async with app.stream_resume(token, None, mode="values") as resumed:
         second = [state.my_key async for state in resumed]
     assert second == [
+        "",  # where the call starts: the fan-out's branches are not merged yet
         "got here and there and parallel",
         "got here and there and parallel and back again",
     ]
@@ -196,16 +199,20 @@ async def test_doubly_nested_graph_interrupts_values_stream(store: CheckpointSto
     """Follows the ``stream_mode="values"`` part of LangGraph's
     ``test_doubly_nested_graph_interrupts``: the first call yields the state after
     ``parent_1`` once (the nested pause changes nothing, so it yields nothing more),
-    the resumed call the state after the child and after ``parent_2``. Deliberate
-    difference: neither call yields the state it starts from (docs/engine.md)."""
+    the resumed call the state after the child and after ``parent_2``; each call
+    first yields the state it starts from, as LangGraph's does."""
     app = doubly_nested(store, [])
     async with app.stream({"my_key": "my value"}, thread_id="3", mode="values") as stream:
         first = [state.my_key async for state in stream]
-    assert first == ["hi my value"]
+    assert first == ["my value", "hi my value"]
     assert stream.result is not None and stream.result.suspension is not None
     async with app.stream_resume(stream.result.suspension.token, None, mode="values") as again:
         second = [state.my_key async for state in again]
-    assert second == ["hi my value here and there", "hi my value here and there and back again"]
+    assert second == [
+        "hi my value",
+        "hi my value here and there",
+        "hi my value here and there and back again",
+    ]
 
 
 # -- test_send_to_nested_graphs (test_large_cases.py) -------------------------
@@ -398,11 +405,15 @@ async def test_weather_subgraph_update_the_child_as_its_node(store: CheckpointSt
 
 
 def test_subgraph_of_an_unknown_node_names_the_subgraph_nodes() -> None:
-    """``app.subgraph(name)`` of a node that runs no child graph is a ValueError naming
-    the ones that do."""
+    """``app.subgraph(name)`` of a node that runs no child graph is an ``UnknownSubgraph``
+    (an ``EngineError`` and a ``ValueError``) naming the ones that do, at every level."""
     app = weather_app(MemoryCheckpointStore())
-    with pytest.raises(ValueError, match="subgraph nodes are: `weather_graph`"):
+    with pytest.raises(UnknownSubgraph, match="subgraph nodes are: `weather_graph`") as info:
         app.subgraph("router_node")
+    assert isinstance(info.value, EngineError) and isinstance(info.value, ValueError)
+    assert ("router_node", ["weather_graph"]) == (info.value.node, info.value.allowed)
+    with pytest.raises(UnknownSubgraph, match=r"of the graph at `weather_graph`.*: none"):
+        app.subgraph("weather_graph/model_node")
 
 
 # -- test_dynamic_interrupt_subgraph (test_large_cases.py) --------------------

@@ -43,6 +43,7 @@ EXPECTED_ALL = [
     "InvalidResumeToken",
     "InvalidResumeValue",
     "InvalidStreamMode",
+    "InvalidThreadQuery",
     "InvalidUpdate",
     "Lease",
     "LeaseLost",
@@ -71,8 +72,11 @@ EXPECTED_ALL = [
     "Suspension",
     "ThreadBusy",
     "ThreadExists",
+    "ThreadInfo",
     "ThreadNotFound",
+    "ThreadPage",
     "ThreadSuspended",
+    "UnknownSubgraph",
     "UnsafeStoreDirectory",
     "UpdateRefused",
     "add",
@@ -103,15 +107,28 @@ def test_every_exported_name_exists() -> None:
 
 def test_store_module_exports_what_store_authors_need() -> None:
     """``research_fsm.engine.store`` is the public module for store authors: the protocol,
-    the argument checks and the JSON-shape facts the stores' codec shares with the engine."""
+    the records a checkpoint carries, the argument checks and the JSON-shape facts the
+    stores' codec shares with the engine."""
     assert [
         "MAX_NESTING",
+        "NO_ITEM",
+        "THREAD_STATUSES",
+        "BranchRecord",
         "CheckpointStore",
         "Lease",
+        "OriginRecord",
+        "SuspensionRecord",
+        "ThreadListing",
+        "ThreadQuery",
+        "UpdateEntry",
+        "encode_cursor",
         "hint_matches",
         "loose_fields",
         "new_checkpoint_id",
         "seq_hint",
+        "standing_node",
+        "thread_info",
+        "thread_query",
         "validate_keep",
         "validate_limit",
         "validate_thread_id",
@@ -156,6 +173,8 @@ ERRORS = {
     "ThreadExists": ValueError,
     "UpdateRefused": RuntimeError,
     "ChildThreadMissing": LookupError,
+    "UnknownSubgraph": ValueError,
+    "InvalidThreadQuery": ValueError,
 }
 
 
@@ -207,10 +226,12 @@ def test_engine_import_loads_nothing_of_the_assistant() -> None:
 
 
 def test_engine_source_imports_only_stdlib_pydantic_structlog_and_otel_api() -> None:
-    """Every import in research_fsm/engine names the stdlib, pydantic, structlog or OpenTelemetry."""
+    """Every import in research_fsm/engine names the stdlib, pydantic (and its
+    typing_extensions), structlog or OpenTelemetry."""
     allowed = set(sys.stdlib_module_names) | {
         "pydantic",
         "pydantic_core",
+        "typing_extensions",
         "structlog",
         "opentelemetry",
     }

@@ -59,7 +59,8 @@ async def test_updates_yields_each_nodes_update(store: CheckpointStore) -> None:
 async def test_values_yields_the_whole_state_after_each_step(store: CheckpointStore) -> None:
     app = chain("a", "b", store=store)
     chunks = await collect(app.stream({"log": ["in"]}, thread_id="t", mode="values"))
-    assert [(c.n, c.log) for c in chunks] == [(1, ["in", "a"]), (2, ["in", "a", "b"])]
+    # The input merged first, as LangGraph's "values" stream starts.
+    assert [(c.n, c.log) for c in chunks] == [(0, ["in"]), (1, ["in", "a"]), (2, ["in", "a", "b"])]
     assert all(isinstance(c, Counter) for c in chunks)
 
 
@@ -89,7 +90,7 @@ async def test_values_after_a_fan_out_is_the_merged_state(store: CheckpointStore
     app = graph.compile(store=store)
     chunks = await collect(app.stream({}, thread_id="t", mode="values"))
     # Branch states are not the run's: the merge, then the join's step.
-    assert [c.log for c in chunks] == [["left", "right"], ["left", "right", "join"]]
+    assert [c.log for c in chunks] == [[], ["left", "right"], ["left", "right", "join"]]
 
 
 async def test_custom_yields_only_what_nodes_emit(store: CheckpointStore) -> None:
@@ -111,6 +112,7 @@ async def test_a_list_of_modes_tags_each_chunk_in_order(store: CheckpointStore) 
         for mode, chunk in chunks
     ]
     assert shape == [
+        ("values", 0),
         ("custom", "a-1"),
         ("custom", "a-2"),
         ("updates", {"a": {"n": 1, "log": ["a"]}}),
@@ -153,12 +155,13 @@ async def test_stream_resume_takes_a_mode(store: CheckpointStore) -> None:
     graph.add_node("ask", Ask()).add_edge(START, "ask").add_edge("ask", END)
     app = graph.compile(store=store)
     asked = await collect(app.stream({}, thread_id="t", mode="values"))
-    assert [c.log for c in asked] == [["asked"]]  # the state the suspension saved
+    assert [c.log for c in asked] == [[], ["asked"]]  # the input, the suspension's state
     snapshot = await app.get_state("t")
     assert snapshot is not None and snapshot.suspension is not None
     stream = app.stream_resume(snapshot.suspension.token, "yes", mode=["custom", "values"])
     chunks = await collect(stream)
     assert [(m, c.data if m == "custom" else c.log) for m, c in chunks] == [
+        ("values", ["asked"]),  # where the call starts, as LangGraph's
         ("custom", "yes"),
         ("values", ["asked", "yes"]),
     ]

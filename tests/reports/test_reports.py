@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from clirun import cli_env, run_cli
 from homes import seeded_home
 from markdown_it import MarkdownIt
 from pypdf import PdfReader
@@ -228,22 +227,13 @@ async def test_crash_mid_fan_out_resumes_only_unfinished(home: Path) -> None:
 
 
 def cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "RESEARCH_FSM_HOME": str(seeded_home(home)), "LOG_LEVEL": "WARNING"}
-    env.pop("ANTHROPIC_API_KEY", None)
-    env.pop("TAVILY_API_KEY", None)
-    return subprocess.run(
-        [sys.executable, "-m", "research_fsm", *args],
-        input="",
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
+    """``research-fsm ARGS`` offline on ``home`` (seeded), in this process."""
+    return run_cli(*args, env=cli_env(seeded_home(home)))
 
 
 def test_cli_report_reports_and_exit_codes(tmp_path: Path) -> None:
     """report saves and prints path + summary (0); reports lists it; unknown 1; empty 2;
-    ambiguous without a terminal 3, and answer continues it in a new process."""
+    ambiguous without a terminal 3, and answer continues it in a new run."""
     done = cli(tmp_path, "report", "Siemens", "--pdf")
     assert 0 == done.returncode, done.stderr
     assert done.stdout.splitlines()[0].endswith("report.md")

@@ -1,0 +1,91 @@
+"""LangGraph's builder and app names (issue 41, item 3): the ones that cost nothing
+are aliases; the others fail naming this engine's equivalent."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import pytest
+from pydantic import BaseModel
+
+from research_fsm.engine import END, GraphValidationError, MemoryCheckpointStore, StateGraph
+
+
+class Turn(BaseModel):
+    n: int = 0
+
+
+async def bump(state: Turn) -> dict[str, Any]:
+    return {"n": state.n + 1}
+
+
+def again(state: Turn) -> Literal["bump", "__end__"]:
+    return "bump" if state.n < 3 else END
+
+
+def looping() -> StateGraph[Turn]:
+    graph = StateGraph(Turn)
+    graph.add_node("bump", bump)
+    graph.set_entry_point("bump")
+    return graph
+
+
+async def test_set_entry_point_and_add_conditional_edges_with_a_literal_annotation() -> None:
+    """`set_entry_point` is `add_edge(START, ...)`; `add_conditional_edges` without a
+    path_map reads the targets from the router's `-> Literal[...]`."""
+    graph = looping()
+    graph.add_conditional_edges("bump", again)
+    result = await graph.compile().run({}, thread_id="t")
+    assert (result.state.n, result.path) == (3, ["bump"] * 3)
+
+
+async def test_add_conditional_edges_with_a_path_map_and_set_finish_point() -> None:
+    """`add_conditional_edges(src, fn, {key: node})` is `add_router`; `set_finish_point`
+    is `add_edge(node, END)`."""
+    graph = StateGraph(Turn)
+    graph.add_node("bump", bump).add_node("last", bump)
+    graph.set_entry_point("bump")
+    graph.add_conditional_edges("bump", lambda s: s.n < 2, {True: "bump", False: "last"})
+    graph.set_finish_point("last")
+    result = await graph.compile().run({}, thread_id="t")
+    assert result.path == ["bump", "bump", "last"]
+
+
+def test_add_conditional_edges_without_targets_names_path_map() -> None:
+    """A router without path_map or Literal annotation is refused naming both."""
+    graph = looping()
+    with pytest.raises(GraphValidationError, match=r"pass path_map=\[\.\.\.\].*Literal"):
+        graph.add_conditional_edges("bump", lambda s: "bump")
+
+
+def test_compile_checkpointer_names_store() -> None:
+    """`compile(checkpointer=...)` is refused naming `store=` and the matching stores."""
+    graph = looping().set_finish_point("bump")
+    with pytest.raises(GraphValidationError, match=r"compile\(store=\.\.\.\): InMemorySaver is"):
+        graph.compile(checkpointer=MemoryCheckpointStore())  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("name", "equivalent"),
+    [
+        ("invoke", "await app.run(input, thread_id=...)"),
+        ("ainvoke", "await app.run(input, thread_id=...)"),
+        ("get_state_history", "app.history(thread_id)"),
+        ("astream", "app.stream(input, thread_id=..., mode='values')"),
+    ],
+)
+def test_langgraph_app_methods_name_the_equivalent(name: str, equivalent: str) -> None:
+    """`app.invoke` and friends raise AttributeError naming this engine's call."""
+    app = looping().set_finish_point("bump").compile()
+    with pytest.raises(AttributeError) as missing:
+        getattr(app, name)
+    assert f"no attribute '{name}' (LangGraph's); here it is" in str(missing.value)
+    assert equivalent in str(missing.value)
+
+
+def test_other_missing_attributes_read_as_usual() -> None:
+    """A name LangGraph does not have gives Python's usual message; hasattr works."""
+    app = looping().set_finish_point("bump").compile()
+    with pytest.raises(AttributeError, match=r"^'CompiledGraph' object has no attribute 'nope'$"):
+        app.nope  # type: ignore[attr-defined]  # noqa: B018
+    assert not hasattr(StateGraph(Turn), "add_sequence")
