@@ -60,6 +60,8 @@ from ._corpus import PACKAGES, build_corpus
 from ._docsets import SetUnavailable, ensure, load_sets, manifest
 
 HERE = Path(__file__).resolve().parent
+SHAPES = ("dangling", "mid_sentence", "repeated_line")
+"""What keeps a claim from reading as a statement on its own (see ``shape``)."""
 INDEX_SECONDS: list[float] = []
 """How long building each corpus's index took (text and vectors)."""
 QUICK_IDS = ("d01", "d09", "d19", "d21", "d23", "d25")
@@ -170,6 +172,55 @@ def _load(path: Path) -> Any:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+_REFERS_BACK = re.compile(
+    r"^(?:this|that|these|those|it|they|such)\b|^(?:この|その|これ|それ)", re.IGNORECASE
+)
+_LINES: dict[Path, dict[str, int]] = {}
+_ATTRIBUTE_LINE = re.compile(r"^\s*[A-Za-z][\w /-]{0,24}:\s")
+"""A reference entry's attribute ("Type: number"): every entry repeats its form, no header."""
+
+
+def _line_key(line: str) -> str:
+    return re.sub(r"\d+", "#", " ".join(line.split()).lower())
+
+
+def _file_lines(path: Path) -> dict[str, int]:
+    """How often each line of a corpus file comes (digits as one mark, spacing and case
+    ignored), a PDF's lines as pypdf reads them (another extractor than the index's)."""
+    if path not in _LINES:
+        text = "\n".join(_pages(path)) if path.suffix.lower() == ".pdf" else file_text(path)
+        counts: dict[str, int] = {}
+        for line in (text or "").splitlines():
+            key = _line_key(line)
+            if len(key) >= 12:
+                counts[key] = counts.get(key, 0) + 1
+        _LINES[path] = counts
+    return _LINES[path]
+
+
+def shape(claim: dict[str, Any], source: dict[str, Any], corpus: Path) -> list[str]:
+    """What keeps a supported claim from reading as a statement on its own: ``dangling``
+    (it starts "This …"/"It …" without the sentence it refers to), ``mid_sentence`` (it
+    starts in lower case right after text that does not end a sentence: the middle of a
+    sentence or of a list), ``repeated_line`` (its quote holds a line the file repeats
+    three times or more, not an attribute line: a running header or footer, a menu)."""
+    found = []
+    text, quote, body = claim["text"], claim["evidence"] or "", source["text"]
+    if _REFERS_BACK.match(text):
+        found.append("dangling")
+    at = body.find(quote) if quote else -1
+    before = body[:at].rstrip() if at > 0 else ""
+    if re.match(r"[a-z]", text) and before and re.search(r"[\w,\-]$", before):
+        found.append("mid_sentence")
+    path = corpus / source["locator"]
+    if path.is_file() and any(
+        _file_lines(path).get(_line_key(line), 0) >= 3 and not _ATTRIBUTE_LINE.match(line)
+        for line in quote.splitlines()
+    ):
+        found.append("repeated_line")
+    return found
+
+
 def score(question: dict[str, Any], folder: Path, corpus: Path) -> dict[str, Any]:
     """One finished session scored against its question."""
     sources = {s["id"]: s for s in _load(folder / "search_results.json")}
@@ -192,10 +243,14 @@ def score(question: dict[str, Any], folder: Path, corpus: Path) -> dict[str, Any
         original += in_source if raw is None else " ".join(quote.split()) in " ".join(raw.split())
         precise += in_source and source["locator"] in files
     verdicts = _load(folder / "relevance.json") if (folder / "relevance.json").exists() else []
+    lead = claims[0]["text"] if claims else ""
+    defects = [kind for c in claims for kind in shape(c, sources[c["source"]], corpus)]
     return {
         "best_passage": max((v["score"] for v in verdicts), default=0.0),
         "claims": len(claims),
         "answered": bool(claims),
+        "lead_found": any(fact_in(alt, lead) for fact in question["facts"] for alt in fact["any"]),
+        "shape": {kind: defects.count(kind) for kind in SHAPES},
         "facts": len(found),
         "facts_found": sum(found),
         "precise": precise,
@@ -282,6 +337,7 @@ def totals(results: list[dict[str, Any]]) -> dict[str, Any]:
     """The figures over ``results``."""
     answerable = [r for r in results if r["kind"] != "unanswerable"]
     unanswerable = [r for r in results if r["kind"] == "unanswerable"]
+    answered = [r for r in answerable if r["answered"]]
     claims = sum(r["claims"] for r in results)
     facts = sum(r["facts"] for r in answerable)
 
@@ -300,6 +356,9 @@ def totals(results: list[dict[str, Any]]) -> dict[str, Any]:
             sum(not r["answered"] for r in unanswerable), len(unanswerable)
         ),
         "answerable_refused": ratio(sum(not r["answered"] for r in answerable), len(answerable)),
+        "lead_found": ratio(sum(r.get("lead_found", False) for r in answered), len(answered)),
+        "shape_defects": ratio(sum(sum(r.get("shape", {}).values()) for r in results), claims),
+        **{kind: sum(r.get("shape", {}).get(kind, 0) for r in results) for kind in SHAPES},
         "grounding_problems": sum(len(r["grounding"]) for r in results),
         "median_seconds": round(statistics.median(r["seconds"] for r in results), 3)
         if results
@@ -511,17 +570,19 @@ def set_figures(
 
 def _print_sets(figures: dict[str, dict[str, Any]]) -> None:
     print(
-        "| set / part | questions | facts found | citation precision | quotes verbatim |"
-        " unanswerable refused | answerable refused | median s | index s | re-index s |"
+        "| set / part | questions | facts found | lead holds a fact | citation precision |"
+        " quotes verbatim | unanswerable refused | answerable refused | claims out of shape |"
+        " median s | index s | re-index s |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name, f in figures.items():
         index = f"{f['index_seconds']:.1f}" if "index_seconds" in f else ""
         again = f"{f['reindex_seconds']:.2f}" if "reindex_seconds" in f else ""
         print(
-            f"| {name} | {f['questions']} | {f['facts_found']:.0%} | "
+            f"| {name} | {f['questions']} | {f['facts_found']:.0%} | {f['lead_found']:.0%} | "
             f"{f['citation_precision']:.0%} | {f['quotes_verbatim']:.0%} | "
             f"{f['unanswerable_refused']:.0%} | {f['answerable_refused']:.0%} | "
+            f"{f['shape_defects']:.0%} ({f['dangling']}/{f['mid_sentence']}/{f['repeated_line']}) | "
             f"{f['median_seconds']:.2f} | {index} | {again} |"
         )
 

@@ -41,10 +41,12 @@ __all__ = [
     "Question",
     "Unit",
     "family",
+    "has_number",
     "idf",
     "one_line_blocks",
     "parse_question",
     "passage_score",
+    "refers_back",
     "score_units",
     "side_scores",
     "units",
@@ -674,16 +676,80 @@ _REFERS_BACK: Final = re.compile(
 your branch", "It is ...")."""
 
 
+def refers_back(statement: str) -> bool:
+    """Whether ``statement`` starts with a word whose subject is before it ("This ...")."""
+    return _REFERS_BACK.match(statement) is not None
+
+
+MAX_PREAMBLE_LINES: Final = 4
+"""Lines of a reference entry's head (its name, "Type: number", "Default: 5") a claim
+under it may carry."""
+MAX_PREAMBLE_CHARS: Final = 80
+_MARKED: Final = re.compile(r"^\s*(?:#|[=\-~^*+]{3,}\s*$|\.\.\s|```)")
+_ATTRIBUTE: Final = re.compile(r"^[A-Z][\w /-]{0,24}:\s+\S")
+"""A reference entry's attribute line ("Type: number", "Default: 5")."""
+
+
+def _preamble(text: str, start: int) -> tuple[int, list[str]] | None:
+    """The head of the reference entry a paragraph at ``start`` opens, when there is one:
+    up to ``MAX_PREAMBLE_LINES`` short lines right above it (a blank line between), none
+    ending a sentence, at least one of them an attribute ("Default: 5") or the paragraph
+    referring back to them ("This variable ..."); where they start and the lines."""
+    before = text[:start]
+    if not before.endswith("\n\n") and not before.rstrip(" \t").endswith("\n\n"):
+        return None
+    lines: list[str] = []
+    at = len(before.rstrip())
+    while at > 0 and len(lines) < MAX_PREAMBLE_LINES:
+        line_start = text.rfind("\n", 0, at) + 1
+        line = text[line_start:at].strip()
+        if not line or len(line) > MAX_PREAMBLE_CHARS or line.endswith((".", "!", "?", "。")):
+            break
+        lines.insert(0, line)
+        start, at = line_start, max(line_start - 1, 0)
+        while at > 0 and text[at - 1] == "\n":
+            at -= 1
+    if not lines or any(
+        _BULLET.match(line) or ROW.match(line) or _MARKED.match(line) for line in lines
+    ):
+        return None  # a list, a table, a Markdown or reST heading: not an entry's head
+    return start, lines
+
+
+def _with_head(unit: Unit, text: str) -> Unit:
+    """``unit`` with the head of the reference entry it opens (``_preamble``) before it,
+    joined by " — ": "3.163. mail_check — Type: number — Default: 5 — This variable
+    configures how often ...". Without such a head, ``unit`` itself."""
+    head = _preamble(text, unit.start)
+    if head is None:
+        return unit
+    at, lines = head
+    if not any(_ATTRIBUTE.match(line) for line in lines) and not _REFERS_BACK.match(unit.statement):
+        return unit
+    named = " — ".join(clean(line) for line in lines)
+    return Unit(
+        start=at,
+        end=unit.end,
+        statement=f"{named} — {unit.statement}",
+        code=unit.code,
+        terms=unit.terms | frozenset(stems(named)),
+        prose=unit.prose | frozenset(stems(named)),
+        opens_section=True,
+    )
+
+
 def with_previous(found: list[Unit], index: int, text: str) -> Unit:
     """``found[index]`` with the sentence it refers to ("This command ...", "It ...") put
     before it: the unit just before, when nothing but white space is between them (the
-    same paragraph, or the paragraph right before), so the claim says what it is about."""
+    same paragraph, or the paragraph right before), so the claim says what it is about;
+    or the head of the reference entry it opens (``_with_head``: a name and attribute
+    lines such as "Default: 5")."""
     unit = found[index]
     if index == 0 or not _REFERS_BACK.match(unit.statement):
-        return unit
+        return _with_head(unit, text)
     before = found[index - 1]
     if before.code or text[before.end : unit.start].strip() or before.end > unit.start:
-        return unit
+        return _with_head(unit, text)
     if _REFERS_BACK.match(before.statement):
         return unit  # a chain of references: the first of them is no better a subject
     return Unit(

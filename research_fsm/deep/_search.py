@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Final, Literal, Protocol, runtime_checkable
 
 from ._answer import Question, family, idf, one_line_blocks, parse_question, passage_score
 from ._japanese import spelled_by_kanji
+from ._labels import label
 from ._meaning import applies, blend, fuse
 from ._model import Mode
 from ._text import coverage, terms
@@ -111,6 +112,19 @@ class StaticSearch:
         return [doc for _, doc in hits[:limit]]
 
 
+def described(search: TopicSearch, language: str) -> str:
+    """What ``search`` searches, in ``language`` (shown under Methodology): the documents
+    (and the embedding model), or the web; another search's own ``name``."""
+    if isinstance(search, DocumentSearch):
+        model = search.index.semantic
+        if model is None:
+            return label(language, "b_docs")
+        return label(language, "b_docs_model").format(model=model)
+    if isinstance(search, WebSearch):
+        return label(language, "b_web")
+    return search.name
+
+
 class WebSearch:
     """The web through Tavily: page text (``raw_content``) when Tavily returns it, else
     the snippet; the snippet is kept beside the page text for the relevance filter."""
@@ -143,18 +157,14 @@ class DocumentSearch:
     hold the query's salient terms, which are then ranked for the question
     (``_answer.passage_score``: weighted coverage, proximity, answer cues, headings)."""
 
-    name = "local documents (SQLite FTS5, BM25, ranked for the question)"
-    """Shown under Methodology; with an embedding model, it names it too."""
+    name = label("en", "b_docs")
+    """Shown under Methodology (``described`` gives it in the report's language); with an
+    embedding model, it names it too."""
     mode: Mode = "docs"
 
     def __init__(self, index: DocumentIndex) -> None:
         self.index = index
-        model = index.semantic
-        if model is not None:
-            self.name = (
-                f"local documents (SQLite FTS5, BM25 and the {model} embedding model, "
-                "fused by rank; ranked for the question)"
-            )
+        self.name = described(self, "en")
 
     async def term_weights(self, question: str) -> tuple[dict[str, float], list[str]]:
         """The weight of each salient term of ``question`` (its inverse document frequency;

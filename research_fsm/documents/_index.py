@@ -66,7 +66,7 @@ from ._workers import TIMEOUT, Workers
 __all__ = ["DocumentIndex", "default_cache_dir", "default_workers"]
 
 _log = structlog.get_logger(__name__)
-SCHEMA: Final = "research-fsm-documents-7"
+SCHEMA: Final = "research-fsm-documents-8"
 RACY_NS: Final = 2_000_000_000
 """Files modified this close (ns) before the last check are hashed again."""
 DATA_SOURCE: Final = "documents"  # the data source name on search spans

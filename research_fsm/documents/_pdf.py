@@ -4,7 +4,8 @@ pdfium places words by where the glyphs are drawn, so kerned words stay whole ("
 not pypdf's "Y ou") and ligature glyphs come out as their letters ("fi"); it reads
 a manual several times faster. Its text is cleaned: lines end in ``\\n``, a word it
 marks as hyphenated across a line end (U+FFFE) is joined, any ligature character
-left is written out, control and private-use characters are dropped. Each page ends
+left is written out, control and private-use characters are dropped; running headers
+and footers (a line at the edge of many pages) are dropped. Each page ends
 in a blank line and starts a new passage. The title is the document's metadata title,
 else the largest line of the first page, else its outline's first entry, else the file
 name; the outline's entries are the passages' headings. A PDF in which pdfium finds no
@@ -24,7 +25,13 @@ from typing import TYPE_CHECKING, Any, Final
 if TYPE_CHECKING:
     from ._read import Extracted
 
-__all__ = ["ENGINE", "pdf_text", "pdfium_available", "pdfium_installed"]
+__all__ = [
+    "ENGINE",
+    "pdf_text",
+    "pdfium_available",
+    "pdfium_installed",
+    "without_running_lines",
+]
 
 _LIGATURES: Final = str.maketrans(
     {
@@ -46,6 +53,13 @@ _MAN_NAME: Final = re.compile(r"^NAME\n(\S[^\n]{0,150}? [-\u2010-\u2014] [^\n]{3
 _RUNNING_HEADER: Final = 200
 """Characters of a page before its first outline entry's line that may be a running
 header (the entry then heads the whole page)."""
+RUNNING_SHARE: Final = 0.25
+"""Share of a document's pages whose first or last lines hold the same line (numbers
+aside) for it to be a running header or footer: dropped from every page."""
+RUNNING_PAGES: Final = 3
+"""...and at least this many pages."""
+_EDGE_LINES: Final = 2
+"""Lines at the top and at the bottom of a page where running headers and footers are."""
 _MAX_OUTLINE: Final = 5_000
 """Outline entries read at most (a hostile file's outline can be endless)."""
 ENGINE: Final = "pdfium"
@@ -75,6 +89,40 @@ def clean(text: str) -> str:
     text = _SOFT_HYPHEN_EOL.sub("", text).replace("\ufffe", "-")
     text = _DROPPED.sub("", text.translate(_LIGATURES))
     return _SPACES_AT_EOL.sub("\n", text).strip()
+
+
+def _edge_key(line: str) -> str:
+    """A line as a running header repeats it: numbers (the page's) as one mark, spacing
+    and case ignored."""
+    return re.sub(r"\d+", "#", " ".join(line.split()).lower())
+
+
+def _edges(lines: list[str]) -> list[int]:
+    """The indexes of the first and last ``_EDGE_LINES`` non-blank lines of a page."""
+    filled = [i for i, line in enumerate(lines) if line.strip()]
+    return sorted(set(filled[:_EDGE_LINES] + filled[-_EDGE_LINES:]))
+
+
+def without_running_lines(pages: list[str]) -> list[str]:
+    """The pages without their running headers and footers: a line among the first or
+    last lines of at least ``RUNNING_SHARE`` of the pages (and ``RUNNING_PAGES``), page
+    numbers aside ("James, Schaffter PRODUCING PDFS WITH GROFF AND MOM", "-6-",
+    "gnuplot 5.4 303"), is dropped where it is at a page's edge (a line the body repeats
+    elsewhere stays)."""
+    split = [page.split("\n") for page in pages]
+    seen: dict[str, int] = {}
+    for lines in split:
+        for key in {_edge_key(lines[i]) for i in _edges(lines)}:
+            seen[key] = seen.get(key, 0) + 1
+    least = max(RUNNING_PAGES, RUNNING_SHARE * len(pages))
+    running = {key for key, count in seen.items() if count >= least}
+    if not running:
+        return pages
+    out = []
+    for lines in split:
+        dropped = {i for i in _edges(lines) if _edge_key(lines[i]) in running}
+        out.append("\n".join(line for i, line in enumerate(lines) if i not in dropped).strip())
+    return out
 
 
 def _plausible(title: str) -> str:
@@ -193,6 +241,7 @@ def _pdfium(data: bytes, name: str) -> Extracted | str:
         on_page: dict[int, list[tuple[int, str]]] = {}
         for level, index, title in outline:
             on_page.setdefault(index, []).append((level, title))
+        cleaned: list[str] = []
         for index in range(len(document)):
             page = document[index]
             try:
@@ -205,7 +254,9 @@ def _pdfium(data: bytes, name: str) -> Extracted | str:
                     textpage.close()
             finally:
                 page.close()
-            text, placed = _place(clean(raw), on_page.get(index, []))
+            cleaned.append(clean(raw))
+        for index, page_text in enumerate(without_running_lines(cleaned)):
+            text, placed = _place(page_text, on_page.get(index, []))
             text += "\n\n"
             headings += [(position + at, level, title) for at, level, title in placed]
             pages.append(position)
@@ -248,9 +299,10 @@ def _pypdf(data: bytes, name: str) -> Extracted | str:
         pages: list[int] = []
         parts: list[str] = []
         position = 0
-        for page in reader.pages:
+        read = [clean(page.extract_text() or "") for page in reader.pages]
+        for page_text in without_running_lines(read):
             pages.append(position)
-            text = clean(page.extract_text() or "") + "\n\n"
+            text = page_text + "\n\n"
             parts.append(text)
             position += len(text)
         metadata = reader.metadata

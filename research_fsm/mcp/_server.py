@@ -43,6 +43,7 @@ from ._models import (
     SourceItem,
 )
 from ._options import ServerOptions
+from ._sealing import StoreSealing
 
 if TYPE_CHECKING:
     from ..assistant import ResearchAssistant
@@ -76,9 +77,15 @@ Company research and deep research, offline by default.
 class _Lazy:
     """The assistant, built on first use (importing it takes a second: off the loop)."""
 
-    def __init__(self, options: ServerOptions, factory: "Callable[[], ResearchAssistant] | None"):
+    def __init__(
+        self,
+        options: ServerOptions,
+        factory: "Callable[[], ResearchAssistant] | None",
+        sealing: StoreSealing,
+    ):
         self.options = options
         self.factory = factory
+        self.sealing = sealing
         self.assistant: ResearchAssistant | None = None
         self.lock = asyncio.Lock()
         self.sessions = 0
@@ -95,6 +102,7 @@ class _Lazy:
                 made = await asyncio.to_thread(
                     root.ResearchAssistant.from_env, source=self.options.source
                 )
+            self.sealing.use(await made.store.secret())  # a question back's state key
             self.assistant = made
             return made
 
@@ -284,7 +292,8 @@ def create_server(
             first tool call).
     """
     options = options if options is not None else ServerOptions()
-    lazy = _Lazy(options, assistant)
+    sealing = StoreSealing()
+    lazy = _Lazy(options, assistant, sealing)
 
     def lifespan(_: MCPServer[Any]) -> contextlib.AbstractAsyncContextManager[None]:
         return lazy.session()
@@ -296,7 +305,9 @@ def create_server(
         version=__version__,
         log_level="WARNING",
         lifespan=lifespan,
+        request_state_security=sealing.security(),
     )
+    sealing.install(server.middleware, lazy.get)
 
     @server.tool(
         annotations=ToolAnnotations(title="Ask about a company", read_only_hint=False),

@@ -109,6 +109,7 @@ def reply_data(reply: Reply) -> dict[str, Any]:
         "confidence_label": confidence_label(reply),
         "sources": sources,
         "usage": reply.usage_line(),
+        "notes": reply.notes,
     }
 
 

@@ -19,9 +19,11 @@ from research_fsm.deep._model import (
     ClaimCheck,
     DeepState,
     Draft,
+    Fact,
     Source,
     Verification,
 )
+from research_fsm.deep._rules import _lead
 from research_fsm.engine import MemoryCheckpointStore
 
 WIDGET = """# Widgetlib
@@ -280,3 +282,70 @@ async def test_what_an_error_code_means_is_answered_by_its_definition(
     assert "E0499.html" == fix.sources[0]["locator"]
     unknown = await assistant.deep_research("What is error E0999?", docs=error_pages)
     assert "no_sources" == unknown.status
+
+
+def _ranked(*facts: tuple[str, float]) -> list[tuple[Fact, str]]:
+    """Facts (statement, score), best first, each from source S1."""
+    return [(Fact(kind="finding", statement=s, quote=s, score=score), "S1") for s, score in facts]
+
+
+@pytest.mark.parametrize(
+    ("question", "facts", "lead"),
+    [
+        (
+            "How do I tell gnuplot my data columns are separated by commas?",
+            [
+                ("This creates a plot of the sum of the data.", 0.80),
+                ("The same result comes from set datafile separator `comma`.", 0.76),
+            ],
+            1,
+        ),
+        (
+            "Which file holds the keys apt trusts?",
+            [
+                ("To trust an archive, fetch the key that signs its index.", 0.80),
+                ("The keys apt trusts are listed in /etc/apt/trusted.gpg for apt.", 0.75),
+            ],
+            1,
+        ),
+        (
+            "How do I reset links to their normal colour in mom?",
+            [
+                ("The colour of links is set with", 0.80),
+                ("The default colour is restored by calling PDF_LINK_COLOR alone.", 0.74),
+            ],
+            1,
+        ),
+        (
+            "How do I tell gnuplot my data columns are separated by commas?",
+            [
+                ("This creates a plot of the sum of the data.", 0.80),
+                ("Use set datafile separator `comma` for commas.", 0.60),
+            ],
+            0,
+        ),
+        (
+            "What's the first step when building groff from a git checkout?",
+            [
+                ("You should first invoke this script:\n$ ./bootstrap\nThis will:", 0.80),
+                ("Groff uses the gnulib bootstrap script.", 0.79),
+            ],
+            0,
+        ),
+        (
+            "What is a datafile?",
+            [
+                ("A datafile holds the points to plot, one per line.", 0.80),
+                ("Use `plot 'file'` to read one.", 0.79),
+            ],
+            0,
+        ),
+    ],
+)
+def test_the_lead_is_the_near_best_fact_shaped_for_the_question(
+    question: str, facts: list[tuple[str, float]], lead: int
+) -> None:
+    """Among facts scoring near the best, "how do I" leads with a command, "which" with a
+    value (a path), and no lead-in without its end leads; a shaped fact far below the best,
+    or a definition question's best statement, leaves the best fact first."""
+    assert lead == _lead(parse_question(question), _ranked(*facts))

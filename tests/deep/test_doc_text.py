@@ -155,6 +155,66 @@ def test_a_claim_that_refers_back_carries_its_subject() -> None:
     assert with_previous(found, 2, text) is found[2]
 
 
+REFERENCE = """3.162. mail_check_stats
+
+Type: boolean
+Default: no
+
+When set, mutt will periodically calculate message statistics.
+
+3.163. mail_check
+
+Type: number
+Default: 5
+
+This variable configures how often (in seconds) mutt should look for new mail. Also see the $timeout variable.
+
+Sending mail
+
+The first sentence of a section states its own subject.
+"""
+
+
+def test_a_sentence_under_a_reference_entry_carries_its_name_and_attributes() -> None:
+    """The sentences that open a reference entry (its name, then "Type:"/"Default:" lines)
+    are claimed with them, quoted from the name on; a sentence under a plain title, or
+    later in the entry, stays alone."""
+    found = units(REFERENCE, lines=True)
+    claims = {u.statement: with_previous(found, i, REFERENCE) for i, u in enumerate(found)}
+    checked = claims[
+        "This variable configures how often (in seconds) mutt should look for new mail."
+    ]
+    assert checked.statement == (
+        "3.163. mail_check — Type: number — Default: 5 — This variable configures how often "
+        "(in seconds) mutt should look for new mail."
+    )
+    assert quote_in(quote_of(REFERENCE, checked.start, checked.end), REFERENCE)
+    assert REFERENCE[checked.start :].startswith("3.163. mail_check\n")
+    stats = claims["When set, mutt will periodically calculate message statistics."]
+    assert stats.statement.startswith("3.162. mail_check_stats — Type: boolean — Default: no — ")
+    for alone in (
+        "Also see the $timeout variable.",
+        "The first sentence of a section states its own subject.",
+    ):
+        assert claims[alone] is next(u for u in found if u.statement == alone)
+
+
+async def test_what_is_the_default_is_answered_with_the_value(
+    tmp_path: Path, assistant: ResearchAssistant
+) -> None:
+    """ "How often does mutt look for new mail, and what's the default?" leads with the
+    entry's sentence and its "Default: 5", not with a "This variable ..." on its own."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    page = "".join(f"<p>{block}</p>" for block in REFERENCE.split("\n\n"))
+    (folder / "reference.html").write_text(f"<html><body>{page}</body></html>")
+    report = await assistant.deep_research(
+        "How often does mutt look for new mail, and what's the default?", docs=folder
+    )
+    assert "Default: 5" in report.summary and "how often (in seconds)" in report.summary
+    assert not report.summary.startswith("This")
+
+
 def test_a_definition_table_gives_one_claim_per_row() -> None:
     """The rows of a Markdown table after "...are described below:" are units (term —
     meaning); the rule under the header is none."""

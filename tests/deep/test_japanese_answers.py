@@ -5,6 +5,7 @@ Japanese question, and the report in the question's language unless one is asked
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -94,6 +95,32 @@ async def test_a_japanese_question_finds_the_japanese_note(
     assert report.folder is not None
     markdown = (report.folder / "report.md").read_text(encoding="utf-8")
     assert "## 概要" in markdown and "## Summary" not in markdown
+
+
+async def test_the_methodology_comes_in_the_report_language(
+    assistant: ResearchAssistant, notes: Path
+) -> None:
+    """Under 調査方法, a Japanese report names what it searched in Japanese (no English
+    line left); the same question reported in English says it in English."""
+    question = "Spring Boot 3 への移行で注意することは？"
+    japanese = await assistant.deep_research(question, docs=notes)
+    english = await assistant.deep_research(question, docs=notes, language="en")
+    assert japanese.folder is not None and english.folder is not None
+    method_ja = _section((japanese.folder / "report.md").read_text(encoding="utf-8"), "調査方法")
+    method_en = _section((english.folder / "report.md").read_text(encoding="utf-8"), "Methodology")
+    assert "検索対象: 手元の資料（SQLite FTS5" in method_ja
+    assert "Sources searched: local documents (SQLite FTS5" in method_en
+    english_lines = [
+        line
+        for line in method_ja.splitlines()
+        if line.startswith("- ") and not re.search(r"[\u3040-\u30ff\u4e00-\u9fff]", line)
+    ]
+    assert english_lines == []
+
+
+def _section(markdown: str, title: str) -> str:
+    """The text of the report's section ``## title``, up to the next section."""
+    return markdown.split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
 
 
 async def test_a_table_row_answers_a_question_in_other_words(

@@ -172,3 +172,52 @@ async def test_without_pdfium_the_index_says_so_once(
                 pass
     said = [e for e in logs if "pypdfium2 is not installed" in e["event"]]
     assert 1 == len(said) and "warning" == said[0]["log_level"]
+
+
+def paged_pdf(pages: list[list[str]]) -> bytes:
+    """A PDF with the given lines on each page, top to bottom (reportlab)."""
+    from reportlab.pdfgen import canvas
+
+    out = io.BytesIO()
+    sheet = canvas.Canvas(out)
+    for lines in pages:
+        for number, line in enumerate(lines):
+            sheet.drawString(72, 760 - 16 * number, line)
+        sheet.showPage()
+    sheet.save()
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("engine", ["pdfium", "pypdf"])
+def test_running_headers_and_footers_are_dropped(engine: str) -> None:
+    """A header on every page (the author and title, as groff's mom sets them) and a page
+    number footer are no text of any page; the body's lines, a heading that opens one page
+    among six, and a line the body repeats stay."""
+    if engine == "pdfium":
+        pytest.importorskip("pypdfium2")
+    body = [
+        ["Options", "The -Tpdf option makes a PDF.", "Options"],
+        ["Syntax:", "groff -Tpdf file > out.pdf", "It writes the file."],
+        ["Fonts are embedded.", "See the mom manual.", "Fonts come from the system."],
+        ["Bookmarks come from headings.", "Links are kept.", "Images are included."],
+        ["The outline is built.", "Metadata is set.", "Page labels follow."],
+        ["Compression is on.", "Pdfmark is needed for -Tps.", "The end."],
+    ]
+    pages = [
+        ["James, Schaffter PRODUCING PDFS WITH GROFF AND MOM", *lines, f"-{n}-"]
+        for n, lines in enumerate(body, 1)
+    ]
+    text = extracted(paged_pdf(pages), engine).text
+    assert "Schaffter" not in text and "PRODUCING PDFS" not in text
+    assert not any(line.strip().startswith("-") for line in text.splitlines())
+    for line in (line for lines in body for line in lines):
+        assert line in text, line
+    assert 2 == text.count("Options\n")
+
+
+def test_a_short_document_keeps_every_line() -> None:
+    """Two pages are too few to tell a running header from the text: both keep it."""
+    pytest.importorskip("pypdfium2")
+    pages = [["Tig manual", "Press / to search."], ["Tig manual", "Press n for the next match."]]
+    text = extracted(paged_pdf(pages)).text
+    assert 2 == text.count("Tig manual")

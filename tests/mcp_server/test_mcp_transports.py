@@ -16,6 +16,8 @@ import anyio
 import httpx
 import pytest
 from mcp import Client
+from mcp.shared.exceptions import MCPError
+from mcp_types import ElicitResult, InputRequiredResult
 from servers import FakeTavily
 from servers import tavily as tv
 
@@ -103,6 +105,55 @@ async def test_stdio_elicitation_and_progress(tmp_path: Path) -> None:
         )
     assert done["company"] == "Deutsche Bank" and len(answerer.asked) == 1
     assert "Researching Deutsche Bank..." in progress.messages
+
+
+async def _asked_back(home: Path) -> InputRequiredResult:
+    """The question back of "Tell me about Deutsche" as a 2026-07-28 client receives it
+    (the form and the sealed ``request_state``), kept instead of answered at once."""
+    async with Client(stdio_params(home), elicitation_callback=Answerer(None)) as client:
+        first = await client.session.call_tool(
+            "ask", {"question": "Tell me about Deutsche"}, allow_input_required=True
+        )
+    assert isinstance(first, InputRequiredResult) and first.request_state
+    return first
+
+
+async def _answer_after(home: Path, state: str, answer: str) -> Any:
+    """The form's answer sent, with ``state``, to a new server process on ``home``: the
+    tool's result, or the MCP error the server answered with."""
+    accepted = ElicitResult(action="accept", content={"answer": answer})
+    async with Client(stdio_params(home), elicitation_callback=Answerer(None)) as client:
+        try:
+            return await client.call_tool(
+                "ask",
+                {"question": "Tell me about Deutsche"},
+                input_responses={"clarify": accepted},
+                request_state=state,
+            )
+        except MCPError as exc:
+            return exc
+
+
+async def test_stdio_form_answered_after_a_restart(tmp_path: Path) -> None:
+    """A question back sent as an InputRequiredResult is answered by a new server process on
+    the same store: its sealing key comes from the store's secret, not from the process."""
+    home = tmp_path / "home"
+    first = await _asked_back(home)
+    done = _ok(await _answer_after(home, first.request_state or "", "Deutsche Post"))
+    assert done["status"] == "answered" and done["company"] == "Deutsche Post"
+
+
+async def test_stdio_form_state_from_another_store_is_refused(tmp_path: Path) -> None:
+    """The sealed state of one store's server is refused by a server on another store (its
+    secret differs), as an MCP error, and the edited state is refused too."""
+    first = await _asked_back(tmp_path / "one")
+    state = first.request_state or ""
+    other = await _answer_after(tmp_path / "two", state, "Deutsche Post")
+    edited = state[:-4] + ("AAAA" if not state.endswith("AAAA") else "BBBB")
+    forged = await _answer_after(tmp_path / "one", edited, "Deutsche Post")
+    for refused in (other, forged):
+        assert isinstance(refused, MCPError), refused
+        assert str(refused) == "Invalid or expired requestState"
 
 
 def test_bad_docs_root_is_one_line_and_exit_status_2(tmp_path: Path) -> None:

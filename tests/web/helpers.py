@@ -105,3 +105,25 @@ def parse_sse(text: str) -> list[tuple[str, dict[str, Any]]]:
                 data += line[6:]
         events.append((name, json.loads(data)))
     return events
+
+
+LOCAL_MODEL = "qwen3:4b"
+"""The model name a local server (the stand-in of ``tests/servers/local_llm.py``) serves."""
+
+
+def qa_brain(body: dict[str, Any], schema: dict[str, Any] | None) -> Any:
+    """What a capable model answers to the Q&A's calls about Apple (a text, or the
+    structured answer of Clarity or the Validator)."""
+    if schema is None:
+        return "Apple designs the iPhone and sells services."
+    fields = schema["properties"]
+    if "is_clear" in fields:
+        return {
+            "is_clear": True,
+            "detected_company": "Apple Inc.",
+            "intent": "general",
+            "reasoning": "named",
+        }
+    if "is_sufficient" in fields:
+        return {"is_sufficient": True, "reasoning": "enough"}
+    raise AssertionError(f"unexpected schema {sorted(fields)}")

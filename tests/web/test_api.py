@@ -7,14 +7,23 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from servers.local_llm import LocalLLM
 from starlette.testclient import TestClient
 
 from research_fsm import ResearchAssistant
 from research_fsm.engine import MemoryCheckpointStore
-from research_fsm.sources import DirectorySource
+from research_fsm.llm import llm_from_env
+from research_fsm.sources import DirectorySource, MockDataSource
 from research_fsm.web import MAX_BODY_BYTES, create_app
 
-from .helpers import HOSTILE_NEWS, HOSTILE_TITLE, HostileSource, parse_sse
+from .helpers import (
+    HOSTILE_NEWS,
+    HOSTILE_TITLE,
+    LOCAL_MODEL,
+    HostileSource,
+    parse_sse,
+    qa_brain,
+)
 
 THREAD = "web-0123456789abcdef"
 
@@ -307,3 +316,26 @@ def test_a_japanese_pdf_without_its_font_is_a_clear_error(
     monkeypatch.setattr(_jafont, "font_file", no_font)
     response = post(client, "/api/report", company="Toyota", lang="ja", pdf=True)
     assert (501, True) == (response.status_code, "Noto Sans JP" in response.json()["message"])
+
+
+def test_an_answer_carries_what_degraded_once(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A local model that answers the forced tool call in text: the answer event carries
+    the run's note (JSON asked for in text) once; with no LLM, no note."""
+    with LocalLLM(qa_brain, mode="text_for_tool") as server:
+        monkeypatch.setenv("RESEARCH_FSM_LLM_URL", server.url)
+        monkeypatch.setenv("RESEARCH_FSM_MODEL", LOCAL_MODEL)
+        helper = ResearchAssistant(
+            llm=llm_from_env(), source=MockDataSource(), store=MemoryCheckpointStore()
+        )
+        with TestClient(create_app(helper), base_url="http://127.0.0.1:8000") as local:
+            answer = last(
+                events(local, "/api/ask", thread_id=THREAD, text="What does Apple do?"), "answer"
+            )
+    wanted = "did not answer through the tool (schema); its answer was asked for as JSON in text"
+    assert answer["notes"] == [f"clarity: the model {LOCAL_MODEL} {wanted}"]
+    offline = ResearchAssistant(source=MockDataSource(), store=MemoryCheckpointStore())
+    with TestClient(create_app(offline), base_url="http://127.0.0.1:8000") as plain:
+        quiet = last(
+            events(plain, "/api/ask", thread_id=THREAD, text="What does Apple do?"), "answer"
+        )
+    assert quiet["notes"] == []

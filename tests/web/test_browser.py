@@ -13,20 +13,24 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from servers.local_llm import LocalLLM
 
 from research_fsm import JsonFileCheckpointStore, ResearchAssistant
 from research_fsm.deep import StaticSearch
+from research_fsm.llm import llm_from_env
 from research_fsm.sources import DirectorySource, MockDataSource
 from research_fsm.web import create_app
 
 from .helpers import (
     HOSTILE_NEWS,
     HOSTILE_TITLE,
+    LOCAL_MODEL,
     SPRING_PAGES,
     UNPARSEABLE_URLS,
     HostileSource,
     SlowTokens,
     UnparseableUrlSource,
+    qa_brain,
 )
 from .live import CHROMIUM, CHROMIUM_ARGS, LiveServer, artifacts_dir
 
@@ -388,3 +392,41 @@ def test_ten_questions_all_come_back_after_a_reload(context: Any, home: Path) ->
         page.evaluate("document.getElementById('log').scrollTop = 1e9")
         expect(page.locator("#log li.msg.user").last).to_be_in_viewport()
         shot(page, "21-ten-questions-reloaded-bottom")
+
+
+LOADED_MS = 60_000
+"""How long an answer through the local-model stand-in may take on a loaded machine (each
+structured call is asked twice: through the tool, then for JSON in text)."""
+
+
+def test_what_degraded_is_shown_once_per_answer(
+    context: Any, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A local model that answers forced tool calls in text: each answer shows, under
+    it, what degraded (JSON asked for in text), once, as text; an offline answer shows none."""
+    wanted = (
+        f"clarity: the model {LOCAL_MODEL} did not answer through the tool (schema); "
+        "its answer was asked for as JSON in text"
+    )
+    with LocalLLM(qa_brain, mode="text_for_tool") as local:
+        monkeypatch.setenv("RESEARCH_FSM_LLM_URL", local.url)
+        monkeypatch.setenv("RESEARCH_FSM_MODEL", LOCAL_MODEL)
+        store = JsonFileCheckpointStore(home / "threads")
+        helper = ResearchAssistant(llm=llm_from_env(), source=MockDataSource(), store=store)
+        with LiveServer(create_app(helper)) as live:
+            page = open_page(context, live.url)
+            ask(page, "What does Apple do?")
+            first = answers(page).last
+            expect(first.locator(".notes li")).to_have_text([wanted], timeout=LOADED_MS)
+            ask(page, "Where is Apple based?")
+            expect(answers(page).nth(1).locator(".notes li")).to_have_text(
+                [wanted], timeout=LOADED_MS
+            )
+            assert page.locator(".notes").count() == 2  # one list per answer
+            assert first.locator(".notes b, .notes script").count() == 0
+            shot(page, "21-what-degraded")
+    with LiveServer(create_app(home_assistant(home / "offline"))) as offline:
+        page = open_page(context, offline.url)
+        ask(page, "What does Apple do?")
+        expect(answers(page).last.locator(".confidence")).to_be_visible(timeout=LOADED_MS)
+        assert page.locator(".notes").count() == 0

@@ -194,6 +194,7 @@
       turn.bubble.append(el("p", "confidence " + level, data.confidence_label));
     }
     if (data.usage) turn.bubble.append(el("p", "muted", data.usage));
+    renderNotes(turn.bubble, data.notes);
     addCopy(turn, data.text);
   }
   // "Copy": the answer's text (Markdown as written) to the clipboard
@@ -211,6 +212,17 @@
       setTimeout(() => { copy.textContent = "Copy"; }, 1500);
     });
     turn.item.append(copy);
+  }
+  // what degraded for this answer (an LLM step the rules did, JSON asked for in text): each once, as text
+  function renderNotes(container, notes) {
+    const unique = [...new Set((Array.isArray(notes) ? notes : []).map(String))];
+    if (!unique.length) return;
+    const box = el("div", "notes");
+    box.append(el("p", "notes-title", "Notes"));
+    const list = el("ul");
+    for (const note of unique) list.append(el("li", null, note));
+    box.append(list);
+    container.append(box);
   }
   function setPending(token) {
     state.token = token || null;
