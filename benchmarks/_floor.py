@@ -4,7 +4,7 @@ Figure 1's graph (``_graphs``) and figure 9's fan-out and ``Send`` map, run with
 the engine: ``await node(state)``, ``state.model_copy(update=...)`` (the messages'
 append written out), the same routers. Nothing is saved, no node is given a copy of
 its own, nothing is validated: the least a step can cost in this process. The
-engine's cost per step is reported beside it as a ratio (figures 1, 9 and 16).
+engine's cost per step is reported beside it as a ratio (figures 1, 9 and 17).
 """
 
 from __future__ import annotations

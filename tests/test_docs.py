@@ -154,6 +154,18 @@ def test_engine_guide_example_is_the_readme_one(tmp_path: Path) -> None:
     assert result.stdout.strip() == "completed ['start', 'got Ada', 'hello Ada']"
 
 
+def test_thread_listing_example_prints_its_documented_result(tmp_path: Path) -> None:
+    """The thread-listing example pages newest first by cursor and filters by prefix, as it says."""
+    block = only_block(ROOT / "docs" / "engine.md", "app.threads(")
+    result = run_block(block, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "[('user-carol', 'completed', 'add', 2), ('user-bob', 'completed', 'add', 2)]",
+        "['user-alice'] None",
+        "['user-bob']",
+    ]
+
+
 def test_parallel_example_prints_its_documented_result(tmp_path: Path) -> None:
     """The parallel-branches example runs and prints the results its comments show."""
     block = only_block(ROOT / "docs" / "parallel.md", "Send(")

@@ -2,14 +2,9 @@
 saved records, and the merge at a join. The parallel runner (``_parallel``) runs
 them; ``_restore`` finds the branch a resume token answers.
 
-The saved form of an unfinished fan-out is ``Checkpoint.branches``: one JSON-able
-record per branch, keyed by branch id (``node[index]``, nested ``outer[0]/inner[1]``):
-
-``{"i": index, "p": owner branch id ("" at the top), "node": next node | None,
-"status": ..., "join": node | END, "updates": [{"n": node, "u": {field: value},
-"r": [fields replaced]}], "item": ..., "at": suspension id, "payload": ...,
-"error": {...}, "k": key of the next node execution (graphs with subgraphs), "child":
-the child suspension a suspended subgraph node passed on}``
+The saved form of an unfinished fan-out is ``Checkpoint.branches``: a
+``BranchRecord`` per branch (``record``), keyed by branch id (``node[index]``, nested
+``outer[0]/inner[1]``), its nodes' updates as ``UpdateEntry``s (``entry``).
 
 ``Checkpoint.state`` stays the state the outermost fan-out started from; a
 branch's own view is that state plus its updates, replayed.
@@ -19,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -28,6 +23,7 @@ from pydantic import BaseModel
 
 from ._errors import InvalidUpdate
 from ._plan import NO_ITEM
+from ._records import BranchRecord, UpdateEntry, Where
 from ._reducers import Replace, append, replace
 from ._state import StateSchema
 from ._steps import NO_VALUE
@@ -49,6 +45,12 @@ __all__ = [
 ]
 
 
+# A record's class with every field in order: ``tuple.__new__`` builds it as its
+# constructor would, without the frame of the constructor Python generates for it.
+_new_record: Callable[[type[BranchRecord], tuple[object, ...]], BranchRecord] = tuple.__new__
+_new_entry: Callable[[type[UpdateEntry], tuple[object, ...]], UpdateEntry] = tuple.__new__
+
+
 @dataclass(slots=True, eq=False)
 class Branch:
     id: str
@@ -59,7 +61,7 @@ class Branch:
     state: BaseModel
     item: object = NO_ITEM
     status: BranchStatus = "pending"
-    updates: list[dict[str, Any]] = field(default_factory=list)
+    updates: list[UpdateEntry] = field(default_factory=list)
     frame: Frame | None = None
     at: str | None = None
     payload: object = None
@@ -69,7 +71,7 @@ class Branch:
     pending_error: ErrorInfo | None = None
     key: str | None = None  # the next node execution's key, in graphs with subgraphs
     child: str | None = None  # a suspended subgraph node: the child suspension passed on
-    breakpoint: tuple[str, str] | None = None  # paused: ("before"/"after", the node)
+    breakpoint: tuple[Where, str] | None = None  # paused: ("before"/"after", the node)
     past_breakpoint: bool = False  # resumed from a pause: the next node runs
 
 
@@ -169,41 +171,36 @@ def first_failure_or_all(tasks: list[asyncio.Task[None]]) -> asyncio.Future[None
     return waiter
 
 
-def find_suspended(records: dict[str, dict[str, Any]], suspension_id: str) -> str | None:
+def find_suspended(records: dict[str, BranchRecord], suspension_id: str) -> str | None:
     """The id of the branch suspended with ``suspension_id``, if any."""
     for branch_id, record in records.items():
-        if record.get("status") == "suspended" and record.get("at") == suspension_id:
+        if record.status == "suspended" and record.at == suspension_id:
             return branch_id
     return None
 
 
-def entry(node: str, update: dict[str, object]) -> dict[str, Any]:
-    """A node's update as a branch record keeps it (``Replace`` marked by name)."""
-    values: dict[str, Any] = {}
+def entry(node: str, update: dict[str, object]) -> UpdateEntry:
+    """A node's update as a branch record keeps it (``Replace`` unwrapped, its field named)."""
     replaced: list[str] = []
     for name, value in update.items():
         if isinstance(value, Replace):
-            values[name] = value.value
             replaced.append(name)
-        else:
-            values[name] = value
-    saved: dict[str, Any] = {"n": node, "u": values}
-    if replaced:
-        saved["r"] = replaced
-    return saved
+    if not replaced:  # (``UpdateEntry(node, dict(update))``, without its frame: see ``record``)
+        return _new_entry(UpdateEntry, (node, dict(update), ()))
+    values = {k: v.value if isinstance(v, Replace) else v for k, v in update.items()}
+    return UpdateEntry(node, values, tuple(replaced))
 
 
-def changes(saved: dict[str, Any]) -> dict[str, Any]:
+def changes(saved: UpdateEntry) -> dict[str, object]:
     """The update a record entry holds, ``Replace`` restored."""
-    values: dict[str, Any] = saved["u"]
-    replaced = saved.get("r")
+    replaced = saved.replaced
     if not replaced:
-        return values
-    return {k: Replace(v) if k in replaced else v for k, v in values.items()}
+        return saved.values
+    return {k: Replace(v) if k in replaced else v for k, v in saved.values.items()}
 
 
 def replay(
-    schema: StateSchema, state: BaseModel, entries: list[dict[str, Any]], origin: str
+    schema: StateSchema, state: BaseModel, entries: Iterable[UpdateEntry], origin: str
 ) -> BaseModel:
     """``state`` with a branch record's ``entries`` applied in order."""
     for item in entries:
@@ -217,14 +214,14 @@ def merge(
     base: BaseModel,
     track: dict[str, int | None] | None,
     fresh: set[int] | frozenset[int] = frozenset(),
-) -> tuple[BaseModel, list[dict[str, Any]]]:
+) -> tuple[BaseModel, list[UpdateEntry]]:
     """Apply the branches' updates to ``base`` in declared order; two branches
     setting one ``replace`` field is an ``InvalidUpdate`` naming both. (Each update
     was validated when its node returned it: errors here name the branch. Entries
     whose ``id`` is in ``fresh`` hold values validated in this process.)"""
     _check_writers(schema, branches)
     pending = _Pending(schema, track)
-    entries: list[dict[str, Any]] = []
+    entries: list[UpdateEntry] = []
     state = base
     for branch in branches:
         origin = f"branch `{branch.id}`"
@@ -244,12 +241,12 @@ def _check_writers(schema: StateSchema, branches: list[Branch]) -> None:
     replacer: dict[str, tuple[str, str]] = {}  # field -> the first that overwrote it
     for branch in branches:
         for saved in branch.updates:
-            replaced = saved.get("r") or ()
-            for name in saved["u"]:
+            replaced = saved.replaced
+            for name in saved.values:
                 spec = schema.fields.get(name)
                 if spec is None:
                     continue
-                writer = (branch.id, saved["n"])
+                writer = (branch.id, saved.node)
                 if first.setdefault(name, writer)[0] != branch.id:
                     other.setdefault(name, writer)
                 if spec.reducer is replace or name in replaced:
@@ -288,16 +285,15 @@ class _Pending:
     def __init__(self, schema: StateSchema, track: dict[str, int | None] | None) -> None:
         self.schema = schema
         self.track = track
-        self.values: dict[str, Any] = {}
+        self.values: dict[str, Any] = {}  # a field's value, or the items it appends
         self.origin = ""
         self.validated = False
 
-    def add(
-        self, state: BaseModel, saved: dict[str, Any], origin: str, validated: bool
-    ) -> BaseModel:
+    def add(self, state: BaseModel, saved: UpdateEntry, origin: str, validated: bool) -> BaseModel:
         fields = self.schema.fields
-        simple = not saved.get("r") and all(
-            name in fields and fields[name].reducer in (replace, append) for name in saved["u"]
+        values = saved.values
+        simple = not saved.replaced and all(
+            name in fields and fields[name].reducer in (replace, append) for name in values
         )
         # Values not yet validated are validated when flushed: keep their origin exact.
         if not simple or validated != self.validated or (not validated and self.origin != origin):
@@ -305,7 +301,7 @@ class _Pending:
             self.origin, self.validated = origin, validated
         if not simple:
             return self.schema.apply(state, changes(saved), origin, self.track, validated)
-        for name, value in saved["u"].items():
+        for name, value in values.items():
             if fields[name].reducer is append:
                 items = list(value) if isinstance(value, (list, tuple)) else [value]
                 self.values[name] = [*self.values.get(name, ()), *items]
@@ -320,29 +316,48 @@ class _Pending:
         return state
 
 
-def record(branch: Branch) -> dict[str, Any]:
-    """The branch's saved record (a new dict: records are never changed in place)."""
-    saved: dict[str, Any] = {
-        "i": branch.index,
-        "p": branch.parent,
-        "node": branch.node,
-        "status": branch.status,
-        "join": branch.join,
-        "updates": list(branch.updates),
-    }
-    if branch.item is not NO_ITEM:
-        saved["item"] = branch.item
-    if branch.key is not None:
-        saved["k"] = branch.key
+def record(branch: Branch) -> BranchRecord:
+    """The branch's saved record (a new one: records are never changed in place);
+    what it was asked keeps only while suspended, its error only while not.
+
+    Built by ``tuple.__new__`` with every field in order, as ``BranchRecord(...)``
+    would, without its generated ``__new__``'s frame: a fan-out builds one at each
+    step of each branch."""
     if branch.status == "suspended":
-        saved["at"], saved["payload"] = branch.at, branch.payload
-        if branch.child is not None:
-            saved["child"] = branch.child
-        if branch.breakpoint is not None:
-            saved["breakpoint"] = list(branch.breakpoint)
-    elif branch.error is not None:
-        saved["error"] = branch.error
-    return saved
+        fields: tuple[object, ...] = (
+            branch.index,
+            branch.parent,
+            branch.node,
+            "suspended",
+            branch.join,
+            tuple(branch.updates),
+            branch.item,
+            branch.key,
+            branch.at,
+            branch.payload,
+            branch.child,
+            branch.breakpoint,
+            None,
+            None,
+        )
+    else:
+        fields = (
+            branch.index,
+            branch.parent,
+            branch.node,
+            branch.status,
+            branch.join,
+            tuple(branch.updates),
+            branch.item,
+            branch.key,
+            None,
+            None,
+            None,
+            None,
+            branch.error,
+            None,
+        )
+    return _new_record(BranchRecord, fields)
 
 
 def walk(frame: Frame) -> Iterator[Branch]:

@@ -40,20 +40,20 @@ def children_at(checkpoint: Checkpoint, nodes: Collection[str]) -> list[ChildAt]
     thread, run_id, step = checkpoint.thread_id, checkpoint.run_id, checkpoint.step
     saved = checkpoint.suspension
     if saved is not None and checkpoint.status == "suspended":
-        node = saved.get("node")
+        node = saved.node
         # Paused after the node: it ran at the step before the pause's.
-        at = step - 1 if saved.get("breakpoint") == "after" else step
-        if isinstance(node, str) and node in nodes:
+        at = step - 1 if saved.breakpoint == "after" else step
+        if node in nodes:
             tid = child_thread(thread, node, run_id, f"s{at}")
             # A subgraph node suspends only with its child's question (not a pause).
-            found.append(ChildAt(node, tid, None, saved.get("breakpoint") is None))
+            found.append(ChildAt(node, tid, None, saved.breakpoint is None))
     elif not checkpoint.branches and checkpoint.next in nodes and checkpoint.next is not None:
         tid = child_thread(thread, checkpoint.next, run_id, f"s{step}")
         found.append(ChildAt(checkpoint.next, tid, None, False))
     for branch_id, record in in_order(checkpoint.branches or {}):
-        node, key = record.get("node"), record.get("k")
-        if isinstance(node, str) and node in nodes and isinstance(key, str):
-            tid = child_thread(thread, node, run_id, f"k{key}")
-            passed = record.get("status") == "suspended" and record.get("breakpoint") is None
-            found.append(ChildAt(node, tid, branch_id, passed))
+        running, key = record.node, record.key
+        if running is not None and running in nodes and key is not None:
+            tid = child_thread(thread, running, run_id, f"k{key}")
+            passed = record.status == "suspended" and record.breakpoint is None
+            found.append(ChildAt(running, tid, branch_id, passed))
     return found

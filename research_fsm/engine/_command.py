@@ -101,7 +101,7 @@ def command_target(plan: Plan, node: str, goto: object) -> str | Fork:
             "or Send(node, item)s",
         )
     branches = [name for name in allowed.values() if name != END]
-    starts: list[tuple[str, Any]] = []
+    starts: list[tuple[str, object]] = []
     for each in items:
         if isinstance(each, Send):
             name, item = each.node, each.item
@@ -120,11 +120,11 @@ def command_target(plan: Plan, node: str, goto: object) -> str | Fork:
     return Fork(tuple(starts), join) if starts else join
 
 
-def several(node: str, items: list[Any]) -> tuple[list[Any], object]:
+def several(node: str, items: list[object]) -> tuple[list[object], object]:
     """A node's list of updates and ``Command``s: the updates in order, and the one
     ``goto`` among them (``None``: none); ``InvalidCommand`` naming the node when two
     of them have a ``goto``."""
-    updates: list[Any] = []
+    updates: list[object] = []
     goto: object = None
     for item in items:
         if type(item) is Command:
@@ -158,7 +158,7 @@ def paused_target(plan: Plan, paused: str, goto: object) -> str | Fork:
             f"was resumed with Command(goto={goto!r}); goto takes a node name, END, a "
             "list of names, or Send(node, item)s",
         )
-    starts: list[tuple[str, Any]] = []
+    starts: list[tuple[str, object]] = []
     for each in items:
         name, item = (each.node, each.item) if isinstance(each, Send) else (each, NO_ITEM)
         if isinstance(goto, str) and name == END:
@@ -198,7 +198,7 @@ def apply_several(
     schema: StateSchema,
     state: BaseModel,
     node: str,
-    items: list[Any],
+    items: list[object],
     origin: str,
     track: dict[str, int | None] | None,
 ) -> Applied:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import inspect
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from ._breakpoints import breakpoints
 from ._children import children_at
 from ._edit import check_as_node, check_checkpoint_id, fork, rewind, update
-from ._errors import CheckpointNotFound, IncompatibleCheckpoint, ThreadBusy
+from ._errors import CheckpointNotFound, IncompatibleCheckpoint, ThreadBusy, UnknownSubgraph
 from ._events import Sink, Suspended
 from ._family import child_threads
 from ._mermaid import to_mermaid
@@ -42,8 +42,16 @@ from ._types import (
     StateSnapshot,
     SuspendToken,
     Suspension,
+    ThreadPage,
 )
-from .store import CheckpointStore, Lease, validate_limit, validate_thread_id
+from .store import (
+    CheckpointStore,
+    Lease,
+    ThreadListing,
+    thread_query,
+    validate_limit,
+    validate_thread_id,
+)
 
 __all__ = ["CompiledGraph"]
 
@@ -208,16 +216,15 @@ class CompiledGraph(Generic[StateT]):
         """The child graph of subgraph node ``node`` as this graph runs it (on this
         graph's store); ``"outer/inner"`` reaches a subgraph's own subgraph. Use it to
         read or edit a child thread (``StateSnapshot.children``): ``get_state``,
-        ``update_state``, ``history``. ``ValueError`` naming the subgraph nodes if
-        ``node`` is none of them."""
+        ``update_state``, ``history``. ``UnknownSubgraph`` (a ``ValueError``) naming the
+        subgraph nodes if ``node`` is none of them."""
         graph: CompiledGraph[Any] = self
+        walked: list[str] = []
         for part in node.split("/"):
             children = graph.plan.children or {}
+            walked.append(part)
             if part not in children:
-                shown = ", ".join(f"`{name}`" for name in children) or "none"
-                raise ValueError(
-                    f"`{part}` is not a subgraph node of this graph; its subgraph nodes are: {shown}"
-                )
+                raise UnknownSubgraph(part, "/".join(walked[:-1]) or part, list(children))
             graph = children[part]
         return graph
 
@@ -234,6 +241,36 @@ class CompiledGraph(Generic[StateT]):
         before = check_checkpoint_id(before, "before")
         async for checkpoint in self.store.history(thread_id, limit=limit, before=before):
             yield await self._snapshot(checkpoint)
+
+    async def threads(
+        self,
+        *,
+        limit: int = 50,
+        cursor: str | None = None,
+        prefix: str = "",
+        status: str | Collection[str] | None = None,
+        children: bool = True,
+    ) -> ThreadPage:
+        """A page of the threads in this graph's store, most recently updated first
+        (``ThreadInfo``: status, the node it stands at, last update, checkpoint count,
+        parent thread of a subgraph's child), read without loading whole threads.
+
+        ``limit``: at most that many (1-1000); ``cursor``: the previous page's
+        ``next_cursor``; ``prefix``: thread ids starting with it; ``status``: one of
+        ``"completed"``, ``"suspended"``, ``"failed"``, ``"running"`` (or a list of
+        them), as the latest checkpoint says; ``children=False``: top-level threads
+        only. ``InvalidThreadQuery`` names a bad argument and the allowed values.
+        The store's threads, of every graph that uses it."""
+        thread_query(limit=limit, cursor=cursor, prefix=prefix, status=status, children=children)
+        store = self.store
+        if not isinstance(store, ThreadListing):
+            raise TypeError(
+                f"{type(store).__name__} cannot list its threads: it has no "
+                "threads(...) method (see research_fsm.engine.store.ThreadListing)"
+            )
+        return await store.threads(
+            limit=limit, cursor=cursor, prefix=prefix, status=status, children=children
+        )
 
     async def update_state(
         self,
@@ -329,19 +366,19 @@ class CompiledGraph(Generic[StateT]):
             suspension = cp.suspension
             suspensions.append(
                 Suspension(
-                    node=suspension["node"],
-                    payload=suspension["payload"],
+                    node=suspension.node,
+                    payload=suspension.payload,
                     token=token,
-                    breakpoint=suspension.get("breakpoint"),
+                    breakpoint=suspension.breakpoint,
                 )
             )
         if cp.branches:
             branches = tuple(
                 BranchInfo(
                     id=branch_id,
-                    node=record["node"],
-                    status=record["status"],
-                    join=None if record["join"] == END else record["join"],
+                    node=record.node,
+                    status=record.status,
+                    join=None if record.join == END else record.join,
                 )
                 for branch_id, record in in_order(cp.branches)
             )
@@ -352,9 +389,8 @@ class CompiledGraph(Generic[StateT]):
         children: tuple[ChildThread, ...] = ()
         if self._plan.children:
             children, suspensions = await self._children(cp, suspensions, subgraphs)
-        written = cp.origin or {}
-        by = written.get("by")
-        origin: Origin = by if by in ("update", "rewind", "fork") else "run"  # type: ignore[assignment]
+        written = cp.origin
+        by: Origin = "run" if written is None else written.by
         return StateSnapshot(
             state=state,  # type: ignore[arg-type]
             status=cp.status,
@@ -365,9 +401,9 @@ class CompiledGraph(Generic[StateT]):
             error=ErrorInfo(**cp.error) if cp.error else None,
             suspensions=tuple(suspensions),
             branches=branches,
-            parent_id=written["checkpoint_id"] if by == "rewind" else cp.parent_id,
-            origin=origin,
-            forked_from=(written["thread_id"], written["checkpoint_id"]) if by == "fork" else None,
+            parent_id=_parent_of(cp),
+            origin=by,
+            forked_from=_forked_from(cp),
             children=children,
         )
 
@@ -467,3 +503,22 @@ class CompiledGraph(Generic[StateT]):
             if self._holders.get(thread_id) is task:
                 del self._holders[thread_id]
             await lease.release()
+
+
+def _parent_of(cp: Checkpoint) -> str | None:
+    """The checkpoint ``cp`` follows in its line: a rewind's past checkpoint, else its
+    parent."""
+    written = cp.origin
+    if written is not None and written.by == "rewind" and written.checkpoint_id is not None:
+        return written.checkpoint_id
+    return cp.parent_id
+
+
+def _forked_from(cp: Checkpoint) -> tuple[str, str] | None:
+    """A fork's first checkpoint: the thread and checkpoint it was copied from."""
+    written = cp.origin
+    if written is None or written.by != "fork":
+        return None
+    if written.thread_id is None or written.checkpoint_id is None:
+        return None
+    return written.thread_id, written.checkpoint_id

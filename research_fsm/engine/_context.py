@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,7 +12,18 @@ import structlog
 from ._events import Emitted, Event
 from ._types import ErrorInfo
 
-__all__ = ["NodeContext"]
+__all__ = ["CHILD_OF", "NodeContext", "parent_thread_of"]
+
+CHILD_OF: ContextVar[tuple[str, str] | None] = ContextVar("research_fsm_child_of", default=None)
+"""``(child thread, parent thread)`` while a subgraph node runs its child (``_subgraph``):
+the child's run saves its parent's thread id with each checkpoint."""
+
+
+def parent_thread_of(thread_id: str) -> str | None:
+    """The parent thread of ``thread_id`` when a subgraph node is running it now."""
+    running = CHILD_OF.get()
+    return running[1] if running is not None and running[0] == thread_id else None
+
 
 _logger = structlog.get_logger("research_fsm.engine")
 

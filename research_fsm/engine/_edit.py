@@ -29,6 +29,7 @@ from ._errors import (
 )
 from ._parallel import ParallelRun
 from ._plan import Fork, Plan
+from ._records import BranchRecord, OriginRecord, SuspensionRecord
 from ._restore import restore
 from ._run import Run
 from ._steps import now, route
@@ -87,7 +88,7 @@ async def update(
         )
     at_pause = latest.status == "suspended" and _at_breakpoint(latest)
     if latest.status == "suspended" and not at_pause and as_node != END:
-        node = (latest.suspension or {}).get("node")
+        node = None if latest.suspension is None else latest.suspension.node
         if as_node != node:
             raise UpdateRefused(
                 thread_id,
@@ -103,21 +104,27 @@ async def update(
         )
     changes: dict[str, int | None] | None = {} if plan.tracks else None
     state = schema.apply(state, schema.as_changes(values, origin), origin, changes)
-    written = {"by": "update"}
+    written = OriginRecord("update", as_node)
     status: CheckpointStatus = "running" if latest.status == "failed" else latest.status
     next_node, step = latest.next, latest.step
     # A breakpoint's pause stays a pause: the edit is what its next node sees; the
     # new checkpoint's token replaces the old one (get_state has it).
     suspension = latest.suspension if at_pause else None
     if as_node == END:  # finished by hand: nothing runs, no suspension is left
-        written["as_node"] = END
         status, next_node, suspension = "completed", None, None
     elif as_node is not None:
-        written["as_node"] = as_node
         target = await route(plan, as_node, state)
         step += 1
         if isinstance(target, Fork):
-            at = Run(plan, thread_id, latest.run_id, step, latest.seq, latest.checkpoint_id)
+            at = Run(
+                plan,
+                thread_id,
+                latest.run_id,
+                step,
+                latest.seq,
+                latest.checkpoint_id,
+                parent_thread=latest.parent_thread_id,
+            )
             fan = ParallelRun(at)
             await fan.begin(target, state, changes, as_node, origin=written)
             return None
@@ -125,7 +132,7 @@ async def update(
         next_node = None if target == END else target
         if at_pause and target != END:  # still paused: now before where as_node leads
             status = "suspended"
-            suspension = {"node": target, "payload": None, "breakpoint": "before"}
+            suspension = SuspensionRecord(target, None, "before")
     checkpoint = Checkpoint(
         thread_id=thread_id,
         checkpoint_id=new_checkpoint_id(latest.seq + 1),
@@ -141,6 +148,7 @@ async def update(
         changes=changes,
         origin=written,
         suspension=suspension,
+        parent_thread_id=latest.parent_thread_id,
     )
     await store.save(checkpoint)
     return checkpoint
@@ -149,7 +157,8 @@ async def update(
 def _at_breakpoint(checkpoint: Checkpoint) -> bool:
     """Whether a suspended checkpoint is a pause at a breakpoint (not a node's
     ``Suspend``, which only ``as_node`` or ``resume`` may answer)."""
-    return bool((checkpoint.suspension or {}).get("breakpoint"))
+    suspension = checkpoint.suspension
+    return suspension is not None and suspension.breakpoint is not None
 
 
 async def rewind(plan: Plan, thread_id: str, checkpoint_id: str) -> Checkpoint | None:
@@ -177,7 +186,7 @@ async def rewind(plan: Plan, thread_id: str, checkpoint_id: str) -> Checkpoint |
         parent_id=latest.checkpoint_id,
         state=state,
         branches=branches,
-        origin={"by": "rewind", "checkpoint_id": checkpoint_id},
+        origin=OriginRecord("rewind", checkpoint_id=checkpoint_id),
     )
     if plan.tracks:  # the store may save just what differs from the latest
         before = restore(plan, latest, nodes=False)
@@ -223,7 +232,7 @@ async def fork(
         # New suspension ids: a token issued on any other line (a thread deleted and
         # forked back onto its id) never answers this one.
         branches=_rekeyed(past.branches),
-        origin={"by": "fork", "thread_id": thread_id, "checkpoint_id": past.checkpoint_id},
+        origin=OriginRecord("fork", thread_id=thread_id, checkpoint_id=past.checkpoint_id),
     )
     await store.save(copy)
     await _carry_children(plan, past, copy)
@@ -243,8 +252,8 @@ async def _carry_children(plan: Plan, past: Checkpoint, copy: Checkpoint) -> Non
         if not was.passed_on:
             continue
         saved = past.suspension if was.branch is None else (past.branches or {}).get(was.branch)
-        child = (saved or {}).get("child")
-        if not isinstance(child, str):
+        child = None if saved is None else saved.child
+        if child is None:
             continue
         try:
             await graphs[was.node].fork(was.thread_id, child, new.thread_id)
@@ -267,8 +276,8 @@ def _copy(
     seq: int,
     parent_id: str | None,
     state: BaseModel,
-    branches: dict[str, dict[str, Any]] | None,
-    origin: dict[str, str],
+    branches: dict[str, BranchRecord] | None,
+    origin: OriginRecord,
 ) -> Checkpoint:
     """``past`` saved anew at ``seq`` of ``thread_id``: where its run goes, unchanged
     (a suspension passed on from a child names no child: the copy's are new ones)."""
@@ -283,32 +292,23 @@ def _copy(
         next=past.next,
         state=state,
         created_at=now(),
-        suspension=None if past.suspension is None else _without_child(past.suspension),
+        suspension=None if past.suspension is None else past.suspension.without_child(),
         error=past.error,
         last_node=past.last_node,
         branches=branches,
         origin=origin,
+        # A new line of the same thread keeps its parent; a fork is a thread of its own.
+        parent_thread_id=past.parent_thread_id if thread_id == past.thread_id else None,
     )
 
 
-def _rekeyed(
-    branches: dict[str, dict[str, Any]] | None,
-) -> dict[str, dict[str, Any]] | None:
+def _rekeyed(branches: dict[str, BranchRecord] | None) -> dict[str, BranchRecord] | None:
     """``branches`` with a new suspension id for each suspended one: the tokens
     issued for them on another line answer nothing on the new one (nor does the
     child suspension a branch passed on: the new line's children are new ones)."""
     if not branches:
         return branches
     return {
-        branch_id: _without_child({**record, "at": os.urandom(12).hex()})
-        if record.get("status") == "suspended"
-        else record
+        branch_id: record.rekeyed(os.urandom(12).hex()) if record.status == "suspended" else record
         for branch_id, record in branches.items()
     }
-
-
-def _without_child(record: dict[str, Any]) -> dict[str, Any]:
-    """A suspension record without the child suspension it passed on (``"child"``)."""
-    if "child" not in record:
-        return record
-    return {key: value for key, value in record.items() if key != "child"}

@@ -21,6 +21,7 @@ __all__ = [
     "InvalidResumeToken",
     "InvalidResumeValue",
     "InvalidStreamMode",
+    "InvalidThreadQuery",
     "InvalidUpdate",
     "LeaseLost",
     "NodeFailed",
@@ -33,6 +34,7 @@ __all__ = [
     "ThreadBusy",
     "ThreadExists",
     "ThreadNotFound",
+    "UnknownSubgraph",
     "UpdateRefused",
 ]
 
@@ -99,15 +101,35 @@ class InvalidStreamMode(EngineError, ValueError):
         )
 
 
-class InvalidResumeValue(EngineError, ValueError):
-    """A run paused at a breakpoint was resumed with a value: resume it with ``None``."""
+class InvalidThreadQuery(EngineError, ValueError):
+    """A thread listing's argument (``threads(...)``) is not one the stores accept:
+    a cursor no listing gave, an unknown status, a bad limit or prefix."""
 
-    def __init__(self, thread_id: str, node: str, where: str, value: object) -> None:
+    def __init__(self, what: str, value: object, allowed: str) -> None:
+        self.what = what
+        self.value = value
+        shown = repr(value)
+        shown = shown if len(shown) <= 60 else shown[:60] + "..."
+        super().__init__(f"invalid {what} {shown} for a thread listing: {allowed}")
+
+
+class InvalidResumeValue(EngineError, ValueError):
+    """A run paused at a breakpoint was resumed with a value it does not take: resume
+    it with ``None`` (or a ``Command``, as the message says)."""
+
+    def __init__(
+        self,
+        thread_id: str,
+        node: str,
+        where: str,
+        value: object,
+        allowed: str = "None, or Command(goto=..., update=...) to go on elsewhere",
+    ) -> None:
         self.thread_id = thread_id
         self.node = node
         super().__init__(
             f"thread `{thread_id}` is paused at a breakpoint {where} node `{node}`, which "
-            f"takes no value: resume it with None (got {value!r:.80})"
+            f"takes no value: resume it with {allowed} (got {value!r:.80})"
         )
 
 
@@ -215,6 +237,19 @@ class ChildThreadMissing(EngineError, LookupError):
             f"thread `{thread_id}` waits on the child thread `{child}` of subgraph node "
             f"`{node}`, which is gone (deleted by a delete_thread that stopped midway); "
             "nothing was run: call delete_thread on the thread to finish deleting it"
+        )
+
+
+class UnknownSubgraph(EngineError, ValueError):
+    """``app.subgraph(node)`` names no subgraph node of the graph."""
+
+    def __init__(self, node: str, path: str, allowed: Sequence[str]) -> None:
+        self.node = node
+        self.allowed = list(allowed)
+        shown = ", ".join(f"`{name}`" for name in allowed) or "none"
+        where = "this graph" if path == node else f"the graph at `{path}`"
+        super().__init__(
+            f"`{node}` is not a subgraph node of {where}; its subgraph nodes are: {shown}"
         )
 
 

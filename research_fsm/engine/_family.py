@@ -9,7 +9,7 @@ saved before it runs (that is how a crash goes on inside the same child), as
 * the checkpoint whose ``next`` (or whose suspension's node) is a subgraph node: the
   child at position ``s<step>`` of that checkpoint's run;
 * a parallel branch's record whose ``node`` is a subgraph node: the child at
-  ``k<key>`` (the branch's ``"k"``, a new key for each of its node executions).
+  ``k<key>`` (the branch's ``key``, a new one for each of its node executions).
 
 So the step loop writes nothing for this, and graphs without subgraphs read nothing.
 Only ``delete_thread`` calls it (and only on a graph with subgraphs); a history a
@@ -52,13 +52,14 @@ def _named(checkpoint: Checkpoint, nodes: Collection[str]) -> set[tuple[str, str
     saved before they ran."""
     found: set[tuple[str, str]] = set()
     thread, run_id = checkpoint.thread_id, checkpoint.run_id
-    here = {checkpoint.next, (checkpoint.suspension or {}).get("node")}
+    suspension = checkpoint.suspension
+    here = {checkpoint.next, None if suspension is None else suspension.node}
     for node in here:
-        if isinstance(node, str) and node in nodes:
+        if node is not None and node in nodes:
             found.add((node, child_thread(thread, node, run_id, f"s{checkpoint.step}")))
     for record in (checkpoint.branches or {}).values():
-        node, key = record.get("node"), record.get("k")
-        if isinstance(node, str) and node in nodes and isinstance(key, str):
+        node, key = record.node, record.key
+        if node is not None and node in nodes and key is not None:
             found.add((node, child_thread(thread, node, run_id, f"k{key}")))
     return found
 

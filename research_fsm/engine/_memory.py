@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection
 
 from ._errors import CheckpointConflict, CheckpointNotFound, ThreadBusy
-from ._types import Checkpoint
-from .store import Lease, hint_matches, seq_hint, validate_keep
+from ._types import Checkpoint, ThreadPage
+from .store import Lease, hint_matches, seq_hint, thread_info, thread_query, validate_keep
 
 __all__ = ["MemoryCheckpointStore"]
 
@@ -113,3 +113,19 @@ class MemoryCheckpointStore:
 
     async def secret(self) -> bytes:
         return self._secret
+
+    async def threads(
+        self,
+        *,
+        limit: int = 50,
+        cursor: str | None = None,
+        prefix: str = "",
+        status: str | Collection[str] | None = None,
+        children: bool = True,
+    ) -> ThreadPage:
+        query = thread_query(
+            limit=limit, cursor=cursor, prefix=prefix, status=status, children=children
+        )
+        return query.page(
+            thread_info(history[-1], len(history)) for history in self._threads.values() if history
+        )

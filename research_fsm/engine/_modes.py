@@ -10,7 +10,7 @@ pairs. ``RunStream`` (``_stream``) asks ``chunks`` what an event becomes.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Final, Literal
 
 from ._errors import InvalidStreamMode
 from ._events import Emitted, NodeFinished, StepState
@@ -41,7 +41,7 @@ def parse_modes(mode: object) -> tuple[tuple[str, ...], bool] | None:
     return tuple(dict.fromkeys(mode)), True
 
 
-def _chunk(mode: str, item: Any) -> Any:
+def _chunk(mode: str, item: object) -> object:
     """What ``item`` (an event or a ``StepState``) is in ``mode``; ``_SKIP``: nothing."""
     if mode == "events":
         return _SKIP if type(item) is StepState else item
@@ -54,12 +54,12 @@ def _chunk(mode: str, item: Any) -> Any:
     return item if type(item) is Emitted else _SKIP
 
 
-_SKIP: Any = object()
+_SKIP: Final[object] = object()
 
 
-def chunks(modes: tuple[str, ...], tagged: bool, item: Any) -> list[Any]:
+def chunks(modes: tuple[str, ...], tagged: bool, item: object) -> list[object]:
     """What the stream yields for ``item`` in ``modes`` (maybe nothing)."""
-    out = []
+    out: list[object] = []
     for mode in modes:
         chunk = _chunk(mode, item)
         if chunk is not _SKIP:

@@ -30,7 +30,7 @@ from ._branches import (
     replay,
     walk,
 )
-from ._command import Applied
+from ._command import Applied, Command
 from ._errors import (
     EngineError,
     InvalidResumeValue,
@@ -40,7 +40,8 @@ from ._errors import (
     StepLimitExceeded,
 )
 from ._events import NodeFinished, NodeStarted
-from ._plan import NO_ITEM, Fork
+from ._plan import Fork
+from ._records import BranchRecord, OriginRecord, UpdateEntry, Where
 from ._run import RouteFailed, Run, Suspending
 from ._steps import ChildSuspend, NodeError
 from ._types import END, CheckpointStatus, ErrorInfo
@@ -66,7 +67,7 @@ class ParallelRun:
         self._root: Frame | None = None
         self._last_node: str | None = None
         # The branch records and their saves.
-        self._records: dict[str, dict[str, Any]] = {}
+        self._records: dict[str, BranchRecord] = {}
         self._running = 0  # branch tasks alive (while any is, a save may be left to them)
         self._soon_pending = False
         self._changed: set[str] = set()
@@ -83,7 +84,7 @@ class ParallelRun:
         state: BaseModel,
         changes: dict[str, int | None] | None,
         last_node: str | None,
-        origin: dict[str, str] | None = None,
+        origin: OriginRecord | None = None,
         past_breakpoint: bool = False,
     ) -> None:
         """Checkpoint the start of ``fork`` after ``last_node`` produced ``state``
@@ -103,7 +104,7 @@ class ParallelRun:
 
     async def restart(
         self,
-        records: dict[str, dict[str, Any]],
+        records: dict[str, BranchRecord],
         state: BaseModel,
         resume: tuple[str, object] | None,
     ) -> Continue | None:
@@ -119,13 +120,40 @@ class ParallelRun:
             if branch.breakpoint is None:
                 branch.resume_value = resume[1]
             else:  # a pause at a breakpoint: the branch goes on with its next node
-                where, paused = branch.breakpoint
-                if resume[1] is not None:
-                    raise InvalidResumeValue(self.run.thread_id, paused, where, resume[1])
+                self._resumed_pause(branch, resume[1])
                 branch.breakpoint = None
                 if branch.node is None:  # paused after its last node: it is done
                     branch.status = "done"
+                    self._publish(branch)  # saved by the fan-out's next save
         return await self._run_root()
+
+    def _resumed_pause(self, branch: Branch, value: object) -> None:
+        """A branch paused at a breakpoint resumed with ``value``: ``None``, or a
+        ``Command`` without ``goto`` whose update the branch takes first (as the node
+        it paused at, before or after, had made it); anything else is an
+        ``InvalidResumeValue`` naming what it takes."""
+        assert branch.breakpoint is not None
+        where, paused = branch.breakpoint
+        if value is None:
+            return
+        if type(value) is not Command or value.goto is not None:
+            raise InvalidResumeValue(
+                self.run.thread_id,
+                paused,
+                where,
+                value,
+                f"None, or Command(update=...) (a parallel branch `{branch.id}` goes on "
+                "where it paused: its pause takes no goto)",
+            )
+        schema = self.plan.schema
+        origin = f"resume(token, Command(update=...)) at the pause of branch `{branch.id}`"
+        update = schema.as_changes(value.update, origin)
+        state = schema.apply(branch.state, update, origin)
+        if update:
+            branch.updates.append(
+                entry(paused, schema.validated_changes(update, branch.state, state))
+            )
+        branch.state = state
 
     # -- frames ----------------------------------------------------------------
 
@@ -148,30 +176,28 @@ class ParallelRun:
         return Frame(fork.join, base, branches)
 
     def _rebuild(self, base: BaseModel, owner: str) -> Frame:
-        mine = [pair for pair in self._records.items() if pair[1]["p"] == owner]
-        mine.sort(key=lambda pair: pair[1]["i"])
+        mine = [pair for pair in self._records.items() if pair[1].owner == owner]
+        mine.sort(key=lambda pair: pair[1].position)
         branches = []
         for branch_id, saved in mine:
             origin = f"saved branch `{branch_id}`"
             branch = Branch(
                 id=branch_id,
                 parent=owner,
-                index=saved["i"],
-                node=saved["node"],
-                join=saved["join"],
-                state=replay(self.plan.schema, base, saved["updates"], origin),
-                item=saved.get("item", NO_ITEM),
-                status=saved["status"],
-                updates=list(saved["updates"]),
-                at=saved.get("at"),
-                payload=saved.get("payload"),
-                error=saved.get("error"),
-                key=saved.get("k"),
-                child=saved.get("child"),
+                index=saved.position,
+                node=saved.node,
+                join=saved.join,
+                state=replay(self.plan.schema, base, saved.updates, origin),
+                item=saved.item,
+                status=saved.status,
+                updates=list(saved.updates),
+                at=saved.at,
+                payload=saved.payload,
+                error=saved.error,
+                key=saved.key,
+                child=saved.child,
+                breakpoint=saved.breakpoint,
             )
-            paused = saved.get("breakpoint")
-            if paused is not None:
-                branch.breakpoint = (paused[0], paused[1])
             if branch.status == "forked":
                 branch.frame = self._rebuild(branch.state, branch.id)
             branches.append(branch)
@@ -410,7 +436,7 @@ class ParallelRun:
         self._last_node = node
         self._soon()
 
-    def _pause(self, branch: Branch, where: str, node: str) -> None:
+    def _pause(self, branch: Branch, where: Where, node: str) -> None:
         """Pause the branch at a breakpoint ``where`` ``node`` (saved soon, as a
         suspension is)."""
         branch.status = "suspended"
@@ -427,7 +453,7 @@ class ParallelRun:
         tracing = self.run.tracing
         if tracing is not None:
             saved = self._records[branch.id]
-            self._records[branch.id] = {**saved, "trace": tracing.traceparent()}
+            self._records[branch.id] = saved.traced(tracing.traceparent())
 
     async def _join_children(self, branch: Branch) -> bool:
         """Run the branch's own fan-out; False when some of it is suspended."""
@@ -462,7 +488,7 @@ class ParallelRun:
 
     async def _merged(
         self, frame: Frame, base: BaseModel, track: dict[str, int | None] | None, *, inline: bool
-    ) -> tuple[BaseModel, list[dict[str, Any]]]:
+    ) -> tuple[BaseModel, list[UpdateEntry]]:
         """The frame's branches merged; when they cannot be (``InvalidUpdate``),
         their records are saved first, so fixing the graph redoes none of them.
         (When they can, the merged checkpoint saves what they did.)"""
@@ -477,7 +503,7 @@ class ParallelRun:
         frame: Frame,
         base: BaseModel,
         failure: BranchFailure,
-        into: list[dict[str, Any]] | None,
+        into: list[UpdateEntry] | None,
         track: dict[str, int | None] | None,
     ) -> BaseModel:
         """What an ``on_error`` node sees: the finished branches' updates and the
@@ -490,7 +516,7 @@ class ParallelRun:
 
     # -- saving the branch records ---------------------------------------------
 
-    def records(self) -> dict[str, dict[str, Any]]:
+    def records(self) -> dict[str, BranchRecord]:
         """The branch records as saved last."""
         return self._records
 
@@ -579,7 +605,7 @@ class ParallelRun:
         *,
         full: bool = False,
         error: dict[str, str] | None = None,
-        origin: dict[str, str] | None = None,
+        origin: OriginRecord | None = None,
     ) -> None:
         """Save a checkpoint with the records as they are (``full``: all of them,
         else the store may write just the ones changed since the last save)."""

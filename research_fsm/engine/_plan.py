@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
 
+from ._records import NO_ITEM
 from ._state import StateSchema
 from ._types import RetryPolicy
 from .store import CheckpointStore
@@ -31,9 +32,6 @@ NodeCall = Callable[[Any, Any], Awaitable[Any]]
 """``call(state, ctx)``: a node's code."""
 ResumeCall = Callable[[Any, Any, Any], Awaitable[Any]]
 """``resume(state, value, ctx)``: a node object's ``resume``."""
-
-NO_ITEM: Any = object()
-"""The item of a branch that was not started by ``Send``."""
 
 
 @dataclass(slots=True, kw_only=True)

@@ -23,6 +23,7 @@ from ._errors import (
     ThreadNotFound,
 )
 from ._plan import Fork, Plan
+from ._records import BranchRecord
 from ._steps import NO_VALUE
 from ._tokens import ThreadSuspended, first_token
 from ._types import END, Checkpoint, RunResult, SuspendToken
@@ -53,7 +54,7 @@ class Start:
     whole state is saved)."""
     resume_value: object
     """The value a token resumes the suspended node with (``NO_VALUE``: none)."""
-    fanout: dict[str, dict[str, Any]] | None
+    fanout: dict[str, BranchRecord] | None
     """An unfinished fan-out's branch records, continued first."""
     resumed_branch: tuple[str, object] | None
     """The branch a token resumes, with its value."""
@@ -61,6 +62,8 @@ class Start:
     """The trace context saved with the suspension resumed (a ``traceparent``)."""
     past_breakpoint: bool = False
     """The call resumes a pause at a breakpoint: ``node`` runs without pausing again."""
+    parent_thread: str | None = None
+    """The latest checkpoint's ``parent_thread_id`` (a subgraph's child thread)."""
     goto: str | Fork | None = None
     """A pause resumed with ``Command(goto=..., update=...)``: where the run goes on
     (saved first, with the update in ``state`` and ``changes``); ``None``: not so."""
@@ -95,22 +98,21 @@ async def begin(
     goto: str | Fork | None = None
     if resume is not None:
         resume_value, resumed_branch, resumed_trace = _resumed(thread_id, latest, resume)
-        paused = None if resumed_branch is not None else (latest.suspension or {})
-        if paused and paused.get("breakpoint"):
+        paused = None if resumed_branch is not None else latest.suspension
+        if paused is not None and paused.breakpoint is not None:
             if type(resume_value) is Command:  # go on somewhere else, after its update
                 command = resume_value
-                origin = f"resume(token, Command(...)) at the pause at `{paused['node']}`"
+                origin = f"resume(token, Command(...)) at the pause at `{paused.node}`"
                 state = schema.apply(
                     state, schema.as_changes(command.update, origin), origin, changes
                 )
                 goto = (
                     node or END
                     if command.goto is None
-                    else paused_target(plan, paused["node"], command.goto)
+                    else paused_target(plan, paused.node, command.goto)
                 )
             elif resume_value is not None:
-                where = paused["breakpoint"]
-                raise InvalidResumeValue(thread_id, paused["node"], where, resume_value)
+                raise InvalidResumeValue(thread_id, paused.node, paused.breakpoint, resume_value)
             resume_value = NO_VALUE
             past_breakpoint = True
     elif latest.status == "suspended":
@@ -151,6 +153,7 @@ async def begin(
         resumed_trace=resumed_trace,
         past_breakpoint=past_breakpoint,
         goto=goto,
+        parent_thread=latest.parent_thread_id,
     )
 
 
@@ -164,7 +167,7 @@ def _resumed(
     branches = latest.branches
     branch_id = find_suspended(branches, token.checkpoint_id) if branches else None
     if branches and branch_id is not None:
-        return NO_VALUE, (branch_id, value), branches[branch_id].get("trace")
+        return NO_VALUE, (branch_id, value), branches[branch_id].trace
     if (
         latest.checkpoint_id != token.checkpoint_id
         or latest.status != "suspended"
@@ -175,7 +178,7 @@ def _resumed(
             token.checkpoint_id,
             "it was already used, or the thread has moved on since it was issued",
         )
-    return value, None, (latest.suspension or {}).get("trace")
+    return value, None, None if latest.suspension is None else latest.suspension.trace
 
 
 def _fresh_start(
@@ -217,10 +220,10 @@ def restore(
     """``latest``'s state as a model, or why this graph cannot continue it
     (its state does not validate, or, with ``nodes``, its next node is gone)."""
     thread_id = latest.thread_id
-    saved_nodes = [latest.next, (latest.suspension or {}).get("node")]
-    saved_nodes += [record.get("node") for record in (latest.branches or {}).values()]
+    saved_nodes = [latest.next, None if latest.suspension is None else latest.suspension.node]
+    saved_nodes += [record.node for record in (latest.branches or {}).values()]
     for node in saved_nodes if nodes else ():
-        if isinstance(node, str) and node not in plan.nodes:
+        if node is not None and node not in plan.nodes:
             return IncompatibleCheckpoint(
                 thread_id,
                 f"its saved run is at node `{node}`, which this graph has no more",

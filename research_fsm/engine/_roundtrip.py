@@ -10,7 +10,6 @@ stores' codec at save.)
 from __future__ import annotations
 
 import functools
-from typing import Any
 
 from pydantic import BaseModel
 
@@ -21,12 +20,21 @@ __all__ = ["nesting_exceeds", "serialization_renames"]
 _NESTED = (list, tuple, dict, set, frozenset)
 
 
-def nesting_exceeds(value: Any, limit: int = MAX_NESTING) -> bool:
+def nesting_exceeds(value: object, limit: int = MAX_NESTING) -> bool:
     """Whether lists, dicts, tuples and sets in ``value`` nest deeper than ``limit``
     (walked without recursion; models are walked by their own fields' checks)."""
     if not isinstance(value, _NESTED):
         return False
-    stack: list[tuple[Any, int]] = [(value, 1)]
+    stack: list[
+        tuple[
+            list[object]
+            | tuple[object, ...]
+            | dict[object, object]
+            | set[object]
+            | frozenset[object],
+            int,
+        ]
+    ] = [(value, 1)]
     while stack:
         item, depth = stack.pop()
         if depth > limit:

@@ -13,15 +13,16 @@ a branch alike.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal, TypedDict, Unpack
+from typing import Any, TypedDict, Unpack
 
 from pydantic import BaseModel
 
 from ._branches import Branch
 from ._command import Applied, Command, apply_several, command_target
-from ._context import NodeContext
+from ._context import NodeContext, parent_thread_of
 from ._events import Completed, Sink, StepState, Suspended
 from ._plan import NO_ITEM, Breakpoints, Fork, NodeSpec, Plan
+from ._records import BranchRecord, OriginRecord, SuspensionRecord, Where
 from ._steps import NO_VALUE, ChildSuspend, cannot_suspend, invoke, now, route
 from ._tokens import branch_suspensions, sign
 from ._tracing import RunTrace
@@ -58,11 +59,11 @@ class Extra(TypedDict, total=False):
     error, the in-flight branch records (with the ids changed since the last save;
     ``None``: all), and how a checkpoint not made by a step came about."""
 
-    suspension: dict[str, Any] | None
+    suspension: SuspensionRecord | None
     error: dict[str, str] | None
-    branches: dict[str, dict[str, Any]] | None
+    branches: dict[str, BranchRecord] | None
     changed_branches: tuple[str, ...] | None
-    origin: dict[str, str] | None
+    origin: OriginRecord | None
 
 
 class Run:
@@ -86,6 +87,7 @@ class Run:
         parent_id: str | None,
         sink: Sink = None,
         stops: Breakpoints | None = None,
+        parent_thread: str | None = None,
     ) -> None:
         self.plan = plan
         self.store = plan.store
@@ -102,6 +104,8 @@ class Run:
         """The nodes this call executed, in order."""
         self.sink = sink
         self.stops = stops
+        self.parent_thread = parent_thread_of(thread_id) or parent_thread
+        """The thread whose subgraph node runs this one (``None``: a top-level thread)."""
 
     def traced(self, tracing: RunTrace) -> None:
         """Record the run in ``tracing``: each node in a span of its own."""
@@ -201,7 +205,7 @@ class Run:
         self,
         spec: NodeSpec,
         state: BaseModel,
-        out: list[Any],
+        out: list[object],
         changes: dict[str, int | None] | None,
     ) -> Stepped:
         """The node returned a list of updates and ``Command``s: each applied in order,
@@ -262,6 +266,7 @@ class Run:
                 created_at=now(),
                 last_node=last_node,
                 changes=changes,
+                parent_thread_id=self.parent_thread,
                 **extra,
             )
         )
@@ -282,13 +287,15 @@ class Run:
         out = suspending.out
         state = suspending.state
         self.path.append(node)
-        saved = {"node": node, "payload": out.payload}
-        child = None
-        if isinstance(out, ChildSuspend):  # a subgraph's: which child suspension it is
-            saved["child"] = out.child
-            child = out.thread
-        if self.tracing is not None:  # the resume links to (and continues) this run's trace
-            saved["trace"] = self.tracing.traceparent()
+        # A subgraph's: which child suspension it is, and on which child thread.
+        passed = out if isinstance(out, ChildSuspend) else None
+        saved = SuspensionRecord(
+            node,
+            out.payload,
+            child=None if passed is None else passed.child,
+            trace=self._traceparent(),  # the resume links to (and continues) this trace
+        )
+        child = None if passed is None else passed.thread
         checkpoint_id = await self.save("suspended", node, state, node, changes, suspension=saved)
         token = await sign(self.store, self.thread_id, checkpoint_id)
         suspension = Suspension(node=node, payload=out.payload, token=token, child_thread_id=child)
@@ -297,7 +304,7 @@ class Run:
 
     async def pause(
         self,
-        where: Literal["before", "after"],
+        where: Where,
         node: str,
         next_node: str,
         state: BaseModel,
@@ -307,9 +314,8 @@ class Run:
         ``next_node``) and return the suspended result with its token."""
         if changes is None and self.plan.tracks:
             changes = {}
-        saved: dict[str, object] = {"node": node, "payload": None, "breakpoint": where}
-        if self.tracing is not None:  # the resume links to (and continues) this run's trace
-            saved["trace"] = self.tracing.traceparent()
+        # The resume links to (and continues) this run's trace.
+        saved = SuspensionRecord(node, None, where, trace=self._traceparent())
         path = self.path
         last_node = path[-1] if path else None
         checkpoint_id = await self.save(
@@ -319,8 +325,12 @@ class Run:
         suspension = Suspension(node=node, payload=None, token=token, breakpoint=where)
         return self._suspended(state, suspension, state if where == "after" else None)
 
+    def _traceparent(self) -> str | None:
+        """The run's trace context, saved with a suspension (``None``: not traced)."""
+        return None if self.tracing is None else self.tracing.traceparent()
+
     async def suspended_in_branches(
-        self, state: BaseModel, records: dict[str, dict[str, Any]]
+        self, state: BaseModel, records: dict[str, BranchRecord]
     ) -> RunResult[BaseModel]:
         """The run's fan-out ended with branches suspended (its ``records``, saved):
         the result listing them."""

@@ -55,7 +55,15 @@ async def run(
         return begun
     tracing = start_run(thread_id, begun.run_id, begun.resumed_trace)
     current = Run(
-        plan, thread_id, begun.run_id, begun.step, begun.seq, begun.parent_id, sink, stops
+        plan,
+        thread_id,
+        begun.run_id,
+        begun.step,
+        begun.seq,
+        begun.parent_id,
+        sink,
+        stops,
+        begun.parent_thread,
     )
     held = [begun]  # the loop lets the starting state go as the run moves on
     del begun

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, Final
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
@@ -21,18 +21,18 @@ __all__ = ["StateSchema"]
 
 # Validators per (model, field), shared by every graph over the same model: building
 # one costs tens of microseconds, so a graph rebuilt after a restart reuses them.
-_VALIDATORS: dict[tuple[type[BaseModel], str], Callable[[Any], Any]] = {}
+_VALIDATORS: dict[tuple[type[BaseModel], str], Callable[[object], object]] = {}
 
 
 @dataclass(slots=True)
 class _Field:
     model: type[BaseModel]
     name: str
-    reducer: Callable[[Any, Any], Any]
-    annotation: Any
-    validator: Callable[[Any], Any] | None = None
+    reducer: Callable[[Any, Any], object]
+    annotation: Any  # a type form, as pydantic reads it
+    validator: Callable[[object], object] | None = None
 
-    def validate(self, value: Any) -> Any:
+    def validate(self, value: object) -> Any:  # what the field's type makes of it
         if self.validator is None:
             key = (self.model, self.name)
             if key not in _VALIDATORS:
@@ -59,7 +59,7 @@ def _check_reducer(model: type[BaseModel], name: str, reducer: Callable[..., Any
         ) from None
 
 
-def _with_changes(state: BaseModel, changes: dict[str, Any]) -> BaseModel:
+def _with_changes(state: BaseModel, changes: dict[str, object]) -> BaseModel:
     """``state.model_copy(update=changes)`` without its generic overhead (same result)."""
     new = object.__new__(type(state))
     values = state.__dict__.copy()
@@ -76,17 +76,18 @@ def _with_changes(state: BaseModel, changes: dict[str, Any]) -> BaseModel:
     return new
 
 
-_NO_GAIN: Any = object()
+_NO_GAIN: Final[object] = object()
 """``_gained``: the new value is no sum of the old one and a gain."""
 
 
-def _gained(old: Any, new: Any) -> Any:
+def _gained(old: object, new: object) -> object:
     """``gain`` such that ``add(old, gain) == new``, or ``_NO_GAIN``."""
     if isinstance(old, bool) or isinstance(new, bool):
         return _NO_GAIN
     if isinstance(old, (int, float)) and isinstance(new, (int, float)):
         return new - old
     if type(old) is type(new) and isinstance(old, (str, list, tuple)):
+        assert isinstance(new, (str, list, tuple))
         return new[len(old) :] if new[: len(old)] == old else _NO_GAIN
     if isinstance(old, dict) and isinstance(new, dict):
         if not old.keys() <= new.keys():
@@ -111,7 +112,7 @@ class StateSchema:
         self.model = model
         self.fields: dict[str, _Field] = {}
         for name, info in model.model_fields.items():
-            reducer: Callable[[Any, Any], Any] = replace
+            reducer: Callable[[Any, Any], object] = replace
             metadata = []
             for item in info.metadata:
                 if callable(item) and not isinstance(item, type) and reducer is replace:
@@ -135,7 +136,7 @@ class StateSchema:
                     if isinstance(alias, str):
                         self._input_keys.add(alias)
 
-    def initial(self, data: Mapping[str, Any] | BaseModel | None) -> BaseModel:
+    def initial(self, data: Mapping[str, object] | BaseModel | None) -> BaseModel:
         """Validate the first input of a thread into a full state."""
         if isinstance(data, self.model):
             return self.fresh(data)  # the caller's object stays the caller's
@@ -179,12 +180,12 @@ class StateSchema:
         it, may be the next ``fresh(state)`` if it is still equal to ``state`` then."""
         self._spare = (state, copy)
 
-    def changes_of(self, before: BaseModel, after: BaseModel) -> dict[str, Any]:
+    def changes_of(self, before: BaseModel, after: BaseModel) -> dict[str, object]:
         """What a node changed in ``after``, its copy of ``before`` that it returned:
         the items added at the end of an ``append`` list, else the field's new value
         (a ``Replace`` for fields with a reducer)."""
         old_values, new_values = before.__dict__, after.__dict__
-        changed: dict[str, Any] = {}
+        changed: dict[str, object] = {}
         for name, spec in self.fields.items():
             old, new = old_values.get(name), new_values.get(name)
             if new is old or (type(new) is type(old) and new == old):  # True == 1: a change
@@ -209,7 +210,9 @@ class StateSchema:
             )
         return changed
 
-    def passed_back(self, before: BaseModel, after: BaseModel, names: Any) -> dict[str, Any]:
+    def passed_back(
+        self, before: BaseModel, after: BaseModel, names: Iterable[str]
+    ) -> dict[str, object]:
         """What a subgraph changed in the fields ``names``, from ``before`` (what it was
         given) to ``after`` (its final values), as an update through this state's
         reducers: a ``replace`` field's new value; the items an ``append`` list gained
@@ -217,7 +220,7 @@ class StateSchema:
         gained (a number's difference, a string's or list's tail, a dict's per key);
         for another reducer, or when ``add`` cannot tell a gain, the new value, which
         the reducer merges (as LangGraph merges a subgraph's output)."""
-        changed: dict[str, Any] = {}
+        changed: dict[str, object] = {}
         for name in names:
             old, new = getattr(before, name), getattr(after, name)
             if new is old or (type(new) is type(old) and new == old):
@@ -235,7 +238,7 @@ class StateSchema:
                 changed[name] = new
         return changed
 
-    def as_changes(self, update: object, origin: str) -> dict[str, Any]:
+    def as_changes(self, update: object, origin: str) -> dict[str, object]:
         """Turn a node's return value (dict, partial model or None) into a dict."""
         if update is None:
             return {}
@@ -251,7 +254,7 @@ class StateSchema:
     def apply(
         self,
         state: BaseModel,
-        changes: Mapping[str, Any],
+        changes: Mapping[str, object],
         origin: str,
         track: dict[str, int | None] | None = None,
         validated: bool = False,
@@ -265,7 +268,7 @@ class StateSchema:
         """
         if not changes:
             return state
-        merged: dict[str, Any] = {}
+        merged: dict[str, object] = {}
         for name, value in changes.items():
             spec = self.fields.get(name)
             if spec is None:
@@ -290,8 +293,8 @@ class StateSchema:
                         value = [value]
                     items = value if validated else spec.validate(value)
                     old = getattr(state, name)
-                    merged[name] = append(old, items)
-                    if isinstance(old, list) and len(merged[name]) == len(old) + len(items):
+                    merged[name] = grown = append(old, items)
+                    if isinstance(old, list) and len(grown) == len(old) + len(items):
                         appended = len(items)
                 else:
                     merged[name] = spec.validate(spec.reducer(getattr(state, name), value))
@@ -311,11 +314,11 @@ class StateSchema:
         return _with_changes(state, merged)
 
     def validated_changes(
-        self, changes: Mapping[str, Any], before: BaseModel, after: BaseModel
-    ) -> dict[str, Any]:
+        self, changes: Mapping[str, object], before: BaseModel, after: BaseModel
+    ) -> dict[str, object]:
         """``changes`` as ``apply`` validated them into ``after``: the new value of a
         ``replace`` field, the items an ``append`` added (others as given)."""
-        out: dict[str, Any] = {}
+        out: dict[str, object] = {}
         for name, value in changes.items():
             reducer = self.fields[name].reducer
             if isinstance(value, Replace):
@@ -329,7 +332,7 @@ class StateSchema:
                 out[name] = value
         return out
 
-    def coerce(self, data: BaseModel | Mapping[str, Any]) -> BaseModel:
+    def coerce(self, data: BaseModel | Mapping[str, object]) -> BaseModel:
         """A loaded checkpoint's state as a model instance."""
         if isinstance(data, self.model):
             return data

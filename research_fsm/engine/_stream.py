@@ -20,12 +20,19 @@ from ._types import RunResult
 __all__ = ["RunStream"]
 
 StateT = TypeVar("StateT", bound=BaseModel)
-_DONE: Any = object()
+
+
+class _Done:
+    """The end of a run's events, on its queue."""
+
+
+_DONE = _Done()
+_Item = Event | StepState | _Done
 
 
 async def _drive(
-    start: Callable[[Callable[[Any], None]], Awaitable[RunResult[StateT]]],
-    queue: asyncio.Queue[Any],
+    start: Callable[[Callable[[Event | StepState], None]], Awaitable[RunResult[StateT]]],
+    queue: asyncio.Queue[_Item],
 ) -> RunResult[StateT]:
     # Deliberately holds no reference to the RunStream: a stream its consumer
     # drops (``break`` out of ``async for``) is garbage-collected at once and
@@ -49,13 +56,13 @@ class RunStream(Generic[StateT]):
 
     def __init__(
         self,
-        start: Callable[[Callable[[Any], None]], Awaitable[RunResult[StateT]]],
+        start: Callable[[Callable[[Event | StepState], None]], Awaitable[RunResult[StateT]]],
         modes: tuple[tuple[str, ...], bool] | None = None,
     ) -> None:
         self._start = start
         self._modes = modes
-        self._ready: list[Any] = []  # chunks of the last event not yet yielded
-        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._ready: list[object] = []  # chunks of the last event not yet yielded
+        self._queue: asyncio.Queue[_Item] = asyncio.Queue()
         self._task: asyncio.Task[RunResult[StateT]] | None = None
         self._finished = False
         self.result: RunResult[StateT] | None = None
@@ -74,7 +81,7 @@ class RunStream(Generic[StateT]):
             self._task = asyncio.ensure_future(_drive(self._start, self._queue))
         while True:
             item = await self._queue.get()
-            if item is _DONE:
+            if type(item) is _Done:
                 self._finished = True
                 self.result = await self._task  # raises the run's error, if any
                 raise StopAsyncIteration
@@ -82,8 +89,7 @@ class RunStream(Generic[StateT]):
             if modes is None:
                 if type(item) is StepState:  # for the "values" mode only
                     continue
-                event: Event = item
-                return event
+                return item
             ready = chunks(modes[0], modes[1], item)
             if ready:
                 self._ready = ready[1:]

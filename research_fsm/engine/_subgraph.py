@@ -28,10 +28,11 @@ from typing import Any
 from pydantic import BaseModel
 
 from ._compiled import CompiledGraph
-from ._context import NodeContext
+from ._context import CHILD_OF, NodeContext
 from ._errors import ChildThreadMissing
 from ._events import Completed, Event, Suspended
 from ._family import child_thread
+from ._records import BranchRecord, SuspensionRecord
 from ._state import StateSchema
 from ._steps import ChildSuspend
 from ._tokens import first_token
@@ -47,7 +48,7 @@ OutputFn = Callable[[Any], Any]
 """``output(child_state)``: the parent's update (a dict or a partial parent model)."""
 
 
-def _annotation(model: type[BaseModel], name: str) -> Any:
+def _annotation(model: type[BaseModel], name: str) -> tuple[object, tuple[str, ...]]:
     """A field's type and constraints; not its reducer, which is its own graph's."""
     info = model.model_fields[name]
     kept = (m for m in info.metadata if not callable(m) or isinstance(m, type))
@@ -135,7 +136,7 @@ class Subgraph:
 
     # -- the node ------------------------------------------------------------
 
-    async def run(self, state: BaseModel, ctx: NodeContext) -> Any:
+    async def run(self, state: BaseModel, ctx: NodeContext) -> object:
         """Run (or go on with) the child of this step; its result as this node's."""
         thread = self._thread(ctx)
         latest = await self.child.store.load_latest(thread)
@@ -144,7 +145,7 @@ class Subgraph:
             return await self._suspended(thread)
         return await self._go_on(state, thread, latest, None, ctx)
 
-    async def resume(self, state: BaseModel, value: Any, ctx: NodeContext) -> Any:
+    async def resume(self, state: BaseModel, value: object, ctx: NodeContext) -> object:
         """The parent's token was resumed: resume the child's suspension it passed on
         with ``value``."""
         thread = self._thread(ctx)
@@ -179,10 +180,10 @@ class Subgraph:
         store = self.child.store
         here: Checkpoint | None = latest
         while here is not None:
-            origin = here.origin or {}
-            if origin.get("by") == "fork":  # a parent's fork or new line carried it over
-                return origin.get("checkpoint_id") == passed
-            if origin.get("by") != "update" or here.parent_id is None:
+            origin = here.origin
+            if origin is not None and origin.by == "fork":  # a fork or new line carried it
+                return origin.checkpoint_id == passed
+            if origin is None or origin.by != "update" or here.parent_id is None:
                 return False
             if here.parent_id == passed:
                 return True
@@ -202,20 +203,19 @@ class Subgraph:
         if parent is None:
             return None
         if ctx.branch is None:
-            saved = parent.suspension or {}
+            saved: SuspensionRecord | BranchRecord | None = parent.suspension
         else:
-            saved = (parent.branches or {}).get(ctx.branch) or {}
-        child = saved.get("child")
-        return child if isinstance(child, str) else None
+            saved = (parent.branches or {}).get(ctx.branch)
+        return None if saved is None else saved.child
 
     async def _go_on(
         self,
         state: BaseModel,
         thread: str,
         latest: Checkpoint | None,
-        resume: tuple[SuspendToken, Any] | None,
+        resume: tuple[SuspendToken, object] | None,
         ctx: NodeContext,
-    ) -> Any:
+    ) -> object:
         """Start, continue or resume the child (``latest``: its thread's latest
         checkpoint); its final state as this node's update (a ``Suspend`` when it
         suspended). A finished child is not run again."""
@@ -247,6 +247,20 @@ class Subgraph:
     async def _call(
         self,
         thread: str,
+        given: dict[str, object] | BaseModel | None,
+        resume: tuple[SuspendToken, object] | None,
+        ctx: NodeContext,
+    ) -> RunResult[Any]:
+        # The child's checkpoints name this thread as their parent (thread listings).
+        running = CHILD_OF.set((thread, ctx.thread_id))
+        try:
+            return await self._call_child(thread, given, resume, ctx)
+        finally:
+            CHILD_OF.reset(running)
+
+    async def _call_child(
+        self,
+        thread: str,
         given: Any,
         resume: tuple[SuspendToken, Any] | None,
         ctx: NodeContext,
@@ -269,19 +283,22 @@ class Subgraph:
         assert stream.result is not None
         return stream.result
 
-    def _input(self, state: BaseModel, item: Any) -> Any:
+    def _input(self, state: BaseModel, item: object) -> dict[str, object] | BaseModel | None:
         """The child's input: ``input(state)`` (``input(state, item)`` in a ``Send``
         branch when it takes two arguments), else the shared fields, with a ``Send``
         item's keys that are child fields (a dict item, as LangGraph's ``Send`` arg)
         over them."""
-        if self.input is not None:
-            return self.input(state, item) if self.input_takes_item else self.input(state)
+        if self.input is not None:  # what it returns, the child's run checks
+            mapped: dict[str, object] | BaseModel | None = (
+                self.input(state, item) if self.input_takes_item else self.input(state)
+            )
+            return mapped
         given = {f: getattr(state, f) for f in self.shared}
         if isinstance(item, dict):
             given.update((k, v) for k, v in item.items() if k in self.child_fields)
         return given
 
-    def _update(self, state: BaseModel, given: Any, final: BaseModel) -> Any:
+    def _update(self, state: BaseModel, given: object, final: BaseModel) -> object:
         """The parent's update: ``output(final)``, else what the child changed in the
         shared fields from what it was given, through the parent's reducers (an
         ``append`` list's new items, an ``add`` field's gain: see ``passed_back``)."""

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from typing import Any
 
 from ._errors import EngineError, InvalidResumeToken
 from ._family import child_thread
+from ._records import BranchRecord
 from ._types import Checkpoint, SuspendToken, Suspension, _b64
 from .store import CheckpointStore, validate_thread_id
 
@@ -70,7 +70,7 @@ async def verify(store: CheckpointStore, token: SuspendToken) -> None:
         )
 
 
-def in_order(records: dict[str, dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+def in_order(records: dict[str, BranchRecord]) -> list[tuple[str, BranchRecord]]:
     """Branch records in declared order, each fan-out's branches after their owner."""
 
     def key(branch_id: str) -> list[int]:
@@ -78,8 +78,9 @@ def in_order(records: dict[str, dict[str, Any]]) -> list[tuple[str, dict[str, An
         for _ in range(len(records)):  # bounded: a damaged record cannot loop
             if branch_id not in records:
                 break
-            chain.append(records[branch_id]["i"])
-            branch_id = records[branch_id]["p"]
+            saved = records[branch_id]
+            chain.append(saved.position)
+            branch_id = saved.owner
         return chain[::-1]
 
     return sorted(records.items(), key=lambda pair: key(pair[0]))
@@ -88,23 +89,23 @@ def in_order(records: dict[str, dict[str, Any]]) -> list[tuple[str, dict[str, An
 async def branch_suspensions(
     store: CheckpointStore,
     thread_id: str,
-    records: dict[str, dict[str, Any]],
+    records: dict[str, BranchRecord],
     run_id: str | None = None,
 ) -> list[Suspension]:
     """The suspended branches of a fan-out's ``records``, in declared order, each with its
     token (and, given the ``run_id``, the child thread a subgraph's came from)."""
     found = []
     for branch_id, record in in_order(records):
-        if record["status"] == "suspended":
-            token = await sign(store, thread_id, record["at"])
-            paused = record.get("breakpoint")  # [where, node] of a pause at a breakpoint
-            key = record.get("k")
+        if record.status == "suspended" and record.at is not None:
+            token = await sign(store, thread_id, record.at)
+            paused = record.breakpoint  # (where, node) of a pause at a breakpoint
+            key, node = record.key, record.node
             child = None
-            if run_id is not None and record.get("child") is not None and isinstance(key, str):
-                child = child_thread(thread_id, record["node"], run_id, f"k{key}")
+            if run_id is not None and record.child is not None and key is not None and node:
+                child = child_thread(thread_id, node, run_id, f"k{key}")
             suspension = Suspension(
-                node=record["node"] if paused is None else paused[1],
-                payload=record.get("payload"),
+                node=(node or "") if paused is None else paused[1],
+                payload=record.payload,
                 branch=branch_id,
                 token=token,
                 breakpoint=None if paused is None else paused[0],

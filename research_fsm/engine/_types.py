@@ -11,6 +11,7 @@ from typing import Any, Generic, Literal, TypeVar
 from pydantic import BaseModel
 
 from ._errors import EngineError, InvalidResumeToken, NodeTimeout
+from ._records import BranchRecord, BranchStatus, OriginRecord, SuspensionRecord
 
 __all__ = [
     "END",
@@ -31,6 +32,8 @@ __all__ = [
     "Suspend",
     "SuspendToken",
     "Suspension",
+    "ThreadInfo",
+    "ThreadPage",
     "is_transient",
 ]
 
@@ -44,7 +47,6 @@ StateT = TypeVar("StateT", bound=BaseModel)
 RunStatus = Literal["completed", "suspended"]
 Origin = Literal["run", "update", "rewind", "fork"]
 CheckpointStatus = Literal["running", "suspended", "completed", "failed"]
-BranchStatus = Literal["pending", "forked", "suspended", "failed", "done"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -312,6 +314,41 @@ class ChildThread:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ThreadInfo:
+    """One thread of a store, as a listing (``threads(...)``) shows it: what its
+    latest checkpoint says, read without loading the thread."""
+
+    thread_id: str
+    """The thread."""
+    status: CheckpointStatus
+    """Its latest checkpoint's: ``completed``, ``suspended`` (a node's question or a
+    pause at a breakpoint), ``failed``, or ``running`` (a run is saving steps, or
+    stopped midway: a crash, a cancellation)."""
+    node: str | None
+    """The node it stands at: the one it runs next, waits on or failed in; for a
+    completed thread the last node that ran (``None``: none did)."""
+    updated_at: str
+    """ISO-8601 UTC time of its latest checkpoint; the listing's order, newest first."""
+    checkpoints: int
+    """How many checkpoints its history holds (every line; what ``keep`` kept)."""
+    parent_thread_id: str | None
+    """The thread whose subgraph node runs it (``None``: a top-level thread)."""
+    checkpoint_id: str
+    """Its latest checkpoint."""
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadPage:
+    """A page of a thread listing: the threads, newest first, and the cursor of the
+    next page (``None``: this is the last)."""
+
+    threads: tuple[ThreadInfo, ...]
+    """The page's threads, most recently updated first."""
+    next_cursor: str | None
+    """Pass it as ``cursor=`` for the next page; opaque, ``None`` after the last."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class StateSnapshot(Generic[StateT]):
     """The latest saved checkpoint of a thread, as ``get_state`` returns it."""
 
@@ -378,8 +415,8 @@ class Checkpoint:
     """The state after the step."""
     created_at: str
     """ISO-8601 UTC creation time."""
-    suspension: dict[str, Any] | None = None
-    """``{"node": ..., "payload": ...}`` when suspended."""
+    suspension: SuspensionRecord | None = None
+    """The suspension, when suspended."""
     error: dict[str, str] | None = None
     """``{"node", "exc_type", "message"}`` when failed."""
     last_node: str | None = None
@@ -393,17 +430,19 @@ class Checkpoint:
     default) means unknown. The engine sets it only for stores whose
     ``CheckpointStore.saves_changes`` is true; such a store may save just these
     (and leaves the checkpoint as it got it)."""
-    branches: dict[str, dict[str, Any]] | None = None
-    """The in-flight parallel branches by id, each a JSON-able record the engine
-    writes and reads (``None`` when no fan-out is in flight). Records are never
-    changed in place: a changed branch gets a new record."""
+    branches: dict[str, BranchRecord] | None = None
+    """The in-flight parallel branches by id (``None`` when no fan-out is in flight).
+    Records are never changed in place: a changed branch gets a new record."""
     changed_branches: tuple[str, ...] | None = None
     """Set with ``changes``: ids of the branch records added, replaced or removed
     since the parent checkpoint (``None``: unknown, save them all)."""
-    origin: dict[str, str] | None = None
-    """How a checkpoint not made by a run's step came about (``None``: a run's step),
-    saved with it: ``{"by": "update"}`` for ``update_state`` (with ``"as_node"`` when
-    given); ``{"by": "rewind", "checkpoint_id": past}`` for the first checkpoint of a
-    new line of history continued from the thread's checkpoint ``past``, whose state
-    it copies; ``{"by": "fork", "thread_id": source, "checkpoint_id": past}`` for the
-    first checkpoint of a thread made by ``fork``."""
+    origin: OriginRecord | None = None
+    """How a checkpoint not made by a run's step came about (``None``: a run's step):
+    ``update_state`` (``by="update"``, with its ``as_node``), the first checkpoint of a
+    new line of history continued from the thread's past checkpoint, whose state it
+    copies (``by="rewind"``, with that ``checkpoint_id``), or the first checkpoint of a
+    thread made by ``fork`` (``by="fork"``, with the ``thread_id`` and
+    ``checkpoint_id`` it was copied from)."""
+    parent_thread_id: str | None = None
+    """The thread whose subgraph node runs this thread (``None``: a top-level thread),
+    set on every checkpoint of a child thread: thread listings show it."""

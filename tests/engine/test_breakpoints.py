@@ -11,8 +11,10 @@ from research_fsm.engine import (
     END,
     START,
     CheckpointStore,
+    Command,
     GraphValidationError,
     InvalidResumeValue,
+    NodeContext,
     StaleResumeToken,
     StateGraph,
     Suspend,
@@ -169,6 +171,74 @@ async def test_breakpoints_in_parallel_branches(store: CheckpointStore) -> None:
     assert done.status == "completed"
     assert calls == ["start", "a", "a2", "b", "join"]
     assert done.state.log == ["start", "a", "a2", "b", "join"]
+
+
+async def test_a_paused_branch_takes_a_command_update_and_refuses_a_goto(
+    store: CheckpointStore,
+) -> None:
+    """A branch paused at a breakpoint goes on after ``resume(token, Command(update=...))``
+    with the update merged at the join; a ``goto`` or a plain value is an
+    ``InvalidResumeValue`` naming what the pause takes, and leaves the token good
+    (LangGraph resumes a static breakpoint with ``None``, or a ``Command`` whose update
+    is applied first)."""
+    calls: list[str] = []
+    graph = StateGraph(Counter)
+    for name in ("start", "a", "b", "join"):
+        graph.add_node(name, logger(name, calls))
+    graph.add_edge(START, "start").add_edge("start", ["a", "b"])
+    graph.add_edge(["a", "b"], "join").add_edge("join", END)
+    app = graph.compile(store=store, interrupt_before=["b"])
+    paused = await app.run({}, thread_id="t")
+    (pause,) = paused.suspensions
+    assert ("b", "b[1]", "before") == (pause.node, pause.branch, pause.breakpoint)
+    allowed = r"resume it with None, or Command\(update=\.\.\.\) .*branch `b\[1\]`"
+    for wrong in (Command(goto="join"), "yes"):
+        with pytest.raises(InvalidResumeValue, match=allowed):
+            await app.resume(pause.token, wrong)
+    done = await app.resume(pause.token, Command(update={"log": ["edited"], "n": 5}))
+    assert ("completed", 5) == (done.status, done.state.n)
+    assert ["start", "a", "edited", "b", "join"] == done.state.log
+    assert ["start", "a", "b", "join"] == calls
+
+
+async def test_a_branch_paused_after_its_last_node_is_saved_done_once_resumed(
+    store: CheckpointStore,
+) -> None:
+    """Resuming a branch paused after its last node, while another branch stays
+    suspended, saves it done (with the resume's update): its token is then stale, and
+    the join runs once the other branch is answered."""
+    calls: list[str] = []
+
+    async def ask(state: Counter, ctx: NodeContext) -> dict[str, Any] | Suspend:
+        if not ctx.resuming:
+            return Suspend("ok?")
+        return {"log": [f"ask={ctx.resume_value}"]}
+
+    graph = StateGraph(Counter)
+    for name in ("start", "a", "join"):
+        graph.add_node(name, logger(name, calls))
+    graph.add_node("ask", ask)
+    graph.add_edge(START, "start").add_edge("start", ["a", "ask"])
+    graph.add_edge(["a", "ask"], "join").add_edge("join", END)
+    app = graph.compile(store=store, interrupt_after=["a"])
+    paused = await app.run({}, thread_id="t")
+    first, second = paused.suspensions
+    assert (("a", "after"), ("ask", None)) == (
+        (first.node, first.breakpoint),
+        (second.node, second.breakpoint),
+    )
+    part = await app.resume(first.token, Command(update={"n": 2}))
+    assert [second.token] == [s.token for s in part.suspensions]
+    snapshot = await app.get_state("t")
+    assert {"a[0]": "done", "ask[1]": "suspended"} == {b.id: b.status for b in snapshot.branches}
+    with pytest.raises(StaleResumeToken):
+        await app.resume(first.token, None)
+    done = await app.resume(second.token, "yes")
+    assert ("completed", 2, ["start", "a", "ask=yes", "join"]) == (
+        done.status,
+        done.state.n,
+        done.state.log,
+    )
 
 
 async def test_a_streamed_run_ends_with_the_pause(store: CheckpointStore) -> None:

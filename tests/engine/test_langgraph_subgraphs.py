@@ -23,6 +23,7 @@ from research_fsm.engine import (
     START,
     CheckpointStore,
     CompiledGraph,
+    EngineError,
     MemoryCheckpointStore,
     NodeContext,
     RetryPolicy,
@@ -30,6 +31,7 @@ from research_fsm.engine import (
     StaleResumeToken,
     StateGraph,
     Suspend,
+    UnknownSubgraph,
     add,
     append,
 )
@@ -398,11 +400,15 @@ async def test_weather_subgraph_update_the_child_as_its_node(store: CheckpointSt
 
 
 def test_subgraph_of_an_unknown_node_names_the_subgraph_nodes() -> None:
-    """``app.subgraph(name)`` of a node that runs no child graph is a ValueError naming
-    the ones that do."""
+    """``app.subgraph(name)`` of a node that runs no child graph is an ``UnknownSubgraph``
+    (an ``EngineError`` and a ``ValueError``) naming the ones that do, at every level."""
     app = weather_app(MemoryCheckpointStore())
-    with pytest.raises(ValueError, match="subgraph nodes are: `weather_graph`"):
+    with pytest.raises(UnknownSubgraph, match="subgraph nodes are: `weather_graph`") as info:
         app.subgraph("router_node")
+    assert isinstance(info.value, EngineError) and isinstance(info.value, ValueError)
+    assert ("router_node", ["weather_graph"]) == (info.value.node, info.value.allowed)
+    with pytest.raises(UnknownSubgraph, match=r"of the graph at `weather_graph`.*: none"):
+        app.subgraph("weather_graph/model_node")
 
 
 # -- test_dynamic_interrupt_subgraph (test_large_cases.py) --------------------

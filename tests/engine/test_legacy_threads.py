@@ -1,6 +1,7 @@
 """Threads written by research_fsm 0.1.0 (main at 7fe1e77, ``legacy/make.py``) load and
 resume on every store: the file store reads the files 0.1.0 wrote; the memory and
-PostgreSQL stores are given the same checkpoints (``legacy/data/checkpoints.json``)."""
+PostgreSQL stores are given the same checkpoints (``legacy/data/checkpoints.json``, the
+records in them as 0.1.0 wrote them, read by the stores' codec)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ import pytest
 from stores.helpers import close_store
 
 from engine.legacy.graph import legacy_graph
-from research_fsm.engine import Checkpoint, CheckpointStore
+from research_fsm.engine import CheckpointStore
 from research_fsm.stores import JsonFileCheckpointStore
+from research_fsm.stores._codec.logformat import fold
 
 DATA = Path(__file__).parent / "legacy" / "data"
 
@@ -27,7 +29,9 @@ async def legacy(store: CheckpointStore, tmp_path: Path) -> AsyncIterator[Checkp
         saved = json.loads((DATA / "checkpoints.json").read_text(encoding="utf-8"))
         for rows in saved.values():
             for row in rows:
-                await store.save(Checkpoint(**row))
+                # Each row holds its whole state; a line holds no records as {}.
+                checkpoint, _ = fold({**row, "branches": row["branches"] or {}}, {}, None)
+                await store.save(checkpoint)
         yield store
         return
     directory = tmp_path / "legacy"

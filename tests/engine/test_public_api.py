@@ -43,6 +43,7 @@ EXPECTED_ALL = [
     "InvalidResumeToken",
     "InvalidResumeValue",
     "InvalidStreamMode",
+    "InvalidThreadQuery",
     "InvalidUpdate",
     "Lease",
     "LeaseLost",
@@ -71,8 +72,11 @@ EXPECTED_ALL = [
     "Suspension",
     "ThreadBusy",
     "ThreadExists",
+    "ThreadInfo",
     "ThreadNotFound",
+    "ThreadPage",
     "ThreadSuspended",
+    "UnknownSubgraph",
     "UnsafeStoreDirectory",
     "UpdateRefused",
     "add",
@@ -103,15 +107,29 @@ def test_every_exported_name_exists() -> None:
 
 def test_store_module_exports_what_store_authors_need() -> None:
     """``research_fsm.engine.store`` is the public module for store authors: the protocol,
-    the argument checks and the JSON-shape facts the stores' codec shares with the engine."""
+    the records a checkpoint carries, the argument checks and the JSON-shape facts the
+    stores' codec shares with the engine."""
     assert [
         "MAX_NESTING",
+        "MAX_NESTING",
+        "NO_ITEM",
+        "THREAD_STATUSES",
+        "BranchRecord",
         "CheckpointStore",
         "Lease",
+        "OriginRecord",
+        "SuspensionRecord",
+        "ThreadListing",
+        "ThreadQuery",
+        "UpdateEntry",
+        "encode_cursor",
         "hint_matches",
         "loose_fields",
         "new_checkpoint_id",
         "seq_hint",
+        "standing_node",
+        "thread_info",
+        "thread_query",
         "validate_keep",
         "validate_limit",
         "validate_thread_id",
@@ -156,6 +174,8 @@ ERRORS = {
     "ThreadExists": ValueError,
     "UpdateRefused": RuntimeError,
     "ChildThreadMissing": LookupError,
+    "UnknownSubgraph": ValueError,
+    "InvalidThreadQuery": ValueError,
 }
 
 

@@ -184,6 +184,11 @@ async def test_a_save_that_fails_in_a_shared_round_trip_fails_alone(
             "prune": False,
             "below": None,
             "oldest_kept": 1,
+            "cid": f"{thread}-{seq}",
+            "status": "running",
+            "node": "a",
+            "updated": "2024-01-01T00:00:00.000+00:00",
+            "pthread": None,
         }
 
     outcomes = await store._save_trip([params("a", 1), params("b", 2**63), params("c", 1)])

@@ -21,7 +21,7 @@ from psycopg.conninfo import make_conninfo  # noqa: E402
 
 from research_fsm.stores.postgres import PostgresCheckpointStore  # noqa: E402
 
-FUNCTIONS = ("research_fsm_leases_v1", "research_fsm_save_v1")
+FUNCTIONS = ("research_fsm_leases_v1", "research_fsm_save_v2")
 
 
 @pytest.fixture
@@ -51,11 +51,12 @@ async def test_a_new_schema_gets_the_functions_and_saves_call_them(
         app = chain("a", "b", store=store)
         assert 2 == (await app.run({}, thread_id="t")).state.n
         assert list(FUNCTIONS) == functions_in(postgres_server.dsn, schema)
-        sql(postgres_server.dsn, f"DROP FUNCTION {schema}.research_fsm_save_v1")
+        sql(postgres_server.dsn, f"DROP FUNCTION {schema}.research_fsm_save_v2")
         sql(
             postgres_server.dsn,
-            f"CREATE FUNCTION {schema}.research_fsm_save_v1("
-            "text, bigint, bytea, bytea, boolean, bytea, boolean, bigint, bigint) "
+            f"CREATE FUNCTION {schema}.research_fsm_save_v2("
+            "text, bigint, bytea, bytea, boolean, bytea, boolean, bigint, bigint, "
+            "text, text, text, text, text) "
             "RETURNS TABLE (inserted boolean, at_id bytea) LANGUAGE plpgsql AS "
             "$$ BEGIN RAISE EXCEPTION 'the save function was called'; END $$",
         )
@@ -107,6 +108,10 @@ async def test_a_role_that_may_not_create_functions(
         postgres_server.dsn,
         f"GRANT SELECT, INSERT, DELETE ON {schema}.research_fsm_checkpoints TO {role}",
     )
+    sql(
+        postgres_server.dsn,
+        f"GRANT SELECT, INSERT, UPDATE, DELETE ON {schema}.research_fsm_threads TO {role}",
+    )
     sql(postgres_server.dsn, f"GRANT SELECT ON {schema}.research_fsm_meta TO {role}")
     dsn = make_conninfo(postgres_server.dsn, user=role)
     stores = [PostgresCheckpointStore(dsn, schema=schema) for _ in range(2)]
@@ -117,7 +122,7 @@ async def test_a_role_that_may_not_create_functions(
         assert [2, 4, 6, 8] == results
         made = [] if functions == "missing" else list(FUNCTIONS)
         assert made == functions_in(postgres_server.dsn, schema)
-        calls = b"research_fsm_save_v1" in stores[0]._queries["save"]
+        calls = b"research_fsm_save_v2" in stores[0]._queries["save"]
         assert (expected == "functions") == calls
         warned = [e for e in logs if "cannot use the store's functions" in e["event"]]
         assert ([schema, schema] if expected == "plain" else []) == [e["schema"] for e in warned]

@@ -43,8 +43,12 @@ TABLES = [
     ("research_fsm_checkpoints", "r"),
     ("research_fsm_checkpoints_pkey", "i"),
     ("research_fsm_meta", "v"),
+    ("research_fsm_threads", "r"),
+    ("research_fsm_threads_order", "i"),
+    ("research_fsm_threads_pkey", "i"),
 ]
-"""The relations of a layout-3 schema: one table and its key index; the meta is a view."""
+"""The relations of a layout-4 schema: the checkpoints table and its key index, the
+thread listing's table with its key and its order's index; the meta is a view."""
 
 
 def seen(cp: Checkpoint) -> tuple[Any, ...]:
@@ -55,12 +59,13 @@ def seen(cp: Checkpoint) -> tuple[Any, ...]:
 async def test_a_new_schema_has_one_table_and_the_version_in_a_view(
     pg: Make, postgres_server: Any
 ) -> None:
-    """A fresh schema gets the checkpoints table (holding the key too) and a meta view saying 3."""
+    """A fresh schema gets the checkpoints table (holding the key too), the listing's table
+    and a meta view saying 4."""
     await pg().secret()
     await pg().load_latest("t")  # a second store migrates nothing
     schema = pg.schema  # type: ignore[attr-defined]
     assert TABLES == relations(postgres_server, schema)
-    assert [("3",)] == sql(
+    assert [("4",)] == sql(
         postgres_server,
         f"SELECT value FROM {schema}.research_fsm_meta WHERE key = 'schema_version'",
     )
@@ -79,8 +84,10 @@ async def test_a_newer_layout_is_refused(pg: Make, postgres_server: Any) -> None
         await pg().load_latest("t")
 
 
-async def test_layout_2_code_reads_layout_3_as_too_new(pg: Make, postgres_server: Any) -> None:
-    """Layout 2's own version check on a layout-3 schema reads 3 and creates no meta table."""
+async def test_layout_2_code_reads_the_current_layout_as_too_new(
+    pg: Make, postgres_server: Any
+) -> None:
+    """Layout 2's own version check on a layout-4 schema reads 4 and creates no meta table."""
     await pg().load_latest("t")
     schema = pg.schema  # type: ignore[attr-defined]
     meta = f"{schema}.research_fsm_meta"
@@ -90,7 +97,7 @@ async def test_layout_2_code_reads_layout_3_as_too_new(pg: Make, postgres_server
             f"CREATE TABLE IF NOT EXISTS {meta} (key text PRIMARY KEY, value text NOT NULL)"
         )
         found = conn.execute(f"SELECT value FROM {meta} WHERE key = 'schema_version'").fetchall()
-    assert ([("3",)], TABLES) == (found, relations(postgres_server, schema))
+    assert ([("4",)], TABLES) == (found, relations(postgres_server, schema))
 
 
 async def test_concurrent_first_opens_create_one_table_and_one_key(
@@ -190,7 +197,8 @@ async def recorded_threads() -> dict[str, list[Checkpoint]]:
 async def test_an_old_layout_migrates_keeping_every_row_and_the_key(
     pg: Make, postgres_server: Any, layout: int
 ) -> None:
-    """Layout 1 or 2 tables open as 3: rows read back equal, old tokens verify, threads go on."""
+    """Layout 1 or 2 tables open as 4: rows read back equal, old tokens verify, threads go on,
+    and the listing shows each thread as its latest checkpoint says."""
     saved = await recorded_threads()
     key = secrets.token_hex(32)
     newest = saved["t"][0].checkpoint_id
@@ -206,6 +214,10 @@ async def test_an_old_layout_migrates_keeping_every_row_and_the_key(
     assert bytes.fromhex(key) == await store.secret()
     await verify(pg(), token)
     assert TABLES == relations(postgres_server, schema)
+    listed = {
+        t.thread_id: (t.checkpoint_id, t.checkpoints) for t in (await store.threads()).threads
+    }
+    assert listed == {t: (h[0].checkpoint_id, len(h)) for t, h in saved.items()}
     ids = f"SELECT checkpoint_id FROM {schema}.research_fsm_checkpoints WHERE thread_id = 'odd'"
     assert [(stored_id(cid),) for cid in ODD_IDS] == sql(postgres_server, ids + " ORDER BY seq")
     await pg().save(checkpoint(len(ODD_IDS) + 1, ODD_IDS[-1], thread="odd"))

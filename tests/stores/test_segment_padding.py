@@ -50,6 +50,8 @@ async def test_a_durable_save_pads_its_block_and_later_ones_write_into_the_paddi
     def write(fd: int, data: Any) -> int:
         written = real_write(fd, data)
         raw = bytes(data)
+        if raw.startswith(b'["t",'):  # a record of the thread listing's journal (.threads)
+            return written
         sizes.append((len(raw), len(raw) - len(raw.rstrip(b"\0")), os.fstat(fd).st_size))
         return written
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import secrets
 from collections.abc import Callable
 from pathlib import Path
@@ -18,11 +19,16 @@ from research_fsm.engine import (
     CheckpointConflict,
     CheckpointNotFound,
     CheckpointStore,
+    InvalidThreadQuery,
     Lease,
     MemoryCheckpointStore,
     StateGraph,
     ThreadBusy,
+    ThreadPage,
 )
+from research_fsm.engine.store import BranchRecord, OriginRecord, SuspensionRecord, UpdateEntry
+from research_fsm.engine.store import ThreadListing
+from stores.helpers import close_store, reopen
 
 
 def checkpoint(seq: int, parent: str | None, *, thread: str = "t", **over: Any) -> Checkpoint:
@@ -64,7 +70,7 @@ async def test_save_and_load_round_trip(store: CheckpointStore) -> None:
         1,
         None,
         status="suspended",
-        suspension={"node": "a", "payload": {"q": [1, "x"]}},
+        suspension=SuspensionRecord("a", {"q": [1, "x"]}, child="c1", trace="00-ab-cd-01"),
         error=None,
     )
     await store.save(first)
@@ -86,6 +92,59 @@ async def test_save_and_load_round_trip(store: CheckpointStore) -> None:
     )
     assert [getattr(first, k) for k in keys] == [getattr(loaded, k) for k in keys]
     assert Counter(n=1) == state_of(loaded)
+
+
+async def test_records_load_back_equal(store: CheckpointStore) -> None:
+    """A checkpoint's branch records (every field set: a sent item, a key, a pause, an
+    update with a ``Replace``, a failure, a trace), its origin and a pause's suspension load
+    back equal, and so do the records a later checkpoint changes or removes."""
+    entry = UpdateEntry("a", {"n": 2, "log": ["x"]}, ("n",))
+    paused = BranchRecord(
+        0,
+        "",
+        None,
+        "suspended",
+        "j",
+        (entry,),
+        {"k": [1]},
+        "key0",
+        "s1",
+        None,
+        "ch",
+        ("after", "a"),
+    )
+    failed = BranchRecord(1, "", "b", "failed", END, (), error=error_of("b"), trace="00-t-s-01")
+    nested = BranchRecord(0, "a[0]", "c", "pending", "d", (), None)
+    branches = {"a[0]": paused, "b[1]": failed, "a[0]/c[0]": nested}
+    first = checkpoint(
+        1,
+        None,
+        status="suspended",
+        suspension=SuspensionRecord("a", None, "before", trace="00-t-s-01"),
+        branches=branches,
+        origin=OriginRecord("fork", thread_id="src", checkpoint_id="cp1"),
+    )
+    await store.save(first)
+    rekeyed = {**branches, "a[0]": paused.rekeyed("s2")}
+    del rekeyed["b[1]"]
+    second = checkpoint(
+        2,
+        first.checkpoint_id,
+        branches=rekeyed,
+        changes={} if store.saves_changes else None,
+        changed_branches=("a[0]", "b[1]"),
+        origin=OriginRecord("update", as_node=END),
+    )
+    await store.save(second)
+    loaded = [cp async for cp in store.history("t")]
+    assert [(second.branches, second.origin), (first.branches, first.origin)] == [
+        (cp.branches, cp.origin) for cp in loaded
+    ]
+    assert first.suspension == loaded[1].suspension
+
+
+def error_of(node: str) -> dict[str, str]:
+    return {"node": node, "exc_type": "ValueError", "message": "bad"}
 
 
 async def test_save_with_stale_parent_conflicts_and_overwrites_nothing(
@@ -398,3 +457,175 @@ async def test_a_checkpoint_keep_pruned_is_gone_for_pages_and_load(
     assert None is await store.load("t", first.checkpoint_id)
     with pytest.raises(CheckpointNotFound):
         _ = [cp async for cp in store.history("t", limit=1, before=first.checkpoint_id)]
+
+
+# -- the thread listing (ThreadListing) ----------------------------------------------
+
+
+def at(minute: int) -> str:
+    """A checkpoint time ``minute`` minutes into the day (listings order by it)."""
+    return f"2024-01-01T{minute // 60:02d}:{minute % 60:02d}:00.000+00:00"
+
+
+async def grow(
+    store: CheckpointStore, thread: str, count: int, minute: int, **last: Any
+) -> Checkpoint:
+    """``count`` checkpoints on ``thread``, the last at ``minute`` with ``last``'s fields."""
+    parent = None
+    for seq in range(1, count + 1):
+        over = last if seq == count else {}
+        cp = checkpoint(seq, parent, thread=thread, created_at=at(minute), **over)
+        await store.save(cp)
+        parent = cp.checkpoint_id
+    assert isinstance(cp, Checkpoint)
+    return cp
+
+
+def listing(store: CheckpointStore) -> ThreadListing:
+    assert isinstance(store, ThreadListing)
+    return store
+
+
+async def every_page(store: CheckpointStore, **query: Any) -> list[ThreadPage]:
+    """Every page of a listing, following the cursors."""
+    pages_: list[ThreadPage] = []
+    cursor = None
+    while True:
+        page = await listing(store).threads(cursor=cursor, **query)
+        pages_.append(page)
+        if page.next_cursor is None:
+            return pages_
+        cursor = page.next_cursor
+
+
+async def test_threads_lists_newest_first_with_what_each_latest_checkpoint_says(
+    store: CheckpointStore,
+) -> None:
+    """Each thread shows its latest status, node, time, checkpoint count and id, newest first."""
+    done = await grow(store, "done", 3, 5, status="completed", next=None, last_node="c")
+    asks = await grow(
+        store, "asks", 1, 9, status="suspended", next=None, suspension={"node": "q", "payload": 1}
+    )
+    broke = await grow(
+        store,
+        "broke",
+        2,
+        7,
+        status="failed",
+        next=None,
+        error={"node": "b", "exc_type": "KeyError", "message": "x"},
+    )
+    page = await listing(store).threads()
+    assert page.next_cursor is None
+    assert [(t.thread_id, t.status, t.node, t.checkpoints) for t in page.threads] == [
+        ("asks", "suspended", "q", 1),
+        ("broke", "failed", "b", 2),
+        ("done", "completed", "c", 3),
+    ]
+    assert [t.checkpoint_id for t in page.threads] == [
+        asks.checkpoint_id,
+        broke.checkpoint_id,
+        done.checkpoint_id,
+    ]
+    assert [t.updated_at for t in page.threads] == [at(9), at(7), at(5)]
+    assert all(t.parent_thread_id is None for t in page.threads)
+
+
+async def test_threads_pages_by_cursor_add_up_to_every_thread_once(store: CheckpointStore) -> None:
+    """Pages of 3 through 8 threads (two saved in the same minute) give each thread once, in order."""
+    for n in range(8):
+        await grow(store, f"t{n}", 1 + n % 2, n if n != 7 else 6)
+    pages_ = await every_page(store, limit=3)
+    assert [len(p.threads) for p in pages_] == [3, 3, 2]
+    ids = [t.thread_id for p in pages_ for t in p.threads]
+    assert ids == ["t7", "t6", "t5", "t4", "t3", "t2", "t1", "t0"]
+
+
+async def test_threads_filters_by_prefix_status_and_children(store: CheckpointStore) -> None:
+    """prefix, status (one or several) and children=False each narrow the listing."""
+    await grow(store, "app-1", 1, 1, status="completed", next=None)
+    await grow(store, "app-2", 2, 2, status="running")
+    await grow(store, "app-2.sub.0123456789abcdef", 1, 3, parent_thread_id="app-2")
+    await grow(store, "other", 1, 4, status="suspended", suspension={"node": "a", "payload": 0})
+
+    async def ids(**query: Any) -> list[str]:
+        return [t.thread_id for p in await every_page(store, limit=2, **query) for t in p.threads]
+
+    assert await ids(prefix="app-") == ["app-2.sub.0123456789abcdef", "app-2", "app-1"]
+    assert await ids(status="running") == ["app-2.sub.0123456789abcdef", "app-2"]
+    assert await ids(status=["completed", "suspended"]) == ["other", "app-1"]
+    assert await ids(children=False) == ["other", "app-2", "app-1"]
+    assert await ids(prefix="app-2.", status="running") == ["app-2.sub.0123456789abcdef"]
+    child = (await listing(store).threads(prefix="app-2.")).threads[0]
+    assert child.parent_thread_id == "app-2"
+
+
+async def test_threads_follow_saves_and_deletes(store: CheckpointStore) -> None:
+    """A thread saved again moves to the top with its new state; a deleted one leaves."""
+    first = await grow(store, "a", 1, 1)
+    await grow(store, "b", 1, 2)
+    await grow(store, "c", 1, 3)
+    moved = checkpoint(2, first.checkpoint_id, thread="a", created_at=at(4), status="completed")
+    await store.save(moved)
+    await store.delete("b")
+    page = await listing(store).threads()
+    assert [(t.thread_id, t.status, t.checkpoints) for t in page.threads] == [
+        ("a", "completed", 2),
+        ("c", "running", 1),
+    ]
+
+
+async def test_threads_count_what_keep_keeps(make_store: Callable[..., CheckpointStore]) -> None:
+    """With keep=3, a thread of 7 checkpoints counts 3 (what history gives), one of 2 counts 2."""
+    store = make_store(keep=3)
+    await grow(store, "long", 7, 2)
+    await grow(store, "short", 2, 1)
+    page = await listing(store).threads()
+    assert [(t.thread_id, t.checkpoints) for t in page.threads] == [("long", 3), ("short", 2)]
+    assert len([cp async for cp in store.history("long")]) == 3
+
+
+@pytest.mark.parametrize(
+    ("query", "named"),
+    [
+        ({"cursor": "page-2"}, "next_cursor"),
+        ({"cursor": "tc1.bm90IGpzb24"}, "next_cursor"),
+        ({"status": "paused"}, "'completed', 'suspended', 'failed', 'running'"),
+        ({"status": ["completed", "done"]}, "'running'"),
+        ({"limit": 0}, "from 1 to 1000"),
+        ({"prefix": "a/b"}, "A-Z a-z 0-9"),
+    ],
+)
+async def test_threads_refuses_a_bad_argument_naming_the_allowed_values(
+    store: CheckpointStore, query: dict[str, Any], named: str
+) -> None:
+    """A cursor no listing gave, an unknown status, a bad limit or prefix: InvalidThreadQuery."""
+    with pytest.raises(InvalidThreadQuery, match=re.escape(named)):
+        await listing(store).threads(**query)
+
+
+async def test_a_subgraph_child_thread_names_its_parent(store: CheckpointStore) -> None:
+    """A graph's child thread lists with its parent's thread id; children=False hides it."""
+    inner = chain("x")
+    outer = StateGraph(Counter).add_node("sub", inner).add_edge(START, "sub").add_edge("sub", END)
+    app = outer.compile(store=store)
+    await app.run({"n": 1}, thread_id="top")
+    every = (await app.threads()).threads
+    child = [t for t in every if t.thread_id != "top"]
+    assert [t.parent_thread_id for t in child] == ["top"]
+    assert child[0].status == "completed"
+    snapshot = await app.get_state("top")
+    assert snapshot is not None
+    top = [t.thread_id for t in (await app.threads(children=False)).threads]
+    assert top == ["top"]
+
+
+async def test_threads_is_the_first_call_of_a_fresh_store(store: CheckpointStore) -> None:
+    """A store opened on existing threads lists them before any other call."""
+    await grow(store, "first", 1, 1)
+    again = reopen(store)
+    try:
+        assert [t.thread_id for t in (await listing(again).threads()).threads] == ["first"]
+    finally:
+        if again is not store:
+            await close_store(again)

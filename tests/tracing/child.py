@@ -1,7 +1,7 @@
 """Run in a child process by the tracing tests: ``python child.py MODE FOLDER``.
 
 ``nosdk``: no SDK configured; run a graph to a suspension on a file store in
-FOLDER and print the run status and the saved suspension as JSON.
+FOLDER and print the run status and the saved suspension (node, payload, trace) as JSON.
 ``ask``: an SDK whose exporter appends each span to ``FOLDER/spans.jsonl``; the
 offline assistant (file store in FOLDER) asks a vague question and suspends; print
 the resume token.
@@ -37,7 +37,9 @@ async def nosdk(folder: Path) -> None:
     graph.add_edge(START, "ask").add_edge("ask", END)
     result = await graph.compile(store=store).run({}, thread_id="t")
     saved = await store.load_latest("t")
-    print(json.dumps([result.status, None if saved is None else saved.suspension]))
+    suspension = None if saved is None else saved.suspension
+    shown = None if suspension is None else [suspension.node, suspension.payload, suspension.trace]
+    print(json.dumps([result.status, shown]))
 
 
 async def ask(folder: Path) -> None:

@@ -225,4 +225,4 @@ def test_without_an_sdk_nothing_is_traced(tmp_path: Path) -> None:
         env=env,
         check=True,
     ).stdout
-    assert ["suspended", {"node": "ask", "payload": "which?"}] == json.loads(out)
+    assert ["suspended", ["ask", "which?", None]] == json.loads(out)

@@ -9,8 +9,9 @@ SHA-256 of the JSON) and a newline. A segment's first line holds the whole state
 fields set, ``"append"``: which of them got items appended at the end). Lines
 carrying parallel-branch records (``"branches"`` whole, or ``"bset"``/``"bdel"``
 as changes to the line before) are version 3; the others version 2. A checkpoint
-written by hand (``update_state``, ``fork``...) carries its ``"origin"`` in the header;
-older readers ignore it.
+written by hand (``update_state``, ``fork``...) carries its ``"origin"`` in the header,
+and one of a subgraph's child thread its parent thread (``"pthread"``); older readers
+ignore both.
 
 ``<thread>.idx`` lists the live segments: their first seqs, 12 digits each,
 newest first, separated by spaces, ending with a newline.
@@ -28,8 +29,18 @@ import pydantic_core
 from pydantic import BaseModel
 
 from research_fsm.engine import Checkpoint, CorruptCheckpoint, StateSerializationError
+from research_fsm.engine.store import BranchRecord
 
 from .jsonplan import json_plan, model_json
+from .records import (
+    Damaged,
+    branch_json,
+    branch_of,
+    origin_json,
+    origin_of,
+    suspension_json,
+    suspension_of,
+)
 from .serialize import find_unserializable
 
 __all__ = [
@@ -44,6 +55,8 @@ __all__ = [
     "fold",
     "index_bytes",
     "index_seqs",
+    "last_header",
+    "parent_thread_of",
     "salvage_bytes",
     "scan_bytes",
 ]
@@ -110,9 +123,13 @@ def encode_body(
     items appended to each), or its whole state when ``changes`` is ``None``.
     ``aliases`` maps field names to the keys they are written under. (The file
     store's lines and the Postgres store's rows hold this.)"""
-    header = {name: getattr(cp, name) for name in _HEADER_FIELDS}
+    header: dict[str, object] = {name: getattr(cp, name) for name in _HEADER_FIELDS}
+    if cp.suspension is not None:
+        header["suspension"] = suspension_json(cp.suspension)
     if cp.origin is not None:  # a checkpoint written by hand (update_state, fork...)
-        header["origin"] = cp.origin
+        header["origin"] = origin_json(cp.origin)
+    if cp.parent_thread_id is not None:  # a subgraph's child thread
+        header["pthread"] = cp.parent_thread_id
     try:  # one call for the whole header; ``v`` first
         parts = [
             '{"v":' + ("3" if cp.branches else "2") + "," + _HEADER_ENCODER.encode(header)[1:-1]
@@ -175,7 +192,8 @@ def _branch_parts(cp: Checkpoint, only_changes: bool) -> list[str]:
     return ['"branches":' + _records_json(cp, branches)]
 
 
-def _records_json(cp: Checkpoint, records: dict[str, Any]) -> str:
+def _records_json(cp: Checkpoint, branches: dict[str, BranchRecord]) -> str:
+    records = {branch_id: branch_json(record) for branch_id, record in branches.items()}
     try:
         return pydantic_core.to_json(records).decode("utf-8", "surrogatepass")
     except Exception as exc:  # pydantic raises several types here
@@ -203,12 +221,12 @@ class Scan:
     ino: int = 0  # the file's inode, set by whoever read it
 
 
-class Damaged(Exception):
-    """A line that cannot be trusted."""
-
-
 def scan_bytes(
-    raw: bytes, thread_id: str, until: int | None = None, keep_from: int | None = None
+    raw: bytes,
+    thread_id: str,
+    until: int | None = None,
+    keep_from: int | None = None,
+    after: Checkpoint | None = None,
 ) -> Scan:
     """A segment's checkpoints oldest first (each with its whole state), up to the
     first unfinished (torn) or damaged line (``until``: or up to the checkpoint at
@@ -216,10 +234,15 @@ def scan_bytes(
     where a line would start are padding, not data (a line holds no zero byte: it is
     JSON). ``keep_from``: the lines before that seq are checked and folded into the
     state but not kept (a page of older checkpoints needs only the last few:
-    ``records`` then starts at ``keep_from``)."""
+    ``records`` then starts at ``keep_from``). ``after``: ``raw`` is what follows the
+    line of checkpoint ``after`` (whose state is whole) in its segment: a segment read
+    before, read on from where it ended."""
     scan = Scan(thread_id)
     state: dict[str, Any] = {}
-    previous: Checkpoint | None = None
+    previous: Checkpoint | None = after
+    if after is not None:
+        assert isinstance(after.state, dict)
+        state = after.state
     skimmed: _Skimmed | None = None  # the last line folded but not kept
     offset = 0
     while offset < len(raw):
@@ -276,14 +299,41 @@ def salvage_bytes(raw: bytes, thread_id: str) -> list[Checkpoint]:
             branches = data.get("branches", data.get("bset"))
             found.append(
                 Checkpoint(
-                    **{name: data[name] for name in _HEADER_FIELDS},
+                    **_header(data),
                     state={},
-                    branches=branches if isinstance(branches, dict) else None,
+                    branches=_records_of(branches) if isinstance(branches, dict) else None,
                 )
             )
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, Damaged):
             continue
     return found
+
+
+def last_header(raw: bytes, thread_id: str, whole: bool) -> Checkpoint | Literal[False] | None:
+    """The header of the last whole line of ``raw`` (the end of a segment, zeros of
+    padding and an unfinished last line left out; ``whole``: ``raw`` is the whole
+    segment) as a checkpoint without state (``{}``): what a thread listing shows of a
+    thread. ``None`` when ``raw`` holds no whole line (read further back, or an empty
+    segment); ``False`` when that line is damaged."""
+    end = len(raw.rstrip(b"\0"))
+    end = raw.rfind(b"\n", 0, end)
+    if end < 0:
+        return None
+    start = raw.rfind(b"\n", 0, end) + 1
+    if start == 0 and not whole:
+        return None
+    line = raw[start : end + 1].lstrip(b"\0")
+    try:
+        data = _decode(line, thread_id)
+        branches = data.get("branches", data.get("bset"))
+        return Checkpoint(
+            **{name: data[name] for name in _HEADER_FIELDS},
+            state={},
+            branches=branches if isinstance(branches, dict) else None,
+            parent_thread_id=parent_thread_of(data),
+        )
+    except (Damaged, KeyError, TypeError):
+        return False
 
 
 def _after_zeros(raw: bytes, offset: int) -> int:
@@ -340,7 +390,7 @@ class _Skimmed:
 
     seq: int
     checkpoint_id: str
-    branches: dict[str, dict[str, Any]] | None
+    branches: dict[str, BranchRecord] | None
 
 
 def _skim(
@@ -370,8 +420,8 @@ def _skim(
     else:
         state = data["state"]
     branches = _branches_of(data, previous)
-    if "origin" in data:
-        _origin_of(data)
+    origin_of(data.get("origin"))
+    suspension_of(data.get("suspension"))
     if not data.keys() >= _HEADER_SET or not isinstance(data["checkpoint_id"], str):
         raise Damaged("missing field")
     return state, _Skimmed(data["seq"], data["checkpoint_id"], branches)
@@ -387,24 +437,30 @@ def fold(
     branches = _branches_of(data, previous)
     try:
         checkpoint = Checkpoint(
-            **{name: data[name] for name in _HEADER_FIELDS},
+            **_header(data),
             state=state,
             branches=branches,
-            origin=_origin_of(data),
+            origin=origin_of(data.get("origin")),
+            parent_thread_id=parent_thread_of(data),
         )
         return checkpoint, state
     except (KeyError, TypeError) as exc:
         raise Damaged(f"missing field {exc}") from None
 
 
-def _origin_of(data: dict[str, Any]) -> dict[str, str] | None:
-    """A line's ``Checkpoint.origin`` (lines of older versions have none)."""
-    origin = data.get("origin")
-    if origin is None:
-        return None
-    if not isinstance(origin, dict) or not all(isinstance(v, str) for v in origin.values()):
-        raise Damaged("bad origin")
-    return origin
+def _header(data: dict[str, Any]) -> dict[str, Any]:
+    """A line's header fields as ``Checkpoint`` takes them (``KeyError``: one is missing)."""
+    header = {name: data[name] for name in _HEADER_FIELDS}
+    header["suspension"] = suspension_of(header["suspension"])
+    return header
+
+
+def parent_thread_of(data: dict[str, Any]) -> str | None:
+    """A line's ``Checkpoint.parent_thread_id`` (``Damaged`` if it is not a str)."""
+    parent = data.get("pthread")
+    if parent is None or isinstance(parent, str):
+        return parent
+    raise Damaged("bad parent thread")
 
 
 def _state_of(
@@ -430,29 +486,24 @@ def _state_of(
 
 def _branches_of(
     data: dict[str, Any], previous: Checkpoint | _Skimmed | None
-) -> dict[str, dict[str, Any]] | None:
+) -> dict[str, BranchRecord] | None:
     """A line's branch records: given whole, or as changes to the line before."""
     if "branches" in data:
-        branches = data["branches"]
-    elif "bset" in data:
-        before = previous.branches if previous is not None and previous.branches else {}
-        branches = {**before, **data["bset"]}
-        for gone in data.get("bdel") or ():
-            branches.pop(gone, None)
-    else:
+        return _records_of(data["branches"]) or None
+    if "bset" not in data:
         return None
-    if not isinstance(branches, dict) or not all(map(_is_record, branches.values())):
+    before = previous.branches if previous is not None and previous.branches else {}
+    branches = {**before, **_records_of(data["bset"])}
+    gone = data.get("bdel") or []
+    if not isinstance(gone, list):
         raise Damaged("bad branch records")
+    for branch_id in gone:
+        branches.pop(branch_id, None)
     return branches or None
 
 
-_RECORD_KEYS = {"i": int, "p": str, "status": str, "join": str, "updates": list}
-
-
-def _is_record(record: Any) -> bool:
-    """Whether ``record`` has what the engine reads from a branch record."""
-    return (
-        isinstance(record, dict)
-        and all(isinstance(record.get(key), kind) for key, kind in _RECORD_KEYS.items())
-        and (record.get("node") is None or isinstance(record["node"], str))
-    )
+def _records_of(saved: object) -> dict[str, BranchRecord]:
+    """The branch records a line's JSON object holds, by branch id."""
+    if not isinstance(saved, dict):
+        raise Damaged("bad branch records")
+    return {branch_id: branch_of(record) for branch_id, record in saved.items()}

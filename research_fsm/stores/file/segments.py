@@ -20,8 +20,11 @@ thread (``files``) lists it too.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
+import threading
+from collections import OrderedDict
 from pathlib import Path
 from typing import Literal
 
@@ -36,6 +39,7 @@ __all__ = ["MOVED_ASIDE", "PRUNED", "Segments", "file_stem", "segment_seq"]
 
 MOVED_ASIDE = "corrupt checkpoint moved aside; using the one before it"
 PRUNED = "=pruned"  # ``<thread>=pruned``: the thread's segment 1 was (or is being) deleted
+_READ_CACHED = 16  # segments a store remembers having read for pages
 _log = structlog.get_logger("research_fsm.engine.store")
 
 
@@ -63,6 +67,9 @@ class Segments:
         self._fs = fs
         self._directory = directory
         self._sync = sync
+        # Segments read whole by history pages, as read: (inode, bytes read, the scan).
+        self._read: OrderedDict[Path, tuple[int, int, Scan]] = OrderedDict()
+        self._read_lock = threading.Lock()
 
     def path(self, stem: str, first_seq: int) -> Path:
         return self._directory / f"{stem}={first_seq:012d}.jsonl"
@@ -99,6 +106,70 @@ class Segments:
         scan = scan_bytes(raw, thread_id, until, keep_from)
         scan.ino = ino
         return scan
+
+    def read(self, stem: str, first_seq: int, thread_id: str, until: int | None = None) -> Scan:
+        """Read one segment for a page of history (``until``: up to the checkpoint at
+        that seq at least), from where this store read it last: a segment is only ever
+        appended to (a writer's next line goes where its last one ended, over the zeros
+        that pad its disk block), so while its inode is the same and the last line read
+        still ends where it did, only the bytes after it are parsed, folded on from the
+        last checkpoint read. The last ``_READ_CACHED`` segments read stay remembered. A
+        segment with damage is read afresh each time (the callers judge it); the
+        checkpoints returned are shared with later reads (they are never changed)."""
+        path = self.path(stem, first_seq)
+        fd = open_file(self._fs, path, os.O_RDONLY, thread_id)
+        try:
+            st = self._fs.fstat(fd)
+            with self._read_lock:
+                known = self._read.get(path)
+            if known is not None and known[0] == st.st_ino and known[1] <= st.st_size:
+                ino, done, before = known
+                # The last line read must still end where it did (not a new file that
+                # took a deleted one's inode, nor a line cut off and written anew).
+                mark = len(before.tail)
+                new = self._fs.pread(fd, st.st_size - done + mark, done - mark)
+                if new[:mark] != before.tail:
+                    new = b"\0"
+                    before = Scan(thread_id, problem="damaged")
+                new = new[mark:]
+                far = until is not None and before.records and before.records[-1].seq >= until
+                if (far or not new.strip(b"\0")) and not before.problem:  # nothing to add
+                    return _copy(before)
+                if before.records and not before.problem:
+                    more = scan_bytes(new, thread_id, until, after=before.records[-1])
+                    if more.problem != "damaged":
+                        scan = _copy(before)
+                        scan.records += more.records
+                        scan.lines += more.lines
+                        scan.problem, scan.reason = more.problem, more.reason
+                        if more.lines:
+                            scan.good_size = done + more.good_size
+                            scan.tail = more.tail
+                        if not more.problem:  # (a line in flight: read again next time)
+                            self._remember(path, ino, scan)
+                        return _copy(scan)
+            raw = self._fs.read_all(fd)
+        finally:
+            self._fs.close(fd)
+        scan = scan_bytes(raw, thread_id, until)
+        scan.ino = st.st_ino
+        if not scan.problem and scan.records:
+            self._remember(path, st.st_ino, scan)
+        return _copy(scan)
+
+    def _remember(self, path: Path, ino: int, scan: Scan) -> None:
+        with self._read_lock:
+            self._read[path] = (ino, scan.good_size, scan)
+            self._read.move_to_end(path)
+            while len(self._read) > _READ_CACHED:
+                self._read.popitem(last=False)
+
+    def forget_read(self, stem: str) -> None:
+        """Forget the segments of a thread read for pages (deleted, or its files moved)."""
+        prefix = f"{stem}="
+        with self._read_lock:
+            for path in [p for p in self._read if p.name.startswith(prefix)]:
+                del self._read[path]
 
     def files(self, stem: str) -> list[Path]:
         """Every file of the thread, sorted (lists the whole folder)."""
@@ -340,6 +411,11 @@ class Segments:
 
     def sync_folder(self) -> None:
         fsync_dir(self._fs, self._directory)
+
+
+def _copy(scan: Scan) -> Scan:
+    """A scan callers may change (its list of checkpoints, not the checkpoints)."""
+    return dataclasses.replace(scan, records=list(scan.records))
 
 
 def refuse_rollback(path: Path, scan: Scan, fallback: Checkpoint | None) -> None:

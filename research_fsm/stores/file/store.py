@@ -5,6 +5,7 @@ already exists is many times cheaper than making a folder per thread)::
 
     .secret                          token-signing key (0600), unless one is passed in
     .locks                           leases: one byte-range lock per thread (Linux)
+    .threads                         the thread listing's journal, a cache (``listing``)
     alice=000000000001.jsonl         a segment: checkpoints 1, 2, ... one JSON line each
     alice=000000000025.jsonl         the next segment, from checkpoint 25
     alice=000000000025.jsonl.corrupt   damaged lines moved aside
@@ -33,7 +34,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Collection
 from pathlib import Path
 from typing import Literal
 
@@ -46,11 +47,13 @@ from research_fsm.engine import (
     CorruptCheckpoint,
     StoreWriteError,
     ThreadBusy,
+    ThreadPage,
 )
 from research_fsm.engine.store import (
     Lease,
     hint_matches,
     seq_hint,
+    thread_query,
     validate_keep,
     validate_thread_id,
 )
@@ -70,6 +73,7 @@ from .fs import (
 from .groupcommit import GroupCommit
 from .heads import Head, Heads
 from .leases import FileLease, Locks
+from .listing import Listing
 from .secretfile import load_secret
 from .segments import Segments, file_stem, refuse_rollback
 
@@ -128,6 +132,7 @@ class JsonFileCheckpointStore:
         self._heads = Heads(self.fs, self._segments, self._locks.holds)
         self._group = GroupCommit(self.fs, self.directory, self._segments.prune, self._heads.forget)
         self._worker = Batcher(commit=self._group.commit)
+        self._listing = Listing(self.fs, self.directory, self._segments, keep, self._make_root)
         # The newest checkpoint read while taking a lease, what load_latest gives until
         # the lease holder's first save (nothing else can change it while the lease is held).
         self._peeked: dict[str, Checkpoint | None] = {}
@@ -143,6 +148,9 @@ class JsonFileCheckpointStore:
         locks = getattr(self, "_locks", None)
         if locks is not None:
             locks.close()
+        listing = getattr(self, "_listing", None)
+        if listing is not None:
+            listing.close()
 
     def thread_files(self, thread_id: str) -> list[Path]:
         """Every file of ``thread_id``, sorted: its lock, its segments and any
@@ -193,6 +201,7 @@ class JsonFileCheckpointStore:
 
     def _release(self, thread_id: str) -> None:
         self._peeked.pop(thread_id, None)
+        self._listing.released(thread_id)
         self._heads.close(thread_id)
         self._locks.unlock(thread_id)
 
@@ -255,6 +264,7 @@ class JsonFileCheckpointStore:
         self._peeked.pop(thread_id, None)
         if self._locks.holds(thread_id):
             self._save_leased(cp, line=line)
+            self._listing.saved(cp, leased=True)
             return
         # Not leased by us: hold the lock for this one save (never wait for it).
         try:
@@ -264,6 +274,7 @@ class JsonFileCheckpointStore:
         try:
             self._load_latest(thread_id, holder=True)  # another store may have moved on
             self._save_leased(cp, group=False, line=line)  # synced before the lock goes
+            self._listing.saved(cp, leased=False)
         finally:
             self._release(thread_id)
 
@@ -604,17 +615,14 @@ class JsonFileCheckpointStore:
         up to it, and the older ones; ``None`` if checkpoint ``at`` is not there."""
         segments = self._segments.live(stem)[0]
         older = [first for first in segments if first <= hint]
-        keep_from = None if limit is None else hint - limit  # the page's, and the target
         try:
-            scan = (
-                self._segments.scan(stem, older[0], thread_id, until=hint, keep_from=keep_from)
-                if older
-                else None
-            )
+            scan = self._segments.read(stem, older[0], thread_id, hint) if older else None
         except FileNotFoundError:
             return None
         if scan is not None and scan.problem == "damaged":  # ``_page`` judges it whole
             return None
+        if scan is not None:  # up to the checkpoint at ``hint``
+            scan.records = [cp for cp in scan.records if cp.seq <= hint]
         target = scan.records[-1] if scan is not None and scan.records else None
         if target is None or not hint_matches(hint, target.seq) or target.checkpoint_id != at:
             return None
@@ -630,7 +638,7 @@ class JsonFileCheckpointStore:
         if not segments:
             return None
         try:
-            scan = self._segments.scan(stem, segments[0], thread_id, keep_last=limit)
+            scan = self._segments.read(stem, segments[0], thread_id)
         except FileNotFoundError:
             return None
         if scan.problem == "damaged" or not scan.records:
@@ -656,9 +664,8 @@ class JsonFileCheckpointStore:
                 return page
             if newer is not None:
                 # Segment ``first`` ends where ``newer`` starts: keep just its last few.
-                needed = None if limit is None else newer - (limit - len(page))
                 try:
-                    below = self._segments.scan(stem, first, thread_id, keep_from=needed)
+                    below = self._segments.read(stem, first, thread_id)
                 except FileNotFoundError:  # pruned meanwhile
                     continue
                 if below.problem == "damaged":  # checkpoints of the page are lost
@@ -703,9 +710,29 @@ class JsonFileCheckpointStore:
             await own.release()
 
     def _delete(self, thread_id: str) -> None:
+        self._segments.forget_read(file_stem(thread_id))
         self._heads.forget(thread_id)
         self._peeked.pop(thread_id, None)
         self._segments.delete_all(file_stem(thread_id))
+        self._listing.deleted(thread_id)
+
+    async def threads(
+        self,
+        *,
+        limit: int = 50,
+        cursor: str | None = None,
+        prefix: str = "",
+        status: str | Collection[str] | None = None,
+        children: bool = True,
+    ) -> ThreadPage:
+        """A page of the folder's threads (``ThreadListing``): chosen by ``.threads``,
+        the store's journal of thread summaries, each shown as its files say now
+        (``listing``); the journal is rebuilt from the threads' files when missing."""
+        query = thread_query(
+            limit=limit, cursor=cursor, prefix=prefix, status=status, children=children
+        )
+        self._check_root()
+        return await asyncio.to_thread(self._listing.page, query)
 
     async def secret(self) -> bytes:
         if self._secret is None:

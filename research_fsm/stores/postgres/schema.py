@@ -32,14 +32,27 @@ import psycopg
 import structlog
 from psycopg import AsyncConnection, sql
 
-__all__ = ["SCHEMA_VERSION", "SECRET_THREAD", "SchemaTooNew", "Statements", "migrate"]
+from research_fsm.engine import CorruptCheckpoint
+from research_fsm.engine.store import thread_info
+
+from .rows import Folder
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "SECRET_THREAD",
+    "SchemaTooNew",
+    "Statements",
+    "migrate",
+    "threads_statement",
+]
 
 _log = structlog.get_logger("research_fsm.stores.postgres")
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """The newest table layout this version of the store creates and reads (2: bodies may be
 compressed, see ``rows``; 3: checkpoint ids stored as bytes (``rows.stored_id``),
-bodies compressed against them too, no meta table)."""
+bodies compressed against them too, no meta table; 4: ``research_fsm_threads``, one row
+per thread as its latest checkpoint says, for thread listings)."""
 
 SECRET_THREAD = ".secret"
 """The reserved thread whose row 0 holds the signing key (never a valid thread id)."""
@@ -64,6 +77,24 @@ _CREATE = (
     "ALTER TABLE {checkpoints} ALTER COLUMN body SET STORAGE EXTERNAL",
 )
 
+# Layout 4: a thread listing's table, one row per thread, kept by each save (``_SAVE``,
+# ``_SAVE_FUNCTION``) and read newest first through its index (``_THREADS``). "C"
+# collation: the order is the code points' (as every store orders, and as cursors say).
+_THREADS_TABLE = (
+    """
+    CREATE TABLE {threads} (
+        thread_id text COLLATE "C" PRIMARY KEY,
+        updated_at text COLLATE "C" NOT NULL,
+        seq bigint NOT NULL,
+        status text NOT NULL,
+        node text,
+        parent_thread text,
+        checkpoint_id text NOT NULL
+    )
+    """,
+    "CREATE INDEX {threads_order} ON {threads} (updated_at, thread_id)",
+)
+
 # ``rows.stored_id`` in SQL, for the ids of layout 2 (text).
 _STORED_ID = """
     CASE WHEN length(checkpoint_id) = 24 AND checkpoint_id !~ '[^0-9a-f]'
@@ -78,6 +109,7 @@ _STORED_ID = """
 # table holding the version and the key. Every row and the key are kept; the table is
 # altered in place (rewritten once), so grants stay and so does its column order.
 _UPGRADES: dict[int, tuple[str, ...]] = {
+    4: _THREADS_TABLE,  # (its rows: ``backfill``)
     2: ("ALTER TABLE {checkpoints} ALTER COLUMN body SET STORAGE EXTERNAL",),
     3: (
         "ALTER TABLE {checkpoints} ALTER COLUMN checkpoint_id TYPE bytea USING" + _STORED_ID,
@@ -130,7 +162,8 @@ class Statements:
             save_call=sql.SQL(
                 "SELECT * FROM {save_fn}(%(thread)s::text, %(seq)s::bigint, %(id)s::bytea, "
                 "%(parent)s::bytea, %(full)s::boolean, %(body)s::bytea, %(prune)s::boolean, "
-                "%(below)s::bigint, %(oldest_kept)s::bigint)"
+                "%(below)s::bigint, %(oldest_kept)s::bigint, %(cid)s::text, %(status)s::text, "
+                "%(node)s::text, %(updated)s::text, %(pthread)s::text)"
             ).format(**names),
             leases_call=sql.SQL(
                 "SELECT * FROM {leases_fn}(%s::bigint[], %s::bigint[], %s::text[])"
@@ -139,7 +172,10 @@ class Statements:
             history=sql.SQL(_HISTORY).format(**names),
             locate=sql.SQL(_LOCATE).format(**names),
             page=sql.SQL(_PAGE).format(**names),
-            delete=sql.SQL("DELETE FROM {checkpoints} WHERE thread_id = %s").format(**names),
+            delete=sql.SQL(
+                "WITH gone AS (DELETE FROM {threads} WHERE thread_id = %(thread)s) "
+                "DELETE FROM {checkpoints} WHERE thread_id = %(thread)s"
+            ).format(**names),
             read_secret=sql.SQL(
                 "SELECT convert_from(body, 'UTF8') FROM {checkpoints} "
                 "WHERE thread_id = {secret} AND seq = 0"
@@ -157,7 +193,9 @@ def _names(schema: str) -> dict[str, sql.Composable]:
         "checkpoints": sql.Identifier(schema, "research_fsm_checkpoints"),
         "meta": sql.Identifier(schema, "research_fsm_meta"),
         "secret": sql.Literal(SECRET_THREAD),
-        "save_fn": sql.Identifier(schema, "research_fsm_save_v1"),
+        "threads": sql.Identifier(schema, "research_fsm_threads"),
+        "threads_order": sql.Identifier("research_fsm_threads_order"),
+        "save_fn": sql.Identifier(schema, "research_fsm_save_v2"),
         "leases_fn": sql.Identifier(schema, "research_fsm_leases_v1"),
     }
 
@@ -181,6 +219,14 @@ WITH ins AS (
     END
     ON CONFLICT (thread_id, seq) DO NOTHING
     RETURNING seq
+), summary AS (
+    INSERT INTO {{threads}} AS t
+        (thread_id, updated_at, seq, status, node, parent_thread, checkpoint_id)
+    SELECT %(thread)s, %(updated)s, %(seq)s, %(status)s, %(node)s, %(pthread)s, %(cid)s
+    WHERE EXISTS (SELECT 1 FROM ins)
+    ON CONFLICT (thread_id) DO UPDATE SET updated_at = EXCLUDED.updated_at,
+        seq = EXCLUDED.seq, status = EXCLUDED.status, node = EXCLUDED.node,
+        parent_thread = EXCLUDED.parent_thread, checkpoint_id = EXCLUDED.checkpoint_id
 ){prune}
 SELECT EXISTS (SELECT 1 FROM ins),
        (SELECT checkpoint_id FROM {{checkpoints}} WHERE thread_id = %(thread)s AND seq = %(seq)s)
@@ -232,6 +278,28 @@ WHERE thread_id = %(thread)s AND seq < %(end)s AND seq >= COALESCE((
 ORDER BY seq
 """
 
+# A page of the thread listing, newest first: a backward scan of ``{threads_order}``
+# from the cursor, each filter present only when asked for (so the plan stays that scan).
+_THREADS = """
+SELECT thread_id, status, node, updated_at, seq, parent_thread, checkpoint_id
+FROM {threads} WHERE true"""
+_THREADS_FILTERS = (
+    " AND left(thread_id, %(prefix_length)s) = %(prefix)s",
+    " AND status = ANY(%(statuses)s::text[])",
+    " AND parent_thread IS NULL",
+    ' AND (updated_at, thread_id) < (%(after_time)s::text COLLATE "C", '
+    '%(after_thread)s::text COLLATE "C")',
+)
+
+
+def threads_statement(schema: str, filters: tuple[bool, bool, bool, bool]) -> sql.Composed:
+    """The listing's statement with the filters asked for: (prefix, statuses, top-level
+    only, after a cursor)."""
+    text = _THREADS + "".join(f for f, on in zip(_THREADS_FILTERS, filters, strict=True) if on)
+    text += "\nORDER BY updated_at DESC, thread_id DESC LIMIT %(limit)s"
+    return sql.SQL(text).format(**_names(schema))
+
+
 # Server-side functions (PL/pgSQL, versioned by name, created with the table or on the
 # first start of a store that knows them; any store version reads the same rows). A
 # call is a statement too small to take long to plan, and the function's own
@@ -244,7 +312,8 @@ ORDER BY seq
 _SAVE_FUNCTION = """
 CREATE OR REPLACE FUNCTION {save_fn}(
     p_thread text, p_seq bigint, p_id bytea, p_parent bytea, p_full boolean, p_body bytea,
-    p_prune boolean, p_below bigint, p_oldest_kept bigint
+    p_prune boolean, p_below bigint, p_oldest_kept bigint, p_cid text, p_status text,
+    p_node text, p_updated text, p_parent_thread text
 ) RETURNS TABLE (inserted boolean, at_id bytea) LANGUAGE plpgsql AS {tag}
 BEGIN
     IF (p_parent IS NULL AND p_seq = 1 AND NOT EXISTS (
@@ -257,6 +326,12 @@ BEGIN
         VALUES (p_thread, p_seq, p_id, p_full, p_body)
         ON CONFLICT (thread_id, seq) DO NOTHING;
         IF FOUND THEN
+            INSERT INTO {threads} AS t
+                (thread_id, updated_at, seq, status, node, parent_thread, checkpoint_id)
+            VALUES (p_thread, p_updated, p_seq, p_status, p_node, p_parent_thread, p_cid)
+            ON CONFLICT (thread_id) DO UPDATE SET updated_at = EXCLUDED.updated_at,
+                seq = EXCLUDED.seq, status = EXCLUDED.status, node = EXCLUDED.node,
+                parent_thread = EXCLUDED.parent_thread, checkpoint_id = EXCLUDED.checkpoint_id;
             IF p_prune THEN
                 DELETE FROM {checkpoints} c
                 WHERE c.thread_id = p_thread AND c.seq < COALESCE(p_below, (
@@ -324,14 +399,56 @@ async def migrate(conn: AsyncConnection[Any], schema: str) -> bool:
             raise SchemaTooNew(schema, found)
         if found < SCHEMA_VERSION:
             await _upgrade(conn, found, names)
+            if found:
+                await _backfill(conn, names)
         return await _functions(conn, schema, names)
+
+
+async def _backfill(conn: AsyncConnection[Any], names: dict[str, sql.Composable]) -> None:
+    """The listing's row of every thread of an older layout, from its latest rows
+    (once, in the upgrade's transaction)."""
+    cur = await conn.execute(
+        sql.SQL("SELECT DISTINCT thread_id FROM {checkpoints} WHERE thread_id <> {secret}").format(
+            **names
+        )
+    )
+    threads = [str(row[0]) for row in await cur.fetchall()]
+    latest_rows = sql.SQL(_LOAD_LATEST).format(**names)
+    insert = sql.SQL(
+        "INSERT INTO {threads} (thread_id, updated_at, seq, status, node, parent_thread, "
+        "checkpoint_id) VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING"
+    ).format(**names)
+    for thread_id in threads:
+        cur = await conn.execute(latest_rows, {"thread": thread_id})
+        folder = Folder(thread_id)
+        try:
+            for seq, full, key, body in await cur.fetchall():
+                folder.add(seq, full, bytes(key), bytes(body))
+        except CorruptCheckpoint as exc:  # listed as the store reads it: not at all
+            _log.warning("thread left out of the listing", thread_id=thread_id, error=str(exc))
+            continue
+        if folder.latest is None:
+            continue
+        info = thread_info(folder.latest, folder.latest.seq)
+        await conn.execute(
+            insert,
+            (
+                thread_id,
+                info.updated_at,
+                folder.latest.seq,
+                info.status,
+                info.node,
+                info.parent_thread_id,
+                info.checkpoint_id,
+            ),
+        )
 
 
 async def _upgrade(
     conn: AsyncConnection[Any], found: int, names: dict[str, sql.Composable]
 ) -> None:
     steps = (
-        _CREATE
+        (*_CREATE, *_THREADS_TABLE)
         if found == 0
         else [step for n in range(found + 1, SCHEMA_VERSION + 1) for step in _UPGRADES[n]]
     )
@@ -345,7 +462,7 @@ async def _upgrade(
     )
 
 
-_FUNCTION_NAMES = ("research_fsm_save_v1", "research_fsm_leases_v1")
+_FUNCTION_NAMES = ("research_fsm_save_v2", "research_fsm_leases_v1")
 
 
 async def _functions(

@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,14 +38,24 @@ from research_fsm.engine import (
     CheckpointNotFound,
     LeaseLost,
     StoreWriteError,
+    ThreadInfo,
+    ThreadPage,
 )
-from research_fsm.engine.store import Lease, seq_hint, validate_keep, validate_thread_id
+from research_fsm.engine.store import (
+    Lease,
+    seq_hint,
+    standing_node,
+    thread_query,
+    validate_keep,
+    validate_thread_id,
+)
 
 from .common import StoreUnavailable, cursor
+from .common import cursor as cursor_of
 from .connections import Connections, safe_dsn
 from .leases import PgLease
 from .rows import Folder, encode, pack, slide, stored_id
-from .schema import SchemaTooNew
+from .schema import SchemaTooNew, threads_statement
 
 __all__ = ["PostgresCheckpointStore", "SchemaTooNew", "StoreUnavailable"]
 
@@ -106,6 +116,7 @@ class PostgresCheckpointStore(Connections):
         self._rows_per_full = min(keep or _ROWS_PER_FULL, _ROWS_PER_FULL)
         self._heads: OrderedDict[str, _Head] = OrderedDict()
         self._secret = secret.encode() if isinstance(secret, str) else secret
+        self._listings: dict[tuple[bool, ...], bytes] = {}  # ``threads`` statements made
 
     def __repr__(self) -> str:
         return (
@@ -175,6 +186,12 @@ class PostgresCheckpointStore(Connections):
             "prune": full and self.keep is not None,
             "below": cp.seq if self.keep == 1 else None,
             "oldest_kept": cp.seq - (self.keep or 1) + 1,
+            # the thread's row of the listing (``research_fsm_threads``)
+            "cid": cp.checkpoint_id,
+            "status": cp.status,
+            "node": standing_node(cp),
+            "updated": cp.created_at,
+            "pthread": cp.parent_thread_id,
         }
         try:
             done, row, cancelled = False, None, False
@@ -282,13 +299,67 @@ class PostgresCheckpointStore(Connections):
         try:
 
             async def remove(conn: AsyncConnection[Any]) -> None:
-                await conn.execute(self._queries["delete"], (thread_id,))
+                await conn.execute(self._queries["delete"], {"thread": thread_id})
 
             await self._run(thread_id, "delete the thread", remove)
             self._heads.pop(thread_id, None)
         finally:
             if own is not None:
                 await own.release()
+
+    async def threads(
+        self,
+        *,
+        limit: int = 50,
+        cursor: str | None = None,
+        prefix: str = "",
+        status: str | Collection[str] | None = None,
+        children: bool = True,
+    ) -> ThreadPage:
+        """A page of the schema's threads (``ThreadListing``): one statement on the
+        listing's table, ``research_fsm_threads``, which every save keeps, read
+        newest first through its index."""
+        query = thread_query(
+            limit=limit, cursor=cursor, prefix=prefix, status=status, children=children
+        )
+        params: dict[str, Any] = {
+            "prefix": query.prefix,
+            "prefix_length": len(query.prefix),
+            "statuses": None if query.statuses is None else sorted(query.statuses),
+            "limit": query.limit + 1,
+        }
+        if query.after is not None:
+            params["after_time"], params["after_thread"] = query.after
+        filters = (
+            bool(query.prefix),
+            query.statuses is not None,
+            not query.children,
+            query.after is not None,
+        )
+
+        async def read(conn: AsyncConnection[Any]) -> list[tuple[Any, ...]]:
+            statement = self._listings.get(filters)
+            if statement is None:
+                statement = threads_statement(self.schema, filters).as_bytes(conn)
+                self._listings[filters] = statement
+            cur = await cursor_of(conn).execute(statement, params)
+            return await cur.fetchall()
+
+        rows = await self._run(None, "list the threads", read)
+        return query.cut(
+            [
+                ThreadInfo(
+                    thread_id=thread_id,
+                    status=status_,
+                    node=node,
+                    updated_at=updated_at,
+                    checkpoints=seq if self.keep is None else min(seq, self.keep),
+                    parent_thread_id=parent,
+                    checkpoint_id=checkpoint_id,
+                )
+                for thread_id, status_, node, updated_at, seq, parent, checkpoint_id in rows
+            ]
+        )
 
     async def secret(self) -> bytes:
         if self._secret is None:

@@ -1,4 +1,4 @@
-"""Figure 16: each store's cost per step beside its floor.
+"""Figure 17: each store's cost per step beside its floor.
 
 Figure 1's graph, retry path (8 steps, 9 saves a run: the first input and each
 step), runs on new threads one after the other, variants alternating in one
@@ -129,7 +129,7 @@ def _syncs_per_save(root: Path, runs: int, gather: bool, same_thread: bool = Fal
 
 
 def run(sizes: Sizes, peer: bool) -> FigureResult:
-    fig = FigureResult(16, TITLE)
+    fig = FigureResult(17, TITLE)
     n = sizes.fig1_runs
     n_file = sizes.fig2_runs
     samples: dict[str, list[Sample]] = {k: [] for k in ("hand", "memory", "none", "fsync")}
