@@ -4,6 +4,7 @@ written on the event loop (no thread hop), and no sync ever runs on the loop."""
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from pathlib import Path
 
@@ -14,15 +15,18 @@ from research_fsm.stores.file.fs import FileSystem
 
 
 class WhereFileSystem(FileSystem):
-    """Records on which thread each write and each sync ran."""
+    """Records on which thread each write (of a segment, else of another file) and
+    each sync ran."""
 
     def __init__(self) -> None:
         super().__init__()
         self.writes: list[int] = []
+        self.other_writes: list[int] = []
         self.syncs: list[int] = []
 
     def write(self, fd: int, data: bytes | memoryview) -> int:
-        self.writes.append(threading.get_ident())
+        segment = os.readlink(f"/proc/self/fd/{fd}").endswith(".jsonl")
+        (self.writes if segment else self.other_writes).append(threading.get_ident())
         return super().write(fd, data)
 
     def fsync(self, fd: int) -> None:

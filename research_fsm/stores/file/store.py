@@ -220,12 +220,14 @@ class JsonFileCheckpointStore:
             if head is not None:
                 self._peeked.pop(checkpoint.thread_id, None)
                 self._append(checkpoint, head, True, line)
+                self._listing.saved(checkpoint, leased=True)
                 return
             if self._starts_here(checkpoint):
                 whole = encode_line(checkpoint, None, {})
                 if len(whole) <= _ON_LOOP_BYTES:
                     self._peeked.pop(checkpoint.thread_id, None)
                     self._start_segment(checkpoint, None, True, whole)
+                    self._listing.saved(checkpoint, leased=True)
                     return
         await self._worker.run(self._save, checkpoint, line)
 
