@@ -43,6 +43,7 @@ FIGURES = {
     14: "fig14_update_state",
     15: "fig15_history_pages",
     16: "fig16_inspector",
+    17: "fig17_floor",
 }
 DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "latest.json"
 
@@ -117,7 +118,7 @@ def _print_detail(result: FigureResult) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks",
-        description="research_fsm side by side with LangGraph (figures 1-8 of the benchmark issue, 9: parallel branches, 10: company reports, 11: deep research, 12: the PostgreSQL store, 13: a store holding many threads, 14: update_state and history pages, 15: a page of history as the thread grows).",
+        description="research_fsm side by side with LangGraph (figures 1-8 of the benchmark issue, 9: parallel branches, 10: company reports, 11: deep research, 12: the PostgreSQL store, 13: a store holding many threads, 14: update_state and history pages, 15: a page of history as the thread grows, 16: the inspector's pages, 17: each store beside its floor).",
     )
     parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run for CI")
     parser.add_argument("--only", metavar="N[,N...]", help="figures to run, e.g. 1,4 or 1-3")

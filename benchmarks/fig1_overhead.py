@@ -25,12 +25,14 @@ from ._common import (
     median,
     timed,
 )
+from ._floor import hand_runs_batch
 from ._graphs import STEPS, build_langgraph, build_rfsm, check_final, lg_input, question_input
 from ._subgraphs import subgraph_rows
 
 TITLE = "Engine overhead per step, no persistence"
 GOAL_US = 30.0
 GOAL_FACTOR = 25.0  # issue 23: with each node given its own copy of the state
+GOAL_FLOOR = 3.0  # issue 40: a step within 3x of the hand-written loop
 SCENARIOS = ("happy", "retry")
 
 
@@ -41,6 +43,12 @@ async def _rfsm_batch(scenario: str, n: int, guarded: bool = False) -> Sample:
     with timed() as sample:
         for i in range(n):
             await app.run(inputs[i], thread_id=ids[i])
+    return sample
+
+
+async def _hand_batch(scenario: str, n: int) -> Sample:
+    sample, steps = await hand_runs_batch([question_input(scenario) for _ in range(n)])
+    assert steps == n * STEPS[scenario], steps
     return sample
 
 
@@ -75,7 +83,7 @@ def run(sizes: Sizes, peer: bool) -> FigureResult:
     lg_sync = build_langgraph(async_nodes=False) if peer else None
     asyncio.run(_verify(lg, lg_sync))
     n = sizes.fig1_runs
-    variants = ["rfsm", "rfsm_guarded"] + (["lg", "lg_sync"] if peer else [])
+    variants = ["rfsm", "rfsm_guarded", "hand"] + (["lg", "lg_sync"] if peer else [])
     samples: dict[str, dict[str, list[Sample]]] = {s: {v: [] for v in variants} for s in SCENARIOS}
 
     def measure(variant: str, scenario: str) -> Sample:
@@ -83,6 +91,8 @@ def run(sizes: Sizes, peer: bool) -> FigureResult:
             return asyncio.run(_rfsm_batch(scenario, n))
         if variant == "rfsm_guarded":
             return asyncio.run(_rfsm_batch(scenario, n, guarded=True))
+        if variant == "hand":
+            return asyncio.run(_hand_batch(scenario, n))
         if variant == "lg":
             return asyncio.run(_lg_async_batch(lg, scenario, n))
         return _lg_sync_batch(lg_sync, scenario, n)
@@ -104,6 +114,7 @@ def run(sizes: Sizes, peer: bool) -> FigureResult:
     labels = {
         "rfsm": "research_fsm, MemoryCheckpointStore (run)",
         "rfsm_guarded": "research_fsm + the assistant's timeout/on_error per node",
+        "hand": "the loop written by hand (the floor: no copies, saves or checks)",
         "lg": "LangGraph, no checkpointer (ainvoke)",
         "lg_sync": "LangGraph, no checkpointer (invoke, sync nodes)",
     }
@@ -125,7 +136,21 @@ def run(sizes: Sizes, peer: bool) -> FigureResult:
                 margin=margin,
             )
         )
-        detail["steps"][scenario] = {}
+        floor = per_step(scenario, "hand")
+        ratio = ours / floor if (ours and floor) else None
+        holds, margin = at_most(ratio, GOAL_FLOOR)
+        fig.rows.append(
+            Row(
+                metric=f"per step, {scenario} path, vs the hand-written loop "
+                f"({fmt(ours)} / {fmt(floor)} µs)",
+                unit="x",
+                research_fsm=ratio,
+                goal=f"≤ {GOAL_FLOOR:.0f}x",
+                holds=holds,
+                margin=margin,
+            )
+        )
+        detail["steps"][scenario] = {"vs_hand_loop": ratio}
         for variant in variants:
             wall = per_step(scenario, variant)
             cpu = per_step(scenario, variant, "cpu")

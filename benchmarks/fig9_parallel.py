@@ -60,10 +60,12 @@ from ._common import (
     temp_dir,
     timed,
 )
+from ._floor import hand_fanout_batch, hand_map_batch
 from ._graphs import lg_config
 
 TITLE = "Parallel branches: fan-out and join, Send map"
 GOAL_US = 20.0
+GOAL_BRANCH_US = 10.0  # issue 40: Send map and static fan-out per branch (memory)
 GOAL_FACTOR = 10.0
 GOAL_IO = 1.3
 IO_DELAY = 0.010
@@ -73,6 +75,7 @@ FAN_NODES = len(BRANCHES) + 2
 
 LABELS = {
     "rfsm": "research_fsm, MemoryCheckpointStore (run)",
+    "hand": "the same graph written by hand (asyncio.gather; the floor)",
     "lg": "LangGraph, no checkpointer (ainvoke)",
     "lg_sync": "LangGraph, no checkpointer (invoke, sync nodes)",
     "rfsm_none": "research_fsm, JsonFileCheckpointStore(durability='none')",
@@ -367,8 +370,8 @@ def run(sizes: Sizes, peer: bool) -> FigureResult:
 
     # Part 1: overhead, no store.
     apps: dict[str, dict[str, Any]] = {  # research_fsm's: a new graph and store per batch
-        "fan": {"rfsm": build_rfsm_fanout},
-        "map": {"rfsm": lambda: build_rfsm_map(items)},
+        "fan": {"rfsm": build_rfsm_fanout, "hand": None},
+        "map": {"rfsm": lambda: build_rfsm_map(items), "hand": None},
     }
     if peer:
         apps["fan"]["lg"] = build_lg_fanout()
@@ -385,6 +388,10 @@ def run(sizes: Sizes, peer: bool) -> FigureResult:
         expected = fan_expected if graph == "fan" else items
         if variant == "rfsm":
             return asyncio.run(_rfsm_batch(app(), n, expected))
+        if variant == "hand":
+            if graph == "fan":
+                return asyncio.run(hand_fanout_batch(n, BRANCHES))
+            return asyncio.run(hand_map_batch(n, items))
         if variant == "lg":
             return asyncio.run(_lg_batch(app, n, expected))
         return _lg_sync_batch(app, n, expected)
@@ -465,6 +472,23 @@ def run(sizes: Sizes, peer: bool) -> FigureResult:
                 research_fsm=ours,
                 langgraph=theirs,
                 goal=f"≤ {GOAL_US:.0f} µs and ≥ {GOAL_FACTOR:.0f}x faster",
+                holds=holds,
+                margin=margin,
+            )
+        )
+
+    for graph in ("fan", "map"):
+        ours, floor = per_node(graph, "rfsm"), per_node(graph, "hand")
+        ratio = ours / floor if (ours and floor) else None
+        holds, margin = at_most(ours, GOAL_BRANCH_US)
+        fig.rows.append(
+            Row(
+                metric=f"{graph_labels[graph]}: vs the hand-written loop "
+                f"({fmt(floor)} µs/node; ratio in the last column)",
+                unit="µs",
+                research_fsm=ours,
+                ratio=ratio,
+                goal=f"≤ {GOAL_BRANCH_US:.0f} µs per branch",
                 holds=holds,
                 margin=margin,
             )

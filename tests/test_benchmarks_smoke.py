@@ -17,7 +17,7 @@ import pytest
 from servers.postgres import find_bindir
 
 ROOT = Path(__file__).resolve().parent.parent
-FIGURES = [str(number) for number in range(1, 17)]
+FIGURES = [str(number) for number in range(1, 18)]
 
 
 @pytest.mark.slow

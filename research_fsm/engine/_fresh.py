@@ -33,7 +33,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel
 
-__all__ = ["fresh_copy", "model_copier"]
+__all__ = ["fresh_copy", "model_copier", "unchanged"]
 
 Copier = Callable[[Any], Any]
 """``copier(value) -> value``: a copy whose mutable parts are new objects."""
@@ -115,7 +115,7 @@ def _copy_dataclass(value: Any) -> Any:
 def _list_of(item: Copier | None) -> Copier:
     if item is None:
         return list
-    return lambda value: [item(v) for v in value] if type(value) is list else fresh_copy(value)
+    return lambda value: list(map(item, value)) if type(value) is list else fresh_copy(value)
 
 
 def _dict_of(item: Copier | None) -> Copier:
@@ -184,6 +184,7 @@ _COPIERS: dict[type[BaseModel], Callable[[BaseModel], BaseModel]] = {}
 
 # A model instance's slots, set directly (what ``object.__setattr__`` would reach, faster).
 _new = object.__new__
+_set_dict = object.__setattr__
 _set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
 _set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
 _set_private = BaseModel.__dict__["__pydantic_private__"].__set__
@@ -203,11 +204,11 @@ def _plan_model(model: type[BaseModel]) -> Callable[[BaseModel], BaseModel]:
 
     def copy_instance(value: BaseModel) -> BaseModel:
         new = _new(model)
-        values = new.__dict__
-        values.update(value.__dict__)
+        values = value.__dict__.copy()
         for name, plan in copied:
             if name in values:
                 values[name] = plan(values[name])
+        _set_dict(new, "__dict__", values)
         _set_fields_set(new, set(value.__pydantic_fields_set__))
         extra = value.__pydantic_extra__
         _set_extra(new, None if extra is None else fresh_copy(extra))
@@ -216,3 +217,17 @@ def _plan_model(model: type[BaseModel]) -> Callable[[BaseModel], BaseModel]:
         return new
 
     return copy_instance
+
+
+def unchanged(copy: BaseModel, state: BaseModel) -> bool:
+    """Whether ``copy`` of ``state`` still holds the same values (its fields, extra and
+    private values equal, the same fields set); ``False`` when comparing raises."""
+    try:
+        return bool(
+            copy.__dict__ == state.__dict__
+            and copy.__pydantic_fields_set__ == state.__pydantic_fields_set__
+            and copy.__pydantic_extra__ == state.__pydantic_extra__
+            and copy.__pydantic_private__ == state.__pydantic_private__
+        )
+    except Exception:  # a value whose == raises or gives no truth value (an array)
+        return False

@@ -11,7 +11,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from ._errors import GraphValidationError
 from ._errors import InvalidUpdate as BadUpdate
-from ._fresh import model_copier
+from ._fresh import model_copier, unchanged
 from ._reducers import Replace, add, append, replace
 from ._roundtrip import nesting_exceeds, serialization_renames
 from .store import MAX_NESTING, loose_fields
@@ -139,6 +139,8 @@ class StateSchema:
             self.fields[name] = _Field(model, name, reducer, annotation)
         # Fields whose values may nest without bound: their updates are checked for depth.
         self._loose = loose_fields(model)
+        # A router's copy of a state, handed to the next ``fresh`` of that state.
+        self._spare: tuple[BaseModel, BaseModel] | None = None
         # Keys accepted in a thread's first input: field names and their aliases.
         self._input_keys: set[str] | None = None
         if model.model_config.get("extra") != "allow":
@@ -215,8 +217,20 @@ class StateSchema:
 
     def fresh(self, state: BaseModel) -> BaseModel:
         """A copy of ``state`` for a node: its lists, dicts, sets and nested models
-        are new objects, so changing them in place changes nothing else (``_fresh``)."""
+        are new objects, so changing them in place changes nothing else (``_fresh``).
+        The copy a router was given of ``state`` is handed on, once, when it still
+        equals ``state`` (``lend``): no one else holds it, so it is as fresh as a new one."""
+        spare = self._spare
+        if spare is not None and spare[0] is state:
+            self._spare = None
+            if unchanged(spare[1], state):
+                return spare[1]
         return model_copier(type(state))(state)
+
+    def lend(self, state: BaseModel, copy: BaseModel) -> None:
+        """``copy``, a ``fresh`` copy of ``state`` given to a router that is done with
+        it, may be the next ``fresh(state)`` if it is still equal to ``state`` then."""
+        self._spare = (state, copy)
 
     def changes_of(self, before: BaseModel, after: BaseModel) -> dict[str, object]:
         """What a node changed in ``after``, its copy of ``before`` that it returned:

@@ -153,15 +153,20 @@ async def route(plan: Plan, source: str, state: BaseModel) -> str | Fork:
     if target is not None:
         return target
     router = plan.routers[source]
-    key = router.fn(plan.schema.fresh(state))  # a router's in-place changes are its own
+    schema = plan.schema
+    own = schema.fresh(state)  # a router's in-place changes are its own
+    key = router.fn(own)
     if router.is_async:
         key = await key
     if isinstance(key, (list, tuple)):
         return fork(plan, source, key)
     try:
-        return router.targets[key]
+        target = router.targets[key]
     except (KeyError, TypeError):
         raise RoutingError(source, key, list(router.targets)) from None
+    if target != END:
+        schema.lend(state, own)  # the next node's copy, if the router left it as it was
+    return target
 
 
 def fork(plan: Plan, source: str, keys: list[object] | tuple[object, ...]) -> str | Fork:

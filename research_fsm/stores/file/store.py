@@ -81,6 +81,7 @@ __all__ = ["SCHEMA_VERSION", "JsonFileCheckpointStore"]
 
 _SEGMENT_RECORDS = 128  # checkpoints per segment at most (fewer with a smaller keep)
 _SEGMENT_BYTES = 1 << 20  # ... and rotate once changes pass this size
+_ON_LOOP_BYTES = 64 << 10  # with durability "none", lines up to this size are written on the loop
 _RESCAN_PAUSES = (0.001, 0.01, 0.05)  # a reader's waits before it believes a damaged last line
 
 Durability = Literal["fsync", "none"]
@@ -211,7 +212,54 @@ class JsonFileCheckpointStore:
         line = None
         if checkpoint.changes is not None and isinstance(checkpoint.state, BaseModel):
             line = encode_line(checkpoint, checkpoint.changes, aliases_of(type(checkpoint.state)))
+        if self.durability == "none":
+            # No sync asked for: a short line goes into the page cache with one write(2)
+            # on the loop, cheaper than the hop to a worker thread and back. So does a
+            # new thread's first line (its file created, nothing read).
+            head = None if line is None else self._appends_here(checkpoint, line)
+            if head is not None:
+                self._peeked.pop(checkpoint.thread_id, None)
+                self._append(checkpoint, head, True, line)
+                self._listing.saved(checkpoint, leased=True)
+                return
+            if self._starts_here(checkpoint):
+                whole = encode_line(checkpoint, None, {})
+                if len(whole) <= _ON_LOOP_BYTES:
+                    self._peeked.pop(checkpoint.thread_id, None)
+                    self._start_segment(checkpoint, None, True, whole)
+                    self._listing.saved(checkpoint, leased=True)
+                    return
         await self._worker.run(self._save, checkpoint, line)
+
+    def _starts_here(self, cp: Checkpoint) -> bool:
+        """Whether ``cp`` is the first checkpoint of a held thread this store found
+        empty when it took the lease (and has not written since)."""
+        thread_id = cp.thread_id
+        return (
+            cp.seq == 1
+            and cp.parent_id is None
+            and thread_id in self._peeked
+            and self._peeked[thread_id] is None
+            and self._heads.get(thread_id) is None
+            and self._locks.holds(thread_id)
+        )
+
+    def _appends_here(self, cp: Checkpoint, line: bytes) -> Head | None:
+        """The held thread's head when ``cp``'s save is a plain append to its open
+        segment, after the checkpoint this store last wrote (no file to open, read or
+        create); else ``None``."""
+        head = self._heads.get(cp.thread_id)
+        appends = (
+            head is not None
+            and head.fd is not None
+            and head.checkpoint.checkpoint_id == cp.parent_id
+            and head.checkpoint.seq + 1 == cp.seq
+            and head.records < self._per_segment
+            and head.size - head.base <= max(_SEGMENT_BYTES, head.base)
+            and len(line) <= _ON_LOOP_BYTES
+            and self._locks.holds(cp.thread_id)
+        )
+        return head if appends else None
 
     def _save(self, cp: Checkpoint, line: bytes | None = None) -> None:
         thread_id = cp.thread_id
@@ -285,9 +333,13 @@ class JsonFileCheckpointStore:
         head.tail = line[-TAIL:]
         head.records += 1
 
-    def _start_segment(self, cp: Checkpoint, head: Head | None, group: bool) -> None:
-        """Write ``cp`` with its whole state as the first line of a new segment."""
-        line = encode_line(cp, None, {})
+    def _start_segment(
+        self, cp: Checkpoint, head: Head | None, group: bool, line: bytes | None = None
+    ) -> None:
+        """Write ``cp`` with its whole state as the first line of a new segment
+        (``line``: that line, if encoded already)."""
+        if line is None:
+            line = encode_line(cp, None, {})
         path = self._segments.path(file_stem(cp.thread_id), cp.seq)
         segments = [cp.seq, *(head.segments if head is not None else ())]
         pruned: list[int] = []
