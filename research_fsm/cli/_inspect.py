@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.util
 import os
 import secrets
 import sys
@@ -12,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..engine import CheckpointStore, CompiledGraph, StateGraph
-from ._serve import EXIT_ADDRESS, EXIT_USAGE, address_problem
+from ._serve import EXIT_ADDRESS, EXIT_USAGE, address_problem, web_refused
 
 __all__ = ["add_inspect_parser", "load_graph", "run_inspect"]
 
@@ -100,16 +99,9 @@ def _open_store(spec: str) -> CheckpointStore:
 def run_inspect(args: argparse.Namespace) -> int:
     """Serve until interrupted; 2 when the ``web`` extra is missing or the options are
     bad, 4 when the address cannot be listened on."""
-    missing = [m for m in ("starlette", "uvicorn") if importlib.util.find_spec(m) is None]
-    if missing:
-        print(
-            "research-fsm: the inspector needs the web extra: pip install 'research-fsm[web]'",
-            file=sys.stderr,
-        )
-        return EXIT_USAGE
-    if not 0 < args.port < 65536:
-        print(f"research-fsm: --port must be from 1 to 65535, got {args.port}", file=sys.stderr)
-        return EXIT_USAGE
+    refused = web_refused(args.port, "the inspector", ("starlette", "uvicorn"))
+    if refused is not None:
+        return refused
     from ..web import InvalidServeOptions, allowed_host_names, inspector_app, is_loopback
 
     remote = not is_loopback(args.host)

@@ -13,6 +13,21 @@ __all__ = ["add_serve_parser", "run_serve"]
 EXIT_USAGE, EXIT_ADDRESS = 2, 4
 
 
+def web_refused(port: int, what: str, needs: tuple[str, ...]) -> int | None:
+    """``EXIT_USAGE``, said on stderr, when a module of the ``web`` extra that ``what``
+    (a page) ``needs`` is missing or ``port`` is no port; ``None`` when it can start."""
+    if any(importlib.util.find_spec(m) is None for m in needs):
+        print(
+            f"research-fsm: {what} needs the web extra: pip install 'research-fsm[web]'",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    if not 0 < port < 65536:
+        print(f"research-fsm: --port must be from 1 to 65535, got {port}", file=sys.stderr)
+        return EXIT_USAGE
+    return None
+
+
 def address_problem(host: str, port: int) -> str | None:
     """Why the page cannot listen on ``host:port`` (in use, not allowed, unknown host),
     found by binding it for a moment as the server will; ``None`` when it can."""
@@ -61,18 +76,9 @@ def add_serve_parser(sub: Any) -> None:
 def run_serve(args: argparse.Namespace) -> int:
     """Serve until interrupted; 2 when the ``web`` extra is missing or the options are bad,
     4 when the address cannot be listened on (checked before the page is announced)."""
-    missing = [
-        m for m in ("starlette", "uvicorn", "markdown_it") if importlib.util.find_spec(m) is None
-    ]
-    if missing:
-        print(
-            "research-fsm: the web page needs the web extra: pip install 'research-fsm[web]'",
-            file=sys.stderr,
-        )
-        return EXIT_USAGE
-    if not 0 < args.port < 65536:
-        print(f"research-fsm: --port must be from 1 to 65535, got {args.port}", file=sys.stderr)
-        return EXIT_USAGE
+    refused = web_refused(args.port, "the web page", ("starlette", "uvicorn", "markdown_it"))
+    if refused is not None:
+        return refused
     from ..assistant import ResearchAssistant
     from ..web import InvalidServeOptions, allowed_host_names, serve
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
@@ -24,6 +27,23 @@ CHROMIUM_ARGS = [
 ]
 """Without the networking switches Chromium waits on this closed network; as root it
 needs --no-sandbox."""
+
+
+@contextlib.contextmanager
+def chromium(sync_api: Any) -> Iterator[Any]:
+    """Chromium, headless, through Playwright's ``sync_api``; the test is skipped when it
+    does not start."""
+    import pytest
+
+    with sync_api.sync_playwright() as playwright:
+        try:
+            browser = playwright.chromium.launch(
+                executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
+            )
+        except Exception as exc:
+            pytest.skip(f"{CHROMIUM} does not start: {exc}")
+        yield browser
+        browser.close()
 
 
 def artifacts_dir() -> Path:

@@ -32,7 +32,7 @@ from .helpers import (
     UnparseableUrlSource,
     qa_brain,
 )
-from .live import CHROMIUM, CHROMIUM_ARGS, LiveServer, artifacts_dir
+from .live import CHROMIUM, LiveServer, artifacts_dir, chromium
 
 pytestmark = pytest.mark.slow
 
@@ -46,15 +46,8 @@ Page = Any
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     """Chromium, headless, a fresh profile, for the module's tests."""
-    with sync_api.sync_playwright() as playwright:
-        try:
-            chromium = playwright.chromium.launch(
-                executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
-            )
-        except Exception as exc:
-            pytest.skip(f"{CHROMIUM} does not start: {exc}")
-        yield chromium
-        chromium.close()
+    with chromium(sync_api) as launched:
+        yield launched
 
 
 @pytest.fixture

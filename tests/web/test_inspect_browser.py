@@ -17,7 +17,7 @@ import pytest
 from research_fsm.web import inspector
 
 from .inspect_helpers import HOSTILE_STATE, seeded
-from .live import CHROMIUM, CHROMIUM_ARGS, LiveServer, artifacts_dir
+from .live import CHROMIUM, LiveServer, artifacts_dir, chromium
 
 pytestmark = pytest.mark.slow
 
@@ -32,15 +32,8 @@ Page = Any
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     """Chromium, headless, for the module's tests."""
-    with sync_api.sync_playwright() as playwright:
-        try:
-            chromium = playwright.chromium.launch(
-                executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
-            )
-        except Exception as exc:
-            pytest.skip(f"{CHROMIUM} does not start: {exc}")
-        yield chromium
-        chromium.close()
+    with chromium(sync_api) as launched:
+        yield launched
 
 
 @pytest.fixture
