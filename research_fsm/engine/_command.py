@@ -34,6 +34,37 @@ __all__ = [
 ]
 
 
+_LANGGRAPH_ARGUMENTS = {
+    "resume": "a pause is resumed with await app.resume(token, value), where the value "
+    "may itself be Command(update=..., goto=...)",
+    "graph": "a subgraph cannot route its parent (Command.PARENT): return the update "
+    "from the child, which reaches the parent through the parent's reducers, and "
+    "route in the parent with add_router or destinations=",
+}
+
+
+def _langgraph_argument(name: str) -> TypeError:
+    """The ``TypeError`` for ``Command(name=...)``, naming this engine's way when the
+    argument is LangGraph's."""
+    hint = _LANGGRAPH_ARGUMENTS.get(name)
+    if hint is None:
+        return TypeError(
+            f"Command() got an unexpected keyword argument {name!r}; it takes update= and goto="
+        )
+    return TypeError(f"Command({name}=...) is LangGraph's; here {hint} (see docs/langgraph.md)")
+
+
+class _LangGraphOnly:
+    """A class attribute LangGraph has and this engine does not: reading it raises an
+    ``AttributeError`` that names this engine's way."""
+
+    def __init__(self, hint: str) -> None:
+        self._hint = hint
+
+    def __get__(self, instance: object, owner: type[object] | None = None) -> Any:
+        raise AttributeError(self._hint)
+
+
 GotoT = TypeVar("GotoT", default=str)
 """The places a ``Command`` may go (``Command[Literal["a", "b"]]``); bare, any node."""
 
@@ -55,6 +86,25 @@ class Command(Generic[GotoT]):
     """The node's field changes: a dict, a partial model or ``None`` (as a node returns)."""
     goto: str | Send | Sequence[str | Send] | None = None
     """Where the run goes next (``None``: the node's edges or router decide)."""
+
+    def __init__(
+        self,
+        *,
+        update: Any = None,
+        goto: str | Send | Sequence[str | Send] | None = None,
+        **langgraph: object,
+    ) -> None:
+        if langgraph:  # Command(resume=...), Command(graph=Command.PARENT): LangGraph's
+            raise _langgraph_argument(next(iter(langgraph)))
+        object.__setattr__(self, "update", update)
+        object.__setattr__(self, "goto", goto)
+
+    PARENT = _LangGraphOnly(
+        "Command.PARENT (LangGraph's) has no counterpart: a subgraph cannot route its "
+        "parent; return the update from the child (it reaches the parent through the "
+        "parent's reducers) and route in the parent with add_router or destinations= "
+        "(see docs/langgraph.md)"
+    )
 
 
 def annotated_destinations(fn: object) -> list[str] | None:

@@ -89,3 +89,27 @@ def test_other_missing_attributes_read_as_usual() -> None:
     with pytest.raises(AttributeError, match=r"^'CompiledGraph' object has no attribute 'nope'$"):
         app.nope  # type: ignore[attr-defined]  # noqa: B018
     assert not hasattr(StateGraph(Turn), "add_sequence")
+
+
+def test_langgraphs_command_arguments_name_this_engines_way() -> None:
+    """``Command(resume=...)`` and ``Command(graph=...)`` fail naming ``app.resume`` and
+    the parent's router; an unknown argument names the two ``Command`` takes."""
+    from research_fsm.engine import Command
+
+    with pytest.raises(TypeError, match=r"app\.resume\(token, value\)"):
+        Command(resume="yes")
+    with pytest.raises(TypeError, match="route in the parent"):
+        Command(graph="parent", goto="a")
+    with pytest.raises(TypeError, match="it takes update= and goto="):
+        Command(updates={"n": 1})
+    assert ({"n": 1}, "a") == (Command(update={"n": 1}, goto="a").update, "a")
+
+
+def test_command_parent_names_this_engines_way() -> None:
+    """Reading ``Command.PARENT`` raises an ``AttributeError`` that says a child returns
+    its update to the parent, which routes (not Python's bare message)."""
+    from research_fsm.engine import Command
+
+    with pytest.raises(AttributeError, match="return the update from the child"):
+        Command.PARENT  # noqa: B018
+    assert not hasattr(Command(), "PARENT")
