@@ -358,6 +358,7 @@ NAMED_TEMPLATES: Final[tuple[str, ...]] = (
     "tell me about {x}",
     "what is {x}'s revenue?",
     "who is the ceo of {x}",
+    "how is {x} doing?",
     "{x}について教えて",
 )
 """How the names of companies outside the directory are asked about."""

@@ -31,6 +31,7 @@ TEMPLATES: Final[dict[str, str]] = {
     "tell_me": "tell me about {x}",
     "revenue": "what is {x}'s revenue?",
     "ceo": "who is the ceo of {x}",
+    "how_doing": "how is {x} doing?",
     "compare": "compare {x} with {other}",
     "follow_up": "what about {x}?",
     "ja_about": "{x}について教えて",

@@ -593,7 +593,10 @@ class NameLookup:
                     ids.append(entry_id)
         core = squash("".join(word.norm for word in window if word.norm not in LEGAL_SUFFIXES))
         weak = len(core) < (TYPO_ANSWER if length == 1 else TYPO_MULTI)  # "Amazn Inc." is "amazn"
-        return _Hit(start, length, tuple(ids), "typo", len(ids) > 1 or weak)
+        # one letter away from only the start of a name ("Globex": "Globe" of Globe Life)
+        # is two guesses at once, a typo and a shortening: ask, never answer
+        partial = not any(k in self._forms for k in keys)
+        return _Hit(start, length, tuple(ids), "typo", len(ids) > 1 or weak or partial)
 
     # -- the guard ----------------------------------------------------------------
 
@@ -701,7 +704,15 @@ def _in_slot(text: str, words: list[_Word], start: int, length: int) -> bool:
         and re.search(r"\bcompar|\bvs\b", text, re.I)
     ):
         return True
+    if before in _BEING and after in _HOW_IT_GOES and start >= 2:  # "how is X doing?"
+        return words[start - 2].norm == "how"
     return before in SLOT_BEFORE and (clause_end or after in SLOT_AFTER)
+
+
+_BEING: Final = frozenset(["is", "are", "was", "has", "have"])
+_HOW_IT_GOES: Final = frozenset(["doing", "performing", "faring", "going", "been", "done"])
+""""How is X doing?", "how has X been doing", "how are X performing": the words around a
+name asked after by how it goes."""
 
 
 def _strong_slot(text: str, words: list[_Word], position: int) -> bool:

@@ -73,6 +73,8 @@ def test_general_questions_name_no_company(index: CompanyIndex, question: str) -
         ("what is Reliance Industries's revenue?", "Reliance Industries"),
         ("Compare Apple to Acme Corp", "Acme Corp"),
         ("Samsungについて教えて", "Samsung"),
+        ("How is Koch Industries doing?", "Koch Industries"),
+        ("how has Wayne Enterprises been performing?", "Wayne Enterprises"),
     ],
 )
 def test_names_outside_the_directory_are_reported(
@@ -80,6 +82,18 @@ def test_names_outside_the_directory_are_reported(
 ) -> None:
     """A name no company has is reported as written, to be said not listed."""
     assert [unknown] == index.find_names(question).unknown
+
+
+def test_a_typo_of_only_a_names_start_is_offered_not_answered(index: CompanyIndex) -> None:
+    """One letter from just the first word of a name ("Globex": "Globe" of Globe Life) is
+    two guesses at once, so the company is offered, never answered; a typo of a whole
+    name ("Nvidea") is still answered."""
+    partial = index.find_names("How is Globex doing?")
+    whole = index.find_names("How is Nvidea doing?")
+    assert (([], ["Globe Life"]), (["Nvidia"], [])) == (
+        (partial.companies, partial.choices),
+        (whole.companies, whole.choices),
+    )
 
 
 def test_short_typo_and_shared_ticker_are_offered(index: CompanyIndex) -> None:
