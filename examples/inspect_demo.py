@@ -121,6 +121,9 @@ async def seed(store: CheckpointStore) -> None:
 
 
 def main() -> None:
+    if len(sys.argv) > 2 or (len(sys.argv) == 2 and sys.argv[1].startswith("-")):
+        print("usage: python examples/inspect_demo.py [FOLDER]  (default: ./threads)")
+        raise SystemExit(0 if sys.argv[1] in ("-h", "--help") else 2)
     folder = Path(sys.argv[1] if len(sys.argv) > 1 else "threads")
     asyncio.run(seed(JsonFileCheckpointStore(folder)))
     print(f"four threads in {folder}/: article-1 waits for review, article-2 and 3 are done,")

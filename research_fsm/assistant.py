@@ -8,6 +8,7 @@ side by side: ``assistant.qa`` (conversations, ``research_fsm.qa``), ``assistant
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Callable
 from typing import (
     TYPE_CHECKING,
@@ -66,6 +67,18 @@ class _Runs(Generic[_Runner, _P, _T]):
     @property
     def __doc__(self) -> str | None:  # type: ignore[override]  # the runner's, read when asked
         return self._method().__doc__
+
+    @property
+    def __signature__(self) -> inspect.Signature:
+        """Read on the class, the runner's method's signature (``self`` first, as a
+        method read on its class has), so ``inspect`` and ``create_autospec`` see it."""
+        return inspect.signature(self._method())
+
+    def __call__(self, assistant: ResearchAssistant, /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        """Called on the class with the assistant first (``ResearchAssistant.ask(a, q)``),
+        as a method read on its class is."""
+        method: Callable[_P, _T] = self.__get__(assistant, type(assistant))
+        return method(*args, **kwargs)
 
     @overload
     def __get__(self, assistant: None, owner: type[object]) -> Self: ...

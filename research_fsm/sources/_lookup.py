@@ -593,9 +593,9 @@ class NameLookup:
                     ids.append(entry_id)
         core = squash("".join(word.norm for word in window if word.norm not in LEGAL_SUFFIXES))
         weak = len(core) < (TYPO_ANSWER if length == 1 else TYPO_MULTI)  # "Amazn Inc." is "amazn"
-        # one letter away from only the start of a name ("Globex": "Globe" of Globe Life)
-        # is two guesses at once, a typo and a shortening: ask, never answer
-        partial = not any(k in self._forms for k in keys)
+        # the start of a name with a letter added ("Globex": "Globe" of Globe Life) is
+        # another word as likely as a typo of a shortened name: ask, never answer
+        partial = all(k not in self._forms and key.startswith(k) for k in keys)
         return _Hit(start, length, tuple(ids), "typo", len(ids) > 1 or weak or partial)
 
     # -- the guard ----------------------------------------------------------------

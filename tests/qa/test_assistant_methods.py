@@ -56,3 +56,20 @@ async def test_a_subclass_still_overrides_and_calls_super() -> None:
         assert "TELL ME ABOUT APPLE" == (await assistant.history("s-1"))[0].content
     finally:
         await assistant.aclose()
+
+
+async def test_a_method_read_on_the_class_is_called_with_the_assistant_first() -> None:
+    """``ResearchAssistant.ask(assistant, ...)`` answers as ``assistant.ask(...)`` does, and
+    ``inspect`` reads the runner's signature, ``self`` first, from the class."""
+    assistant = ResearchAssistant(store=MemoryCheckpointStore())
+    try:
+        reply = await ResearchAssistant.ask(
+            assistant, "What's happening with Apple?", thread_id="t"
+        )
+    finally:
+        await assistant.aclose()
+    assert ("answered", "Apple Inc.") == (reply.status, reply.company)
+    assert ["self", "text", "thread_id"] == list(
+        inspect.signature(ResearchAssistant.ask).parameters
+    )
+    assert "company" in inspect.signature(ResearchAssistant.report).parameters

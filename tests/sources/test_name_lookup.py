@@ -35,6 +35,7 @@ def index() -> CompanyIndex:
         ("what about 7203.T?", "Toyota"),
         ("who runs micrsoft", "Microsoft"),
         ("tell me about getty reatly", "Getty Realty Corp."),
+        ("How is Lockhed doing?", "Lockheed Martin"),
     ],
 )
 def test_names_as_typed_find_the_company(index: CompanyIndex, question: str, company: str) -> None:
