@@ -129,6 +129,20 @@ def langgraph_available() -> bool:
         return False
 
 
+def postgres_server() -> tuple[Any, str | None]:
+    """A throwaway PostgreSQL server (``benchmarks.postgres``; the caller stops it), or
+    ``(None, why not)``: the ``postgres`` extra missing, or no server binaries."""
+    for module in ("psycopg", "psycopg_pool"):
+        if importlib.util.find_spec(module) is None:
+            return None, f"the postgres extra is not installed (no {module})"
+    from . import postgres as bench
+
+    try:
+        return bench.throwaway_server(), None
+    except RuntimeError as exc:
+        return None, f"no PostgreSQL server could be started: {exc}"
+
+
 def version_of(dist: str) -> str | None:
     try:
         return importlib.metadata.version(dist)

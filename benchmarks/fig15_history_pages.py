@@ -35,6 +35,7 @@ from ._common import (
     fmt,
     md_table,
     median,
+    postgres_server,
     temp_dir,
     timed,
 )
@@ -169,26 +170,12 @@ def _sqlite(root: Path, size: int, reads: int) -> dict[str, dict[str, float]]:
         conn.close()
 
 
-def _postgres() -> tuple[Any, str | None]:
-    """A throwaway server and its dsn, or ``(None, why not)``."""
-    for module in ("psycopg", "psycopg_pool"):
-        if importlib.util.find_spec(module) is None:
-            return None, f"the postgres extra is not installed (no {module})"
-    from . import postgres as bench
-
-    try:
-        server = bench.throwaway_server()
-    except RuntimeError as exc:
-        return None, f"no PostgreSQL server could be started: {exc}"
-    return server, None
-
-
 def run(sizes: Sizes, peer: bool) -> FigureResult:
     fig = FigureResult(15, TITLE)
     counts = QUICK_SIZES if sizes.name == "quick" else FULL_SIZES
     reads = 5 if sizes.name == "quick" else 21
     peer = peer and importlib.util.find_spec("langgraph.checkpoint.sqlite") is not None
-    server, why = _postgres()
+    server, why = postgres_server()
     kinds = ["memory", "file"] + (["postgres"] if server is not None else [])
     if why is not None:
         fig.notes.append(f"PostgreSQL left out: {why}")

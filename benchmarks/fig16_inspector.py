@@ -22,7 +22,6 @@ the detail).
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +31,18 @@ from research_fsm.engine import Checkpoint, CompiledGraph
 from research_fsm.engine.store import SuspensionRecord, new_checkpoint_id
 from research_fsm.stores import JsonFileCheckpointStore
 
-from ._common import FigureResult, Row, Sizes, at_most, fmt, md_table, median, temp_dir, timed
+from ._common import (
+    FigureResult,
+    Row,
+    Sizes,
+    at_most,
+    fmt,
+    md_table,
+    median,
+    postgres_server,
+    temp_dir,
+    timed,
+)
 from ._graphs import build_rfsm, question_input
 
 TITLE = "the inspector's first pages: a 10,000-checkpoint thread, a 20,000-thread list"
@@ -210,23 +220,10 @@ async def _plan(dsn: str | None) -> str:
     return "\n".join(plans)
 
 
-def _postgres() -> tuple[Any, str | None]:
-    for module in ("psycopg", "psycopg_pool"):
-        if importlib.util.find_spec(module) is None:
-            return None, f"the postgres extra is not installed (no {module})"
-    from . import postgres as bench
-
-    try:
-        server = bench.throwaway_server()
-    except RuntimeError as exc:
-        return None, f"no PostgreSQL server could be started: {exc}"
-    return server, None
-
-
 def run(sizes: Sizes, peer: bool) -> FigureResult:
     fig = FigureResult(16, TITLE)
     plan = QUICK if sizes.name == "quick" else FULL
-    server, why = _postgres()
+    server, why = postgres_server()
     kinds = ["file"] + (["postgres"] if server is not None else [])
     if why is not None:
         fig.notes.append(f"PostgreSQL left out: {why}")

@@ -66,6 +66,39 @@ QUESTION = "What's happening with Apple?"
 GOAL_S = 0.5
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "fig7_startup.json"
 
+_PYDANTIC_GRAPH = """
+import asyncio
+{imports}
+from pydantic_graph import GraphBuilder, StepContext
+
+{state}
+
+g = GraphBuilder(state_type=State, output_type=int)
+
+@g.step
+async def a(ctx: StepContext[State, None, None]) -> None:
+    ctx.state.n += 1
+
+@g.step
+async def b(ctx: StepContext[State, None, None]) -> None:
+    ctx.state.n += 1
+
+@g.step
+async def c(ctx: StepContext[State, None, None]) -> int:
+    ctx.state.n += 1
+    return ctx.state.n
+
+g.add(
+    g.edge_from(g.start_node).to(a),
+    g.edge_from(a).to(b),
+    g.edge_from(b).to(c),
+    g.edge_from(c).to(g.end_node),
+)
+assert asyncio.run(g.build().run(state=State())) == 3
+"""
+"""pydantic-graph's 3-node process; ``{state}`` is its state class (a dataclass, its own
+style, or a pydantic model, as ours needs)."""
+
 THREE_NODES = {
     "research_fsm": """
 import asyncio
@@ -85,69 +118,14 @@ graph.add_edge(START, "a").add_edge("a", "b").add_edge("b", "c").add_edge("c", E
 result = asyncio.run(graph.compile().run({"n": 0}, thread_id="t"))
 assert result.state.n == 3, result
 """,
-    "pydantic_graph": """
-import asyncio
-from dataclasses import dataclass
-from pydantic_graph import GraphBuilder, StepContext
-
-@dataclass
-class State:
-    n: int = 0
-
-g = GraphBuilder(state_type=State, output_type=int)
-
-@g.step
-async def a(ctx: StepContext[State, None, None]) -> None:
-    ctx.state.n += 1
-
-@g.step
-async def b(ctx: StepContext[State, None, None]) -> None:
-    ctx.state.n += 1
-
-@g.step
-async def c(ctx: StepContext[State, None, None]) -> int:
-    ctx.state.n += 1
-    return ctx.state.n
-
-g.add(
-    g.edge_from(g.start_node).to(a),
-    g.edge_from(a).to(b),
-    g.edge_from(b).to(c),
-    g.edge_from(c).to(g.end_node),
-)
-assert asyncio.run(g.build().run(state=State())) == 3
-""",
-    "pydantic_graph_model_state": """
-import asyncio
-from pydantic import BaseModel
-from pydantic_graph import GraphBuilder, StepContext
-
-class State(BaseModel):
-    n: int = 0
-
-g = GraphBuilder(state_type=State, output_type=int)
-
-@g.step
-async def a(ctx: StepContext[State, None, None]) -> None:
-    ctx.state.n += 1
-
-@g.step
-async def b(ctx: StepContext[State, None, None]) -> None:
-    ctx.state.n += 1
-
-@g.step
-async def c(ctx: StepContext[State, None, None]) -> int:
-    ctx.state.n += 1
-    return ctx.state.n
-
-g.add(
-    g.edge_from(g.start_node).to(a),
-    g.edge_from(a).to(b),
-    g.edge_from(b).to(c),
-    g.edge_from(c).to(g.end_node),
-)
-assert asyncio.run(g.build().run(state=State())) == 3
-""",
+    "pydantic_graph": _PYDANTIC_GRAPH.format(
+        imports="from dataclasses import dataclass",
+        state="@dataclass\nclass State:\n    n: int = 0",
+    ),
+    "pydantic_graph_model_state": _PYDANTIC_GRAPH.format(
+        imports="from pydantic import BaseModel",
+        state="class State(BaseModel):\n    n: int = 0",
+    ),
     "langgraph": """
 from typing import TypedDict
 from langgraph.graph import END, START, StateGraph

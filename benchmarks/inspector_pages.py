@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
 import json
 import os
 import sys
@@ -31,7 +30,7 @@ from pydantic import BaseModel
 from research_fsm.engine import END, START, CheckpointStore, CompiledGraph, StateGraph
 from research_fsm.stores import JsonFileCheckpointStore
 
-from ._common import ROOT, median, temp_dir
+from ._common import ROOT, median, postgres_server, temp_dir
 from ._machine import machine_info
 
 GOAL_MS = 200.0
@@ -170,18 +169,6 @@ async def _kind(kind: str, root: Path, sizes: dict[str, int], dsn: str | None) -
                 await close()
 
 
-def _postgres() -> tuple[Any, str | None]:
-    for module in ("psycopg", "psycopg_pool"):
-        if importlib.util.find_spec(module) is None:
-            return None, f"the postgres extra is not installed (no {module})"
-    from . import postgres as bench
-
-    try:
-        return bench.throwaway_server(), None
-    except RuntimeError as exc:
-        return None, f"no PostgreSQL server could be started: {exc}"
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.inspector_pages")
     parser.add_argument("--quick", action="store_true", help="a small store (a smoke run)")
@@ -194,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     with temp_dir("inspector-pages") as root:
         results["file"] = asyncio.run(_kind("file", root / "file", sizes, None))
         if not args.no_postgres:
-            server, why = _postgres()
+            server, why = postgres_server()
             if server is None:
                 notes.append(f"PostgreSQL skipped: {why}")
             else:
