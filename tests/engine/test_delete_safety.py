@@ -148,17 +148,11 @@ async def test_a_resume_waits_out_a_delete_in_progress_and_finds_nothing(
         await app.resume(first.suspension.token, "yes")
 
 
-async def test_a_delete_cut_short_after_the_child_leaves_a_resume_that_runs_nothing(
-    store: CheckpointStore, monkeypatch: pytest.MonkeyPatch
+async def delete_cut_short_after_the_children(
+    app: CompiledGraph[Notes], store: CheckpointStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A ``delete_thread`` that stops between the child's deletion and the parent's
-    (a crash) leaves the parent suspended: its resume raises ``ChildThreadMissing``
-    naming the node and the child, runs no node, takes no answer and saves nothing;
-    deleting again finishes the job."""
-    calls = Calls()
-    app = parent(store, calls)
-    first = await app.run({"topic": "t"}, thread_id="p")
-    assert first.suspension is not None
+    """``delete_thread("p")`` that deletes p's child threads, then fails (a power cut)
+    before deleting p itself."""
     real = store.delete
 
     async def crashing(thread_id: str, **kwargs: Any) -> None:
@@ -170,6 +164,20 @@ async def test_a_delete_cut_short_after_the_child_leaves_a_resume_that_runs_noth
     with pytest.raises(OSError, match="power cut"):
         await app.delete_thread("p")
     monkeypatch.undo()
+
+
+async def test_a_delete_cut_short_after_the_child_leaves_a_resume_that_runs_nothing(
+    store: CheckpointStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``delete_thread`` that stops between the child's deletion and the parent's
+    (a crash) leaves the parent suspended: its resume raises ``ChildThreadMissing``
+    naming the node and the child, runs no node, takes no answer and saves nothing;
+    deleting again finishes the job."""
+    calls = Calls()
+    app = parent(store, calls)
+    first = await app.run({"topic": "t"}, thread_id="p")
+    assert first.suspension is not None
+    await delete_cut_short_after_the_children(app, store, monkeypatch)
     before = await app.get_state("p")
     assert before is not None and before.status == "suspended"
     with pytest.raises(ChildThreadMissing, match="research") as raised:
@@ -194,17 +202,7 @@ async def test_a_branch_whose_child_was_deleted_raises_child_thread_missing(
     app = fanning(store, calls)
     first = await app.run({"topic": "t"}, thread_id="p")
     assert first.status == "suspended" and len(first.suspensions) == 2
-    real = store.delete
-
-    async def crashing(thread_id: str, **kwargs: Any) -> None:
-        if thread_id == "p":
-            raise OSError("power cut")
-        await real(thread_id, **kwargs)
-
-    monkeypatch.setattr(store, "delete", crashing)
-    with pytest.raises(OSError, match="power cut"):
-        await app.delete_thread("p")
-    monkeypatch.undo()
+    await delete_cut_short_after_the_children(app, store, monkeypatch)
     before = await app.get_state("p")
     assert before is not None
     with pytest.raises(ChildThreadMissing, match="each"):
