@@ -7,6 +7,7 @@ import atexit
 import itertools
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
@@ -84,6 +85,23 @@ def _open_kind(
     store = open_store(url, **options)
     OPENED[id(store)] = Opened(url, options, STORE_KINDS[kind].in_process)
     return store
+
+
+@pytest.fixture(autouse=True)
+def _structlog_config_restored() -> Iterator[None]:
+    """Each test starts with the logging set-up the one before it started with: a test
+    that configures logging (a CLI run, ``configure_logging``) to a stream pytest closes
+    afterwards leaves no logger that prints to a closed file."""
+    loaded = sys.modules.get("structlog")
+    saved = loaded.get_config() if loaded is not None else None
+    yield
+    structlog = sys.modules.get("structlog")
+    if structlog is None:
+        return
+    if saved is None:  # loaded during the test: back to structlog's defaults
+        structlog.reset_defaults()
+    else:
+        structlog.configure(**saved)
 
 
 @pytest.fixture
