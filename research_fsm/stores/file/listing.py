@@ -117,7 +117,8 @@ def _stem_thread(stem: str) -> str | None:
 
 
 class Listing:
-    """The journal's writer and reader for one store (thread-safe)."""
+    """The journal's writer and reader for one store (thread-safe: its appends come from
+    the event loop's thread and the store's worker threads at once)."""
 
     def __init__(
         self,
@@ -134,6 +135,7 @@ class Listing:
         self._keep = keep
         self._make_root = make_root
         self._lock = threading.Lock()
+        self._appending = threading.RLock()  # saves on the loop and in worker threads at once
         self._fd: int | None = None  # appending
         self._fd_ino = 0
         self._written: dict[str, str] = {}  # leased threads: the status last written
@@ -144,9 +146,10 @@ class Listing:
         self._lines = 0  # records read from it (live or not)
 
     def close(self) -> None:
-        if self._fd is not None:
-            fd, self._fd = self._fd, None
-            self._fs.close(fd)
+        with self._appending:
+            if self._fd is not None:
+                fd, self._fd = self._fd, None
+                self._fs.close(fd)
 
     def count(self, seq: int) -> int:
         """How many checkpoints ``history`` gives of a thread whose newest is ``seq``:
@@ -173,20 +176,21 @@ class Listing:
     def _append(self, line: bytes) -> None:
         """One record at the journal's end (never synced: it is a cache). A failure
         is not the save's: the listing reads the thread's files again anyway."""
-        try:
-            if self._fd is not None and self._moved():
+        with self._appending:
+            try:
+                if self._fd is not None and self._moved():
+                    self.close()
+                if self._fd is None:
+                    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | NOFOLLOW
+                    try:
+                        self._fd = self._fs.open(self._path, flags, 0o600)
+                    except FileNotFoundError:
+                        self._make_root()
+                        self._fd = self._fs.open(self._path, flags, 0o600)
+                    self._fd_ino = self._fs.fstat(self._fd).st_ino
+                write_all(self._fs, self._fd, line)
+            except OSError:
                 self.close()
-            if self._fd is None:
-                flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | NOFOLLOW
-                try:
-                    self._fd = self._fs.open(self._path, flags, 0o600)
-                except FileNotFoundError:
-                    self._make_root()
-                    self._fd = self._fs.open(self._path, flags, 0o600)
-                self._fd_ino = self._fs.fstat(self._fd).st_ino
-            write_all(self._fs, self._fd, line)
-        except OSError:
-            self.close()
 
     def _moved(self) -> bool:
         """Whether a compaction put a new journal in place of the one being appended to."""
