@@ -30,7 +30,7 @@ async def test_history_state_is_one_instance_and_survives_copy_and_pickle(
     """Reading a snapshot's state twice gives one instance; copies and pickles carry the state."""
     app = chain("a", store=store)
     await app.run({"n": 4}, thread_id="t")
-    snap = [s async for s in app.history("t", limit=1)][0]
+    (snap,) = [s async for s in app.history("t", limit=1)]
     assert snap.state is snap.state
     for made in (
         copy.copy(snap),
