@@ -183,9 +183,11 @@ class StateSchema:
                         f"input field `{key}` is nested more than {MAX_NESTING} levels deep "
                         "(lists, dicts, tuples, sets): flatten it"
                     )
-        reduced = self._reducible(given) if isinstance(given, Mapping) else {}
-        if reduced and isinstance(data, Mapping):  # validated after the reducer merges them
-            data = {k: v for k, v in data.items() if k not in reduced}
+        reduced = None
+        if self._own_reducers and isinstance(given, Mapping):
+            reduced = self._reducible(given)
+            if reduced and isinstance(data, Mapping):  # validated after the reducer merges them
+                data = {k: v for k, v in data.items() if k not in reduced}
         try:
             state = self.model.model_validate(data or {})
         except ValidationError as exc:
