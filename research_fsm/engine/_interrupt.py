@@ -26,7 +26,7 @@ from ._types import Suspend
 __all__ = ["ASKER", "Asker", "GraphInterrupt", "Interruption", "interrupt", "swallowed"]
 
 
-class GraphInterrupt(Exception):  # noqa: N818 - LangGraph's name
+class GraphInterrupt(Exception):
     """Raised by ``interrupt()`` to suspend the node that called it (LangGraph's
     name). Let it through: a node with a broad ``except Exception`` around
     ``interrupt()`` re-raises it first (``except GraphInterrupt: raise``)."""

@@ -133,7 +133,9 @@ async def invoke(
                     raise NodeError(exc) from raised
                 try:
                     again = policy.should_retry(exc, attempt)
-                except Exception as broken:  # the policy's own retry_on raised: the node fails with it
+                except (
+                    Exception
+                ) as broken:  # the policy's own retry_on raised: the node fails with it
                     raise NodeError(broken) from broken
                 if not again:
                     raise NodeError(exc) from raised
