@@ -14,6 +14,14 @@ _GRAPH = {
     "compile_with": "compile(store=..., interrupt_before=..., interrupt_after=...)",
 }
 
+_HISTORY = (
+    "async for snapshot in app.history(thread_id) (newest first), at other positions: there "
+    "is no input checkpoint (LangGraph's oldest), and a pause or a question is a checkpoint "
+    "of its own after its step's. Drop each snapshot that a suspended one at the same .next "
+    "follows, and LangGraph's all_states[i] is states[i] (all_states[-k] is "
+    "states[-k + 1]); or keep the checkpoint_id a result carries"
+)
+
 _COMPILED = {
     "invoke": "await app.run(input, thread_id=...) (a RunResult: .state, .status, "
     ".suspension); Command(resume=v) is await app.resume(token, v)",
@@ -24,8 +32,8 @@ _COMPILED = {
     "astream_events": "async with app.stream(input, thread_id=..., mode='events')",
     "batch": "asyncio.gather(*(app.run(x, thread_id=t) for x, t in ...))",
     "abatch": "asyncio.gather(*(app.run(x, thread_id=t) for x, t in ...))",
-    "get_state_history": "async for snapshot in app.history(thread_id) (newest first)",
-    "aget_state_history": "async for snapshot in app.history(thread_id) (newest first)",
+    "get_state_history": _HISTORY,
+    "aget_state_history": _HISTORY,
     "aget_state": "await app.get_state(thread_id)",
     "aupdate_state": "await app.update_state(thread_id, values, as_node=...)",
     "get_graph": "app.to_mermaid()",

@@ -23,7 +23,7 @@ from research_fsm.engine import (
     interrupt,
 )
 
-from .conftest import recorded
+from .conftest import as_langgraph_positions, recorded
 
 
 class Plan(BaseModel):
@@ -143,17 +143,27 @@ async def validate(node: object) -> dict[str, Any]:
         assert result.suspension is not None
         questions.append(result.suspension.payload)
         result = await app.resume(result.suspension.token, answer)
-    return {"questions": questions, "final": result.state.model_dump()}
+    states = as_langgraph_positions([s async for s in app.history("v")])
+    history = [[s.next] if s.next else [] for s in states]
+    return {"questions": questions, "final": result.state.model_dump(), "history_next": history}
+
+
+def but_the_input_checkpoint(want: dict[str, Any]) -> dict[str, Any]:
+    """LangGraph's record less its history's oldest, the input checkpoint (none here)."""
+    return {**want, "history_next": want["history_next"][:-1]}
 
 
 async def test_validate_input_idiomatic() -> None:
     """Each invalid answer asks again with the reason; the valid one is stored with
-    the question it answered: LangGraph's questions and final state."""
-    assert await validate(AskAge()) == recorded("validate_input")
+    the question it answered: LangGraph's questions, final state and history (by the
+    translation of positions)."""
+    assert await validate(AskAge()) == but_the_input_checkpoint(recorded("validate_input"))
 
 
 async def test_validate_input_word_for_word() -> None:
     """LangGraph's loop of `interrupt` calls as it is: each resume runs the node
     again, replaying the earlier answers, so the question it asked last is the one
-    stored: LangGraph's questions and final state, exactly."""
-    assert await validate(ask_age_word_for_word) == recorded("validate_input")
+    stored: LangGraph's questions and final state exactly, and its history by the
+    translation of positions (each question is a checkpoint here, LangGraph's one)."""
+    got = await validate(ask_age_word_for_word)
+    assert got == but_the_input_checkpoint(recorded("validate_input"))
