@@ -36,6 +36,7 @@ from research_fsm.engine import (
     StaleResumeToken,
     StateGraph,
     Suspend,
+    add,
     append,
     interrupt,
 )
@@ -155,6 +156,48 @@ async def test_interrupt_loop_asks_until_valid(store: CheckpointStore) -> None:
     result = await app.resume(result.suspension.token, "19")  # type: ignore[union-attr]
     assert questions == ["How old are you?", "invalid response", "invalid response"]
     assert (result.status, result.state.age, len(runs)) == ("completed", 19, 4)
+
+
+class Market(BaseModel):
+    my_key: Annotated[str, add] = ""
+
+
+async def test_updates_stream_shows_each_question_as_langgraph_does() -> None:
+    """LangGraph's test_interrupt_multiple streamed in "updates" mode: each
+    suspension is `{"__interrupt__": suspensions}` (the payload its `Interrupt.value`),
+    and the node's update comes once, with both answers."""
+
+    async def node(state: Market) -> dict[str, Any]:
+        answer = interrupt({"value": 1})
+        answer2 = interrupt({"value": 2})
+        return {"my_key": answer + " " + answer2}
+
+    app = (
+        StateGraph(Market)
+        .add_node("node", node)
+        .add_edge(START, "node")
+        .add_edge("node", END)
+        .compile(store=MemoryCheckpointStore())
+    )
+    seen: list[list[Any]] = []
+    stream = app.stream({"my_key": "DE"}, thread_id="1", mode="updates")
+    for answer in ["answer 1", "answer 2", None]:
+        async with stream:
+            chunks = [chunk async for chunk in stream]
+        seen.append(
+            [
+                {k: [s.payload for s in v] if k == "__interrupt__" else v for k, v in c.items()}
+                for c in chunks
+            ]
+        )
+        if answer is not None:
+            assert stream.result is not None and stream.result.suspension is not None
+            stream = app.stream_resume(stream.result.suspension.token, answer, mode="updates")
+    assert seen == [
+        [{"__interrupt__": [{"value": 1}]}],
+        [{"__interrupt__": [{"value": 2}]}],
+        [{"node": {"my_key": "answer 1 answer 2"}}],
+    ]
 
 
 async def test_answers_are_the_node_executions_own() -> None:
