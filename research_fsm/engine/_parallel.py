@@ -445,6 +445,7 @@ class ParallelRun:
         suspension is)."""
         branch.status = "suspended"
         branch.payload = None
+        branch.answers = ()  # a pause asks nothing
         branch.breakpoint = (where, node)
         branch.at = os.urandom(12).hex()
         self._publish(branch)

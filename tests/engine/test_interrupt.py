@@ -481,3 +481,29 @@ async def test_resume_in_a_new_process(tmp_path: Path) -> None:
     snapshot = await two_question_graph(store).get_state("t")
     assert snapshot is not None and snapshot.suspension is not None
     assert resume(str(snapshot.suspension.token), "two") == "completed ['one', 'two']"
+
+
+async def test_a_branch_pause_after_its_questions_keeps_no_answers() -> None:
+    """A branch whose node was answered and that then pauses at a breakpoint saves no
+    answers with the pause (they were that node's), and goes on past it."""
+    store = MemoryCheckpointStore()
+
+    async def after(state: Asks, ctx: NodeContext) -> dict[str, Any]:
+        return {"got": [f"after {ctx.item}"]}
+
+    builder = StateGraph(Asks).add_node("ask", ask_in_branch).add_node("after", after)
+    builder.add_router(START, lambda s: [Send("ask", "a")], ["ask"], join=END)
+    app = (
+        builder.add_edge("ask", "after")
+        .add_edge("after", END)
+        .compile(store=store, interrupt_before=["after"])
+    )
+    result = await app.run({}, thread_id="t")
+    result = await app.resume(by_payload(result)["a first?"], 1)
+    result = await app.resume(by_payload(result)["a second?"], 2)
+    assert result.suspension is not None and result.suspension.breakpoint == "before"
+    latest = await store.load_latest("t")
+    assert latest is not None and latest.branches is not None
+    assert [record.answers for record in latest.branches.values()] == [()]
+    done = await app.resume(result.suspension.token, None)
+    assert done.state.got == ["a:1,2", "after a"]
