@@ -89,63 +89,59 @@ async def invoke(
     ``Interruption``, its ``Suspend``, with the answers it was given (``_interrupt``)."""
     attempt, item = 1, ctx.item
     scope = None  # the attempt's timeout, when it has one
-    # interrupt() in the node: the answers it replays (``_interrupt``).
-    asker = Asker(spec.name, ctx.answers, spec.resume is not None)
-    asking = ASKER.set(asker)
-    try:
-        while True:
-            own = spec.schema.fresh(state)  # each attempt changes its own copy
-            asker.asked, asker.pending = 0, None  # and asks from its first question
-            if item is not None:
-                ctx.item = fresh_copy(item)  # and its own copy of its Send item
-            try:
-                if resuming and spec.resume is not None:
-                    coro = spec.resume(own, ctx.resume_value, ctx)
-                else:
-                    coro = spec.call(own, ctx)
-                if spec.timeout is None:
+    while True:
+        own = spec.schema.fresh(state)  # each attempt changes its own copy
+        if item is not None:
+            ctx.item = fresh_copy(item)  # and its own copy of its Send item
+        # Its interrupt() calls, from the first: the answers they replay (``_interrupt``).
+        asker = Asker(spec.name, ctx.answers, spec.resume is not None)
+        asking = ASKER.set(asker)
+        try:
+            if resuming and spec.resume is not None:
+                coro = spec.resume(own, ctx.resume_value, ctx)
+            else:
+                coro = spec.call(own, ctx)
+            if spec.timeout is None:
+                out = await coro
+            else:
+                async with asyncio.timeout(spec.timeout) as scope:
                     out = await coro
-                else:
-                    async with asyncio.timeout(spec.timeout) as scope:
-                        out = await coro
-                if asker.pending is not None:  # it caught its interrupt() and went on
-                    raise swallowed(asker)
-                if out is own:
-                    return spec.schema.changes_of(state, own)
-                if type(out) is not dict and getattr(out, "update", None) is own:
-                    changes = spec.schema.changes_of(state, own)
-                    if type(out) is Suspend:
-                        return Suspend(out.payload, update=changes)
-                    if type(out) is Command:
-                        return Command(update=changes, goto=out.goto)
-                return out
-            except GraphInterrupt as asked:  # interrupt(): suspend, keeping the answers
-                return Interruption(asked.value, answers=asker.answers)
-            except (ChildThreadMissing, CorruptCheckpoint):
-                raise  # a subgraph's thread is gone or damaged: not the node's failure
-            except Exception as raised:
-                exc: Exception = raised
-                if scope is not None and spec.timeout is not None and scope.expired():
-                    exc = NodeTimeout(spec.name, spec.timeout)
-                scope = None
-                policy = spec.retry
-                if policy is None:
-                    raise NodeError(exc) from raised
-                try:
-                    again = policy.should_retry(exc, attempt)
-                except (
-                    Exception
-                ) as broken:  # the policy's own retry_on raised: the node fails with it
-                    raise NodeError(broken) from broken
-                if not again:
-                    raise NodeError(exc) from raised
-                ctx.log.warning("node failed; retrying", attempt=attempt, error=repr(exc))
-                if span is not None:
-                    _retried(span, attempt, exc)
-                await asyncio.sleep(policy.delay(attempt))
-                attempt += 1
-    finally:
-        ASKER.reset(asking)
+            if asker.pending is not None:  # it caught its interrupt() and went on
+                raise swallowed(asker)
+            if out is own:
+                return spec.schema.changes_of(state, own)
+            if type(out) is not dict and getattr(out, "update", None) is own:
+                changes = spec.schema.changes_of(state, own)
+                if type(out) is Suspend:
+                    return Suspend(out.payload, update=changes)
+                if type(out) is Command:
+                    return Command(update=changes, goto=out.goto)
+            return out
+        except GraphInterrupt as asked:  # interrupt(): suspend, keeping the answers
+            return Interruption(asked.value, answers=asker.answers)
+        except (ChildThreadMissing, CorruptCheckpoint):
+            raise  # a subgraph's thread is gone or damaged: not the node's failure
+        except Exception as raised:
+            exc: Exception = raised
+            if scope is not None and spec.timeout is not None and scope.expired():
+                exc = NodeTimeout(spec.name, spec.timeout)
+            scope = None
+            policy = spec.retry
+            if policy is None:
+                raise NodeError(exc) from raised
+            try:
+                again = policy.should_retry(exc, attempt)
+            except Exception as broken:  # the policy's own retry_on raised: the node fails with it
+                raise NodeError(broken) from broken
+            if not again:
+                raise NodeError(exc) from raised
+            ctx.log.warning("node failed; retrying", attempt=attempt, error=repr(exc))
+            if span is not None:
+                _retried(span, attempt, exc)
+            await asyncio.sleep(policy.delay(attempt))
+            attempt += 1
+        finally:
+            ASKER.reset(asking)
 
 
 def _retried(span: Span, attempt: int, exc: BaseException) -> None:
