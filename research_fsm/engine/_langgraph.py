@@ -1,6 +1,6 @@
 """LangGraph's names that this engine spells otherwise: each points to its equivalent
-in the ``AttributeError`` a migrating user meets (``StateGraph`` and
-``CompiledGraph`` look them up when an attribute is missing). The names that cost
+in the ``AttributeError`` a migrating user meets (``StateGraph``, ``CompiledGraph``
+and ``StateSnapshot`` look them up when an attribute is missing). The names that cost
 nothing are aliases on ``StateGraph`` instead (``add_conditional_edges``,
 ``set_entry_point``, ``set_finish_point``); see docs/langgraph.md."""
 
@@ -42,10 +42,23 @@ _COMPILED = {
 }
 
 
+_SNAPSHOT = {
+    "values": ".state (a model: .state.model_dump() for LangGraph's dict)",
+    "config": "(snapshot.checkpoint_id; the thread is the one you asked about): pass "
+    "checkpoint_id=... to run, get_state or fork",
+    "metadata": '.origin for metadata["source"] ("run", "update", "rewind", "fork")',
+    "tasks": ".suspensions (tasks[..].interrupts) and .branches (a fan-out's branches)",
+    "interrupts": ".suspensions (each .payload is an Interrupt's .value)",
+    "parent_config": ".parent_id",
+}
+
+_TABLES = {"StateGraph": _GRAPH, "StateSnapshot": _SNAPSHOT}
+
+
 def missing(owner: str, name: str) -> AttributeError:
     """The ``AttributeError`` for ``owner.name``, naming this engine's equivalent when
     ``name`` is LangGraph's."""
-    table = _GRAPH if owner == "StateGraph" else _COMPILED
+    table = _TABLES.get(owner, _COMPILED)
     hint = table.get(name)
     if hint is None:
         return AttributeError(f"'{owner}' object has no attribute '{name}'")

@@ -6,11 +6,12 @@ import base64
 import binascii
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel
 
 from ._errors import EngineError, InvalidResumeToken, NodeTimeout
+from ._langgraph import missing
 from ._records import BranchRecord, BranchStatus, OriginRecord, SuspensionRecord
 
 __all__ = [
@@ -385,6 +386,11 @@ class StateSnapshot(Generic[StateT]):
     children: tuple[ChildThread, ...] = ()
     """The child threads of the subgraph nodes this checkpoint runs next, waits on or
     paused at (one per node execution, in a fan-out one per branch), in order."""
+
+    if not TYPE_CHECKING:  # LangGraph's names (.values, .config...), to the type checker unknown
+
+        def __getattr__(self, name: str) -> Any:
+            raise missing("StateSnapshot", name)
 
 
 @dataclass(slots=True, kw_only=True)
