@@ -296,6 +296,18 @@ class RunResult(Generic[StateT]):
     suspensions: tuple[Suspension, ...] = ()
     """Every pending suspension: one, or one per suspended parallel branch."""
 
+    if not TYPE_CHECKING:  # LangGraph's invoke() returns a dict: name this one's fields
+
+        def __getitem__(self, key: object) -> Any:
+            if key == "__interrupt__":
+                hint = ".suspensions (each .payload is an Interrupt's .value; .token resumes it)"
+            else:
+                hint = f".state.{key} (the state is a model; .state.model_dump() for a dict)"
+            raise TypeError(
+                f"'RunResult' object is not subscriptable (LangGraph's invoke returns a "
+                f"dict); here result[{key!r}] is result{hint} (see docs/langgraph.md)"
+            )
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ChildThread:

@@ -107,6 +107,17 @@ async def test_langgraph_snapshot_fields_name_the_equivalent(name: str, equivale
     assert getattr(snapshot, "nope", "default") == "default"
 
 
+async def test_a_result_read_as_langgraphs_dict_names_the_field() -> None:
+    """`result["field"]` and `result["__interrupt__"]` (LangGraph's invoke dict) raise
+    a TypeError naming `.state.field` and `.suspensions`."""
+    app = looping().set_finish_point("bump").compile()
+    result = await app.run({}, thread_id="t")
+    with pytest.raises(TypeError, match=r"result\['n'\] is result\.state\.n "):
+        result["n"]  # type: ignore[index]
+    with pytest.raises(TypeError, match=r"is result\.suspensions \(each \.payload"):
+        result["__interrupt__"]  # type: ignore[index]
+
+
 def test_other_missing_attributes_read_as_usual() -> None:
     """A name LangGraph does not have gives Python's usual message; hasattr works."""
     app = looping().set_finish_point("bump").compile()
