@@ -92,9 +92,16 @@ _FORM: Final = re.compile(
 is the question's subject."""
 
 
+_OBLIGATION: Final = re.compile(
+    r"(な(?:いと|くては|くちゃ|きゃ|ければ))(?:ダメ|だめ|駄目|いけない|ならない|まずい)\S*$"
+)
+"""「〜ないとダメ？」, 「〜なければならない？」: whether one must; the verb before it keeps
+its ending (cut there, 「残さ」 reads as another word)."""
+
+
 def without_form(text: str) -> str:
     """``text`` without the words of its question form."""
-    return _FORM.sub(" ", text)
+    return _FORM.sub(" ", _OBLIGATION.sub(r"\1 ", text))
 
 
 _ASKS: Final = re.compile(r"(?:[?？]|(?:ます|です|でしょう|ません)か[。]?)\s*$")

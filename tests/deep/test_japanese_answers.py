@@ -50,6 +50,17 @@ def test_japanese_question_forms(question: str, kind: str) -> None:
     assert not {"方法", "違い", "違う", "何", "注意", "する"} & set(parsed.terms)
 
 
+@pytest.mark.parametrize(
+    "question",
+    ["ファイルって残しとかないとダメ？", "ファイルを残さなければならない？", "ファイルは残さないといけない？"],
+)
+def test_an_obligation_is_a_form_not_a_subject(question: str) -> None:
+    """「〜ないとダメ？」, 「〜なければならない？」 ask whether one must: their words
+    (駄目) are no terms a passage must hold."""
+    parsed = parse_question(question)
+    assert {"ファイル", "残"} == set(parsed.terms)
+
+
 def test_a_comparison_has_a_side_for_each_thing_compared() -> None:
     """「A と B は何が違う？」: one side per command, what they share in neither."""
     parsed = parse_question("apt remove と apt purge は何が違う？")

@@ -75,6 +75,16 @@ async def test_a_verbs_kanji_is_counted_and_searched_as_the_question_has_it(
         assert ["a.md"] == [p.path for p in await index.search("ファイル 消")]
 
 
+def test_grammar_words_are_no_terms_by_their_part_of_speech() -> None:
+    """Adverbial nouns of kana or one kanji (いま, とき), a numeral with its counter (何台, 一回) and an
+    auxiliary after a verb (使って|いる) are no terms; a verb that can be an auxiliary
+    but stands alone (誰が始めた: 始める) is one."""
+    terms = query_terms("いまマシンが何台もあるとき、全部一回で済ませる")
+    assert {"マシン", "済"} <= set(terms)
+    assert not {"いま", "今", "時", "台", "回", "何"} & set(terms)
+    assert "始" in query_terms("誰が始めたの") and "始" not in query_terms("使い始める")
+
+
 async def test_the_index_finds_an_inflected_verb(tmp_path: Path) -> None:
     """A passage that says 消します is found by 消す, 消した and 消して."""
     docs = tmp_path / "docs"
