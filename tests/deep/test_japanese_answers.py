@@ -151,6 +151,30 @@ async def test_a_table_row_answers_a_question_in_other_words(
     assert "apt remove — " in compared.summary and "apt purge — " in compared.summary
 
 
+FAQ = """# よくある質問
+
+1.1. 起動時にコンソール用フォントを読み込む方法は?
+
+kbd パッケージがこれをサポートしています。/etc/kbd/config ファイルを編集してください。
+
+1.2. 端末の色を変える方法は?
+
+端末の設定画面で配色を選んでください。
+"""
+
+
+async def test_an_faq_answer_is_about_the_question_above_it(
+    assistant: ResearchAssistant, tmp_path: Path
+) -> None:
+    """An FAQ's answer, which does not repeat its question's words, answers it: the
+    summary gives the file to edit, not the FAQ's question again."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "faq.md").write_text(FAQ, encoding="utf-8")
+    report = await assistant.deep_research("起動時にコンソールのフォントを読み込ませたい", docs=docs)
+    assert report.summary.startswith("/etc/kbd/config ファイルを編集してください。")
+
+
 async def test_a_refusal_comes_in_the_question_language_unless_asked(
     assistant: ResearchAssistant, notes: Path
 ) -> None:
