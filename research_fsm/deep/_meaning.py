@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
-from ..documents import CJK, embedder, similarities
+from ..documents import CJK, embedder, multilingual, similarities
 
 if TYPE_CHECKING:
     from ..documents import Passage
@@ -68,8 +68,9 @@ def parameters() -> tuple[float, float, float, float]:
 
 
 def applies(question: str) -> bool:
-    """Whether meaning is used for ``question``: not for one in Japanese or Chinese."""
-    return CJK.search(question) is None
+    """Whether meaning is used for ``question``: not for one in Japanese or Chinese,
+    unless the model reads them (``documents.multilingual``)."""
+    return CJK.search(question) is None or multilingual(embedder())
 
 
 def fuse(*rankings: Sequence[Passage]) -> list[Passage]:

@@ -153,9 +153,7 @@ def _segment(run: str) -> tuple[str, ...]:
     return tuple(found)
 
 
-def _grammar(
-    surface: str, pos: Sequence[str], before: Sequence[str], after: Sequence[str]
-) -> bool:
+def _grammar(surface: str, pos: Sequence[str], before: Sequence[str], after: Sequence[str]) -> bool:
     """Whether a content word's part of speech (and its neighbours') says it carries the
     sentence's grammar, not its subject:
 
@@ -167,14 +165,12 @@ def _grammar(
     * a numeral and the counter after it (何|台, 一|回): a quantity asked or said, not
       a thing (a document says 複数 or 一度)."""
     if pos[1] in ("非自立可能", "助動詞語幹") and pos[0] != "名詞":
-        return pos[0] != "動詞" or before[0] in ("動詞", "助動詞") or before[:2] == (
-            "助詞",
-            "接続助詞",
-        )
+        after_verb = before[0] in ("動詞", "助動詞") or tuple(before[:2]) == ("助詞", "接続助詞")
+        return pos[0] != "動詞" or after_verb
     if pos[0] == "名詞" and pos[2] == "副詞可能":
         return len(surface) == 1 or not _KANJI.search(surface)
     if pos[1] == "数詞":
-        return after[0] == "名詞" and after[2] == "助数詞可能" or after[2] == "助数詞"
+        return (after[0] == "名詞" and after[2] == "助数詞可能") or after[2] == "助数詞"
     return pos[2] == "助数詞可能" and before[:2] == ("名詞", "数詞")
 
 

@@ -56,7 +56,11 @@ def test_japanese_question_forms(question: str, kind: str) -> None:
 
 @pytest.mark.parametrize(
     "question",
-    ["ファイルって残しとかないとダメ？", "ファイルを残さなければならない？", "ファイルは残さないといけない？"],
+    [
+        "ファイルって残しとかないとダメ？",
+        "ファイルを残さなければならない？",
+        "ファイルは残さないといけない？",
+    ],
 )
 def test_an_obligation_is_a_form_not_a_subject(question: str) -> None:
     """「〜ないとダメ？」, 「〜なければならない？」 ask whether one must: their words
@@ -171,7 +175,9 @@ async def test_an_faq_answer_is_about_the_question_above_it(
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "faq.md").write_text(FAQ, encoding="utf-8")
-    report = await assistant.deep_research("起動時にコンソールのフォントを読み込ませたい", docs=docs)
+    report = await assistant.deep_research(
+        "起動時にコンソールのフォントを読み込ませたい", docs=docs
+    )
     assert report.summary.startswith("/etc/kbd/config ファイルを編集してください。")
 
 

@@ -70,7 +70,7 @@ async def test_a_verbs_kanji_is_counted_and_searched_as_the_question_has_it(
     (docs / "a.md").write_text("# 整理\n\n古いファイルを消去します。\n", "utf-8")
     (docs / "b.md").write_text("# 追加\n\n新しいファイルを作ります。\n", "utf-8")
     async with await DocumentIndex.open(docs, cache_dir=tmp_path / "cache", workers=1) as index:
-        total, counts = await index.frequencies(["消", "ファイル"])
+        _, counts = await index.frequencies(["消", "ファイル"])
         assert counts == {"消": 1, "ファイル": 2}
         assert ["a.md"] == [p.path for p in await index.search("ファイル 消")]
 
