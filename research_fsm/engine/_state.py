@@ -161,6 +161,10 @@ class StateSchema:
             spec = self.fields[name] = _Field(model, name, reducer, annotation)
             if reducer is replace:
                 spec.exact = _exact_types(annotation)
+        # Fields with a reducer of their own (not replace, append nor add).
+        self._own_reducers = frozenset(
+            name for name, spec in self.fields.items() if spec.reducer not in (replace, append, add)
+        )
         # Fields whose values may nest without bound: their updates are checked for depth.
         self._loose = loose_fields(model)
         # A router's copy of a state, handed to the next ``fresh`` of that state.
@@ -228,9 +232,10 @@ class StateSchema:
         reducer's channel empty (``replace``, ``append`` and ``add`` would give the value
         itself, so they are left as validated; a ``Replace`` skips the reducer)."""
         empties: dict[str, Any] = {}
-        for name, value in given.items():
-            spec = self.fields.get(name) if isinstance(name, str) else None
-            if spec is None or spec.reducer in (replace, append, add):
+        own = self._own_reducers
+        for name, value in given.items() if own else ():
+            spec = self.fields.get(name) if name in own else None
+            if spec is None:
                 continue
             if isinstance(value, Replace):
                 continue
