@@ -11,7 +11,7 @@ from typing import Any, Final
 from ..common.writer import MissingFontError
 from ..deep import DeepProgress, DeepText, InvalidResearchRequest, ResearchReport
 from ..engine import EngineError, InvalidResumeToken, StaleResumeToken, ThreadBusy
-from ..qa import Answer, InvalidQuestion, Progress, Reply, Token
+from ..qa import Answer, InvalidQuestion, Progress, Reply, Token, confidence_words
 from ..reports import CompanyNotFound, InvalidReportRequest, Report, ReportProgress
 from ..sources import DataSourceError
 from ._markdown import markdown_tree
@@ -94,6 +94,13 @@ def confidence_label(reply: Reply) -> str | None:
     return reply.confidence_label()
 
 
+def confidence_data(score: int | None) -> dict[str, Any]:
+    """A saved answer's badge: its ``confidence`` (0-10) and ``confidence_label`` (words),
+    both ``None`` for an answer no research went into (a reloaded page shows the badge again)."""
+    label = None if score is None else confidence_words(score)
+    return {"confidence": score, "confidence_label": label}
+
+
 def reply_data(reply: Reply) -> dict[str, Any]:
     """An answer or a question back, as the page shows it."""
     if reply.status == "needs_clarification":
@@ -156,6 +163,7 @@ def report_events(event: ReportProgress | Report) -> Iterable[bytes]:
                 "language": language_of(event.markdown),
                 "tree": markdown_tree(event.markdown, links),
                 "files": _files("reports", event.folder, event.paths),
+                "folder": None if event.folder is None else event.folder.name,
             },
         )
 
@@ -204,5 +212,6 @@ def deep_events(event: DeepProgress | DeepText | ResearchReport) -> Iterable[byt
                 "caveats": event.caveats,
                 "sources": sources,
                 "files": _files("sessions", event.folder, event.paths),
+                "folder": None if event.folder is None else event.folder.name,
             },
         )
