@@ -15,7 +15,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
-from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -46,6 +46,7 @@ from ._request import (
     thread_id,
     topic_language,
 )
+from ._sourceview import SourceNotShown, view_source
 from ._sse import Pump, event_stream, first
 
 __all__ = ["STATIC", "assistant_graphs", "create_app"]
@@ -217,6 +218,27 @@ class _Routes:
             return JSONResponse({"error": "NotFound", "message": "no such report"}, 404)
         return JSONResponse(found, headers={"Cache-Control": "no-store"})
 
+    async def source(self, request: Request) -> Response:
+        """A research session's cited file at its cited lines (a PDF as it is), read-only,
+        and only from inside the documents folder the session searched."""
+        session, cited = request.path_params["session"], request.path_params["source"]
+        if not _SESSION_RE.match(session) or not re.fullmatch(r"S\d{1,5}", cited):
+            raise BadRequest("no such source: /api/source/deep-.../S1")
+        try:
+            view = await view_source(sessions_home() / session, cited)
+        except SourceNotShown as exc:
+            return JSONResponse({"error": "SourceNotShown", "message": str(exc)}, 404)
+        headers = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"}
+        if view.text is None:
+            return FileResponse(
+                view.path,
+                media_type="application/pdf",
+                content_disposition_type="inline",
+                filename=view.path.name,
+                headers=headers,
+            )
+        return PlainTextResponse(view.text, headers=headers)
+
     async def file(self, request: Request) -> Response:
         kind, ident, name = (request.path_params[k] for k in ("kind", "ident", "name"))
         if kind not in ("reports", "sessions") or not _FOLDER_RE.match(ident):
@@ -279,6 +301,7 @@ def create_app(
         Route("/api/continue", _json_errors(r.continue_run), methods=post),
         Route("/api/files/{kind:str}/{ident:str}/{name:str}", _json_errors(r.file)),
         Route("/api/past", _json_errors(r.past)),
+        Route("/api/source/{session:str}/{source:str}", _json_errors(r.source)),
         Route("/api/saved/{kind:str}/{ident:str}", _json_errors(r.saved)),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
         Mount(

@@ -16,9 +16,18 @@ from ..reports import CompanyNotFound, InvalidReportRequest, Report, ReportProgr
 from ..sources import DataSourceError
 from ._markdown import markdown_tree
 from ._request import BadRequest, TooLarge
+from ._sourceview import source_url
 from ._sse import sse
 
-__all__ = ["ask_events", "deep_events", "describe", "report_events", "split_sources", "status"]
+__all__ = [
+    "ask_events",
+    "cited_url",
+    "deep_events",
+    "describe",
+    "report_events",
+    "split_sources",
+    "status",
+]
 
 _LOG = logging.getLogger("research_fsm.web")
 _SOURCES_RE: Final = re.compile(r"\n\n(?:Sources:|出典:)\n((?:- .+\n?)+)$")
@@ -168,6 +177,15 @@ def report_events(event: ReportProgress | Report) -> Iterable[bytes]:
         )
 
 
+def cited_url(session_id: str, source: dict[str, Any]) -> str | None:
+    """Where the page opens a session's source: a web page's URL, or the page's own view
+    of a cited file at its lines (``/api/source/<session>/<S#>``)."""
+    if source.get("kind") == "file":
+        return source_url(session_id, str(source.get("id")))
+    locator = source.get("locator")
+    return locator if isinstance(locator, str) else None
+
+
 def deep_events(event: DeepProgress | DeepText | ResearchReport) -> Iterable[bytes]:
     """A deep-research session's events: ``progress``, ``token`` (the draft), ``deep``."""
     if isinstance(event, DeepProgress) and event.indexing is not None:
@@ -193,7 +211,7 @@ def deep_events(event: DeepProgress | DeepText | ResearchReport) -> Iterable[byt
             {
                 "id": s.get("id"),
                 "title": s.get("title") or s.get("locator"),
-                "url": s.get("locator"),
+                "url": cited_url(event.session_id, s),
             }
             for s in event.sources
         ]

@@ -111,7 +111,12 @@
     return a;
   }
   function link(url, text) {
-    return safeUrl(url) ? makeLink(el("a", null, text || url), url) : null;
+    return safeUrl(url) || localSource(url) ? makeLink(el("a", null, text || url), url) : null;
+  }
+  // the page's own read-only view of a cited local file at its lines (made by the server)
+  const SOURCE_VIEW_RE = /^\/api\/source\/deep-[0-9A-Za-z-]{1,80}\/S\d{1,5}$/;
+  function localSource(url) {
+    return typeof url === "string" && SOURCE_VIEW_RE.test(url);
   }
   function renderSources(container, sources) {
     if (!sources || !sources.length) return;
@@ -122,6 +127,8 @@
       const parsed = safeUrl(source.url);
       if (parsed) {
         item.append(link(source.url, source.title), el("span", "muted", " " + parsed.host));
+      } else if (localSource(source.url)) {
+        item.append(link(source.url, source.title), el("span", "muted", " (the cited lines)"));
       } else {
         item.append([source.title, source.url].filter(Boolean).join(" — "));
       }
@@ -149,7 +156,7 @@
         const value = attrs[name];
         if (typeof value !== "string") continue;
         if (name === "href") {
-          if (safeUrl(value)) makeLink(child, value);
+          if (safeUrl(value) || localSource(value)) makeLink(child, value);
         } else if (name === "class") {
           child.className = value.replace(/[^a-z -]/g, "");
         } else if (/^\d{1,6}$/.test(value)) {
