@@ -53,7 +53,8 @@ __all__ = ["JOURNAL", "Listing"]
 
 JOURNAL = ".threads"
 _TAIL_READ = 16 << 10  # bytes read from a segment's end, first (more if a line is longer)
-_COMPACT_AT = 1 << 20  # a journal this long, and 4x its live records, is written anew
+_COMPACT_AT = 1 << 20  # a journal this long, and 1.5x its live records, is written anew
+_COMPACT_RATIO = 1.5  # (a run writes two records: a store of threads run once each has 2x)
 _ORDER = itemgetter(3, 0)  # a row's place in the listing: (updated_at, thread_id)
 _STATUSES = frozenset(THREAD_STATUSES)
 Row = list[Any]
@@ -366,7 +367,7 @@ class Listing:
             self._rebuild()
             return
         self._read_at += end
-        if self._read_at > _COMPACT_AT and self._lines > 4 * max(len(self._known), 1):
+        if self._read_at > _COMPACT_AT and self._lines > _COMPACT_RATIO * max(len(self._known), 1):
             self._write_all()
 
     def _apply(self, raw: bytes) -> bool:
