@@ -169,3 +169,32 @@ def test_cancel_and_continue_in_the_browser(live: LiveServer, gate: Gate) -> Non
         page.click("#report-output button.continue")
         expect(page.locator("#report-output article.report h1")).to_contain_text("Apple")
         page.screenshot(path=str(artifacts_dir() / "report-continued.png"))
+
+
+@pytest.mark.slow
+def test_a_run_left_by_a_reload_offers_continue(live: LiveServer, gate: Gate) -> None:
+    """In Chromium: reloading the page while a research runs stops the run; the reloaded
+    page says so and its Continue finishes the research."""
+    from .live import CHROMIUM, artifacts_dir, chromium
+
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    expect = sync_api.expect
+    with chromium(sync_api) as browser:
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.set_default_timeout(15_000)
+        page.goto(live.url)
+        page.wait_for_selector("body[data-ready=true]")
+        page.fill("#deep-topic", "Spring Boot 2 to 3 migration")
+        page.click("#deep-start")
+        expect(page.locator("#deep-output button.cancel")).to_be_visible()
+        assert gate.waiting.wait(GATE_WAIT)
+        page.reload()
+        page.wait_for_selector("body[data-ready=true]")
+        expect(page.locator("#deep-view")).to_be_visible()
+        expect(page.locator("#deep-output p.cancelled")).to_contain_text("The page was left")
+        page.screenshot(path=str(artifacts_dir() / "deep-left-by-reload.png"))
+        gate.event.set()
+        page.click("#deep-output button.continue")
+        expect(page.locator("#deep-output article.report h1")).to_contain_text("Spring Boot")

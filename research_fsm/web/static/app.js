@@ -446,7 +446,11 @@
       aborter.abort();
     });
     const handlers = makeHandlers(output, progress);
-    handlers.started = (id) => { run = id; cancel.hidden = !id; };
+    handlers.started = (id) => {
+      run = id;
+      cancel.hidden = !id;
+      if (id) sessionStorage.setItem(SHOWN_KEY, JSON.stringify({ ...shown(), running: { output: output.id, run: id } }));
+    };
     handlers.cancelled = () => { cancelled = true; };
     try {
       await postEvents(url, body, handlers, aborter.signal);
@@ -458,19 +462,26 @@
         step.className = cancelled ? "stopped" : "done";
       }
     }
-    if (cancelled && run) {
-      const note = el("p", "cancelled",
-        "Cancelled. The steps it finished are saved; Continue picks it up from there (" + run + ").");
-      const again = el("button", "continue", "Continue");
-      again.type = "button";
-      again.addEventListener("click", () => {
-        note.remove();
-        again.remove();
-        runJob(output, "/api/continue", { thread_id: run }, makeHandlers);
-      });
-      bar.append(again);
-      output.append(note);
+    const was = shown();
+    if (was.running && was.running.run === run) {
+      delete was.running;
+      sessionStorage.setItem(SHOWN_KEY, JSON.stringify(was));
     }
+    if (cancelled && run) offerContinue(output, bar, run, makeHandlers,
+      "Cancelled. The steps it finished are saved; Continue picks it up from there (" + run + ").");
+  }
+  // a run that stopped before its end (cancelled, or the page left while it ran): Continue
+  function offerContinue(output, bar, run, makeHandlers, text) {
+    const note = el("p", "cancelled", text);
+    const again = el("button", "continue", "Continue");
+    again.type = "button";
+    again.addEventListener("click", () => {
+      note.remove();
+      again.remove();
+      runJob(output, "/api/continue", { thread_id: run }, makeHandlers);
+    });
+    bar.append(again);
+    output.append(note);
   }
   function jobForm(form, output, view, url, body, makeHandlers) {
     $(form).addEventListener("submit", async (event) => {
@@ -514,6 +525,20 @@
       if (typeof was[kind] === "string" && FOLDER_RE.test(was[kind])) await openSaved(kind, was[kind], false);
     }
     if (["chat", "report-view", "deep-view"].includes(was.view)) showView(was.view);
+    const left = was.running; // the page was left (reloaded, closed) while this ran: it stopped
+    const RUN_RE = /^(report-[0-9a-f]{10}|deep-\d{8}T\d{6}Z-[0-9a-f]{16})$/;
+    if (left && typeof left.run === "string" && RUN_RE.test(left.run)
+        && ["report-output", "deep-output"].includes(left.output)) {
+      delete was.running;
+      sessionStorage.setItem(SHOWN_KEY, JSON.stringify(was));
+      const output = $(left.output);
+      output.replaceChildren();
+      const bar = el("p", "job-bar");
+      output.append(bar);
+      offerContinue(output, bar, left.run, left.output === "report-output" ? reportHandlers : deepHandlers,
+        "The page was left while this ran, which stopped it. The steps it finished are saved; Continue picks it up from there (" + left.run + ").");
+      showView(left.output === "report-output" ? "report-view" : "deep-view");
+    }
   }
 
   // -- wiring --
