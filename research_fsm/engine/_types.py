@@ -444,12 +444,10 @@ class StateSnapshot(Generic[StateT]):
         for name, value in saved.items():
             object.__setattr__(self, name, value)
 
-
     if not TYPE_CHECKING:  # LangGraph's names (.values, .config...), to the type checker unknown
 
         def __getattr__(self, name: str) -> Any:
             raise missing("StateSnapshot", name)
-
 
 
 _SNAPSHOT_FIELDS = tuple(f.name for f in fields(StateSnapshot))
