@@ -348,6 +348,9 @@ class ThreadInfo:
     """The thread whose subgraph node runs it (``None``: a top-level thread)."""
     checkpoint_id: str
     """Its latest checkpoint."""
+    unreadable: str | None = None
+    """Why its latest checkpoint cannot be read (a newer research_fsm wrote it...); the
+    other fields are then what the store knew of it before, or guesses. ``None``: it reads."""
 
 
 @dataclass(frozen=True, slots=True)

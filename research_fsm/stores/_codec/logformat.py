@@ -339,6 +339,7 @@ def salvage_bytes(raw: bytes, thread_id: str) -> list[Checkpoint]:
                     **_header(data),
                     state={},
                     branches=_records_of(branches) if isinstance(branches, dict) else None,
+                    parent_thread_id=parent_thread_of(data),
                 )
             )
         except (ValueError, KeyError, TypeError, Damaged):
