@@ -420,6 +420,17 @@ class StateSnapshot(Generic[StateT]):
     """The child threads of the subgraph nodes this checkpoint runs next, waits on or
     paused at (one per node execution, in a fan-out one per branch), in order."""
 
+    def __repr__(self) -> str:
+        """As a dataclass's, with a state that no longer fits shown as its error."""
+        shown = []
+        for name in _SNAPSHOT_FIELDS:
+            try:
+                value = repr(getattr(self, name))
+            except EngineError as exc:  # IncompatibleCheckpoint: say so, never raise
+                value = f"<{type(exc).__name__}: {exc}>"
+            shown.append(f"{name}={value}")
+        return f"{type(self).__qualname__}({', '.join(shown)})"
+
     def __getstate__(self) -> dict[str, Any]:
         """For pickle and copy: the state validated (a ``LazyState`` holds a function)."""
         return {name: getattr(self, name) for name in _SNAPSHOT_FIELDS}
