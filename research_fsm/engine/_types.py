@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 from pydantic import BaseModel
 
 from ._errors import EngineError, InvalidResumeToken, NodeTimeout
+from ._langgraph import missing
 from ._records import BranchRecord, BranchStatus, OriginRecord, SuspensionRecord
 
 __all__ = [
@@ -295,6 +296,18 @@ class RunResult(Generic[StateT]):
     suspensions: tuple[Suspension, ...] = ()
     """Every pending suspension: one, or one per suspended parallel branch."""
 
+    if not TYPE_CHECKING:  # LangGraph's invoke() returns a dict: name this one's fields
+
+        def __getitem__(self, key: object) -> Any:
+            if key == "__interrupt__":
+                hint = ".suspensions (each .payload is an Interrupt's .value; .token resumes it)"
+            else:
+                hint = f".state.{key} (the state is a model; .state.model_dump() for a dict)"
+            raise TypeError(
+                f"'RunResult' object is not subscriptable (LangGraph's invoke returns a "
+                f"dict); here result[{key!r}] is result{hint} (see docs/langgraph.md)"
+            )
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ChildThread:
@@ -438,6 +451,11 @@ class StateSnapshot(Generic[StateT]):
     def __setstate__(self, saved: dict[str, Any]) -> None:
         for name, value in saved.items():
             object.__setattr__(self, name, value)
+
+    if not TYPE_CHECKING:  # LangGraph's names (.values, .config...), to the type checker unknown
+
+        def __getattr__(self, name: str) -> Any:
+            raise missing("StateSnapshot", name)
 
 
 _SNAPSHOT_FIELDS = tuple(f.name for f in fields(StateSnapshot))
