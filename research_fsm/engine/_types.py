@@ -378,7 +378,10 @@ class _StateField:
     def __get__(self, snapshot: Any, owner: Any = None) -> Any:
         if snapshot is None:  # on the class: a field without a default
             raise AttributeError("state")
-        state = snapshot.__dict__["_state"]
+        try:
+            state = snapshot.__dict__["_state"]
+        except KeyError:  # not set yet (an unpickling)
+            raise AttributeError("state") from None
         if type(state) is LazyState:
             loaded = snapshot.__dict__.get("_loaded")
             if loaded is None:  # one instance for every reader, threads racing too

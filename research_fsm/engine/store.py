@@ -17,6 +17,7 @@ import base64
 import binascii
 import functools
 import heapq
+import json
 import os
 import re
 import types
@@ -275,15 +276,11 @@ def encode_cursor(last: ThreadInfo) -> str:
 
 
 def _cursor(updated_at: str, thread_id: str) -> str:
-    import json  # here: a run that lists no threads never loads it (start-up)
-
     raw = json.dumps([updated_at, thread_id], separators=(",", ":")).encode()
     return _CURSOR_PREFIX + base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
 
 
 def _decode_cursor(cursor: object) -> tuple[str, str]:
-    import json
-
     allowed = "pass None for the first page, or the next_cursor of the page before"
     if not isinstance(cursor, str) or not cursor.startswith(_CURSOR_PREFIX) or len(cursor) > 600:
         raise InvalidThreadQuery("cursor", cursor, allowed)
