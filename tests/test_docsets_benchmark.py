@@ -208,3 +208,18 @@ def test_the_diagnosis_puts_a_fact_at_the_stage_that_lost_it(tmp_path: Path) -> 
     for stage, (sources, checks, facts) in cases.items():
         folder = _session(tmp_path / stage, sources, checks, facts)
         assert stage_of(fact, folder, in_passages=True) == stage, stage
+
+
+def test_the_calibration_counts_answers_among_the_analysed_passages() -> None:
+    """The blend's fit tells an answering passage ranked among the analysed ones (the
+    first ``top_k``) from one ranked lower but still among the eight judged."""
+    from benchmarks.answers.calibrate import ANALYSED, evaluate
+
+    def row(rank: int) -> dict[str, Any]:
+        cands = [{"lex": 1.0 - i / 20, "cos": None, "holds": i == rank} for i in range(8)]
+        return {"kind": "direct", "cands": cands}
+
+    low = evaluate([row(ANALYSED)], 0.0, 0.0)
+    high = evaluate([row(ANALYSED - 1)], 0.0, 0.0)
+    assert (low["in_analysed"], low["in_top"]) == (0.0, 1.0)
+    assert (high["in_analysed"], high["in_top"]) == (1.0, 1.0)
