@@ -5,12 +5,13 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, TypeVar
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel
 
 from ._errors import EngineError, InvalidResumeToken, NodeTimeout
+from ._langgraph import missing
 from ._records import BranchRecord, BranchStatus, OriginRecord, SuspensionRecord
 
 __all__ = [
@@ -295,6 +296,18 @@ class RunResult(Generic[StateT]):
     suspensions: tuple[Suspension, ...] = ()
     """Every pending suspension: one, or one per suspended parallel branch."""
 
+    if not TYPE_CHECKING:  # LangGraph's invoke() returns a dict: name this one's fields
+
+        def __getitem__(self, key: object) -> Any:
+            if key == "__interrupt__":
+                hint = ".suspensions (each .payload is an Interrupt's .value; .token resumes it)"
+            else:
+                hint = f".state.{key} (the state is a model; .state.model_dump() for a dict)"
+            raise TypeError(
+                f"'RunResult' object is not subscriptable (LangGraph's invoke returns a "
+                f"dict); here result[{key!r}] is result{hint} (see docs/langgraph.md)"
+            )
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ChildThread:
@@ -348,12 +361,46 @@ class ThreadPage:
     """Pass it as ``cursor=`` for the next page; opaque, ``None`` after the last."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+class LazyState:
+    """A snapshot's state not validated yet (``history()``): ``load()`` validates it."""
+
+    __slots__ = ("load",)
+
+    def __init__(self, load: Callable[[], BaseModel]) -> None:
+        self.load = load
+
+
+class _StateField:
+    """``StateSnapshot.state``: a state given as ``LazyState`` is validated on first
+    read (``IncompatibleCheckpoint`` then, at every read, if it no longer fits) and
+    kept; any other value is the state as given."""
+
+    def __get__(self, snapshot: Any, owner: Any = None) -> Any:
+        if snapshot is None:  # on the class: a field without a default
+            raise AttributeError("state")
+        state = snapshot.__dict__["_state"]
+        if type(state) is LazyState:
+            loaded = snapshot.__dict__.get("_loaded")
+            if loaded is None:  # one instance for every reader, threads racing too
+                loaded = snapshot.__dict__.setdefault("_loaded", state.load())
+            return loaded
+        return state
+
+    def __set__(self, snapshot: Any, state: Any) -> None:
+        snapshot.__dict__["_state"] = state
+
+
+@dataclass(frozen=True, kw_only=True)
 class StateSnapshot(Generic[StateT]):
     """The latest saved checkpoint of a thread, as ``get_state`` returns it."""
 
-    state: StateT
-    """The state saved."""
+    if TYPE_CHECKING:
+        state: StateT
+    else:
+        state: StateT = _StateField()
+    """The state saved. A ``history()`` snapshot validates it on first read (a page
+    whose states nobody reads costs no validation): a state the model no longer
+    fits raises ``IncompatibleCheckpoint`` there."""
     status: CheckpointStatus
     """``running`` (stopped midway), ``suspended``, ``completed`` or ``failed``."""
     next: str | None
@@ -385,6 +432,22 @@ class StateSnapshot(Generic[StateT]):
     children: tuple[ChildThread, ...] = ()
     """The child threads of the subgraph nodes this checkpoint runs next, waits on or
     paused at (one per node execution, in a fan-out one per branch), in order."""
+
+    def __getstate__(self) -> dict[str, Any]:
+        """For pickle and copy: the state validated (a ``LazyState`` holds a function)."""
+        return {name: getattr(self, name) for name in _SNAPSHOT_FIELDS}
+
+    def __setstate__(self, saved: dict[str, Any]) -> None:
+        for name, value in saved.items():
+            object.__setattr__(self, name, value)
+
+    if not TYPE_CHECKING:  # LangGraph's names (.values, .config...), to the type checker unknown
+
+        def __getattr__(self, name: str) -> Any:
+            raise missing("StateSnapshot", name)
+
+
+_SNAPSHOT_FIELDS = tuple(f.name for f in fields(StateSnapshot))
 
 
 @dataclass(slots=True, kw_only=True)

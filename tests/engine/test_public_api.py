@@ -37,8 +37,10 @@ EXPECTED_ALL = [
     "EngineError",
     "ErrorInfo",
     "Event",
+    "GraphInterrupt",
     "GraphValidationError",
     "IncompatibleCheckpoint",
+    "InterruptMisused",
     "InvalidCommand",
     "InvalidResumeToken",
     "InvalidResumeValue",
@@ -81,6 +83,7 @@ EXPECTED_ALL = [
     "UpdateRefused",
     "add",
     "append",
+    "interrupt",
     "is_transient",
     "replace",
     "validate_thread_id",
@@ -175,6 +178,7 @@ ERRORS = {
     "ChildThreadMissing": LookupError,
     "UnknownSubgraph": ValueError,
     "InvalidThreadQuery": ValueError,
+    "InterruptMisused": RuntimeError,
 }
 
 
