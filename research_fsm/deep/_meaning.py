@@ -48,7 +48,7 @@ RRF_K: Final = 60
 """Reciprocal-rank fusion's constant: a passage's fused score is the sum of
 ``1 / (RRF_K + rank)`` over the rankings it is in."""
 PARAMETERS: Final[dict[str, tuple[float, float, float, float]]] = {
-    "all-minilm-l6-v2": (1.2, 0.34, 0.0, 0.3),
+    "all-minilm-l6-v2": (1.4, 0.38, 0.0, 0.3),
     "wordllama-l2-supercat-256": (0.5, 0.5, 0.0, 0.5),
     "multilingual-e5-small-q4": (1.6, 0.74, 0.0, 0.74),
 }
