@@ -1,16 +1,14 @@
 """The floor: what a person gets by writing the loop by hand, over the same graphs.
 
-Figure 1's graph (``_graphs``) and figure 9's fan-out and ``Send`` map, run without
-the engine: ``await node(state)``, ``state.model_copy(update=...)`` (the messages'
-append written out), the same routers. Nothing is saved, no node is given a copy of
+Figure 1's graph (``_graphs``) run without the engine: ``await node(state)``,
+``state.model_copy(update=...)`` (the messages' append written out), the same routers
+(figure 9's fan-out and ``Send`` map written by hand live in ``fig9_parallel``). Nothing is saved, no node is given a copy of
 its own, nothing is validated: the least a step can cost in this process. The
 engine's cost per step is reported beside it as a ratio (figures 1, 9 and 17).
 """
 
 from __future__ import annotations
 
-import asyncio
-import types
 from typing import Any
 
 from ._common import Sample, timed
@@ -31,7 +29,7 @@ from ._graphs import (
     validator_update,
 )
 
-__all__ = ["hand_fanout_batch", "hand_map_batch", "hand_run", "hand_runs_batch"]
+__all__ = ["hand_run", "hand_runs_batch"]
 
 _END = "__end__"
 
@@ -82,42 +80,3 @@ async def hand_runs_batch(inputs: list[dict[str, Any]]) -> tuple[Sample, int]:
             _, taken = await hand_run(agents, data)
             steps += taken
     return sample, steps
-
-
-# -- figure 9's graphs ----------------------------------------------------------------
-
-
-async def hand_fanout_batch(n: int, branches: tuple[str, ...]) -> Sample:
-    """Figure 9's static fan-out written by hand ``n`` times: researcher, the branches
-    gathered, their results appended in order, synthesizer."""
-    from .fig9_parallel import ParState, _researcher, _rfsm_branch, _synthesizer
-
-    nodes = [_rfsm_branch(name, 0.0, None) for name in branches]
-    with timed() as sample:
-        for _ in range(n):
-            state = ParState(question="What's happening with Apple?")
-            state = state.model_copy(update=await _researcher(state, None))  # type: ignore[arg-type]
-            outs = await asyncio.gather(*(node(state, None) for node in nodes))
-            results = [*state.results, *(r for out in outs for r in out["results"])]
-            state = state.model_copy(update={"results": results})
-            state = state.model_copy(update=await _synthesizer(state, None))  # type: ignore[arg-type]
-    assert state.summary == f"{len(branches)} results", state.summary
-    return sample
-
-
-async def hand_map_batch(n: int, items: list[str]) -> Sample:
-    """Figure 9's ``Send`` map written by hand ``n`` times: plan, one ``analyse`` per
-    item gathered (the item as ``ctx.item``), synth."""
-    from .fig9_parallel import ParState, _analyse, _researcher, _synthesizer
-
-    contexts = [types.SimpleNamespace(item=item) for item in items]
-    with timed() as sample:
-        for _ in range(n):
-            state = ParState(question="What's happening with Apple?")
-            state = state.model_copy(update=await _researcher(state, None))  # type: ignore[arg-type]
-            outs = await asyncio.gather(*(_analyse(state, ctx) for ctx in contexts))  # type: ignore[arg-type]
-            results = [*state.results, *(r for out in outs for r in out["results"])]
-            state = state.model_copy(update={"results": results})
-            state = state.model_copy(update=await _synthesizer(state, None))  # type: ignore[arg-type]
-    assert state.results == items
-    return sample

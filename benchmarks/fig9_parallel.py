@@ -35,6 +35,7 @@ import asyncio
 import operator
 import sqlite3
 import time
+import types
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
@@ -60,7 +61,6 @@ from ._common import (
     temp_dir,
     timed,
 )
-from ._floor import hand_fanout_batch, hand_map_batch
 from ._graphs import lg_config
 
 TITLE = "Parallel branches: fan-out and join, Send map"
@@ -644,3 +644,38 @@ def run(sizes: Sizes, peer: bool) -> FigureResult:
         "finished task's writes (put_writes) to SQLite on its own."
     )
     return fig
+
+
+# -- the floor: figure 9's graphs written by hand (``_floor`` has figure 1's) ----------------------------------------------------------------
+
+
+async def hand_fanout_batch(n: int, branches: tuple[str, ...]) -> Sample:
+    """Figure 9's static fan-out written by hand ``n`` times: researcher, the branches
+    gathered, their results appended in order, synthesizer."""
+    nodes = [_rfsm_branch(name, 0.0, None) for name in branches]
+    with timed() as sample:
+        for _ in range(n):
+            state = ParState(question="What's happening with Apple?")
+            state = state.model_copy(update=await _researcher(state, None))  # type: ignore[arg-type]
+            outs = await asyncio.gather(*(node(state, None) for node in nodes))
+            results = [*state.results, *(r for out in outs for r in out["results"])]
+            state = state.model_copy(update={"results": results})
+            state = state.model_copy(update=await _synthesizer(state, None))  # type: ignore[arg-type]
+    assert state.summary == f"{len(branches)} results", state.summary
+    return sample
+
+
+async def hand_map_batch(n: int, items: list[str]) -> Sample:
+    """Figure 9's ``Send`` map written by hand ``n`` times: plan, one ``analyse`` per
+    item gathered (the item as ``ctx.item``), synth."""
+    contexts = [types.SimpleNamespace(item=item) for item in items]
+    with timed() as sample:
+        for _ in range(n):
+            state = ParState(question="What's happening with Apple?")
+            state = state.model_copy(update=await _researcher(state, None))  # type: ignore[arg-type]
+            outs = await asyncio.gather(*(_analyse(state, ctx) for ctx in contexts))  # type: ignore[arg-type]
+            results = [*state.results, *(r for out in outs for r in out["results"])]
+            state = state.model_copy(update={"results": results})
+            state = state.model_copy(update=await _synthesizer(state, None))  # type: ignore[arg-type]
+    assert state.results == items
+    return sample
