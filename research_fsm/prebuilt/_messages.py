@@ -90,6 +90,7 @@ def _message(item: object) -> Message:
                 "(human is user, ai is assistant)"
             )
         kind = kinds[0][2]
+        assert kind is not None
         return {**item, "type": kind, "role": _ROLE_OF_TYPE[kind]}
     raise ValueError(
         f"a message is a dict, a str or a (role, content) pair, got {type(item).__name__}"

@@ -39,6 +39,7 @@ EXPECTED_ALL = [
     "Event",
     "GraphValidationError",
     "IncompatibleCheckpoint",
+    "InvalidCall",
     "InvalidCommand",
     "InvalidResumeToken",
     "InvalidResumeValue",
@@ -62,6 +63,7 @@ EXPECTED_ALL = [
     "Send",
     "StaleResumeToken",
     "StateGraph",
+    "StateMisread",
     "StateSerializationError",
     "StateSnapshot",
     "StepLimitExceeded",
@@ -175,6 +177,8 @@ ERRORS = {
     "ChildThreadMissing": LookupError,
     "UnknownSubgraph": ValueError,
     "InvalidThreadQuery": ValueError,
+    "InvalidCall": TypeError,
+    "StateMisread": AttributeError,
 }
 
 

@@ -9,12 +9,21 @@ from typing import Any
 
 import pytest
 
-from research_fsm.engine import END, START, InvalidUpdate, NodeContext, NodeFailed, StateGraph
+from research_fsm.engine import (
+    END,
+    START,
+    GraphValidationError,
+    InvalidUpdate,
+    NodeContext,
+    NodeFailed,
+    StateGraph,
+)
 from research_fsm.prebuilt import (
     REMOVE_ALL_MESSAGES,
     MessagesState,
     ToolNode,
     add_messages,
+    create_react_agent,
     remove_message,
     to_anthropic,
     tools_condition,
@@ -278,3 +287,11 @@ def test_the_tool_spec_reads_the_signature_and_docstring() -> None:
     assert spec["description"] == "Twice x, slowly."
     assert spec["input_schema"]["properties"]["x"]["type"] == "integer"
     assert spec["input_schema"]["required"] == ["x"]
+
+
+def test_create_react_agent_refuses_a_model_name_when_built() -> None:
+    """A LangGraph model string (or any object without async converse) is refused by
+    create_react_agent itself, naming what a model must be."""
+    for model in ("anthropic:claude-3-5-sonnet-latest", object()):
+        with pytest.raises(GraphValidationError, match=r"async def converse\(\*, agent"):
+            create_react_agent(model, [slow_double])  # type: ignore[arg-type]
