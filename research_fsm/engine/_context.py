@@ -25,6 +25,17 @@ def parent_thread_of(thread_id: str) -> str | None:
     return running[1] if running is not None and running[0] == thread_id else None
 
 
+def _as_config(read: str) -> InvalidCall:
+    """The error for a ``NodeContext`` read as LangGraph's config dict."""
+    return InvalidCall(
+        f"a node's second parameter is a NodeContext, not LangGraph's config dict ({read})",
+        "ctx.thread_id (config['configurable']['thread_id']), ctx.node, ctx.step, "
+        "ctx.run_id, ctx.item (a Send's argument), ctx.resume_value, ctx.emit(kind, "
+        "data) (get_stream_writer()); other settings: close over them when you "
+        "build the graph",
+    )
+
+
 @dataclass(slots=True, kw_only=True)
 class NodeContext:
     """Per-step context handed to nodes that accept a second parameter
@@ -80,14 +91,10 @@ class NodeContext:
     if not TYPE_CHECKING:  # to the type checker not subscriptable, as it is not
 
         def __getitem__(self, key):
-            raise InvalidCall(
-                f"a node's second parameter is a NodeContext, not LangGraph's config dict "
-                f"(ctx[{key!r}])",
-                "ctx.thread_id (config['configurable']['thread_id']), ctx.node, ctx.step, "
-                "ctx.run_id, ctx.item (a Send's argument), ctx.resume_value, ctx.emit(kind, "
-                "data) (get_stream_writer()); other settings: close over them when you "
-                "build the graph",
-            )
+            raise _as_config(f"ctx[{key!r}]")
+
+        def get(self, key, default=None):
+            raise _as_config(f"ctx.get({key!r})")
 
     def emit(self, kind: str, data: Any = None) -> None:
         """Send ``data`` to stream consumers now, while the node still runs."""

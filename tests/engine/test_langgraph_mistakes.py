@@ -95,8 +95,11 @@ async def test_reading_the_context_as_a_config_dict_names_ctx_thread_id() -> Non
         await one_node("gather", gather).run({}, thread_id="t")
     assert isinstance(failed.value.cause, InvalidCall)
     assert "ctx.thread_id" in str(failed.value) and "NodeContext" in str(failed.value)
+    ctx = NodeContext(thread_id="t", run_id="r", step=0, node="n")
     with pytest.raises(TypeError, match=r"ctx\.thread_id"):
-        NodeContext(thread_id="t", run_id="r", step=0, node="n")["configurable"]  # type: ignore[index]
+        ctx["configurable"]  # type: ignore[index]
+    with pytest.raises(InvalidCall, match=r"config dict \(ctx\.get\('configurable'\)\)"):
+        ctx.get("configurable", {})  # type: ignore[attr-defined]
 
 
 async def test_add_node_with_a_function_alone_takes_its_name() -> None:
