@@ -76,7 +76,7 @@ class _Rfsm:
         self.done += n
         return sample
 
-    async def page(self) -> tuple[float, int]:
+    async def page(self) -> tuple[float, float, int]:
         ids = [s.checkpoint_id async for s in self.app.history("t")]
         middle = ids[len(ids) // 2]
         times = []
@@ -84,8 +84,8 @@ class _Rfsm:
             with timed() as sample:
                 page = [s async for s in self.app.history("t", limit=PAGE, before=middle)]
             assert [s.checkpoint_id for s in page] == ids[len(ids) // 2 + 1 :][:PAGE]
-            times.append(sample.wall)
-        return median(times), len(ids)
+            times.append(sample)
+        return median([t.wall for t in times]), median([t.cpu for t in times]), len(ids)
 
 
 class _LangGraph:
@@ -124,7 +124,7 @@ class _LangGraph:
         self.done += n
         return sample
 
-    async def page(self) -> tuple[float, int]:
+    async def page(self) -> tuple[float, float, int]:
         every = list(self.app.get_state_history(self.config))
         middle = every[len(every) // 2].config
         times = []
@@ -132,8 +132,8 @@ class _LangGraph:
             with timed() as sample:
                 page = list(self.app.get_state_history(self.config, limit=PAGE, before=middle))
             assert len(page) == PAGE
-            times.append(sample.wall)
-        return median(times), len(every)
+            times.append(sample)
+        return median([t.wall for t in times]), median([t.cpu for t in times]), len(every)
 
     def close(self) -> None:
         if self.conn is not None:
@@ -165,7 +165,7 @@ async def _measure(variants: list[str], root: Path, n: int, reps: int) -> dict[s
             where.mkdir()
             threads[variant] = _LangGraph(where / "checkpoints.sqlite")
     samples: dict[str, list[Sample]] = {v: [] for v in variants}
-    pages: dict[str, tuple[float, int]] = {}
+    pages: dict[str, tuple[float, float, int]] = {}
     try:
         for variant in variants:
             await threads[variant].start()
@@ -192,30 +192,39 @@ def run(sizes: Sizes, peer: bool) -> FigureResult:
         asyncio.run(_verify(root))
         measured = asyncio.run(_measure(variants, root, n, sizes.reps))
     samples: dict[str, list[Sample]] = measured["samples"]
-    pages: dict[str, tuple[float, int]] = measured["pages"]
+    pages: dict[str, tuple[float, float, int]] = measured["pages"]
 
     def us(variant: str, attr: str = "wall") -> float | None:
         if variant not in samples:
             return None
         return median([getattr(s, attr) for s in samples[variant]]) / n * 1e6
 
-    def page_us(variant: str) -> float | None:
-        return pages[variant][0] * 1e6 if variant in pages else None
+    def page_us(variant: str, cpu: bool = False) -> float | None:
+        return pages[variant][1 if cpu else 0] * 1e6 if variant in pages else None
 
     for ours, theirs, label in PAIRS:
         fig.rows.append(faster_row(f"update_state, {label}", "µs", us(ours), us(theirs)))
     for ours, theirs, label in PAIRS:
-        depth = pages[ours][1]
-        fig.rows.append(
-            faster_row(
-                f"a page of {PAGE} snapshots from the middle of {depth:,} checkpoints, {label}",
-                "µs",
-                page_us(ours),
-                page_us(theirs),
+        depth = pages[ours][2]
+        for cpu in (False, True):
+            fig.rows.append(
+                faster_row(
+                    f"a page of {PAGE} snapshots from the middle of {depth:,} checkpoints, "
+                    f"{label}{', CPU' if cpu else ''}",
+                    "µs",
+                    page_us(ours, cpu),
+                    page_us(theirs, cpu),
+                )
             )
-        )
     table = [
-        [LABELS[v], fmt(us(v)), fmt(us(v, "cpu")), fmt(page_us(v)), f"{pages[v][1]:,}"]
+        [
+            LABELS[v],
+            fmt(us(v)),
+            fmt(us(v, "cpu")),
+            fmt(page_us(v)),
+            fmt(page_us(v, cpu=True)),
+            f"{pages[v][2]:,}",
+        ]
         for v in variants
     ]
     fig.detail = {
@@ -224,7 +233,8 @@ def run(sizes: Sizes, peer: bool) -> FigureResult:
         "us_per_update": {v: us(v) for v in variants},
         "cpu_us_per_update": {v: us(v, "cpu") for v in variants},
         "page_us": {v: page_us(v) for v in variants},
-        "checkpoints_in_thread": {v: pages[v][1] for v in variants},
+        "cpu_page_us": {v: page_us(v, cpu=True) for v in variants},
+        "checkpoints_in_thread": {v: pages[v][2] for v in variants},
     }
     fig.detail_md = [
         f"{n} update_state calls per batch on one finished thread, {sizes.reps} repetitions, "
@@ -236,6 +246,7 @@ def run(sizes: Sizes, peer: bool) -> FigureResult:
                 "µs per update_state",
                 "CPU µs per update_state",
                 f"µs per page of {PAGE}",
+                f"CPU µs per page of {PAGE}",
                 "checkpoints in the thread",
             ],
             table,

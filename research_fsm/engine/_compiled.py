@@ -14,6 +14,7 @@ import asyncio
 import dataclasses
 import inspect
 from collections.abc import AsyncIterator, Callable, Collection, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel
@@ -45,6 +46,7 @@ from ._types import (
     Checkpoint,
     ChildThread,
     ErrorInfo,
+    LazyState,
     Origin,
     RunResult,
     StateSnapshot,
@@ -262,7 +264,7 @@ class CompiledGraph(Generic[StateT]):
         limit = validate_limit(limit)
         before = check_checkpoint_id(before, "before")
         async for checkpoint in self.store.history(thread_id, limit=limit, before=before):
-            yield await self._snapshot(checkpoint)
+            yield await self._snapshot(checkpoint, lazy=True)
 
     async def threads(
         self,
@@ -380,7 +382,10 @@ class CompiledGraph(Generic[StateT]):
 
     # -- snapshots ---------------------------------------------------------------
 
-    async def _snapshot(self, cp: Checkpoint, subgraphs: bool = False) -> StateSnapshot[StateT]:
+    async def _snapshot(
+        self, cp: Checkpoint, subgraphs: bool = False, *, lazy: bool = False
+    ) -> StateSnapshot[StateT]:
+        """``cp`` as a snapshot; ``lazy``: its state validated when first read."""
         suspensions: list[Suspension] = []
         branches: tuple[BranchInfo, ...] = ()
         if cp.status == "suspended" and cp.suspension is not None:
@@ -405,9 +410,11 @@ class CompiledGraph(Generic[StateT]):
                 for branch_id, record in in_order(cp.branches)
             )
             suspensions += await branch_suspensions(self.store, cp.thread_id, cp.branches)
-        state = restore(self._plan, cp, nodes=False)  # a snapshot needs no node of the graph
-        if isinstance(state, IncompatibleCheckpoint):
-            raise state
+        state: BaseModel | LazyState
+        if lazy and type(cp.state) is not self._plan.schema.model:  # else nothing to do
+            state = LazyState(partial(_state_of, self._plan, cp))
+        else:
+            state = _state_of(self._plan, cp)
         children: tuple[ChildThread, ...] = ()
         if self._plan.children:
             children, suspensions = await self._children(cp, suspensions, subgraphs)
@@ -549,6 +556,14 @@ class CompiledGraph(Generic[StateT]):
             if self._holders.get(thread_id) is task:
                 del self._holders[thread_id]
             await lease.release()
+
+
+def _state_of(plan: Plan, cp: Checkpoint) -> BaseModel:
+    """``cp``'s state as a model (``IncompatibleCheckpoint`` if it no longer fits)."""
+    state = restore(plan, cp, nodes=False)  # a snapshot needs no node of the graph
+    if isinstance(state, IncompatibleCheckpoint):
+        raise state
+    return state
 
 
 def _parent_of(cp: Checkpoint) -> str | None:

@@ -137,6 +137,13 @@ class StateSchema:
             if reducer not in (replace, append):
                 _check_reducer(model, name, reducer)
             self.fields[name] = _Field(model, name, reducer, annotation)
+        # Fields whose first input goes through their reducer (``_reducible``).
+        self._own_reducers = frozenset(
+            name
+            for name, spec in self.fields.items()
+            if spec.reducer not in (replace, append, add)
+            and _empty(model.model_fields[name].annotation) is not _NO_GAIN
+        )
         # Fields whose values may nest without bound: their updates are checked for depth.
         self._loose = loose_fields(model)
         # A router's copy of a state, handed to the next ``fresh`` of that state.
@@ -176,9 +183,11 @@ class StateSchema:
                         f"input field `{key}` is nested more than {MAX_NESTING} levels deep "
                         "(lists, dicts, tuples, sets): flatten it"
                     )
-        reduced = self._reducible(given) if isinstance(given, Mapping) else {}
-        if reduced and isinstance(data, Mapping):  # validated after the reducer merges them
-            data = {k: v for k, v in data.items() if k not in reduced}
+        reduced = None
+        if self._own_reducers and isinstance(given, Mapping):
+            reduced = self._reducible(given)
+            if reduced and isinstance(data, Mapping):  # validated after the reducer merges them
+                data = {k: v for k, v in data.items() if k not in reduced}
         try:
             state = self.model.model_validate(data or {})
         except ValidationError as exc:
@@ -204,15 +213,12 @@ class StateSchema:
         reducer's channel empty (``replace``, ``append`` and ``add`` would give the value
         itself, so they are left as validated; a ``Replace`` skips the reducer)."""
         empties: dict[str, Any] = {}
+        own = self._own_reducers
+        if not own:  # most models: nothing to look at
+            return empties
         for name, value in given.items():
-            spec = self.fields.get(name) if isinstance(name, str) else None
-            if spec is None or spec.reducer in (replace, append, add):
-                continue
-            if isinstance(value, Replace):
-                continue
-            empty = _empty(self.model.model_fields[name].annotation)
-            if empty is not _NO_GAIN:
-                empties[name] = empty
+            if name in own and not isinstance(value, Replace):
+                empties[name] = _empty(self.model.model_fields[name].annotation)
         return empties
 
     def fresh(self, state: BaseModel) -> BaseModel:

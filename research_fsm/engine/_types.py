@@ -5,8 +5,8 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, TypeVar
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel
 
@@ -371,7 +371,36 @@ class ThreadPage:
     """Pass it as ``cursor=`` for the next page; opaque, ``None`` after the last."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+class LazyState:
+    """A snapshot's state not validated yet (``history()``): ``load()`` validates it."""
+
+    __slots__ = ("load",)
+
+    def __init__(self, load: Callable[[], BaseModel]) -> None:
+        self.load = load
+
+
+class _StateField:
+    """``StateSnapshot.state``: a state given as ``LazyState`` is validated on first
+    read (``IncompatibleCheckpoint`` then, at every read, if it no longer fits) and
+    kept; any other value is the state as given."""
+
+    def __get__(self, snapshot: Any, owner: Any = None) -> Any:
+        if snapshot is None:  # on the class: a field without a default
+            raise AttributeError("state")
+        state = snapshot.__dict__["_state"]
+        if type(state) is LazyState:
+            loaded = snapshot.__dict__.get("_loaded")
+            if loaded is None:  # one instance for every reader, threads racing too
+                loaded = snapshot.__dict__.setdefault("_loaded", state.load())
+            return loaded
+        return state
+
+    def __set__(self, snapshot: Any, state: Any) -> None:
+        snapshot.__dict__["_state"] = state
+
+
+@dataclass(frozen=True, kw_only=True)
 class StateSnapshot(Generic[StateT]):
     """A saved checkpoint of a thread, as ``get_state`` (the latest, or one by id),
     ``history`` and ``update_state`` return it.
@@ -397,8 +426,13 @@ class StateSnapshot(Generic[StateT]):
             waits on or paused at.
     """
 
-    state: StateT
-    """The state saved."""
+    if TYPE_CHECKING:
+        state: StateT
+    else:
+        state: StateT = _StateField()
+    """The state saved. A ``history()`` snapshot validates it on first read (a page
+    whose states nobody reads costs no validation): a state the model no longer
+    fits raises ``IncompatibleCheckpoint`` there."""
     status: CheckpointStatus
     """``running`` (stopped midway), ``suspended``, ``completed`` or ``failed``."""
     next: str | None
@@ -430,6 +464,17 @@ class StateSnapshot(Generic[StateT]):
     children: tuple[ChildThread, ...] = ()
     """The child threads of the subgraph nodes this checkpoint runs next, waits on or
     paused at (one per node execution, in a fan-out one per branch), in order."""
+
+    def __getstate__(self) -> dict[str, Any]:
+        """For pickle and copy: the state validated (a ``LazyState`` holds a function)."""
+        return {name: getattr(self, name) for name in _SNAPSHOT_FIELDS}
+
+    def __setstate__(self, saved: dict[str, Any]) -> None:
+        for name, value in saved.items():
+            object.__setattr__(self, name, value)
+
+
+_SNAPSHOT_FIELDS = tuple(f.name for f in fields(StateSnapshot))
 
 
 @dataclass(slots=True, kw_only=True)

@@ -125,3 +125,16 @@ async def test_get_state_of_a_state_that_no_longer_validates_names_the_field(
     with pytest.raises(IncompatibleCheckpoint) as caught:
         await _single(Grown, store).get_state("t")
     assert ("t", "topic") == (caught.value.thread_id, caught.value.field)
+
+
+async def test_history_lists_a_state_that_no_longer_validates_and_names_it_on_read(
+    store: CheckpointStore,
+) -> None:
+    """history() pages a thread whose states no longer fit; reading one's state raises, naming the field."""
+    await chain("a", store=store).run({}, thread_id="t")
+    page = [s async for s in _single(Grown, store).history("t", limit=2)]
+    assert ["completed", "running"] == [s.status for s in page]
+    for snap in page:
+        with pytest.raises(IncompatibleCheckpoint) as caught:
+            _ = snap.state
+        assert ("t", "topic") == (caught.value.thread_id, caught.value.field)
