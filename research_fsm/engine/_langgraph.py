@@ -13,7 +13,7 @@ from typing import Any, ParamSpec, TypeVar
 
 from ._errors import InvalidCall
 
-__all__ = ["langgraph_call", "missing"]
+__all__ = ["langgraph_call", "missing", "result_item"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -140,10 +140,47 @@ def langgraph_call(fn: Callable[P, R]) -> Callable[P, R]:
     return call
 
 
+_SNAPSHOT = {
+    "values": "snapshot.state (a model; snapshot.state.model_dump() for LangGraph's dict)",
+    "metadata": "snapshot.origin (metadata['source']) and snapshot.parent_id",
+    "config": "snapshot.checkpoint_id (with the thread id you asked for: "
+    "get_state(thread_id, checkpoint_id=...))",
+    "parent_config": "snapshot.parent_id",
+    "tasks": "snapshot.suspensions (each .node, .payload, .token) and snapshot.branches",
+    "interrupts": "snapshot.suspensions (each .payload is an interrupt's value)",
+}
+
+_RESULT = {
+    "get": "result.state.<field>, or result.state.model_dump().get(key) (LangGraph's "
+    "returned dict); result.suspension.payload for '__interrupt__'",
+    "values": "result.state (a model; result.state.model_dump() for LangGraph's dict)",
+    "keys": "result.state.model_dump().keys()",
+    "items": "result.state.model_dump().items()",
+}
+
+_TABLES = {
+    "StateGraph": _GRAPH,
+    "CompiledGraph": _COMPILED,
+    "StateSnapshot": _SNAPSHOT,
+    "RunResult": _RESULT,
+}
+
+
+def result_item(key: object) -> InvalidCall:
+    """The error for ``result[key]`` on a ``RunResult`` (LangGraph's returned dict)."""
+    if key == "__interrupt__":
+        fix = "result.suspension.payload (result.suspensions for all of them)"
+    elif isinstance(key, str) and key.isidentifier():
+        fix = f"result.state.{key}, or result.state.model_dump()[{key!r}]"
+    else:
+        fix = "result.state.<field>, or result.state.model_dump()[key]"
+    return InvalidCall(f"a RunResult is not LangGraph's returned dict (result[{key!r:.40}])", fix)
+
+
 def missing(owner: str, name: str) -> AttributeError:
     """The ``AttributeError`` for ``owner.name``, naming this engine's equivalent when
     ``name`` is LangGraph's."""
-    table = _GRAPH if owner == "StateGraph" else _COMPILED
+    table = _TABLES.get(owner, _COMPILED)
     hint = table.get(name)
     if hint is None:
         return AttributeError(f"'{owner}' object has no attribute '{name}'")

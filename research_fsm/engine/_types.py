@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 from pydantic import BaseModel
 
 from ._errors import EngineError, InvalidResumeToken, NodeTimeout
+from ._langgraph import missing, result_item
 from ._records import BranchRecord, BranchStatus, OriginRecord, SuspensionRecord
 
 __all__ = [
@@ -318,6 +319,14 @@ class RunResult(Generic[StateT]):
     suspensions: tuple[Suspension, ...] = ()
     """Every pending suspension: one, or one per suspended parallel branch."""
 
+    if not TYPE_CHECKING:  # LangGraph's dict reads, to the type checker unknown
+
+        def __getitem__(self, key):
+            raise result_item(key)
+
+        def __getattr__(self, name):
+            raise missing("RunResult", name)
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ChildThread:
@@ -464,6 +473,13 @@ class StateSnapshot(Generic[StateT]):
     children: tuple[ChildThread, ...] = ()
     """The child threads of the subgraph nodes this checkpoint runs next, waits on or
     paused at (one per node execution, in a fan-out one per branch), in order."""
+
+    if not TYPE_CHECKING:  # LangGraph's names, to the type checker unknown
+
+        def __getattr__(self, name):
+            if name.startswith("_"):  # the instance's own storage (``_state``...)
+                raise AttributeError(name)
+            raise missing("StateSnapshot", name)
 
     def __getstate__(self) -> dict[str, Any]:
         """For pickle and copy: the state validated (a ``LazyState`` holds a function)."""

@@ -41,6 +41,10 @@ async def note(state: Topics) -> dict[str, Any]:
     return {"notes": [f"on {state.subject}"]}  # type: ignore[attr-defined]
 
 
+async def fine(state: Topics) -> dict[str, Any]:
+    return {"notes": ["fine"]}
+
+
 def each(state: Topics) -> list[Send]:
     return [Send("note", {"subject": s}) for s in state.subjects]
 
@@ -236,3 +240,32 @@ def test_help_describes_every_public_field(cls: type) -> None:
     public = [f.name for f in dataclasses.fields(cls) if not f.name.startswith("_")]
     described = re.findall(r"^ \|\s{4,}(\w+): \S", text, re.MULTILINE)
     assert public and set(public) <= set(described), set(public) - set(described)
+
+
+async def test_a_run_result_read_as_langgraphs_dict_names_the_state() -> None:
+    """`result["notes"]`, `result["__interrupt__"]` and `result.get(...)` name
+    `result.state` / `result.suspension`; `hasattr` still answers False."""
+    result = await one_node("fine", fine).run({}, thread_id="t")
+    with pytest.raises(InvalidCall, match=r"result\.state\.notes"):
+        result["notes"]  # type: ignore[index]
+    with pytest.raises(InvalidCall, match=r"result\.suspension\.payload"):
+        result["__interrupt__"]  # type: ignore[index]
+    with pytest.raises(AttributeError, match=r"model_dump\(\)\.get\(key\)"):
+        result.get("notes")  # type: ignore[attr-defined]
+    assert not hasattr(result, "nothing_like_it")
+
+
+async def test_a_snapshot_read_with_langgraphs_names_names_this_engines() -> None:
+    """`snapshot.values`, `.metadata`, `.tasks` name `.state`, `.origin`, `.suspensions`."""
+    app = one_node("fine", fine)
+    await app.run({}, thread_id="t")
+    snapshot = await app.get_state("t")
+    assert snapshot is not None
+    for name, fix in [
+        ("values", r"snapshot\.state"),
+        ("metadata", r"snapshot\.origin"),
+        ("tasks", r"snapshot\.suspensions"),
+    ]:
+        with pytest.raises(AttributeError, match=fix):
+            getattr(snapshot, name)
+    assert snapshot.state.notes == ["fine"] and not hasattr(snapshot, "nothing_like_it")
