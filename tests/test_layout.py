@@ -271,6 +271,87 @@ def package_cycles(root: Path = ROOT) -> list[list[str]]:
     return [list(circle) for circle in sorted(circles)]
 
 
+def _module_file(root: Path, target: tuple[str, ...]) -> Path | None:
+    """The file of module ``target`` under ``root`` (a package's ``__init__.py``)."""
+    path = root.joinpath(*target)
+    if path.with_suffix(".py").is_file():
+        return path.with_suffix(".py")
+    return path / "__init__.py" if (path / "__init__.py").is_file() else None
+
+
+def _module_edges(path: Path, root: Path) -> set[Path]:
+    """The files of research_fsm that ``path`` imports: ``from pkg import name`` names
+    ``pkg/name.py`` when that is a module, else ``pkg/__init__.py``."""
+    here = _dotted(path, root)
+    package = here if path.name == "__init__.py" else here[:-1]
+    found: set[Path] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            targets = [tuple(alias.name.split(".")) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else ()
+            module = base + tuple(node.module.split(".") if node.module else ())
+            targets = [
+                (*module, alias.name) if _module_file(root, (*module, alias.name)) else module
+                for alias in node.names
+            ]
+        else:
+            continue
+        found |= {
+            file
+            for target in targets
+            if target[:1] == ("research_fsm",) and (file := _module_file(root, target))
+        }
+    return found - {path}
+
+
+def module_cycles(root: Path = ROOT) -> list[list[str]]:
+    """The circles among research_fsm's files (each the sorted paths of the files that
+    reach each other through imports, those inside functions included)."""
+    files = sorted((root / "research_fsm").rglob("*.py"))
+    graph = {path: _module_edges(path, root) for path in files}
+    reached: dict[Path, set[Path]] = {}
+    for start in files:
+        seen: set[Path] = set()
+        todo = [start]
+        while todo:
+            for nxt in graph.get(todo.pop(), set()) - seen:
+                seen.add(nxt)
+                todo.append(nxt)
+        reached[start] = seen
+    circles = {
+        tuple(
+            sorted(
+                p.relative_to(root).as_posix() for p in files if p in reached[s] and s in reached[p]
+            )
+        )
+        for s in files
+        if s in reached[s]
+    }
+    return [list(circle) for circle in sorted(circles)]
+
+
+def test_no_circle_among_the_files() -> None:
+    """No two files of research_fsm reach each other through imports, inside one package
+    included (two modules that need each other share a third, lower one)."""
+    assert [] == module_cycles()
+
+
+def test_the_file_cycle_check_finds_a_circle_inside_one_package(tmp_path: Path) -> None:
+    """_read -> _pdf (by a relative name) and _pdf -> _read (inside a function) is a
+    circle; __init__ importing both is in none."""
+    root = _tree(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "docs/__init__.py": "from ._read import read\nfrom ._pdf import pdf\n",
+            "docs/_read.py": "from . import _pdf\n",
+            "docs/_pdf.py": "def f():\n    from research_fsm.docs._read import read\n",
+        },
+    )
+    assert [["research_fsm/docs/_pdf.py", "research_fsm/docs/_read.py"]] == module_cycles(root)
+
+
 def test_every_import_goes_down_the_package_order() -> None:
     """No module of research_fsm imports a package on its own floor or above (ORDER)."""
     assert [] == order_violations()

@@ -23,7 +23,7 @@ from ._api import (
 )
 from ._graph import STAGES, build_deep_graph
 from ._grounding import grounding_problems
-from ._model import DEFAULT_THRESHOLD, DEFAULT_TOP_K, DeepState, Language
+from ._model import DEFAULT_THRESHOLD, DEFAULT_TOP_K, DeepSource, DeepState, Language, QuotedFact
 from ._search import DocumentSearch, Found, StaticSearch, TopicSearch, WebSearch
 from ._session import SessionEntry, list_sessions, sessions_home
 from ._text import quote_in
@@ -37,6 +37,7 @@ __all__ = [
     "DeepEvent",
     "DeepProgress",
     "DeepRunner",
+    "DeepSource",
     "DeepState",
     "DeepText",
     "DocumentSearch",
@@ -44,6 +45,7 @@ __all__ = [
     "InvalidResearchRequest",
     "Language",
     "NoResearchSource",
+    "QuotedFact",
     "ResearchReport",
     "SessionEntry",
     "StaticSearch",

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..common.fence import data_rule, fence
 from ..llm import keep_first
-from ._model import Claim, DeepState, Draft, SectionName, Source
+from ._model import Claim, DeepSource, DeepState, Draft, SectionName
 from ._text import unfenced
 
 __all__ = [
@@ -163,7 +163,7 @@ class ProposedQuotes(BaseModel):
     """One per claim."""
 
 
-def _source_block(source: Source, text: str) -> str:
+def _source_block(source: DeepSource, text: str) -> str:
     where = f"{source.locator} ({source.position})" if source.position else source.locator
     return fence("source", text, id=source.id, title=source.title, at=where)
 
@@ -194,7 +194,7 @@ def query_prompt(state: DeepState, *, broadened: bool) -> str:
     return "\n".join(parts)
 
 
-def relevance_prompt(state: DeepState, candidates: list[Source]) -> str:
+def relevance_prompt(state: DeepState, candidates: list[DeepSource]) -> str:
     """The topic and each candidate's title and search snippet (the search's own
     query-focused extract; a source without one shows its opening)."""
     blocks = "\n".join(
@@ -208,7 +208,7 @@ def relevance_prompt(state: DeepState, candidates: list[Source]) -> str:
     )
 
 
-def analysis_prompt(state: DeepState, source: Source) -> str:
+def analysis_prompt(state: DeepState, source: DeepSource) -> str:
     """One source to analyse."""
     return (
         f"{_topic(state)}\nExtract up to eight facts (steps, findings, caveats) about "
@@ -231,7 +231,7 @@ def synthesis_prompt(state: DeepState, facts: Sequence[tuple[str, str, str]]) ->
     )
 
 
-def passages(state: DeepState, source: Source) -> str:
+def passages(state: DeepState, source: DeepSource) -> str:
     """What the verifier reads of ``source``: the passage around every quote analysis
     took from it (``QUOTE_CONTEXT`` characters either side, overlapping passages joined,
     " … " between the others), wherever in the source the quote is; a source analysis

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .._moved import renamed
 from ..common.files import utc_now
 from ..common.models import Language
+from ..common.models import Source as SharedSource
 from ..engine import add, append
 from ..llm import Usage
 
@@ -19,15 +21,15 @@ __all__ = [
     "Analysis",
     "Claim",
     "ClaimCheck",
+    "DeepSource",
     "DeepState",
     "Draft",
-    "Fact",
     "Language",
     "Mode",
     "QueryRecord",
+    "QuotedFact",
     "Relevance",
     "SectionName",
-    "Source",
     "Verification",
 ]
 
@@ -66,19 +68,16 @@ class QueryRecord(BaseModel):
     """Who wrote it."""
 
 
-class Source(BaseModel):
-    """A web page or a passage of a local document that was retrieved in this session.
+class DeepSource(SharedSource):
+    """A web page or a passage of a local document that was retrieved in this session
+    (the apps' shared ``Source``, with its ``S#`` id, where it is and the text retrieved).
 
     ``text`` is exactly what was retrieved: every quote is checked against it."""
-
-    model_config = _CONFIG
 
     id: str
     """``S1``, ``S2``, ... in retrieval order; stable for the whole session."""
     kind: Literal["web", "file"]
     """A web page or a passage of a local file."""
-    title: str
-    """The page's or document's title."""
     locator: str
     """The URL, or the file's path relative to the documents folder."""
     position: str | None = None
@@ -99,8 +98,6 @@ class Source(BaseModel):
     """1-based position in its search's results."""
     query: str = ""
     """The query that retrieved it."""
-    retrieved_at: str = Field(default_factory=utc_now)
-    """When it was retrieved (ISO-8601 UTC)."""
 
     def cite(self) -> str:
         """``title — locator (position)`` for the Sources section."""
@@ -123,8 +120,9 @@ class Relevance(BaseModel):
     """Why (term coverage and rank offline; Claude's reason with keys)."""
 
 
-class Fact(BaseModel):
-    """One thing a source says, with the exact words it says it in."""
+class QuotedFact(BaseModel):
+    """One thing a source says, with the exact words it says it in (what the deep analysis
+    of a source finds; a company report's facts are ``research_fsm.reports.ReportFact``)."""
 
     model_config = _CONFIG
 
@@ -145,7 +143,7 @@ class Analysis(BaseModel):
 
     source: str
     """The analysed source's ``S#`` id."""
-    facts: list[Fact] = Field(default_factory=list)
+    facts: list[QuotedFact] = Field(default_factory=list)
     """Its facts, each with a verbatim quote (quotes not found in the text are dropped)."""
     dropped: int = 0
     """Facts dropped because their quote is not in the source."""
@@ -286,7 +284,7 @@ class DeepState(BaseModel):
     """Searches made in the current round."""
     searched_with: str = ""
     """The search's name (``TopicSearch.name``), shown under Methodology."""
-    sources: Annotated[list[Source], append] = Field(default_factory=list)
+    sources: Annotated[list[DeepSource], append] = Field(default_factory=list)
     """Every source retrieved, in ``S#`` order."""
     candidates: list[str] = Field(default_factory=list)
     """The ``S#`` ids the current round's searches found (relevance filter input)."""
@@ -321,9 +319,20 @@ class DeepState(BaseModel):
         """The research round: 0, then 1 after the first verification, ..."""
         return len(self.verifications)
 
-    def source(self, sid: str) -> Source | None:
+    def source(self, sid: str) -> DeepSource | None:
         """The source with id ``sid``."""
         for source in self.sources:
             if source.id == sid:
                 return source
         return None
+
+
+_RENAMED = {
+    "Fact": (QuotedFact, "use research_fsm.deep.QuotedFact"),
+    "Source": (DeepSource, "use research_fsm.deep.DeepSource"),
+}
+"""The models' former names in this module (deprecated)."""
+
+
+def __getattr__(name: str) -> Any:
+    return renamed(__name__, name, _RENAMED)

@@ -27,13 +27,13 @@ from ._model import (
     MAX_SEARCH_ATTEMPTS,
     Analysis,
     ClaimCheck,
+    DeepSource,
     DeepState,
     Draft,
-    Fact,
     QueryRecord,
+    QuotedFact,
     Relevance,
     SectionName,
-    Source,
     Verification,
 )
 from ._search import DocumentSearch, Found, TopicSearch, described
@@ -178,9 +178,11 @@ class Search:
         return update | _spent("search", started)
 
     @staticmethod
-    def _number(state: DeepState, found: list[Found], query: str) -> tuple[list[Source], list[str]]:
+    def _number(
+        state: DeepState, found: list[Found], query: str
+    ) -> tuple[list[DeepSource], list[str]]:
         known = {(s.locator, s.position): s.id for s in state.sources}
-        new: list[Source] = []
+        new: list[DeepSource] = []
         candidates: list[str] = []
         for rank, item in enumerate(found, 1):
             key = (item.locator, item.position)
@@ -190,7 +192,7 @@ class Search:
             sid = f"S{len(state.sources) + len(new) + 1}"
             known[key] = sid
             new.append(
-                Source(
+                DeepSource(
                     id=sid,
                     kind=item.kind,
                     title=item.title,
@@ -331,7 +333,7 @@ class Analyse:
         return update | _spent("deep_analysis", started, usage)
 
     async def _analyse(
-        self, state: DeepState, source: Source, notes: list[str]
+        self, state: DeepState, source: DeepSource, notes: list[str]
     ) -> tuple[Analysis, Usage | None]:
         if self.llm is None:  # its sentences may be embedded: CPU work, off the loop
             return await asyncio.to_thread(rules.analyse, source, state), None
@@ -353,7 +355,7 @@ class Analyse:
                 dropped += 1  # not in the source, or a number the quote does not state
                 continue
             facts.append(
-                Fact(kind=fact.kind, statement=" ".join(fact.statement.split()), quote=exact)
+                QuotedFact(kind=fact.kind, statement=" ".join(fact.statement.split()), quote=exact)
             )
         notes += [f"{source.id}: {note}" for note in _noted(reply.note)]
         return Analysis(source=source.id, facts=facts, dropped=dropped, method="llm"), reply.usage

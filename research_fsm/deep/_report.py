@@ -29,7 +29,7 @@ from ..engine import NodeContext
 from ..llm import Usage, models_text
 from ._cite import renumbered, sources_json
 from ._labels import label
-from ._model import Claim, DeepState, Source, Verification
+from ._model import Claim, DeepSource, DeepState, Verification
 from ._nodes import draft_markdown, verification_json
 from ._search import HEADING_PATH
 from ._session import write_stage
@@ -178,7 +178,7 @@ def _methodology(state: DeepState, lang: str, allowed: set[str]) -> DocSection:
     return DocSection(label(lang, "methodology"), [bullets(items)])
 
 
-def _cite(source: Source, allowed: set[str]) -> str:
+def _cite(source: DeepSource, allowed: set[str]) -> str:
     """``title — locator § heading path, position``: a web locator as an autolink, every
     text inert."""
     where = md_url(source.locator) if source.kind == "web" else md_escape(source.locator)

@@ -42,12 +42,12 @@ from ._model import (
     Analysis,
     Claim,
     ClaimCheck,
+    DeepSource,
     DeepState,
     Draft,
-    Fact,
+    QuotedFact,
     Relevance,
     SectionName,
-    Source,
 )
 from ._search import HEADING_PATH
 from ._text import SUPPORT_THRESHOLD, coverage, normalise, quote_in, quote_of, support, terms
@@ -116,23 +116,23 @@ def gap_query(state: DeepState) -> str:
     return " ".join(wanted[:12]) or state.topic
 
 
-def _context(source: Source) -> str:
+def _context(source: DeepSource) -> str:
     """What a passage sits in: its document's title, its heading and its file's name."""
     name = source.locator.rsplit("/", 1)[-1].rsplit(".", 1)[0] if source.kind == "file" else ""
     return f"{source.title} {source.heading or ''} {name}"
 
 
-def _lines(source: Source) -> bool:
+def _lines(source: DeepSource) -> bool:
     """Whether the source's text has a line per block (``_answer.one_line_blocks``)."""
     return source.kind == "file" and one_line_blocks(source.locator)
 
 
-def _headings(source: Source) -> frozenset[str]:
+def _headings(source: DeepSource) -> frozenset[str]:
     """The titles of the passage's heading path."""
     return frozenset(source.heading.split(HEADING_PATH)) if source.heading else frozenset()
 
 
-def _similarity(state: DeepState, source: Source) -> float | None:
+def _similarity(state: DeepState, source: DeepSource) -> float | None:
     """How close ``source`` is in meaning to the question (when the search that found it
     searched the question itself)."""
     if source.similarity is None or source.query.strip() != state.topic.strip():
@@ -140,7 +140,7 @@ def _similarity(state: DeepState, source: Source) -> float | None:
     return source.similarity
 
 
-def relevance(state: DeepState, candidates: list[Source]) -> list[Relevance]:
+def relevance(state: DeepState, candidates: list[DeepSource]) -> list[Relevance]:
     """A verdict per candidate, in the order given: kept when the passage answers the
     question at ``RELEVANCE_CUTOFF`` or more (``_answer.passage_score``)."""
     question = parse_question(state.topic, state.names)
@@ -169,7 +169,7 @@ def relevance(state: DeepState, candidates: list[Source]) -> list[Relevance]:
 
 
 def _each_side(
-    state: DeepState, question: Question, candidates: list[Source], verdicts: list[Relevance]
+    state: DeepState, question: Question, candidates: list[DeepSource], verdicts: list[Relevance]
 ) -> None:
     """A comparison analyses each side's best passage first: those score 1, the others
     at most ``1 - SIDE_GAP`` (kept or not as their own score says)."""
@@ -201,7 +201,7 @@ def _kind(sentence: str, code: bool = False) -> FactKind:
     return "step" if _STEP.search(bare) else "finding"
 
 
-def analyse(source: Source, state: DeepState) -> Analysis:
+def analyse(source: DeepSource, state: DeepState) -> Analysis:
     """The source's units that answer the question best (at most ``MAX_FACTS``), in
     text order; each quote is the passage's own text, each score how well it answers."""
     question = parse_question(state.topic, state.names)
@@ -234,7 +234,7 @@ def analyse(source: Source, state: DeepState) -> Analysis:
             unit = with_next(question, found, index, source.text)
         taken.append((unit, score))
     facts = [
-        Fact(
+        QuotedFact(
             kind=_kind(unit.statement, unit.code),
             statement=unit.statement,
             quote=quote_of(source.text, unit.start, unit.end),
@@ -266,7 +266,7 @@ def _within(unit: Unit, taken: list[tuple[Unit, float]]) -> float:
     )
 
 
-def _sides(state: DeepState, question: Question, ranked: list[tuple[Fact, str]]) -> list[int]:
+def _sides(state: DeepState, question: Question, ranked: list[tuple[QuotedFact, str]]) -> list[int]:
     """For a comparison: the best fact of each side (by its words, its source's title and
     file name), as indexes into ``ranked``."""
     chosen: list[int] = []
@@ -281,7 +281,10 @@ def _sides(state: DeepState, question: Question, ranked: list[tuple[Fact, str]])
 
 
 def _complete(
-    question: Question, ranked: list[tuple[Fact, str]], lead: list[int], weights: dict[str, float]
+    question: Question,
+    ranked: list[tuple[QuotedFact, str]],
+    lead: list[int],
+    weights: dict[str, float],
 ) -> list[int]:
     """Facts that answer the parts of the question the lead leaves open (a question asked
     of two things, an answer spread over files), as indexes into ``ranked``: each adds at
@@ -341,7 +344,7 @@ def _shaped(question: Question, statement: str) -> bool:
     return True
 
 
-def _lead(question: Question, ranked: list[tuple[Fact, str]]) -> int:
+def _lead(question: Question, ranked: list[tuple[QuotedFact, str]]) -> int:
     """The fact that leads the answer, as an index into ``ranked`` (best first): of those
     scoring at least ``LEAD_RATIO`` of the best, the first whose shape fits the kind of
     question (``_shaped``) and that is a finished statement; else the best one."""
@@ -364,7 +367,7 @@ def draft(state: DeepState) -> Draft:
     passages that scored, by kind, best first; every claim cites its source."""
     question = parse_question(state.topic, state.names)
     relevant = {v.source for v in state.relevance if v.relevant}
-    ranked: list[tuple[Fact, str]] = []
+    ranked: list[tuple[QuotedFact, str]] = []
     seen: set[str] = set()
     pool = [
         (fact, analysis.source)

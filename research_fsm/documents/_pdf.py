@@ -20,10 +20,9 @@ import functools
 import importlib.util
 import io
 import re
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
-if TYPE_CHECKING:
-    from ._read import Extracted
+from ._types import Extracted
 
 __all__ = [
     "ENGINE",
@@ -222,8 +221,6 @@ def _place(text: str, entries: list[tuple[int, str]]) -> tuple[str, list[tuple[i
 def _pdfium(data: bytes, name: str) -> Extracted | str:
     import pypdfium2 as pdfium
 
-    from ._read import Extracted
-
     try:
         document = pdfium.PdfDocument(data)
     except pdfium.PdfiumError as exc:
@@ -289,8 +286,6 @@ def _pdfium(data: bytes, name: str) -> Extracted | str:
 def _pypdf(data: bytes, name: str) -> Extracted | str:
     from pypdf import PdfReader
     from pypdf.errors import PdfReadError
-
-    from ._read import Extracted
 
     try:
         reader = PdfReader(io.BytesIO(data))

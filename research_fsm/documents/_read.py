@@ -24,6 +24,7 @@ from typing import Final
 from ._html import TooDeep, html_text
 from ._markdown import markdown_text
 from ._pdf import pdf_text
+from ._types import Extracted
 
 __all__ = [
     "KINDS",
@@ -100,29 +101,6 @@ class Found:
     root: Path | None = None
     """The folder ``real`` is under: every component below it is opened without
     following links."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Extracted:
-    """A document's text."""
-
-    kind: str
-    """markdown, text, html, pdf or metadata."""
-    title: str
-    """Its title (first heading, ``<title>``, PDF metadata, ``Name:``, first line, or
-    file name)."""
-    text: str
-    """The extracted text."""
-    pages: list[int] | None
-    """For PDFs, each page's start offset in ``text``."""
-    headings: list[tuple[int, int, str]] | None = None
-    """``(offset, level, heading)`` of its headings; ``None``: Markdown ``#`` lines."""
-    anchors: list[tuple[int, int]] | None = None
-    """``(offset, line of the file)`` where a block of ``text`` starts (HTML); ``None``:
-    the text's lines are the file's."""
-    blocks: list[tuple[int, int]] | None = None
-    """``(start, end)`` of each paragraph, list, table or code block of ``text``, when
-    the extractor knows them (HTML); ``None``: found again at blank lines."""
 
 
 def _inside(path: Path, root: Path) -> bool:

@@ -1,4 +1,5 @@
-"""What the document index hands out: passages, statistics, and its errors."""
+"""What the document index hands out: passages, statistics, and its errors; and what
+reading one file gives (``Extracted``, from ``_read`` and ``_pdf``)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ __all__ = [
     "DamagedIndex",
     "DocumentsError",
     "DocumentsNotFound",
+    "Extracted",
     "IndexProgress",
     "IndexStats",
     "NotADirectory",
@@ -139,3 +141,26 @@ class IndexProgress:
             f"[{'#' * filled}{'.' * (width - filled)}] {self.files_done}/{self.files_total}"
             f" files  {mbs:.1f} MB/s  {left}"
         )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Extracted:
+    """A document's text."""
+
+    kind: str
+    """markdown, text, html, pdf or metadata."""
+    title: str
+    """Its title (first heading, ``<title>``, PDF metadata, ``Name:``, first line, or
+    file name)."""
+    text: str
+    """The extracted text."""
+    pages: list[int] | None
+    """For PDFs, each page's start offset in ``text``."""
+    headings: list[tuple[int, int, str]] | None = None
+    """``(offset, level, heading)`` of its headings; ``None``: Markdown ``#`` lines."""
+    anchors: list[tuple[int, int]] | None = None
+    """``(offset, line of the file)`` where a block of ``text`` starts (HTML); ``None``:
+    the text's lines are the file's."""
+    blocks: list[tuple[int, int]] | None = None
+    """``(start, end)`` of each paragraph, list, table or code block of ``text``, when
+    the extractor knows them (HTML); ``None``: found again at blank lines."""

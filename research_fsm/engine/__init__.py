@@ -20,6 +20,7 @@ from ._errors import (
     EngineError,
     GraphValidationError,
     IncompatibleCheckpoint,
+    InterruptMisused,
     InvalidCall,
     InvalidCommand,
     InvalidResumeToken,
@@ -45,6 +46,7 @@ from ._errors import (
 )
 from ._events import Completed, Emitted, Event, NodeFinished, NodeStarted, Suspended
 from ._graph import StateGraph
+from ._interrupt import GraphInterrupt, interrupt
 from ._memory import MemoryCheckpointStore
 from ._reducers import Reducer, Replace, add, append, replace
 from ._stream import RunStream
@@ -89,8 +91,10 @@ __all__ = [
     "EngineError",
     "ErrorInfo",
     "Event",
+    "GraphInterrupt",
     "GraphValidationError",
     "IncompatibleCheckpoint",
+    "InterruptMisused",
     "InvalidCall",
     "InvalidCommand",
     "InvalidResumeToken",
@@ -135,6 +139,7 @@ __all__ = [
     "UpdateRefused",
     "add",
     "append",
+    "interrupt",
     "is_transient",
     "replace",
     "validate_thread_id",

@@ -73,6 +73,7 @@ class Branch:
     child: str | None = None  # a suspended subgraph node: the child suspension passed on
     breakpoint: tuple[Where, str] | None = None  # paused: ("before"/"after", the node)
     past_breakpoint: bool = False  # resumed from a pause: the next node runs
+    answers: tuple[object, ...] = ()  # suspended by interrupt(): the answers given before
 
 
 @dataclass(slots=True, eq=False)
@@ -339,6 +340,7 @@ def record(branch: Branch) -> BranchRecord:
             branch.breakpoint,
             None,
             None,
+            branch.answers,
         )
     else:
         fields = (
@@ -356,6 +358,7 @@ def record(branch: Branch) -> BranchRecord:
             None,
             branch.error,
             None,
+            (),
         )
     return _new_record(BranchRecord, fields)
 

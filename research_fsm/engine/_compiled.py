@@ -188,7 +188,8 @@ class CompiledGraph(Generic[StateT]):
     ) -> RunStream[StateT]:
         """Like ``run`` but yields events as they happen (use ``async with``).
 
-        ``mode``: ``"events"`` (the events), ``"updates"`` (``{node: update}``),
+        ``mode``: ``"events"`` (the events), ``"updates"`` (``{node: update}``; on a
+        suspension ``{"__interrupt__": result.suspensions}``, as LangGraph's),
         ``"values"`` (the state after each step), ``"custom"`` (``ctx.emit``'s
         ``Emitted`` events), or a list of them (``(mode, chunk)`` pairs)."""
         thread_id = validate_thread_id(thread_id)

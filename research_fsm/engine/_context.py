@@ -50,6 +50,8 @@ class NodeContext:
         resume_value: The value ``resume(token, value)`` passed, when this call
             resumes this node's suspension; else ``None``.
         resuming: True when this call resumes a suspension of this node.
+        answers: When resumed, every answer this node execution was given, in order
+            (``interrupt()`` calls return them one by one); else ``()``.
         error: For an ``on_error`` node, what failed (an ``ErrorInfo``); else ``None``.
         item: In a branch started by ``Send(node, item)``, the item (LangGraph's
             ``Send`` argument); else ``None``.
@@ -75,6 +77,10 @@ class NodeContext:
     so everything it does before returning ``Suspend`` must be safe to re-run."""
     resuming: bool = False
     """True when this call resumes a suspension of this node."""
+    answers: tuple[Any, ...] = ()
+    """When resumed: every answer this node execution was given, in order (the last
+    is ``resume_value``); ``interrupt()`` calls return them one by one (a node that
+    suspended with ``Suspend`` has just the last). Else ``()``."""
     error: ErrorInfo | None = None
     """For an ``on_error`` node: what failed; otherwise ``None``."""
     item: Any = None

@@ -17,6 +17,7 @@ __all__ = [
     "CorruptCheckpoint",
     "EngineError",
     "GraphValidationError",
+    "InterruptMisused",
     "InvalidCall",
     "InvalidCommand",
     "InvalidResumeToken",
@@ -174,6 +175,12 @@ class InvalidResumeValue(EngineError, ValueError):
             f"thread `{thread_id}` is paused at a breakpoint {where} node `{node}`, which "
             f"takes no value: resume it with {allowed} (got {value!r:.80})"
         )
+
+
+class InterruptMisused(EngineError, RuntimeError):
+    """``interrupt()`` was called where it cannot suspend: outside a node, in a node
+    object with ``resume``, or its suspension was caught by the node (an ``except
+    Exception`` around it). The message names the fix."""
 
 
 class NodeTimeout(EngineError, TimeoutError):

@@ -1,6 +1,6 @@
 """LangGraph's names that this engine spells otherwise: each points to its equivalent
-in the ``AttributeError`` a migrating user meets (``StateGraph`` and
-``CompiledGraph`` look them up when an attribute is missing). The names that cost
+in the ``AttributeError`` a migrating user meets (``StateGraph``, ``CompiledGraph``
+and ``StateSnapshot`` look them up when an attribute is missing). The names that cost
 nothing are aliases on ``StateGraph`` instead (``add_conditional_edges``,
 ``set_entry_point``, ``set_finish_point``); see docs/langgraph.md."""
 
@@ -13,7 +13,7 @@ from typing import Any, ParamSpec, TypeVar
 
 from ._errors import InvalidCall
 
-__all__ = ["langgraph_call", "missing", "result_item"]
+__all__ = ["langgraph_call", "missing"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -23,6 +23,14 @@ _GRAPH = {
     "set_conditional_entry_point": "add_router(START, fn, targets)",
     "compile_with": "compile(store=..., interrupt_before=..., interrupt_after=...)",
 }
+
+_HISTORY = (
+    "async for snapshot in app.history(thread_id) (newest first), at other positions: there "
+    "is no input checkpoint (LangGraph's oldest), and a pause or a question is a checkpoint "
+    "of its own after its step's. Drop each snapshot that a suspended one at the same .next "
+    "follows, and LangGraph's all_states[i] is states[i] (all_states[-k] is "
+    "states[-k + 1]); or keep the checkpoint_id a result carries"
+)
 
 _COMPILED = {
     "invoke": "await app.run(input, thread_id=...) (a RunResult: .state, .status, "
@@ -34,8 +42,8 @@ _COMPILED = {
     "astream_events": "async with app.stream(input, thread_id=..., mode='events')",
     "batch": "asyncio.gather(*(app.run(x, thread_id=t) for x, t in ...))",
     "abatch": "asyncio.gather(*(app.run(x, thread_id=t) for x, t in ...))",
-    "get_state_history": "async for snapshot in app.history(thread_id) (newest first)",
-    "aget_state_history": "async for snapshot in app.history(thread_id) (newest first)",
+    "get_state_history": _HISTORY,
+    "aget_state_history": _HISTORY,
     "aget_state": "await app.get_state(thread_id)",
     "aupdate_state": "await app.update_state(thread_id, values, as_node=...)",
     "get_graph": "app.to_mermaid()",
@@ -140,16 +148,6 @@ def langgraph_call(fn: Callable[P, R]) -> Callable[P, R]:
     return call
 
 
-_SNAPSHOT = {
-    "values": "snapshot.state (a model; snapshot.state.model_dump() for LangGraph's dict)",
-    "metadata": "snapshot.origin (metadata['source']) and snapshot.parent_id",
-    "config": "snapshot.checkpoint_id (with the thread id you asked for: "
-    "get_state(thread_id, checkpoint_id=...))",
-    "parent_config": "snapshot.parent_id",
-    "tasks": "snapshot.suspensions (each .node, .payload, .token) and snapshot.branches",
-    "interrupts": "snapshot.suspensions (each .payload is an interrupt's value)",
-}
-
 _RESULT = {
     "get": "result.state.<field>, or result.state.model_dump().get(key) (LangGraph's "
     "returned dict); result.suspension.payload for '__interrupt__'",
@@ -158,23 +156,17 @@ _RESULT = {
     "items": "result.state.model_dump().items()",
 }
 
-_TABLES = {
-    "StateGraph": _GRAPH,
-    "CompiledGraph": _COMPILED,
-    "StateSnapshot": _SNAPSHOT,
-    "RunResult": _RESULT,
+_SNAPSHOT = {
+    "values": ".state (a model: .state.model_dump() for LangGraph's dict)",
+    "config": "(snapshot.checkpoint_id; the thread is the one you asked about): pass "
+    "checkpoint_id=... to run, get_state or fork",
+    "metadata": '.origin for metadata["source"] ("run", "update", "rewind", "fork")',
+    "tasks": ".suspensions (tasks[..].interrupts) and .branches (a fan-out's branches)",
+    "interrupts": ".suspensions (each .payload is an Interrupt's .value)",
+    "parent_config": ".parent_id",
 }
 
-
-def result_item(key: object) -> InvalidCall:
-    """The error for ``result[key]`` on a ``RunResult`` (LangGraph's returned dict)."""
-    if key == "__interrupt__":
-        fix = "result.suspension.payload (result.suspensions for all of them)"
-    elif isinstance(key, str) and key.isidentifier():
-        fix = f"result.state.{key}, or result.state.model_dump()[{key!r}]"
-    else:
-        fix = "result.state.<field>, or result.state.model_dump()[key]"
-    return InvalidCall(f"a RunResult is not LangGraph's returned dict (result[{key!r:.40}])", fix)
+_TABLES = {"StateGraph": _GRAPH, "StateSnapshot": _SNAPSHOT, "RunResult": _RESULT}
 
 
 def missing(owner: str, name: str) -> AttributeError:

@@ -1,7 +1,8 @@
 """Stream modes: what ``stream(..., mode=...)`` yields of a run's events.
 
 ``"events"`` (the default): the events themselves; ``"updates"``: ``{node: update}``
-per node finished; ``"values"``: the whole state after each step outside parallel
+per node finished, and ``{"__interrupt__": suspensions}`` when the run suspends (as
+LangGraph's, each ``Suspension.payload`` its ``Interrupt.value``); ``"values"``: the whole state after each step outside parallel
 branches (and after each fan-out's merge); ``"custom"``: what nodes sent with
 ``ctx.emit`` (the ``Emitted`` events). A list of modes yields ``(mode, chunk)``
 pairs. ``RunStream`` (``_stream``) asks ``chunks`` what an event becomes.
@@ -13,7 +14,7 @@ from collections.abc import Sequence
 from typing import Final, Literal
 
 from ._errors import InvalidStreamMode
-from ._events import Emitted, NodeFinished, StepState
+from ._events import Emitted, NodeFinished, StepState, Suspended
 
 __all__ = ["MODES", "StreamMode", "chunks", "parse_modes"]
 
@@ -47,6 +48,8 @@ def _chunk(mode: str, item: object) -> object:
         return _SKIP if type(item) is StepState else item
     if mode == "updates":
         if type(item) is not NodeFinished:
+            if type(item) is Suspended:  # LangGraph's {"__interrupt__": (Interrupt, ...)}
+                return {"__interrupt__": item.result.suspensions}
             return _SKIP
         return {item.node: item.update if item.updates is None else list(item.updates)}
     if mode == "values":

@@ -40,6 +40,7 @@ from ._errors import (
     StepLimitExceeded,
 )
 from ._events import NodeFinished, NodeStarted
+from ._interrupt import Interruption
 from ._plan import Fork
 from ._records import BranchRecord, OriginRecord, UpdateEntry, Where
 from ._run import RouteFailed, Run, Suspending
@@ -197,6 +198,7 @@ class ParallelRun:
                 key=saved.key,
                 child=saved.child,
                 breakpoint=saved.breakpoint,
+                answers=saved.answers,
             )
             if branch.status == "forked":
                 branch.frame = self._rebuild(branch.state, branch.id)
@@ -429,6 +431,8 @@ class ParallelRun:
         branch.at = os.urandom(12).hex()
         # A subgraph's: which child suspension it passed on (``None``: not a subgraph).
         branch.child = out.child if isinstance(out, ChildSuspend) else None
+        # interrupt()'s: the answers its node was given (replayed on resume).
+        branch.answers = out.answers if type(out) is Interruption else ()
         self._started -= 1
         self.run.path.append(node)
         self._publish(branch)
@@ -441,6 +445,7 @@ class ParallelRun:
         suspension is)."""
         branch.status = "suspended"
         branch.payload = None
+        branch.answers = ()  # a pause asks nothing
         branch.breakpoint = (where, node)
         branch.at = os.urandom(12).hex()
         self._publish(branch)

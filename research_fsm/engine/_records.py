@@ -54,6 +54,9 @@ class SuspensionRecord(NamedTuple):
     """A subgraph node's: the id of the child suspension it passed on."""
     trace: str | None = None
     """The suspended run's trace context (a W3C ``traceparent``), when traced."""
+    answers: tuple[object, ...] = ()
+    """The answers already given to the node's earlier ``interrupt()`` calls of this
+    execution, in order (the node re-runs from the top and gets them back)."""
 
     def without_child(self) -> SuspensionRecord:
         """This suspension naming no child suspension (a copy's children are new ones)."""
@@ -102,6 +105,9 @@ class BranchRecord(NamedTuple):
     """Failed: ``{"node", "exc_type", "message"}`` of its failing node."""
     trace: str | None = None
     """Suspended in a traced run: the run's trace context (a ``traceparent``)."""
+    answers: tuple[object, ...] = ()
+    """Suspended by ``interrupt()``: the answers already given to its node's earlier
+    ``interrupt()`` calls of this execution, in order."""
 
     def traced(self, trace: str) -> BranchRecord:
         """This record with the run's trace context ``trace``."""

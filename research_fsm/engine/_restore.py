@@ -52,6 +52,8 @@ class Start:
     whole state is saved)."""
     resume_value: object
     """The value a token resumes the suspended node with (``NO_VALUE``: none)."""
+    answers: tuple[object, ...] = ()
+    """The answers the suspended node's earlier ``interrupt()`` calls were given."""
     fanout: dict[str, BranchRecord] | None
     """An unfinished fan-out's branch records, continued first."""
     resumed_branch: tuple[str, object] | None
@@ -94,6 +96,7 @@ async def begin(
     resumed_trace: str | None = None
     past_breakpoint = False
     goto: str | Fork | None = None
+    answers: tuple[object, ...] = ()
     if resume is not None:
         resume_value, resumed_branch, resumed_trace = _resumed(thread_id, latest, resume)
         paused = None if resumed_branch is not None else latest.suspension
@@ -113,6 +116,8 @@ async def begin(
                 raise InvalidResumeValue(thread_id, paused.node, paused.breakpoint, resume_value)
             resume_value = NO_VALUE
             past_breakpoint = True
+        elif paused is not None:
+            answers = paused.answers
     elif latest.status == "suspended":
         raise ThreadSuspended(thread_id, await first_token(plan.store, latest))
     elif input is None:
@@ -146,6 +151,7 @@ async def begin(
         parent_id=latest.checkpoint_id,
         changes=changes,
         resume_value=resume_value,
+        answers=answers,
         fanout=fanout,
         resumed_branch=resumed_branch,
         resumed_trace=resumed_trace,

@@ -21,6 +21,7 @@ from ._branches import Branch
 from ._command import Applied, Command, apply_several, command_target
 from ._context import NodeContext, parent_thread_of
 from ._events import Completed, Sink, StepState, Suspended
+from ._interrupt import Interruption
 from ._plan import NO_ITEM, Breakpoints, Fork, NodeSpec, Plan
 from ._records import BranchRecord, OriginRecord, SuspensionRecord, Where
 from ._steps import NO_VALUE, ChildSuspend, cannot_suspend, invoke, now, route
@@ -106,6 +107,9 @@ class Run:
         self.stops = stops
         self.parent_thread = parent_thread_of(thread_id) or parent_thread
         """The thread whose subgraph node runs this one (``None``: a top-level thread)."""
+        self.answers: tuple[object, ...] = ()
+        """The answers the resumed node's earlier ``interrupt()`` calls were given
+        (``_restore``), handed to it with the resume value."""
 
     def traced(self, tracing: RunTrace) -> None:
         """Record the run in ``tracing``: each node in a span of its own."""
@@ -128,6 +132,7 @@ class Run:
         if resume_value is not NO_VALUE:
             ctx.resume_value = resume_value
             ctx.resuming = True
+            ctx.answers = (*self.answers, resume_value)
         return ctx
 
     def branch_context(self, node: str, step: int, branch: Branch) -> NodeContext:
@@ -148,6 +153,7 @@ class Run:
         if branch.resume_value is not NO_VALUE:
             ctx.resume_value = branch.resume_value
             ctx.resuming = True
+            ctx.answers = (*branch.answers, branch.resume_value)
             branch.resume_value = NO_VALUE
         return ctx
 
@@ -229,7 +235,7 @@ class Run:
     ) -> Suspending:
         """The node returned ``Suspend``: its update applied to ``state``."""
         node = spec.name
-        if not spec.takes_ctx:
+        if not spec.takes_ctx and type(out) is not Interruption:  # interrupt() needs no ctx
             raise cannot_suspend(node)
         origin = f"node `{node}` (Suspend.update)"
         schema = spec.schema
@@ -294,6 +300,7 @@ class Run:
             out.payload,
             child=None if passed is None else passed.child,
             trace=self._traceparent(),  # the resume links to (and continues) this trace
+            answers=out.answers if type(out) is Interruption else (),
         )
         child = None if passed is None else passed.thread
         checkpoint_id = await self.save("suspended", node, state, node, changes, suspension=saved)

@@ -65,6 +65,7 @@ async def run(
         stops,
         begun.parent_thread,
     )
+    current.answers = begun.answers
     held = [begun]  # the loop lets the starting state go as the run moves on
     del begun
     if tracing is None:

@@ -23,6 +23,7 @@ from ._errors import (
     StateMisread,
 )
 from ._fresh import fresh_copy
+from ._interrupt import ASKER, Asker, GraphInterrupt, Interruption, swallowed
 from ._plan import NO_ITEM, Fork, NodeSpec, Plan
 from ._types import END, Send, Suspend
 
@@ -90,13 +91,17 @@ async def invoke(
     ``NodeError`` around what it finally raised. The node gets its own copy of
     ``state``; when it returns that copy (or suspends with it as the update), its
     changes to it are the update. ``span``: the node's span in a traced run
-    (``_tracing``), which records each retry."""
+    (``_tracing``), which records each retry. A node's ``interrupt()`` returns
+    ``Interruption``, its ``Suspend``, with the answers it was given (``_interrupt``)."""
     attempt, item = 1, ctx.item
     scope = None  # the attempt's timeout, when it has one
     while True:
         own = spec.schema.fresh(state)  # each attempt changes its own copy
         if item is not None:
             ctx.item = fresh_copy(item)  # and its own copy of its Send item
+        # Its interrupt() calls, from the first: the answers they replay (``_interrupt``).
+        asker = Asker(spec.name, ctx.answers, spec.resume is not None)
+        asking = ASKER.set(asker)
         try:
             if resuming and spec.resume is not None:
                 coro = spec.resume(own, ctx.resume_value, ctx)
@@ -107,6 +112,8 @@ async def invoke(
             else:
                 async with asyncio.timeout(spec.timeout) as scope:
                     out = await coro
+            if asker.pending is not None:  # it caught its interrupt() and went on
+                raise swallowed(asker)
             if out is own:
                 return spec.schema.changes_of(state, own)
             if type(out) is not dict and getattr(out, "update", None) is own:
@@ -116,6 +123,8 @@ async def invoke(
                 if type(out) is Command:
                     return Command(update=changes, goto=out.goto)
             return out
+        except GraphInterrupt as asked:  # interrupt(): suspend, keeping the answers
+            return Interruption(asked.value, answers=asker.answers)
         except (ChildThreadMissing, CorruptCheckpoint):
             raise  # a subgraph's thread is gone or damaged: not the node's failure
         except Exception as raised:
@@ -137,6 +146,8 @@ async def invoke(
                 _retried(span, attempt, exc)
             await asyncio.sleep(policy.delay(attempt))
             attempt += 1
+        finally:
+            ASKER.reset(asking)
 
 
 def _explained(exc: Exception, own: BaseModel, item: object, node: str) -> Exception:

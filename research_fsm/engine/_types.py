@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 from pydantic import BaseModel
 
 from ._errors import EngineError, InvalidResumeToken, NodeTimeout
-from ._langgraph import missing, result_item
+from ._langgraph import missing
 from ._records import BranchRecord, BranchStatus, OriginRecord, SuspensionRecord
 
 __all__ = [
@@ -319,12 +319,19 @@ class RunResult(Generic[StateT]):
     suspensions: tuple[Suspension, ...] = ()
     """Every pending suspension: one, or one per suspended parallel branch."""
 
-    if not TYPE_CHECKING:  # LangGraph's dict reads, to the type checker unknown
+    if not TYPE_CHECKING:  # LangGraph's invoke() returns a dict: name this one's fields
 
-        def __getitem__(self, key):
-            raise result_item(key)
+        def __getitem__(self, key: object) -> Any:
+            if key == "__interrupt__":
+                hint = ".suspensions (each .payload is an Interrupt's .value; .token resumes it)"
+            else:
+                hint = f".state.{key} (the state is a model; .state.model_dump() for a dict)"
+            raise TypeError(
+                f"'RunResult' object is not subscriptable (LangGraph's invoke returns a "
+                f"dict); here result[{key!r}] is result{hint} (see docs/langgraph.md)"
+            )
 
-        def __getattr__(self, name):
+        def __getattr__(self, name: str) -> Any:
             raise missing("RunResult", name)
 
 
@@ -474,13 +481,6 @@ class StateSnapshot(Generic[StateT]):
     """The child threads of the subgraph nodes this checkpoint runs next, waits on or
     paused at (one per node execution, in a fan-out one per branch), in order."""
 
-    if not TYPE_CHECKING:  # LangGraph's names, to the type checker unknown
-
-        def __getattr__(self, name):
-            if name.startswith("_"):  # the instance's own storage (``_state``...)
-                raise AttributeError(name)
-            raise missing("StateSnapshot", name)
-
     def __getstate__(self) -> dict[str, Any]:
         """For pickle and copy: the state validated (a ``LazyState`` holds a function)."""
         return {name: getattr(self, name) for name in _SNAPSHOT_FIELDS}
@@ -488,6 +488,11 @@ class StateSnapshot(Generic[StateT]):
     def __setstate__(self, saved: dict[str, Any]) -> None:
         for name, value in saved.items():
             object.__setattr__(self, name, value)
+
+    if not TYPE_CHECKING:  # LangGraph's names (.values, .config...), to the type checker unknown
+
+        def __getattr__(self, name: str) -> Any:
+            raise missing("StateSnapshot", name)
 
 
 _SNAPSHOT_FIELDS = tuple(f.name for f in fields(StateSnapshot))

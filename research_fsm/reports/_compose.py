@@ -16,14 +16,14 @@ from ..common.writer import (
 )
 from ..llm import Usage, models_text
 from ._labels import fact_label, missing_label, text
-from ._model import SECTIONS, Fact, ReportState, Section, Source
+from ._model import SECTIONS, ReportFact, ReportSource, ReportState, Section
 
 __all__ = ["compose", "numbered_sources", "sources_json"]
 
 
-def numbered_sources(state: ReportState) -> list[Source]:
+def numbered_sources(state: ReportState) -> list[ReportSource]:
     """The retrieved sources without repeats (by URL), in retrieval order: ``[S1]`` first."""
-    unique: dict[str, Source] = {}
+    unique: dict[str, ReportSource] = {}
     for source in state.sources:
         unique.setdefault(source.url, source)
     return list(unique.values())
@@ -37,12 +37,12 @@ def sources_json(state: ReportState) -> list[dict[str, Any]]:
     ]
 
 
-def _cite(fact: Fact, ids: dict[str, str]) -> str:
+def _cite(fact: ReportFact, ids: dict[str, str]) -> str:
     refs = "".join(f"[{ids[url]}]" for url in fact.urls if url in ids)
     return f" {refs}" if refs else ""
 
 
-def _fact_line(fact: Fact, lang: str, ids: dict[str, str]) -> str:
+def _fact_line(fact: ReportFact, lang: str, ids: dict[str, str]) -> str:
     label = md_escape(fact_label(lang, fact.key, fact.label))
     value = md_escape(fact.value)
     line = f"**{label}**: {value}{_cite(fact, ids)}"
@@ -161,7 +161,7 @@ def _metadata(state: ReportState, lang: str, generated_at: str) -> DocSection:
     return DocSection(text(lang, "metadata"), [table([("", ""), *rows])])
 
 
-def _when(source: Source, lang: str) -> str:
+def _when(source: ReportSource, lang: str) -> str:
     """ "retrieved <time>", or where an offline source comes from (nothing was fetched)."""
     if source.dataset:
         return text(lang, "bundled", dataset=md_escape(source.dataset))

@@ -2,23 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .._moved import renamed
 from ..common.files import utc_now
 from ..common.models import Language
+from ..common.models import Source as SharedSource
 from ..engine import add, append
 from ..llm import Usage
 
 __all__ = [
     "SECTIONS",
-    "Fact",
     "Language",
     "Quality",
+    "ReportFact",
+    "ReportSource",
     "ReportState",
     "Section",
-    "Source",
     "SpecialistName",
 ]
 
@@ -29,17 +31,13 @@ SECTIONS: tuple[SpecialistName, ...] = ("financial", "market", "product")
 _CONFIG = ConfigDict(use_attribute_docstrings=True, extra="forbid")
 
 
-class Source(BaseModel):
-    """A source that was actually retrieved; ``[S#]`` ids are given when the report is written."""
+class ReportSource(SharedSource):
+    """A source a report's agents actually retrieved (the apps' shared ``Source``, with its
+    URL and agent); ``[S#]`` ids are given when the report is written. Formerly
+    ``research_fsm.reports.Source`` (deprecated alias)."""
 
-    model_config = _CONFIG
-
-    title: str
-    """Human-readable title."""
     url: str
     """Absolute URL."""
-    retrieved_at: str
-    """When it was retrieved (ISO-8601 UTC)."""
     agent: str
     """The agent that retrieved it."""
     dataset: str | None = None
@@ -47,8 +45,11 @@ class Source(BaseModel):
     report): that data set, e.g. ``"pytickersymbols 1.17.5"``."""
 
 
-class Fact(BaseModel):
-    """One finding of a specialist: a labelled value with where it comes from."""
+class ReportFact(BaseModel):
+    """One finding of a report's specialist: a labelled value (a figure, an industry, a
+    product) with the URLs that state it, or the facts it is computed from. Formerly
+    ``research_fsm.reports.Fact`` (deprecated alias); a deep-research session's facts
+    are ``research_fsm.deep.QuotedFact``."""
 
     model_config = _CONFIG
 
@@ -74,7 +75,7 @@ class Section(BaseModel):
 
     status: Literal["ok", "unavailable"] = "ok"
     """``unavailable`` when the specialist failed; the report says so."""
-    facts: list[Fact] = Field(default_factory=list)
+    facts: list[ReportFact] = Field(default_factory=list)
     """The findings, in the order the report lists them."""
     text: str | None = None
     """Free text the specialist adds (e.g. the peer ranking sentence)."""
@@ -127,7 +128,7 @@ class ReportState(BaseModel):
     """Where report folders go (default ``$RESEARCH_FSM_HOME/reports``)."""
     profile: dict[str, object] = Field(default_factory=dict)
     """The researcher's raw material (directory profile, or web findings)."""
-    sources: Annotated[list[Source], append] = Field(default_factory=list)
+    sources: Annotated[list[ReportSource], append] = Field(default_factory=list)
     """Every source retrieved, by any agent (deduplicated by URL when written)."""
     financial: Section | None = None
     """The financial specialist's section."""
@@ -161,3 +162,15 @@ class ReportState(BaseModel):
     """The files written."""
     notes: Annotated[list[str], append] = Field(default_factory=list)
     """Things that went wrong and how they were handled (shown under Methodology)."""
+
+
+_RENAMED = {
+    "Fact": (ReportFact, "use research_fsm.reports.ReportFact"),
+    "Source": (ReportSource, "use research_fsm.reports.ReportSource"),
+}
+"""The models' former names (deprecated; the deep-research app's are ``QuotedFact`` and
+``DeepSource``, the shared base ``research_fsm.common.models.Source``)."""
+
+
+def __getattr__(name: str) -> Any:
+    return renamed(__name__, name, _RENAMED)

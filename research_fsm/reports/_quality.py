@@ -13,7 +13,7 @@ from ..engine import NodeContext
 from ..llm import LLM, LLMError, keep_first
 from ._agent_table import AGENTS
 from ._labels import fact_label, text
-from ._model import SECTIONS, Fact, Quality, ReportState, Section
+from ._model import SECTIONS, Quality, ReportFact, ReportState, Section
 from ._specialists import EXPECTED
 
 __all__ = [
@@ -45,7 +45,7 @@ def _numbers(value: str) -> set[str]:
     return {match.replace(",", "") for match in _NUMBER_RE.findall(value)}
 
 
-def ungrounded_numbers(prose: str, facts: list[Fact], company: str = "") -> list[str]:
+def ungrounded_numbers(prose: str, facts: list[ReportFact], company: str = "") -> list[str]:
     """Numbers in ``prose`` that no fact (nor the company's name) contains."""
     allowed = _numbers(company)
     for fact in facts:
@@ -53,7 +53,7 @@ def ungrounded_numbers(prose: str, facts: list[Fact], company: str = "") -> list
     return sorted(_numbers(prose) - allowed)
 
 
-def all_facts(state: ReportState) -> list[Fact]:
+def all_facts(state: ReportState) -> list[ReportFact]:
     """Every specialist's facts, section by section."""
     return [fact for name in SECTIONS for fact in (getattr(state, name) or Section()).facts]
 

@@ -12,7 +12,7 @@ from ..common.names import MAX_CHOICES, ask_choices, mentions, pick_choice
 from ..common.text import is_japanese
 from ..engine import NodeContext, Suspend
 from ..sources import CompanyIndex, DataSource, ResearchFindings, SearchContext
-from ._model import ReportState, Source
+from ._model import ReportSource, ReportState
 
 __all__ = ["Researcher", "not_found_sentence", "resolve_company", "sources_of"]
 
@@ -55,13 +55,13 @@ async def resolve_company(
     return None, described[:3]
 
 
-def sources_of(findings: ResearchFindings, agent: str) -> list[Source]:
-    """The findings' sources as ``Source`` entries (now, by ``agent``); those of the
+def sources_of(findings: ResearchFindings, agent: str) -> list[ReportSource]:
+    """The findings' sources as ``ReportSource`` entries (now, by ``agent``); those of the
     bundled directory name its data set (they were not fetched)."""
     now = utc_now()
     dataset = findings.raw_data.get("dataset")
     return [
-        Source(
+        ReportSource(
             title=ref.title,
             url=ref.url,
             retrieved_at=now,

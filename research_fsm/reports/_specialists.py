@@ -34,7 +34,7 @@ from ..sources import (
     split_people,
 )
 from ._agent_table import AGENTS
-from ._model import Fact, ReportState, Section, Source, SpecialistName
+from ._model import ReportFact, ReportSource, ReportState, Section, SpecialistName
 from ._research import sources_of
 
 __all__ = ["EXPECTED", "SEARCHES", "Specialist", "in_source", "offline_section"]
@@ -103,17 +103,17 @@ def _money(text: str | None) -> str | None:
     return format_money(clean_value(text)) if text else None
 
 
-def _ratio(key: str, part: str, whole: str, facts: dict[str, Fact]) -> Fact | None:
+def _ratio(key: str, part: str, whole: str, facts: dict[str, ReportFact]) -> ReportFact | None:
     top, bottom = parse_money(facts[part].value), parse_money(facts[whole].value)
     if top is None or bottom is None or not bottom.amount or top.currency != bottom.currency:
         return None
     value = f"{100 * top.amount / bottom.amount:.1f}%"
     urls = facts[part].urls
     periods = _mixed_periods(facts[part], facts[whole])
-    return Fact(key=key, value=value, urls=urls, computed_from=[part, whole], periods=periods)
+    return ReportFact(key=key, value=value, urls=urls, computed_from=[part, whole], periods=periods)
 
 
-def _mixed_periods(*facts: Fact) -> list[str]:
+def _mixed_periods(*facts: ReportFact) -> list[str]:
     """The period of each fact as written ("FY23", "March 31, 2025") when their fiscal
     years differ, else none."""
     years = [fiscal_year(fact.value) for fact in facts]
@@ -126,14 +126,14 @@ def _mixed_periods(*facts: Fact) -> list[str]:
     return periods
 
 
-def _per_employee(facts: dict[str, Fact]) -> Fact | None:
+def _per_employee(facts: dict[str, ReportFact]) -> ReportFact | None:
     revenue = parse_money(facts["revenue"].value)
     digits = facts["employees"].value.split("(")[0].replace(",", "").strip()
     if revenue is None or not digits.isdigit() or not int(digits):
         return None
     amount = revenue.amount / int(digits)
     value = f"{revenue.currency}{amount:,.0f}"
-    return Fact(
+    return ReportFact(
         key="revenue_per_employee",
         value=value,
         urls=facts["revenue"].urls,
@@ -142,7 +142,7 @@ def _per_employee(facts: dict[str, Fact]) -> Fact | None:
     )
 
 
-def _financial(profile: CompanyProfile, urls: list[str]) -> list[Fact]:
+def _financial(profile: CompanyProfile, urls: list[str]) -> list[ReportFact]:
     data = profile.metadata
     raw = {
         "revenue": _money(data.revenue),
@@ -152,8 +152,10 @@ def _financial(profile: CompanyProfile, urls: list[str]) -> list[Fact]:
         "total_equity": _money(data.total_equity),
         "employees": data.employees and clean_value(data.employees),
     }
-    facts = {key: Fact(key=key, value=value, urls=urls) for key, value in raw.items() if value}
-    computed: list[Fact | None] = []
+    facts = {
+        key: ReportFact(key=key, value=value, urls=urls) for key, value in raw.items() if value
+    }
+    computed: list[ReportFact | None] = []
     if "revenue" in facts and "net_income" in facts:
         computed.append(_ratio("net_margin", "net_income", "revenue", facts))
     if "revenue" in facts and "operating_income" in facts:
@@ -185,26 +187,26 @@ def _position(profile: CompanyProfile, peers: dict[str, Any], language: str) -> 
 
 def _market(
     profile: CompanyProfile, peers: dict[str, Any] | None, urls: list[str], language: str
-) -> list[Fact]:
-    facts: list[Fact] = []
+) -> list[ReportFact]:
+    facts: list[ReportFact] = []
     if peers:
-        facts.append(Fact(key="industry", value=str(peers["industry"]), urls=urls))
+        facts.append(ReportFact(key="industry", value=str(peers["industry"]), urls=urls))
         position = _position(profile, peers, language)
-        facts.append(Fact(key="peer_position", value=position, urls=urls))
+        facts.append(ReportFact(key="peer_position", value=position, urls=urls))
         listed = [f"{name} ({revenue})" for name, revenue in peers["peers"]]
         if listed:
-            facts.append(Fact(key="peers", value="; ".join(listed), urls=urls))
+            facts.append(ReportFact(key="peers", value="; ".join(listed), urls=urls))
     elif profile.industries:
-        facts.append(Fact(key="industry", value="; ".join(profile.industries[:3]), urls=urls))
+        facts.append(ReportFact(key="industry", value="; ".join(profile.industries[:3]), urls=urls))
     indices = ", ".join(i.replace("_", " ") for i in profile.indices)
     if indices:
-        facts.append(Fact(key="indices", value=indices, urls=urls))
+        facts.append(ReportFact(key="indices", value=indices, urls=urls))
     if profile.country:
-        facts.append(Fact(key="country", value=profile.country, urls=urls))
+        facts.append(ReportFact(key="country", value=profile.country, urls=urls))
     return facts
 
 
-def _product(profile: CompanyProfile, urls: list[str]) -> list[Fact]:
+def _product(profile: CompanyProfile, urls: list[str]) -> list[ReportFact]:
     data = profile.metadata
     raw = {
         "products": ", ".join(profile.product_items()),
@@ -213,7 +215,7 @@ def _product(profile: CompanyProfile, urls: list[str]) -> list[Fact]:
         "headquarters": data.headquarters and clean_value(data.headquarters),
         "founded": data.founded and clean_founded(data.founded),
     }
-    return [Fact(key=key, value=value, urls=urls) for key, value in raw.items() if value]
+    return [ReportFact(key=key, value=value, urls=urls) for key, value in raw.items() if value]
 
 
 def offline_section(
@@ -275,7 +277,7 @@ def in_source(value: str, text: str) -> bool:
     return len(words & found) * 2 >= len(words)
 
 
-def _field_facts(findings: ResearchFindings, urls: list[str]) -> list[Fact]:
+def _field_facts(findings: ResearchFindings, urls: list[str]) -> list[ReportFact]:
     """Without Claude: each ``Label: value`` line of the findings is a fact."""
     facts = []
     for field in findings.populated_fields():
@@ -283,7 +285,9 @@ def _field_facts(findings: ResearchFindings, urls: list[str]) -> list[Fact]:
             label, sep, value = line.partition(": ")
             if sep and value.strip():
                 key = label.strip().lower().replace(" ", "_")
-                facts.append(Fact(key=key, label=label.strip(), value=value.strip(), urls=urls))
+                facts.append(
+                    ReportFact(key=key, label=label.strip(), value=value.strip(), urls=urls)
+                )
     return facts
 
 
@@ -347,9 +351,9 @@ class Specialist:
         state: ReportState,
         company: str,
         findings: ResearchFindings,
-        sources: list[Source],
+        sources: list[ReportSource],
         update: dict[str, Any],
-    ) -> tuple[list[Fact], list[str]]:
+    ) -> tuple[list[ReportFact], list[str]]:
         """The facts Claude extracted whose value the cited page states, and the ones
         left out (``label: value``); usage and Claude's notes go into ``update``."""
         urls = [source.url for source in sources]
@@ -390,6 +394,8 @@ class Specialist:
             if not in_source(value, pages.get(item.source_url, "")):
                 dropped.append(f"{label}: {value}"[:80])
                 continue
-            fact = Fact(key=f"{self.name}_{i}", label=label, value=value, urls=[item.source_url])
+            fact = ReportFact(
+                key=f"{self.name}_{i}", label=label, value=value, urls=[item.source_url]
+            )
             facts.append(fact)
         return facts, dropped

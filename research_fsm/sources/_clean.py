@@ -21,7 +21,7 @@ from urllib.parse import unquote
 
 from ._format import split_people_names, split_products, strip_wiki_residue
 from ._people import NameModel
-from ._profiles import CompanyProfile, clean_founded, clean_value
+from ._profile import CompanyProfile, clean_founded, clean_value
 from ._tidy import (
     balance_brackets,
     drop_page_refs,

@@ -17,10 +17,10 @@ from research_fsm.deep._cite import renumbered
 from research_fsm.deep._model import (
     Claim,
     ClaimCheck,
+    DeepSource,
     DeepState,
     Draft,
-    Fact,
-    Source,
+    QuotedFact,
     Verification,
 )
 from research_fsm.deep._rules import _lead
@@ -179,8 +179,8 @@ async def test_citations_agree_everywhere(assistant: ResearchAssistant, docs: Pa
     assert [] == grounding_problems(report.folder)
 
 
-def _source(sid: str) -> Source:
-    return Source(id=sid, kind="file", title=sid, locator=f"{sid}.md", text=f"text of {sid}")
+def _source(sid: str) -> DeepSource:
+    return DeepSource(id=sid, kind="file", title=sid, locator=f"{sid}.md", text=f"text of {sid}")
 
 
 def test_renumbering_follows_first_use() -> None:
@@ -284,9 +284,11 @@ async def test_what_an_error_code_means_is_answered_by_its_definition(
     assert "no_sources" == unknown.status
 
 
-def _ranked(*facts: tuple[str, float]) -> list[tuple[Fact, str]]:
+def _ranked(*facts: tuple[str, float]) -> list[tuple[QuotedFact, str]]:
     """Facts (statement, score), best first, each from source S1."""
-    return [(Fact(kind="finding", statement=s, quote=s, score=score), "S1") for s, score in facts]
+    return [
+        (QuotedFact(kind="finding", statement=s, quote=s, score=score), "S1") for s, score in facts
+    ]
 
 
 @pytest.mark.parametrize(

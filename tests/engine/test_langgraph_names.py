@@ -83,6 +83,41 @@ def test_langgraph_app_methods_name_the_equivalent(name: str, equivalent: str) -
     assert equivalent in str(missing.value)
 
 
+@pytest.mark.parametrize(
+    ("name", "equivalent"),
+    [
+        ("values", ".state"),
+        ("config", "checkpoint_id"),
+        ("metadata", '.origin for metadata["source"]'),
+        ("tasks", ".suspensions"),
+        ("parent_config", ".parent_id"),
+    ],
+)
+async def test_langgraph_snapshot_fields_name_the_equivalent(name: str, equivalent: str) -> None:
+    """A snapshot's `.values`, `.config`, `.metadata`... raise AttributeError naming
+    this engine's field; other missing names read as usual (getattr defaults work)."""
+    app = looping().set_finish_point("bump").compile()
+    await app.run({}, thread_id="t")
+    snapshot = await app.get_state("t")
+    assert snapshot is not None
+    with pytest.raises(AttributeError) as missing:
+        getattr(snapshot, name)
+    assert f"'StateSnapshot' object has no attribute '{name}' (LangGraph's)" in str(missing.value)
+    assert equivalent in str(missing.value)
+    assert getattr(snapshot, "nope", "default") == "default"
+
+
+async def test_a_result_read_as_langgraphs_dict_names_the_field() -> None:
+    """`result["field"]` and `result["__interrupt__"]` (LangGraph's invoke dict) raise
+    a TypeError naming `.state.field` and `.suspensions`."""
+    app = looping().set_finish_point("bump").compile()
+    result = await app.run({}, thread_id="t")
+    with pytest.raises(TypeError, match=r"result\['n'\] is result\.state\.n "):
+        result["n"]  # type: ignore[index]
+    with pytest.raises(TypeError, match=r"is result\.suspensions \(each \.payload"):
+        result["__interrupt__"]  # type: ignore[index]
+
+
 def test_other_missing_attributes_read_as_usual() -> None:
     """A name LangGraph does not have gives Python's usual message; hasattr works."""
     app = looping().set_finish_point("bump").compile()

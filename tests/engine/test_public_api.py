@@ -37,8 +37,10 @@ EXPECTED_ALL = [
     "EngineError",
     "ErrorInfo",
     "Event",
+    "GraphInterrupt",
     "GraphValidationError",
     "IncompatibleCheckpoint",
+    "InterruptMisused",
     "InvalidCall",
     "InvalidCommand",
     "InvalidResumeToken",
@@ -83,6 +85,7 @@ EXPECTED_ALL = [
     "UpdateRefused",
     "add",
     "append",
+    "interrupt",
     "is_transient",
     "replace",
     "validate_thread_id",
@@ -179,6 +182,7 @@ ERRORS = {
     "InvalidThreadQuery": ValueError,
     "InvalidCall": TypeError,
     "StateMisread": AttributeError,
+    "InterruptMisused": RuntimeError,
 }
 
 

@@ -123,10 +123,35 @@ def test_the_codec_writes_the_short_keys_and_reads_them_back() -> None:
     assert origin == origin_of(origin_json(origin))
 
 
+def test_the_answers_to_interrupt_are_kept_while_suspended_and_read_back() -> None:
+    """A node's earlier interrupt() answers: a suspended branch's record and a
+    suspension write them as a list under "answers" and read them back; a branch no
+    longer suspended keeps none, and records without answers write no key."""
+    branch = record(_branch(status="suspended", answers=("forty", {"n": -3})))
+    assert branch.answers == ("forty", {"n": -3})
+    assert branch_json(branch)["answers"] == ["forty", {"n": -3}]
+    assert branch == branch_of(branch_json(branch))
+    assert record(_branch(status="done", answers=("x",))).answers == ()
+    assert "answers" not in branch_json(record(_branch(status="suspended")))
+    suspension = SuspensionRecord("b", "again?", answers=(1, [2]))
+    assert suspension_json(suspension)["answers"] == [1, [2]]
+    assert suspension == suspension_of(suspension_json(suspension))
+    assert "answers" not in suspension_json(SuspensionRecord("b", "q?"))
+
+
 @pytest.mark.parametrize(
     "bad",
     [
         {"i": "0", "p": "", "node": None, "status": "done", "join": "j", "updates": []},
+        {
+            "i": 0,
+            "p": "",
+            "node": "a",
+            "status": "suspended",
+            "join": "j",
+            "updates": [],
+            "answers": "forty",
+        },
         {"i": 0, "p": "", "node": None, "status": "gone", "join": "j", "updates": []},
         {"i": 0, "p": "", "node": None, "status": "done", "join": "j", "updates": [{"u": {}}]},
         {"i": 0, "p": "", "node": 3, "status": "done", "join": "j", "updates": []},
@@ -154,6 +179,7 @@ def test_the_codec_refuses_json_that_is_no_branch_record(bad: object) -> None:
     [
         (suspension_of, {"payload": 1}),
         (suspension_of, {"node": "a", "breakpoint": ["before"]}),
+        (suspension_of, {"node": "a", "answers": {"0": "forty"}}),
         (origin_of, {"by": "magic"}),
         (origin_of, {"by": "update", "as_node": 3}),
     ],

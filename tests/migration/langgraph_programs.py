@@ -96,7 +96,8 @@ def validate_input() -> dict[str, Any]:
     for answer in ["forty", -3, 41]:
         questions.append(result["__interrupt__"][0].value)
         result = app.invoke(Command(resume=answer), _cfg("v"))
-    return {"questions": questions, "final": result}
+    history = [list(s.next) for s in app.get_state_history(_cfg("v"))]
+    return {"questions": questions, "final": result, "history_next": history}
 
 
 # -- 3. map-reduce with Send ---------------------------------------------------------

@@ -1,7 +1,8 @@
 """Human in the loop: approve-or-reject and validate-the-input, ported from
-``langgraph_programs`` word for word (``interrupt`` becomes ``Suspend`` and the
-node is called again with ``ctx.resume_value``, as LangGraph re-runs it) and in this
-engine's idiom (a node object whose ``resume`` gets the answer)."""
+``langgraph_programs`` word for word (``interrupt`` is this engine's ``interrupt``:
+the node runs again from its top on resume and each ``interrupt`` call gets its
+answer back, a loop of them too, as LangGraph's) and in this engine's idiom (a node
+object whose ``resume`` gets the answer, so nothing before the question runs twice)."""
 
 from __future__ import annotations
 
@@ -15,12 +16,14 @@ from research_fsm.engine import (
     Command,
     MemoryCheckpointStore,
     NodeContext,
+    Replace,
     StateGraph,
     Suspend,
     add,
+    interrupt,
 )
 
-from .conftest import recorded
+from .conftest import as_langgraph_positions, recorded
 
 
 class Plan(BaseModel):
@@ -42,12 +45,8 @@ async def drop(state: Plan) -> dict[str, Any]:
 
 
 def word_for_word_review() -> Any:
-    async def review(
-        state: Plan, ctx: NodeContext
-    ) -> Command[Literal["carry_out", "drop"]] | Suspend:
-        if not ctx.resuming:  # interrupt(...)
-            return Suspend({"question": "Approve this plan?", "plan": state.plan})
-        verdict = ctx.resume_value
+    async def review(state: Plan) -> Command[Literal["carry_out", "drop"]]:
+        verdict = interrupt({"question": "Approve this plan?", "plan": state.plan})
         return Command(goto="carry_out" if verdict == "approve" else "drop")
 
     return review
@@ -82,8 +81,8 @@ async def approve_or_reject(review: object, **destinations: Any) -> dict[str, An
 
 
 async def test_approve_or_reject_word_for_word() -> None:
-    """`interrupt` as Suspend + ctx.resume_value, `-> Command[Literal[...]]` as the
-    destinations: LangGraph's questions and final states."""
+    """`interrupt` as it is, `-> Command[Literal[...]]` as the destinations:
+    LangGraph's questions and final states."""
     assert await approve_or_reject(word_for_word_review()) == recorded("approve_or_reject")
 
 
@@ -105,29 +104,33 @@ def question_for(answer: object) -> str | None:
     return f"{answer!r} is not an age; how old are you?"
 
 
-async def ask_age_word_for_word(state: Person, ctx: NodeContext) -> dict[str, Any] | Suspend:
-    # LangGraph's loop of interrupts replays every answer; here the node is called
-    # again with the last one, so the question it last asked comes from that answer.
-    if not ctx.resuming:
-        return Suspend("How old are you?")
-    question = question_for(ctx.resume_value)
-    if question is not None:
-        return Suspend(question)
-    return {"age": ctx.resume_value}  # the question it answered is not at hand
+async def ask_age_word_for_word(state: Person) -> dict[str, Any]:
+    question = "How old are you?"
+    while True:
+        answer = interrupt(question)
+        if isinstance(answer, int) and 0 < answer < 150:
+            return {"age": answer, "asked": [question]}
+        question = f"{answer!r} is not an age; how old are you?"
 
 
 class AskAge:
-    """The idiom: the question asked last is kept on the node's suspension payload."""
+    """The idiom: ``resume`` gets each answer once (nothing runs again); the question
+    it asks is kept in the state (``Replace``: the one being answered), not on the
+    node object, which every thread shares."""
 
     async def run(self, state: Person, ctx: NodeContext) -> Suspend:
-        return Suspend("How old are you?")
+        return ask("How old are you?")
 
     async def resume(self, state: Person, answer: Any, ctx: NodeContext) -> Any:
         question = question_for(answer)
         if question is not None:
-            self.last = question
-            return Suspend(question)
-        return {"age": answer, "asked": [getattr(self, "last", "How old are you?")]}
+            return ask(question)
+        return {"age": answer}
+
+
+def ask(question: str) -> Suspend:
+    """Ask ``question``, keeping it as the one being answered."""
+    return Suspend(question, update={"asked": Replace([question])})
 
 
 async def validate(node: object) -> dict[str, Any]:
@@ -140,19 +143,27 @@ async def validate(node: object) -> dict[str, Any]:
         assert result.suspension is not None
         questions.append(result.suspension.payload)
         result = await app.resume(result.suspension.token, answer)
-    return {"questions": questions, "final": result.state.model_dump()}
+    states = as_langgraph_positions([s async for s in app.history("v")])
+    history = [[s.next] if s.next else [] for s in states]
+    return {"questions": questions, "final": result.state.model_dump(), "history_next": history}
+
+
+def but_the_input_checkpoint(want: dict[str, Any]) -> dict[str, Any]:
+    """LangGraph's record less its history's oldest, the input checkpoint (none here)."""
+    return {**want, "history_next": want["history_next"][:-1]}
 
 
 async def test_validate_input_idiomatic() -> None:
     """Each invalid answer asks again with the reason; the valid one is stored with
-    the question it answered: LangGraph's questions and final state."""
-    assert await validate(AskAge()) == recorded("validate_input")
+    the question it answered: LangGraph's questions, final state and history (by the
+    translation of positions)."""
+    assert await validate(AskAge()) == but_the_input_checkpoint(recorded("validate_input"))
 
 
-async def test_validate_input_word_for_word_asks_the_same_questions() -> None:
-    """Word for word, the questions asked are LangGraph's; the loop's local
-    `question` is not kept between calls (the node starts from the top with the last
-    answer only), which is the one thing the port had to change (docs/langgraph.md)."""
+async def test_validate_input_word_for_word() -> None:
+    """LangGraph's loop of `interrupt` calls as it is: each resume runs the node
+    again, replaying the earlier answers, so the question it asked last is the one
+    stored: LangGraph's questions and final state exactly, and its history by the
+    translation of positions (each question is a checkpoint here, LangGraph's one)."""
     got = await validate(ask_age_word_for_word)
-    assert got["questions"] == recorded("validate_input")["questions"]
-    assert got["final"]["age"] == recorded("validate_input")["final"]["age"]
+    assert got == but_the_input_checkpoint(recorded("validate_input"))

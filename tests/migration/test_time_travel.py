@@ -1,6 +1,7 @@
 """Breakpoints and time travel: pause before `book`, go on, read the history, edit the
 checkpoint before `book` and run again from it. Ported word for word (each LangGraph
-call by its name in docs/langgraph.md) and in this engine's idiom."""
+call by its name in docs/langgraph.md; the history's positions by the translation
+`get_state_history`'s error names) and in this engine's idiom."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from research_fsm.engine import (
     append,
 )
 
-from .conftest import recorded
+from .conftest import as_langgraph_positions, recorded
 
 
 class Trip(BaseModel):
@@ -48,10 +49,11 @@ def trip() -> CompiledGraph[Trip]:
 
 
 async def test_time_travel_word_for_word() -> None:
-    """`invoke(None)` at the pause names `resume(token, ...)`; `update_state(past) +
-    invoke(None)` is one `run(Command(update=...), checkpoint_id=past)`: LangGraph's
-    states. The history differs in shape (docs/langgraph.md): no input checkpoint
-    before START, and the pause is a checkpoint of its own after the step's."""
+    """`invoke(None)` at the pause names `resume(token, ...)`; `get_state_history`
+    names `history` with the translation of positions (no input checkpoint, a pause of
+    its own), which picks LangGraph's checkpoint by the tutorial's index;
+    `update_state(past) + invoke(None)` is one `run(Command(update=...),
+    checkpoint_id=past)`: LangGraph's states."""
     want = recorded("time_travel")
     app = trip()
     paused = await app.run({"city": "Oslo", "steps": []}, thread_id="trip")
@@ -62,16 +64,13 @@ async def test_time_travel_word_for_word() -> None:
         await app.run(None, thread_id="trip")  # invoke(None, config)
     done = await app.resume(waiting.value.token, None)
     assert done.state.model_dump() == want["done"]
-    history = [s async for s in app.history("trip")]
-    assert want["history_next"] == [[], ["confirm"], ["book"], ["plan"], ["__start__"]]
-    assert [[s.next] if s.next else [] for s in history] == [
-        [],
-        ["confirm"],
-        ["book"],
-        ["book"],
-        ["plan"],  # the pause, then the step before it
-    ]
-    before_book = history[-3]  # the pause here, LangGraph's checkpoint before book
+    with pytest.raises(AttributeError, match=r"all_states\[-k\] is states\[-k \+ 1\]"):
+        app.get_state_history  # type: ignore[attr-defined]  # noqa: B018
+    states = as_langgraph_positions([s async for s in app.history("trip")])
+    nexts = [[s.next] if s.next else [] for s in states]
+    assert nexts == want["history_next"][:-1]  # all but LangGraph's input checkpoint
+    before_book = states[-3 + 1]  # the tutorial's history[-3]
+    assert [before_book.next] == want["picked"]["next"]
     assert before_book.state.model_dump() == want["picked"]["values"]
     again = await app.run(
         Command(update={"city": "Rome"}), thread_id="trip", checkpoint_id=before_book.checkpoint_id

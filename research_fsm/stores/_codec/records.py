@@ -5,11 +5,12 @@ The engine's typed records (``SuspensionRecord``, ``BranchRecord`` with its
 JSON objects every version of this package wrote, and read back from them; their short
 keys live here and nowhere else:
 
-* a suspension: ``{"node", "payload", "breakpoint"?, "child"?, "trace"?}``;
+* a suspension: ``{"node", "payload", "breakpoint"?, "child"?, "trace"?, "answers"?:
+  [the answers its node's earlier interrupt() calls were given]}``;
 * a branch: ``{"i": index, "p": owner branch id ("" at the top), "node": next node |
   None, "status", "join": node | END, "updates": [update...], "item"?, "k": key of its
   next node execution?, "at": suspension id, "payload", "child"?, "breakpoint": [where,
-  node]? (while suspended) | "error": {...}? (else), "trace"?}``;
+  node]? and "answers"? (while suspended) | "error": {...}? (else), "trace"?}``;
 * an update of a branch's node: ``{"n": node, "u": {field: value}, "r"?: [fields
   replaced]}``;
 * an origin: ``{"by", "as_node"?, "thread_id"?, "checkpoint_id"?}``.
@@ -64,6 +65,8 @@ def suspension_json(record: SuspensionRecord) -> dict[str, object]:
         saved["child"] = record.child
     if record.trace is not None:
         saved["trace"] = record.trace
+    if record.answers:
+        saved["answers"] = list(record.answers)
     return saved
 
 
@@ -99,6 +102,8 @@ def branch_json(record: BranchRecord) -> dict[str, object]:
             saved["child"] = record.child
         if record.breakpoint is not None:
             saved["breakpoint"] = list(record.breakpoint)
+        if record.answers:
+            saved["answers"] = list(record.answers)
     elif record.error is not None:
         saved["error"] = record.error
     if record.trace is not None:
@@ -131,6 +136,7 @@ def suspension_of(saved: object) -> SuspensionRecord | None:
         where,
         _text(saved, "child", "suspension"),
         _text(saved, "trace", "suspension"),
+        _answers(saved, "suspension"),
     )
 
 
@@ -193,6 +199,7 @@ def branch_of(saved: object) -> BranchRecord:
         breakpoint,
         error,
         _text(saved, "trace", "branch trace"),
+        _answers(saved, "branch"),
     )
 
 
@@ -212,6 +219,16 @@ def _text(saved: dict[str, object], key: str, what: str) -> str | None:
     if value is None or isinstance(value, str):
         return value
     raise Damaged(f"bad {what}")
+
+
+def _answers(saved: dict[str, object], what: str) -> tuple[object, ...]:
+    """The answers a suspension saved (lines written before interrupt() have none)."""
+    value = saved.get("answers")
+    if value is None:
+        return ()
+    if isinstance(value, list):
+        return tuple(value)
+    raise Damaged(f"bad {what} answers")
 
 
 def _key(value: object) -> str | None:
