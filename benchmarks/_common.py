@@ -10,6 +10,7 @@ import os
 import resource
 import shutil
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
@@ -129,16 +130,29 @@ def langgraph_available() -> bool:
         return False
 
 
+def throwaway_server() -> Any:
+    """A started PostgreSQL server like the tests' own, but with ``fsync=on``;
+    ``RuntimeError`` saying why when there is none (no server binaries, no tests folder)."""
+    tests = Path(__file__).resolve().parent.parent / "tests"
+    if not (tests / "servers" / "postgres.py").is_file():
+        raise RuntimeError(f"no {tests / 'servers' / 'postgres.py'} to start a server with")
+    if str(tests) not in sys.path:
+        sys.path.insert(0, str(tests))
+    from servers.postgres import PostgresServer
+
+    server = PostgresServer(fsync=True)  # commits reach the disk
+    server.start()
+    return server
+
+
 def postgres_server() -> tuple[Any, str | None]:
     """A throwaway PostgreSQL server (``benchmarks.postgres``; the caller stops it), or
     ``(None, why not)``: the ``postgres`` extra missing, or no server binaries."""
     for module in ("psycopg", "psycopg_pool"):
         if importlib.util.find_spec(module) is None:
             return None, f"the postgres extra is not installed (no {module})"
-    from . import postgres as bench
-
     try:
-        return bench.throwaway_server(), None
+        return throwaway_server(), None
     except RuntimeError as exc:
         return None, f"no PostgreSQL server could be started: {exc}"
 

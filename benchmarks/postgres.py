@@ -26,11 +26,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
-import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -39,6 +37,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from research_fsm.stores.postgres import PostgresCheckpointStore
 
+from ._common import throwaway_server
 from ._graphs import STEPS, build_langgraph, build_rfsm, lg_config, lg_input, question_input
 from ._pgprocs import runs_per_s, setup_tables
 
@@ -65,21 +64,6 @@ class Plan:
 
 FULL = Plan(runs=200, threads=1000, turns=200, reps=3, processes=4)
 QUICK = Plan(runs=5, threads=20, turns=10, reps=1, processes=4, shared=True)
-
-
-def throwaway_server() -> Any:
-    """A started PostgreSQL server like the tests' own, but with ``fsync=on``;
-    ``RuntimeError`` saying why when there is none (no server binaries, no tests folder)."""
-    tests = Path(__file__).resolve().parent.parent / "tests"
-    if not (tests / "servers" / "postgres.py").is_file():
-        raise RuntimeError(f"no {tests / 'servers' / 'postgres.py'} to start a server with")
-    if str(tests) not in sys.path:
-        sys.path.insert(0, str(tests))
-    from servers.postgres import PostgresServer
-
-    server = PostgresServer(fsync=True)  # commits reach the disk
-    server.start()
-    return server
 
 
 class Databases:

@@ -173,3 +173,53 @@ def test_a_set_is_fetched_from_its_debian_package(tmp_path: Path) -> None:
     questions = [q for q in _all() if q["set"] == "tig"]
     if record["sources"][0]["version"] == docset.sources[0]["version"]:
         assert [] == stale_set_facts(questions, docs)
+
+
+def _session(
+    folder: Path, sources: list[str], checks: list[tuple[str, bool]], facts: list[str]
+) -> Path:
+    folder.mkdir()
+    found = [{"id": f"S{i}", "text": text} for i, text in enumerate(sources, 1)]
+    (folder / "search_results.json").write_text(json.dumps(found), encoding="utf-8")
+    history = [{"checks": [{"text": text, "supported": ok} for text, ok in checks]}]
+    (folder / "verification.json").write_text(json.dumps({"history": history}), encoding="utf-8")
+    analyses = [{"source": "S1", "facts": [{"statement": s} for s in facts]}]
+    (folder / "evidence.json").write_text(json.dumps(analyses), encoding="utf-8")
+    return folder
+
+
+def test_the_diagnosis_puts_a_fact_at_the_stage_that_lost_it(tmp_path: Path) -> None:
+    """A fact is lost at extraction (in no passage), retrieval (in no retrieved source),
+    refusal (retrieved, no claim at all), sentence choice (its source analysed, no fact
+    holds it), verification (drafted, unsupported), or found."""
+    from benchmarks.answers.diagnose import stage_of
+
+    fact = {"any": ["The default is 8"]}
+    held = "Tab size. The default is 8 spaces."
+    other = "Colours are set with the color option."
+    assert stage_of(fact, tmp_path, in_passages=False) == "extraction"
+    cases = {
+        "retrieval": ([other], [(other, True)], [other]),
+        "refused": ([held], [], []),
+        "choice": ([held], [(other, True)], [other]),
+        "verify": ([held], [(held, False)], [held]),
+        "found": ([held], [(held, True)], [held]),
+    }
+    for stage, (sources, checks, facts) in cases.items():
+        folder = _session(tmp_path / stage, sources, checks, facts)
+        assert stage_of(fact, folder, in_passages=True) == stage, stage
+
+
+def test_the_calibration_counts_answers_among_the_analysed_passages() -> None:
+    """The blend's fit tells an answering passage ranked among the analysed ones (the
+    first ``top_k``) from one ranked lower but still among the eight judged."""
+    from benchmarks.answers.calibrate import ANALYSED, evaluate
+
+    def row(rank: int) -> dict[str, Any]:
+        cands = [{"lex": 1.0 - i / 20, "cos": None, "holds": i == rank} for i in range(8)]
+        return {"kind": "direct", "cands": cands}
+
+    low = evaluate([row(ANALYSED)], 0.0, 0.0)
+    high = evaluate([row(ANALYSED - 1)], 0.0, 0.0)
+    assert (low["in_analysed"], low["in_top"]) == (0.0, 1.0)
+    assert (high["in_analysed"], high["in_top"]) == (1.0, 1.0)

@@ -12,8 +12,8 @@ It prints, per ranking, how often an answering passage is first and in the first
 (the candidates a session judges), and for the blend ``words + WEIGHT x (similarity -
 FLOOR)`` the grid's best pair: the one that refuses every unanswerable question (no
 candidate at ``ANSWER_CUTOFF``) while refusing the fewest answerable ones, ties broken by
-answering passages in the first eight. The fit is for the dev part only: never run it on
-the held-out part.
+answering passages among the analysed ones (the first ``top_k``), then in the first
+eight. The fit is for the dev part only: never run it on the held-out part.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from typing import Any
 
 from research_fsm.deep._answer import ANSWER_CUTOFF, one_line_blocks, parse_question, passage_score
 from research_fsm.deep._meaning import applies, fuse
+from research_fsm.deep._model import DEFAULT_TOP_K
 from research_fsm.deep._search import POOL, DocumentSearch, _stem_of
 from research_fsm.documents import EMBEDDER_ENV, DocumentIndex
 
@@ -36,6 +37,9 @@ from ._docsets import ensure, load_sets
 
 TOP: int = 8
 """Candidates a session judges per search (``_nodes.SEARCH_LIMIT``)."""
+ANALYSED: int = DEFAULT_TOP_K
+"""Candidates a session analyses (the default ``top_k``): where a fact must rank to be
+claimed."""
 
 
 async def _features(
@@ -95,7 +99,7 @@ def _blend(c: dict[str, Any], weight: float, floor: float) -> float:
 
 def evaluate(rows: list[dict[str, Any]], weight: float, floor: float) -> dict[str, float]:
     """Ranking and refusal figures of the blend ``(weight, floor)`` (0, 0: words alone)."""
-    first = top = answerable = refused = unanswered_answered = unanswerable = 0
+    first = analysed = top = answerable = refused = unanswered_answered = unanswerable = 0
     for row in rows:
         ranked = sorted(row["cands"], key=lambda c: -_blend(c, weight, floor))[:TOP]
         answers = bool(ranked) and _blend(ranked[0], weight, floor) >= ANSWER_CUTOFF
@@ -106,9 +110,11 @@ def evaluate(rows: list[dict[str, Any]], weight: float, floor: float) -> dict[st
         answerable += 1
         refused += not answers
         first += bool(ranked) and ranked[0]["holds"]
+        analysed += any(c["holds"] for c in ranked[:ANALYSED])
         top += any(c["holds"] for c in ranked)
     return {
         "first": round(first / max(answerable, 1), 3),
+        "in_analysed": round(analysed / max(answerable, 1), 3),
         "in_top": round(top / max(answerable, 1), 3),
         "answerable_refused": round(refused / max(answerable, 1), 3),
         "unanswerable_answered": round(unanswered_answered / max(unanswerable, 1), 3),
@@ -117,12 +123,18 @@ def evaluate(rows: list[dict[str, Any]], weight: float, floor: float) -> dict[st
 
 def fit(rows: list[dict[str, Any]]) -> tuple[float, float, dict[str, float]]:
     """The grid's best ``(weight, floor)``: every unanswerable question refused, then the
-    fewest answerable ones refused, then the most answering passages in the first eight."""
+    fewest answerable ones refused, then the most answering passages among those analysed
+    (the first ``ANALYSED``), then in the first eight."""
     best: tuple[tuple[float, ...], float, float, dict[str, float]] | None = None
     for weight in [x / 10 for x in range(0, 81, 2)]:
         for floor in [x / 100 for x in range(0, 81, 2)]:
             got = evaluate(rows, weight, floor)
-            key = (got["unanswerable_answered"], got["answerable_refused"], -got["in_top"])
+            key = (
+                got["unanswerable_answered"],
+                got["answerable_refused"],
+                -got["in_analysed"],
+                -got["in_top"],
+            )
             if best is None or key < best[0]:
                 best = (key, weight, floor, got)
     assert best is not None

@@ -541,7 +541,7 @@ def units(text: str, headings: Collection[str] = (), *, lines: bool = False) -> 
                 block.append(found[index])
                 index += 1
             after = found[index] if index < len(found) else None
-            if after is not None and _BACK_REFERENCE.match(after.text) and not _noise(after.text):
+            if after is not None and _says_of_code(after.text):
                 shown, last = _code_lines(text, block)
                 statement = f"{' '.join(shown)} — {clean(after.text)}"
                 out.append(
@@ -580,7 +580,7 @@ def units(text: str, headings: Collection[str] = (), *, lines: bool = False) -> 
                 block.append(found[index])
                 index += 1
             following = found[index] if index < len(found) else None
-            if following is not None and _BACK_REFERENCE.match(following.text):
+            if following is not None and _says_of_code(following.text):
                 index -= len(block)  # the code belongs to the sentence after it
             else:
                 shown, last = _code_lines(text, block)
@@ -594,6 +594,17 @@ def units(text: str, headings: Collection[str] = (), *, lines: bool = False) -> 
                 _unit(text, start, end, statement, has_code, prose, opens_section=opens_section)
             )
     return out
+
+
+def _says_of_code(sentence: str) -> bool:
+    """Whether ``sentence``, right after a code block, says what the code does ("This
+    prints ..."): it refers back and is a statement, not a lead-in to what follows it
+    ("This will:" introduces a list; the code stays with the sentence before it)."""
+    return (
+        _BACK_REFERENCE.match(sentence) is not None
+        and not _noise(sentence)
+        and not sentence.rstrip().endswith((":", "："))
+    )
 
 
 def _a_term(text: str, sentence: Sentence, after: Sentence) -> bool:
@@ -793,11 +804,12 @@ def score_units(
     around = stems(context)
     scores = []
     named = around & question.named  # "It supports ..." in the product's own document
+    asked: frozenset[str] = frozenset()  # the terms of the FAQ question above the unit
     for unit in found:
         if unit.terms & question.excluded:
             scores.append(0.0)
             continue
-        have = unit.own(question) | named
+        have = unit.own(question) | named | asked
         own = _coverage(question.terms, have, weights)
         wide = _coverage(question.terms, have | around, weights)
         long_penalty = 0.05 if len(unit.statement) > 300 else 0.0
@@ -806,6 +818,7 @@ def score_units(
         score = 0.75 * own + 0.25 * wide + cue
         if asks(unit.statement):
             score *= ASKS_FACTOR  # an FAQ's question: the answer is what follows it
+            asked = unit.prose  # ... and is about what it asks
         if _asks_number(question) and not has_number(unit.statement):
             score *= NO_VALUE_FACTOR  # "which versions" is not answered without a number
         if question.named and not named and not unit.terms & question.named:

@@ -51,6 +51,9 @@ _WORD: Final = re.compile(r"[^\W_]+(?:[.+#][^\W_]+)*[+#]*", re.UNICODE)
 _HIRAGANA: Final = re.compile(r"[\u3040-\u309f]")
 _SENTENCE_END: Final = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9*`])|(?<=[。！？])")
 _BLOCK_START: Final = re.compile(r"\s*(?:#|[-*•>|]\s|\d+[.)]\s)")
+_PROMPT_LINE: Final = re.compile(r"^\s*(?:\$|>>>)\s+\S")
+"""A command after a shell or Python prompt ("$ ./bootstrap"): a block of its own, so the
+line after it (a PDF keeps no blank line around code) is no part of the command."""
 ROW: Final = re.compile(r"^ {0,3}(?:\|.*\||(?![$#>]|\.\.\.)\S.*? \| \S.*)\s*$")
 """A table row as the extractors give it: ``| a | b |`` (Markdown) or ``a | b`` (HTML):
 a block of its own, so a row is one sentence (an indented line is code, not a row)."""
@@ -185,7 +188,7 @@ def _blocks(text: str, lines: bool = False) -> Iterator[tuple[int, int]]:
     position = 0
     for line in text.splitlines(keepends=True):
         blank = not line.strip()
-        row = ROW.match(line) is not None
+        row = ROW.match(line) is not None or _PROMPT_LINE.match(line) is not None
         if start is not None and (blank or lines or row or _BLOCK_START.match(line)):
             yield start, position
             start = None

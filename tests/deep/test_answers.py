@@ -99,6 +99,20 @@ def test_a_step_keeps_the_command_that_follows_its_colon() -> None:
     assert quote.startswith("Or, to include") and quote.endswith("$ pip install widgetlib[http2]")
 
 
+def test_a_prompt_line_ends_the_step_it_is_the_command_of() -> None:
+    """A PDF's code line ("$ ./bootstrap") with no blank line around it is the command of
+    the sentence before it, not run into the sentence after it ("This will:")."""
+    text = (
+        "Groff uses its bootstrap script. When compiling from the git\n"
+        "repository, you should first invoke this script:\n$ ./bootstrap\nThis will:\n"
+        "• Clone the gnulib repository as a git submodule.\n"
+    )
+    step = next(u for u in units(text) if "first invoke" in u.statement)
+    assert step.statement.endswith("\n./bootstrap") or step.statement.endswith("\n$ ./bootstrap")
+    assert step.code
+    assert text[step.start : step.end].endswith("$ ./bootstrap")
+
+
 def test_identifiers_and_link_text_survive_cleaning() -> None:
     """Underscores of identifiers stay; link targets and emphasis marks go."""
     text = "Call `__init__()` on **snake_case** names, see [the guide](https://x.example/g)."
