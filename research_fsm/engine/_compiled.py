@@ -32,7 +32,7 @@ from ._errors import (
 )
 from ._events import Sink, Suspended
 from ._family import child_threads
-from ._langgraph import missing
+from ._langgraph import langgraph_call, missing
 from ._mermaid import to_mermaid
 from ._modes import StreamMode, parse_modes
 from ._plan import Breakpoints, Plan
@@ -123,6 +123,7 @@ class CompiledGraph(Generic[StateT]):
 
     # -- public API ------------------------------------------------------------
 
+    @langgraph_call
     async def run(
         self,
         input: dict[str, Any] | BaseModel | Command[Any] | None,
@@ -159,6 +160,7 @@ class CompiledGraph(Generic[StateT]):
         )
         return await self._execute(thread_id, input, None, None, stops, checkpoint_id)
 
+    @langgraph_call
     async def resume(
         self,
         token: SuspendToken | str,
@@ -173,6 +175,7 @@ class CompiledGraph(Generic[StateT]):
         token = parse_token(token)
         return await self._execute(token.thread_id, None, (token, value), None, stops)
 
+    @langgraph_call
     def stream(
         self,
         input: dict[str, Any] | BaseModel | Command[Any] | None,
@@ -197,6 +200,7 @@ class CompiledGraph(Generic[StateT]):
             lambda sink: self._execute(thread_id, input, None, sink, stops, checkpoint_id), modes
         )
 
+    @langgraph_call
     def stream_resume(
         self,
         token: SuspendToken | str,

@@ -18,6 +18,7 @@ __all__ = [
     "EngineError",
     "GraphValidationError",
     "InterruptMisused",
+    "InvalidCall",
     "InvalidCommand",
     "InvalidResumeToken",
     "InvalidResumeValue",
@@ -29,6 +30,7 @@ __all__ = [
     "NodeTimeout",
     "RoutingError",
     "StaleResumeToken",
+    "StateMisread",
     "StateSerializationError",
     "StepLimitExceeded",
     "StoreWriteError",
@@ -88,6 +90,47 @@ class InvalidCommand(RoutingError):
         self.key = self.goto = goto
         self.allowed = list(allowed)
         Exception.__init__(self, f"node `{node}` {reason}")
+
+
+class InvalidCall(EngineError, TypeError):
+    """An engine object used the way LangGraph's is, which this engine spells otherwise:
+    a call with arguments it does not take (a config dict, ``stream_mode=``, no
+    ``thread_id``, ``output_schema=``), a ``NodeContext`` read as a config dict, a
+    stream iterated without ``async for``. The message names this engine's way."""
+
+    def __init__(self, what: str, fix: str) -> None:
+        self.what = what
+        """What was done, as the message says it."""
+        self.fix = fix
+        """This engine's way to write it."""
+        super().__init__(f"{what}; here: {fix} (see docs/langgraph.md)")
+
+
+class StateMisread(EngineError, AttributeError, TypeError):
+    """A node read its state as LangGraph's: ``state["x"]`` (the state is a pydantic
+    model: ``state.x``), or, reached through ``Send(node, item)``, a field only the
+    item has (the item is ``ctx.item``; ``state`` is the graph's). Raised inside the
+    node, so it reaches the caller as a ``NodeFailed``'s cause."""
+
+    def __init__(self, node: str, model: str, field: str | None, sent: bool) -> None:
+        self.node = node
+        self.field = field
+        item = (
+            f"node `{node}` was reached through Send(node, item): it reads the item as "
+            "ctx.item (`async def node(state, ctx)`), its `state` is the graph's, not the "
+            "Send argument as in LangGraph"
+        )
+        if field is not None:
+            message = f"the state `{model}` has no field `{field}`; {item}"
+            message += f" (ctx.item[{field!r}] for a dict item)"
+        else:
+            message = (
+                f"the state `{model}` is a pydantic model, not a dict: read a field as "
+                "`state.field`, not `state['field']`"
+            )
+            if sent:
+                message += f"; {item} (ctx.item['key'] for a dict item)"
+        super().__init__(message)
 
 
 class InvalidStreamMode(EngineError, ValueError):

@@ -25,7 +25,7 @@ from ._breakpoints import breakpoints
 from ._command import annotated_destinations, command_router
 from ._compiled import CompiledGraph
 from ._errors import GraphValidationError
-from ._langgraph import missing
+from ._langgraph import langgraph_call, missing
 from ._memory import MemoryCheckpointStore
 from ._plan import NodeCall, NodeSpec, Plan, ResumeCall, RouterSpec
 from ._state import StateSchema
@@ -165,6 +165,25 @@ def _is_names(value: object) -> bool:
     return isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
 
 
+def _named(node: object) -> str:
+    """The name ``add_node(node)`` gives a node passed alone: a function's
+    ``__name__``; else ``GraphValidationError`` naming ``add_node(name, node)``."""
+    if isinstance(node, str):
+        raise GraphValidationError(
+            [f"node `{node}`: no node given; add it as add_node({node!r}, fn)"]
+        )
+    name = getattr(node, "__name__", None)
+    if not inspect.isfunction(node) or not isinstance(name, str) or name == "<lambda>":
+        shown = getattr(node, "__name__", type(node).__name__)
+        raise GraphValidationError(
+            [
+                f"add_node({shown}) without a name: only a named function (def name(...)) "
+                f"names its node; give the name, add_node('name', node)"
+            ]
+        )
+    return name
+
+
 class StateGraph(Generic[StateT]):
     """A graph of async nodes over a pydantic state model.
 
@@ -177,6 +196,7 @@ class StateGraph(Generic[StateT]):
         app = graph.compile()
     """
 
+    @langgraph_call
     def __init__(self, state_model: type[StateT]) -> None:
         if not (isinstance(state_model, type) and issubclass(state_model, BaseModel)):
             raise GraphValidationError(
@@ -195,8 +215,8 @@ class StateGraph(Generic[StateT]):
 
     def add_node(
         self,
-        name: str,
-        node: object,
+        name: str | Callable[..., Any],
+        node: object = None,
         *,
         retry: RetryPolicy | None = None,
         timeout: float | None = None,
@@ -222,7 +242,11 @@ class StateGraph(Generic[StateT]):
         ``destinations``: the nodes (or END) the node may go to by returning
         ``Command(goto=...)`` (a list, or a mapping of each to a label drawn on its
         edge); such a node routes by its ``Command`` only (no edge or router out of
-        it), and its branches meet where a router's would."""
+        it), and its branches meet where a router's would.
+
+        ``add_node(fn)``: the node is named ``fn.__name__``, as in LangGraph."""
+        if node is None:
+            name, node = _named(name), name
         if not isinstance(name, str) or not name:
             raise GraphValidationError([f"node name must be a non-empty str, got {name!r}"])
         if name in _RESERVED:

@@ -177,11 +177,15 @@ def _resumed(
         or latest.status != "suspended"
         or latest.branches
     ):
-        raise StaleResumeToken(
-            thread_id,
-            token.checkpoint_id,
-            "it was already used, or the thread has moved on since it was issued",
-        )
+        reason = "it was already used, or the thread has moved on since it was issued"
+        if latest.status == "suspended":  # e.g. update_state at a pause: a new token
+            reason += (
+                "; the thread now waits at a newer checkpoint (an update_state at a pause "
+                "gives the pause a new token): resume with the snapshot's suspension.token "
+                "(the snapshot update_state returned, or await app.get_state(thread_id)), "
+                "or edit and go on in one call with resume(token, Command(update=...))"
+            )
+        raise StaleResumeToken(thread_id, token.checkpoint_id, reason)
     return value, None, None if latest.suspension is None else latest.suspension.trace
 
 

@@ -15,7 +15,13 @@ from pydantic import BaseModel
 
 from ._command import Command
 from ._context import NodeContext
-from ._errors import ChildThreadMissing, CorruptCheckpoint, NodeTimeout, RoutingError
+from ._errors import (
+    ChildThreadMissing,
+    CorruptCheckpoint,
+    NodeTimeout,
+    RoutingError,
+    StateMisread,
+)
 from ._fresh import fresh_copy
 from ._interrupt import ASKER, Asker, GraphInterrupt, Interruption, swallowed
 from ._plan import NO_ITEM, Fork, NodeSpec, Plan
@@ -129,13 +135,13 @@ async def invoke(
             scope = None
             policy = spec.retry
             if policy is None:
-                raise NodeError(exc) from raised
+                raise NodeError(_explained(exc, own, item, spec.name)) from raised
             try:
                 again = policy.should_retry(exc, attempt)
             except Exception as broken:  # the policy's own retry_on raised: the node fails with it
                 raise NodeError(broken) from broken
             if not again:
-                raise NodeError(exc) from raised
+                raise NodeError(_explained(exc, own, item, spec.name)) from raised
             ctx.log.warning("node failed; retrying", attempt=attempt, error=repr(exc))
             if span is not None:
                 _retried(span, attempt, exc)
@@ -143,6 +149,23 @@ async def invoke(
             attempt += 1
         finally:
             ASKER.reset(asking)
+
+
+def _explained(exc: Exception, own: BaseModel, item: object, node: str) -> Exception:
+    """``exc``, or a ``StateMisread`` naming the fix when the node read its state as
+    LangGraph's: ``state["x"]``, or (reached through ``Send``) ``state.x`` for a field
+    only the item has. On the failure path only."""
+    model = type(own)
+    misread: StateMisread | None = None
+    if isinstance(exc, AttributeError) and item is not None and exc.obj is own:
+        if isinstance(exc.name, str) and exc.name not in model.model_fields:
+            misread = StateMisread(node, model.__name__, exc.name, True)
+    elif type(exc) is TypeError and str(exc) == f"'{model.__name__}' object is not subscriptable":
+        misread = StateMisread(node, model.__name__, None, item is not None)
+    if misread is None:
+        return exc
+    misread.__cause__ = exc
+    return misread
 
 
 def _retried(span: Span, attempt: int, exc: BaseException) -> None:

@@ -9,10 +9,11 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
 from types import TracebackType
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
+from ._errors import InvalidCall
 from ._events import Event, StepState
 from ._modes import chunks
 from ._types import RunResult
@@ -70,6 +71,16 @@ class RunStream(Generic[StateT]):
 
     def __aiter__(self) -> RunStream[StateT]:
         return self
+
+    if not TYPE_CHECKING:  # to the type checker not iterable, as it is not
+
+        def __iter__(self):
+            raise InvalidCall(
+                "a RunStream is read with `async for`, not `for` (LangGraph's sync "
+                "app.stream(...))",
+                "async for chunk in app.stream(input, thread_id=..., mode=...), inside "
+                "an async function (asyncio.run(main()) from sync code)",
+            )
 
     async def __anext__(self) -> Any:
         """The next event (``"events"`` mode) or chunk of the modes asked for."""

@@ -30,8 +30,11 @@ class ThreadSuspended(EngineError, RuntimeError):
         self.thread_id = thread_id
         self.token = token
         super().__init__(
-            f"thread `{thread_id}` is suspended waiting for input; "
-            "call resume(token, value) with the token carried by this error"
+            f"thread `{thread_id}` is suspended waiting for input; call "
+            "resume(token, value) with the token this error carries as `.token`: "
+            "resume(error.token, value) (LangGraph's invoke(None) at a pause is "
+            "resume(error.token, None); (await app.get_state(thread_id)).suspension.token "
+            "is the same token)"
         )
 
 

@@ -258,7 +258,18 @@ def _unb64(text: str) -> bytes:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Suspension:
-    """A pending request for human input."""
+    """A pending request for human input (LangGraph's ``Interrupt``).
+
+    Attributes:
+        node: The node that suspended and will be resumed.
+        payload: What the node asked (LangGraph's ``Interrupt.value``).
+        token: The resume token: ``resume(token, value)`` answers it.
+        branch: The parallel branch that suspended, if any; else ``None``.
+        breakpoint: ``"before"``/``"after"`` at a breakpoint (resume it with ``None``);
+            else ``None``.
+        child_thread_id: When a subgraph passed on its child's suspension, the child's
+            thread; else ``None``.
+    """
 
     node: str
     """The node that suspended and will be resumed."""
@@ -279,7 +290,19 @@ class Suspension:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunResult(Generic[StateT]):
-    """The outcome of one ``run`` or ``resume`` call."""
+    """The outcome of one ``run`` or ``resume`` call (LangGraph's returned dict is
+    ``result.state.model_dump()``).
+
+    Attributes:
+        status: ``"completed"`` (reached END) or ``"suspended"`` (waits for ``resume``).
+        state: The state after the last step (a model of the graph's state class).
+        path: Names of the nodes this call executed, in order.
+        checkpoint_id: The checkpoint saved last.
+        thread_id: The thread this call ran on.
+        suspension: When suspended, the first of ``suspensions`` (its ``payload`` and
+            ``token``); else ``None``.
+        suspensions: Every pending suspension: one, or one per suspended branch.
+    """
 
     status: RunStatus
     """``"completed"`` (reached END) or ``"suspended"`` (waits for ``resume``)."""
@@ -307,6 +330,9 @@ class RunResult(Generic[StateT]):
                 f"'RunResult' object is not subscriptable (LangGraph's invoke returns a "
                 f"dict); here result[{key!r}] is result{hint} (see docs/langgraph.md)"
             )
+
+        def __getattr__(self, name: str) -> Any:
+            raise missing("RunResult", name)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -398,7 +424,29 @@ class _StateField:
 
 @dataclass(frozen=True, kw_only=True)
 class StateSnapshot(Generic[StateT]):
-    """The latest saved checkpoint of a thread, as ``get_state`` returns it."""
+    """A saved checkpoint of a thread, as ``get_state`` (the latest, or one by id),
+    ``history`` and ``update_state`` return it.
+
+    Attributes:
+        state: The state saved (LangGraph's ``.values``, as a model).
+        status: ``running`` (stopped midway), ``suspended``, ``completed`` or ``failed``.
+        next: The node that runs next (one name, not a tuple), or ``None`` when completed.
+        suspension: The pending suspension when suspended (its ``token`` resumes it);
+            else ``None``.
+        checkpoint_id: Id of the checkpoint.
+        created_at: ISO-8601 UTC time the checkpoint was written.
+        error: What failed, when ``status == "failed"``; else ``None``.
+        suspensions: Every pending suspension (one per suspended parallel branch).
+        branches: The branches of an unfinished fan-out, each a ``BranchInfo``.
+        parent_id: The checkpoint this one follows in its line of history (``None``
+            for a thread's first).
+        origin: What wrote it (LangGraph's ``metadata["source"]``): ``"run"``,
+            ``"update"``, ``"rewind"`` or ``"fork"``.
+        forked_from: For a fork's first checkpoint, the thread and checkpoint it was
+            copied from; else ``None``.
+        children: The child threads of the subgraph nodes this checkpoint runs next,
+            waits on or paused at.
+    """
 
     if TYPE_CHECKING:
         state: StateT

@@ -117,7 +117,11 @@ def validate_thread_id(thread_id: object) -> str:
     dot; they are case-sensitive.
     """
     if not isinstance(thread_id, str):
-        raise ValueError(f"thread_id must be a str, got {type(thread_id).__name__}")
+        hint = ""
+        if isinstance(thread_id, dict) and "configurable" in thread_id:  # LangGraph's config
+            given = (thread_id.get("configurable") or {}).get("thread_id", "...")
+            hint = f" (a LangGraph config dict: pass its thread id, {given!r})"
+        raise ValueError(f"thread_id must be a str, got {type(thread_id).__name__}{hint}")
     if _THREAD_ID.fullmatch(thread_id) is None:
         shown = thread_id if len(thread_id) <= 40 else thread_id[:40] + "..."
         raise ValueError(

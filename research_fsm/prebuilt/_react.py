@@ -3,11 +3,19 @@ project's Anthropic client (anything with its ``converse`` method)."""
 
 from __future__ import annotations
 
+import inspect
 import uuid
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from ..engine import END, START, CheckpointStore, CompiledGraph, StateGraph
+from ..engine import (
+    END,
+    START,
+    CheckpointStore,
+    CompiledGraph,
+    GraphValidationError,
+    StateGraph,
+)
 from ._messages import Message, MessagesState, to_anthropic
 from ._tools import Tool, ToolNode, tools_condition
 
@@ -45,6 +53,18 @@ def create_react_agent(
     budget and model (``AnthropicLLM.model_for``). ``interrupt_before=["tools"]``
     pauses before each tool run (edit the call with ``resume(token,
     Command(update={"messages": [edited]}))``: same id, replaced)."""
+    converse = getattr(model, "converse", None)
+    if not inspect.iscoroutinefunction(converse):
+        shown = repr(model) if isinstance(model, str) else type(model).__name__
+        raise GraphValidationError(
+            [
+                f"create_react_agent: the model {shown:.60} is not one: a model is an object "
+                "with `async def converse(*, agent, system, messages, tools=None)`, such as "
+                "research_fsm.llm.AnthropicLLM(...) (a model name string like "
+                "'anthropic:claude-...' is LangGraph's; a scripted one for tests is a small "
+                "class)"
+            ]
+        )
     node = ToolNode(tools)
     specs = node.specs()
 

@@ -68,10 +68,12 @@ def _text(value: Any) -> str | list[Any]:
 
 class ToolNode:
     """A node that runs every tool call of the last assistant message at once and
-    answers each: an Anthropic-shaped message gets one user message of
-    ``tool_result`` blocks, a LangGraph-shaped one a ``tool`` message per call. A
-    tool that raises (or an unknown tool, or arguments that do not fit) is answered
-    with its error (``is_error`` / ``status="error"``), never raised into the run."""
+    answers each: calls given as ``tool_use`` content blocks (Anthropic's) get one
+    user message of ``tool_result`` blocks, calls given as ``tool_calls``
+    (LangGraph's) a ``tool`` message per call, with ``status`` ``"success"`` or
+    ``"error"`` as LangGraph's. A tool that raises (or an unknown tool, or arguments
+    that do not fit) is answered with its error (``is_error`` / ``status="error"``),
+    never raised into the run."""
 
     def __init__(self, tools: Sequence[Callable[..., Any] | Tool], *, key: str = "messages"):
         self.tools = {t.name: t for t in (t if isinstance(t, Tool) else Tool(t) for t in tools)}
@@ -105,15 +107,16 @@ class ToolNode:
             return {}
         done = await asyncio.gather(*(self._one(name, args) for _, name, args in calls))
         assert last is not None
-        if "type" in last and "role" not in last:  # LangGraph's shape: a tool message each
+        if last.get("tool_calls"):  # LangGraph's shape: a tool message each
             return {
                 self.key: [
                     {
                         "type": "tool",
+                        "role": "tool",
                         "content": content,
                         "tool_call_id": call_id,
                         "name": name,
-                        **({"status": "error"} if failed else {}),
+                        "status": "error" if failed else "success",
                     }
                     for (call_id, name, _), (content, failed) in zip(calls, done, strict=True)
                 ]
@@ -125,7 +128,7 @@ class ToolNode:
             if failed:
                 block["is_error"] = True
             blocks.append(block)
-        return {self.key: [{"role": "user", "content": blocks}]}
+        return {self.key: [{"type": "human", "role": "user", "content": blocks}]}
 
 
 def tools_condition(state: Any, *, key: str = "messages") -> Literal["tools", "__end__"]:

@@ -41,6 +41,7 @@ EXPECTED_ALL = [
     "GraphValidationError",
     "IncompatibleCheckpoint",
     "InterruptMisused",
+    "InvalidCall",
     "InvalidCommand",
     "InvalidResumeToken",
     "InvalidResumeValue",
@@ -64,6 +65,7 @@ EXPECTED_ALL = [
     "Send",
     "StaleResumeToken",
     "StateGraph",
+    "StateMisread",
     "StateSerializationError",
     "StateSnapshot",
     "StepLimitExceeded",
@@ -178,6 +180,8 @@ ERRORS = {
     "ChildThreadMissing": LookupError,
     "UnknownSubgraph": ValueError,
     "InvalidThreadQuery": ValueError,
+    "InvalidCall": TypeError,
+    "StateMisread": AttributeError,
     "InterruptMisused": RuntimeError,
 }
 

@@ -9,12 +9,21 @@ from typing import Any
 
 import pytest
 
-from research_fsm.engine import END, START, InvalidUpdate, NodeContext, NodeFailed, StateGraph
+from research_fsm.engine import (
+    END,
+    START,
+    GraphValidationError,
+    InvalidUpdate,
+    NodeContext,
+    NodeFailed,
+    StateGraph,
+)
 from research_fsm.prebuilt import (
     REMOVE_ALL_MESSAGES,
     MessagesState,
     ToolNode,
     add_messages,
+    create_react_agent,
     remove_message,
     to_anthropic,
     tools_condition,
@@ -54,13 +63,68 @@ def test_strings_and_pairs_are_messages_and_bad_ones_are_named() -> None:
     """A str is a user message, ("ai", text) an assistant one; a dict without role
     or type is refused naming both."""
     merged = add_messages([], ["hello", ("ai", "hi"), ("system", "be brief")])
-    assert [(m.get("role"), m.get("type")) for m in merged] == [
-        ("user", None),
-        ("assistant", None),
-        (None, "system"),
+    assert [(m["role"], m["type"]) for m in merged] == [
+        ("user", "human"),
+        ("assistant", "ai"),
+        ("system", "system"),
     ]
     with pytest.raises(ValueError, match=r"needs `role` .* or `type`"):
         add_messages([], {"content": "x"})
+
+
+def test_every_input_shape_comes_out_in_one_shape() -> None:
+    """Pairs, Anthropic `role` dicts and LangGraph `type` dicts all come out with both
+    keys, agreeing (LangGraph's types system, human for the reader's example)."""
+    merged = add_messages([], [("system", "s"), ("user", "u")])
+    assert [(m["type"], m["role"]) for m in merged] == [("system", "system"), ("human", "user")]
+    given = [
+        {"role": "user", "content": "a"},
+        {"type": "human", "content": "b"},
+        {"role": "assistant", "content": "c"},
+        {"type": "ai", "content": "d"},
+        {"type": "tool", "content": "e", "tool_call_id": "t"},
+    ]
+    merged = add_messages(merged, given)
+    assert [(m["type"], m["role"]) for m in merged[2:]] == [
+        ("human", "user"),
+        ("human", "user"),
+        ("ai", "assistant"),
+        ("ai", "assistant"),
+        ("tool", "tool"),
+    ]
+    assert all(set(m) >= {"type", "role", "content", "id"} for m in merged)
+    assert "type" not in given[0]  # the caller's dicts are not changed
+
+
+def test_a_message_whose_type_and_role_disagree_is_refused() -> None:
+    """`{"type": "ai", "role": "user"}` and an unknown role are errors naming the values."""
+    with pytest.raises(ValueError, match="type 'ai' and role 'user' disagree"):
+        add_messages([], {"type": "ai", "role": "user", "content": "x"})
+    with pytest.raises(ValueError, match="message role 'bot': expected one of"):
+        add_messages([], {"role": "bot", "content": "x"})
+
+
+def test_normalised_messages_still_make_an_anthropic_request() -> None:
+    """Messages in the normal form (both keys) convert to the Messages API's shape:
+    system apart, tool messages as tool_result blocks, each tool call once."""
+    call = {"id": "c1", "name": "add", "args": {"a": 1}}
+    use = {"type": "tool_use", "id": "c1", "name": "add", "input": {"a": 1}}
+    merged = add_messages(
+        [],
+        [
+            ("system", "be brief"),
+            ("user", "sum"),
+            {"type": "ai", "content": [use], "tool_calls": [call]},
+            {"type": "tool", "content": "2", "tool_call_id": "c1", "status": "success"},
+        ],
+    )
+    system, api = to_anthropic(merged)
+    assert system == "be brief"
+    assert api == [
+        {"role": "user", "content": "sum"},
+        {"role": "assistant", "content": [use]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c1", "content": "2"}]},
+    ]
 
 
 async def test_messages_state_merges_the_first_input_by_id_too() -> None:
@@ -180,8 +244,8 @@ async def test_the_tool_node_runs_calls_at_once_and_returns_errors_as_results() 
 
 
 async def test_langgraph_shaped_tool_calls_get_tool_messages() -> None:
-    """An ai message with tool_calls gets one tool message per call, an error with
-    status="error"."""
+    """An ai message with tool_calls gets one tool message per call, with status
+    "success" or "error" as LangGraph's."""
     node = ToolNode([slow_double, broken])
     ai = {
         "type": "ai",
@@ -195,7 +259,7 @@ async def test_langgraph_shaped_tool_calls_get_tool_messages() -> None:
     assert [
         (m["type"], m["tool_call_id"], m["content"], m.get("status")) for m in update["messages"]
     ] == [
-        ("tool", "c1", "10", None),
+        ("tool", "c1", "10", "success"),
         ("tool", "c2", "Error: RuntimeError: no 1", "error"),
     ]
 
@@ -223,3 +287,11 @@ def test_the_tool_spec_reads_the_signature_and_docstring() -> None:
     assert spec["description"] == "Twice x, slowly."
     assert spec["input_schema"]["properties"]["x"]["type"] == "integer"
     assert spec["input_schema"]["required"] == ["x"]
+
+
+def test_create_react_agent_refuses_a_model_name_when_built() -> None:
+    """A LangGraph model string (or any object without async converse) is refused by
+    create_react_agent itself, naming what a model must be."""
+    for model in ("anthropic:claude-3-5-sonnet-latest", object()):
+        with pytest.raises(GraphValidationError, match=r"async def converse\(\*, agent"):
+            create_react_agent(model, [slow_double])  # type: ignore[arg-type]
