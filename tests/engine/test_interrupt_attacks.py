@@ -220,3 +220,25 @@ async def test_interrupt_from_tasks_the_node_awaits(node: Any, questions: list[s
         r = await app.resume(r.suspension.token, answer)
     assert seen == questions
     assert r.status == "completed" and r.state.steps == ["A", "B"]
+
+
+async def test_a_thread_deleted_mid_questions_refuses_its_tokens(store: CheckpointStore) -> None:
+    """A thread deleted while its node waits at its second question: both tokens are
+    stale (no answer lands on a new thread of the same id), and a new run there asks
+    the first question again with no answers carried over."""
+    app = three_graph(store)
+    r1 = await app.run({}, thread_id="t")
+    r2 = await app.resume(r1.suspension.token, "a")  # type: ignore[union-attr]
+    await app.delete_thread("t")
+    for old in (r1.suspension.token, r2.suspension.token):  # type: ignore[union-attr]
+        with pytest.raises(StaleResumeToken):
+            await app.resume(old, "b")
+    again = await app.run({}, thread_id="t")
+    assert again.suspension is not None and again.suspension.payload == "q1"
+    for old in (r1.suspension.token, r2.suspension.token):  # type: ignore[union-attr]
+        with pytest.raises(StaleResumeToken):
+            await app.resume(old, "b")
+    r = await app.resume(again.suspension.token, "x")
+    r = await app.resume(r.suspension.token, "y")  # type: ignore[union-attr]
+    r = await app.resume(r.suspension.token, "z")  # type: ignore[union-attr]
+    assert r.state.steps == ["x", "y", "z"]
