@@ -15,9 +15,11 @@ from research_fsm.engine import (
     CheckpointStore,
     Command,
     CompiledGraph,
+    InterruptMisused,
     InvalidResumeValue,
     MemoryCheckpointStore,
     NodeContext,
+    NodeFailed,
     Send,
     StaleResumeToken,
     StateGraph,
@@ -242,3 +244,44 @@ async def test_a_thread_deleted_mid_questions_refuses_its_tokens(store: Checkpoi
     r = await app.resume(r.suspension.token, "y")  # type: ignore[union-attr]
     r = await app.resume(r.suspension.token, "z")  # type: ignore[union-attr]
     assert r.state.steps == ["x", "y", "z"]
+
+
+async def test_a_task_left_running_cannot_ask() -> None:
+    """interrupt() in a task the node starts and does not await: called before the node
+    returns, the node fails naming the task; called after, the task fails with
+    InterruptMisused naming the node (never a GraphInterrupt nobody sees)."""
+    late: list[BaseException] = []
+
+    async def early(state: Steps) -> dict[str, Any]:
+        started.append(asyncio.create_task(_ask("bg")))
+        await asyncio.sleep(0.01)
+        return {"steps": ["done"]}
+
+    async def after(state: Steps) -> dict[str, Any]:
+        async def ask_later() -> None:
+            await asyncio.sleep(0.01)
+            try:
+                interrupt("bg")
+            except BaseException as raised:
+                late.append(raised)
+
+        background.append(asyncio.create_task(ask_later()))
+        return {"steps": ["done"]}
+
+    background: list[asyncio.Task[None]] = []
+    started: list[asyncio.Task[Any]] = []
+    for node in (early, after):
+        builder = StateGraph(Steps).add_node("f", node)
+        builder.add_edge(START, "f").add_edge("f", END)
+        app = builder.compile(store=MemoryCheckpointStore())
+        if node is early:
+            with pytest.raises(NodeFailed) as failed:
+                await app.run({}, thread_id="t")
+            assert "await a task that calls interrupt()" in str(failed.value.__cause__)
+            await asyncio.gather(*started, return_exceptions=True)
+        else:
+            done = await app.run({}, thread_id="t")
+            assert done.status == "completed" and done.state.steps == ["done"]
+            await asyncio.gather(*background)
+            assert len(late) == 1 and isinstance(late[0], InterruptMisused)
+            assert "after node `f` had returned" in str(late[0])
