@@ -9,7 +9,8 @@ process; medians of repetitions. Each store is set beside what it cannot beat:
 * file store, ``durability="fsync"``: per durable save, against a raw loop of
   ``write`` + ``fdatasync`` of a line of the same size on the same disk; and its
   fsyncs per durable save (``fsync``, ``fdatasync`` and ``syncfs`` counted), one
-  run at a time (on new threads: each new file costs a file and a folder sync; and
+  run at a time (on new threads: each new file's line and folder entry are synced by
+  one ``syncfs`` where there is one, else by a file and a folder sync; and
   turns of one conversation) and 100 runs at once;
 * PostgreSQL (``fsync=on``, a throwaway server like figure 12's; skipped without
   one): per durable save, against one ``INSERT`` of a row of the same size and its
@@ -270,11 +271,18 @@ def run(sizes: Sizes, peer: bool) -> FigureResult:
         detail["postgres"] = pg
     else:
         fig.notes.append(f"PostgreSQL not measured: {_postgres_missing() or 'no server'}")
+    cpu = {v: us(v, STEPS[PATH], "cpu") for v in ("hand", "memory", "none")}
+    detail["cpu_ratios"] = {
+        "memory_vs_hand": cpu["memory"] / cpu["hand"] if cpu["hand"] else None,
+        "none_vs_memory": cpu["none"] / cpu["memory"] if cpu["memory"] else None,
+    }
     fig.detail = detail
     fig.detail_md = [
         f"Figure 1's graph, {PATH} path ({STEPS[PATH]} steps, {SAVES} saves a run); {n} runs "
         f"per batch ({n_file} with fsync), {sizes.reps} repetitions, variants alternating; "
-        "medians. Syncs counted on the store's file system calls.",
+        "medians. Syncs counted on the store's file system calls. In CPU time (what a loaded "
+        f"machine distorts least): memory / hand {fmt(detail['cpu_ratios']['memory_vs_hand'])}x, "
+        f"file none / memory {fmt(detail['cpu_ratios']['none_vs_memory'])}x.",
         "",
         *md_table(["what", "per", "µs (median)", "CPU µs"], table),
     ]

@@ -89,7 +89,7 @@ def profile_file(path: str, runs: int, top: int, durability: str) -> None:
             t0 = time.perf_counter()
             sync_store._lock(thread)
             t1 = time.perf_counter()
-            sync_store._load_latest(thread)
+            sync_store._load_latest(thread, True)
             t2 = time.perf_counter()
             for cp in checkpoints:
                 cp = dataclasses.replace(cp, thread_id=thread)

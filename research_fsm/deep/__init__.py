@@ -25,7 +25,7 @@ from ._graph import STAGES, build_deep_graph
 from ._grounding import grounding_problems
 from ._model import DEFAULT_THRESHOLD, DEFAULT_TOP_K, DeepSource, DeepState, Language, QuotedFact
 from ._search import DocumentSearch, Found, StaticSearch, TopicSearch, WebSearch
-from ._session import SessionEntry, list_sessions, sessions_home
+from ._session import SessionEntry, list_sessions, mark_session, new_session_id, sessions_home
 from ._text import quote_in
 
 __all__ = [
@@ -55,6 +55,8 @@ __all__ = [
     "default_web_search",
     "grounding_problems",
     "list_sessions",
+    "mark_session",
+    "new_session_id",
     "quote_in",
     "sessions_home",
 ]

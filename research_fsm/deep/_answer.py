@@ -793,11 +793,12 @@ def score_units(
     around = stems(context)
     scores = []
     named = around & question.named  # "It supports ..." in the product's own document
+    asked: frozenset[str] = frozenset()  # the terms of the FAQ question above the unit
     for unit in found:
         if unit.terms & question.excluded:
             scores.append(0.0)
             continue
-        have = unit.own(question) | named
+        have = unit.own(question) | named | asked
         own = _coverage(question.terms, have, weights)
         wide = _coverage(question.terms, have | around, weights)
         long_penalty = 0.05 if len(unit.statement) > 300 else 0.0
@@ -806,6 +807,7 @@ def score_units(
         score = 0.75 * own + 0.25 * wide + cue
         if asks(unit.statement):
             score *= ASKS_FACTOR  # an FAQ's question: the answer is what follows it
+            asked = unit.prose  # ... and is about what it asks
         if _asks_number(question) and not has_number(unit.statement):
             score *= NO_VALUE_FACTOR  # "which versions" is not answered without a number
         if question.named and not named and not unit.terms & question.named:

@@ -115,6 +115,17 @@ def read_session(folder: Path) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+def mark_session(folder: Path, status: str) -> bool:
+    """Set a session's ``status`` in its ``session.json`` (``cancelled`` when its run was
+    stopped; continuing it writes ``completed`` at the end); ``False`` when it has none
+    or has ended already (blocking)."""
+    meta = read_session(folder)
+    if meta is None or meta.get("status", "running") != "running":
+        return False
+    write_json(folder / "session.json", meta | {"status": status})
+    return True
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SessionEntry:
     """A session, as ``research-fsm sessions`` lists it."""
@@ -124,7 +135,7 @@ class SessionEntry:
     topic: str
     """The topic."""
     status: str
-    """``running`` (or interrupted), ``completed`` or ``no_sources``."""
+    """``running`` (or interrupted), ``cancelled``, ``completed`` or ``no_sources``."""
     created_at: str
     """When it started (ISO-8601 UTC)."""
     mode: str

@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # loaded on first use: a worker process imports only what it 
     from ._types import Passage as Passage
     from ._vectors import EMBEDDER_ENV as EMBEDDER_ENV
     from ._vectors import embedder as embedder
+    from ._vectors import multilingual as multilingual
     from ._vectors import passage_text as passage_text
     from ._vectors import similarities as similarities
 
@@ -53,6 +54,7 @@ _WHERE = {
     "Passage": "._types",
     "EMBEDDER_ENV": "._vectors",
     "embedder": "._vectors",
+    "multilingual": "._vectors",
     "passage_text": "._vectors",
     "similarities": "._vectors",
 }
@@ -90,6 +92,7 @@ __all__ = [
     "documents_folder_from_env",
     "embedder",
     "japanese_words",
+    "multilingual",
     "passage_text",
     "segmentation",
     "similarities",

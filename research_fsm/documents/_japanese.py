@@ -28,7 +28,7 @@ import os
 import re
 import threading
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 __all__ = [
@@ -86,10 +86,10 @@ def segmentation() -> str:
     try:
         return (
             f"sudachi-{metadata.version('sudachipy')}-core-"
-            f"{metadata.version('sudachidict-core')}-A-{suffix}"
+            f"{metadata.version('sudachidict-core')}-A-r{RULES}-{suffix}"
         )
     except metadata.PackageNotFoundError:  # importable without metadata: a source tree
-        return f"sudachi-A-{suffix}"
+        return f"sudachi-A-r{RULES}-{suffix}"
 
 
 @functools.cache
@@ -112,6 +112,9 @@ def _tokenizer() -> Callable[[str], Any] | None:
     return tokenizer.tokenize  # type: ignore[no-any-return]
 
 
+RULES: Final = 2
+"""The version of the rules that pick the content words (part of ``segmentation``: an
+index built by other rules is rebuilt)."""
 MAX_PIECE: Final = 4096
 """Characters given to Sudachi at once (it refuses more than 48 KB; a run this long is
 no prose, and is cut anywhere)."""
@@ -134,20 +137,41 @@ def _segment(run: str) -> tuple[str, ...]:
         with _lock:  # one Sudachi tokenizer is not safe to share between threads
             try:
                 morphemes = [
-                    (m.normalized_form(), m.part_of_speech())
+                    (m.normalized_form(), m.part_of_speech(), m.surface())
                     for m in tokenize(run[start : start + MAX_PIECE])
                 ]
             except Exception:  # Sudachi refused the text: it has no words then
                 continue
-        for form, pos in morphemes:
-            if pos[0] not in _CONTENT or (
-                pos[1] in ("非自立可能", "助動詞語幹") and pos[0] != "名詞"
-            ):
+        for at, (form, pos, surface) in enumerate(morphemes):
+            before = morphemes[at - 1][1] if at else ("",)
+            after = morphemes[at + 1][1] if at + 1 < len(morphemes) else ("", "", "")
+            if pos[0] not in _CONTENT or _grammar(surface, pos, before, after):
                 continue
             word = long_vowel(unicodedata.normalize("NFKC", form).lower())
             if word and word not in _LIGHT:
                 found += _kanji(word, unigrams) if kanji else [word]
     return tuple(found)
+
+
+def _grammar(surface: str, pos: Sequence[str], before: Sequence[str], after: Sequence[str]) -> bool:
+    """Whether a content word's part of speech (and its neighbours') says it carries the
+    sentence's grammar, not its subject:
+
+    * a verb that can be an auxiliary, right after a verb or a て (使って|いる,
+      し|始める); alone it is a verb of its own (誰が|始めた: 始める); an adjective or
+      adjectival noun that can be an auxiliary (無い, 良い);
+    * an adverbial noun of one kanji or of kana: time and manner (いま, 今, とき), as
+      "now" and "when" are stop words (one of kanji names a thing: 時刻, 期間);
+    * a numeral and the counter after it (何|台, 一|回): a quantity asked or said, not
+      a thing (a document says 複数 or 一度)."""
+    if pos[1] in ("非自立可能", "助動詞語幹") and pos[0] != "名詞":
+        after_verb = before[0] in ("動詞", "助動詞") or tuple(before[:2]) == ("助詞", "接続助詞")
+        return pos[0] != "動詞" or after_verb
+    if pos[0] == "名詞" and pos[2] == "副詞可能":
+        return len(surface) == 1 or not _KANJI.search(surface)
+    if pos[1] == "数詞":
+        return (after[0] == "名詞" and after[2] == "助数詞可能") or after[2] == "助数詞"
+    return pos[2] == "助数詞可能" and before[:2] == ("名詞", "数詞")
 
 
 def _kanji(word: str, unigrams: bool = False) -> list[str]:

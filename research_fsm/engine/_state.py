@@ -5,7 +5,8 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, Final, get_args, get_origin
+from types import UnionType
+from typing import Annotated, Any, Final, Union, get_args, get_origin
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
@@ -31,6 +32,9 @@ class _Field:
     reducer: Callable[[Any, Any], object]
     annotation: Any  # a type form, as pydantic reads it
     validator: Callable[[object], object] | None = None
+    exact: frozenset[type] = frozenset()
+    """Types whose values a ``replace`` field takes as they are: what validating them
+    would give back unchanged (``_exact_types``)."""
 
     def validate(self, value: object) -> Any:  # what the field's type makes of it
         if self.validator is None:
@@ -39,6 +43,24 @@ class _Field:
                 _VALIDATORS[key] = TypeAdapter(self.annotation).validator.validate_python
             self.validator = _VALIDATORS[key]
         return self.validator(value)
+
+
+_SELF_VALID = (str, int, float, bool, bytes)
+"""Plain types whose exact instances pydantic's validator of that type returns as given."""
+
+
+def _exact_types(annotation: Any) -> frozenset[type]:
+    """The exact types whose values validating against ``annotation`` gives back
+    unchanged: ``str`` for ``str``, ``str`` and ``None`` for ``str | None``...; empty
+    for anything else (constraints, literals, containers, models: validated)."""
+    if annotation is None or annotation is type(None):
+        return frozenset({type(None)})
+    if isinstance(annotation, type) and annotation in _SELF_VALID:
+        return frozenset({annotation})
+    if get_origin(annotation) in (Union, UnionType):
+        parts = [_exact_types(arg) for arg in get_args(annotation)]
+        return frozenset().union(*parts) if all(parts) else frozenset()
+    return frozenset()
 
 
 def _check_reducer(model: type[BaseModel], name: str, reducer: Callable[..., Any]) -> None:
@@ -136,7 +158,9 @@ class StateSchema:
             annotation = Annotated[(info.annotation, *metadata)] if metadata else info.annotation
             if reducer not in (replace, append):
                 _check_reducer(model, name, reducer)
-            self.fields[name] = _Field(model, name, reducer, annotation)
+            spec = self.fields[name] = _Field(model, name, reducer, annotation)
+            if reducer is replace:
+                spec.exact = _exact_types(annotation)
         # Fields whose first input goes through their reducer (``_reducible``).
         self._own_reducers = frozenset(
             name
@@ -327,15 +351,21 @@ class StateSchema:
         if not changes:
             return state
         merged: dict[str, object] = {}
+        fields, loose = self.fields, self._loose
         for name, value in changes.items():
-            spec = self.fields.get(name)
+            spec = fields.get(name)
             if spec is None:
                 allowed = ", ".join(self.fields)
                 raise BadUpdate(
                     f"{origin} updated unknown field `{name}` of `{self.model.__name__}`; "
                     f"fields are: {allowed}"
                 )
-            if name in self._loose and nesting_exceeds(value):
+            if type(value) in spec.exact:  # a plain value its validator would give back
+                merged[name] = value
+                if track is not None:
+                    track[name] = None
+                continue
+            if name in loose and nesting_exceeds(value):
                 raise BadUpdate(
                     f"{origin} set field `{name}` to a value nested more than {MAX_NESTING} "
                     "levels deep (lists, dicts, tuples, sets): flatten it"

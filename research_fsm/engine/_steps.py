@@ -30,6 +30,7 @@ __all__ = [
     "invoke",
     "now",
     "route",
+    "route_now",
 ]
 
 NO_VALUE: Any = object()
@@ -161,23 +162,39 @@ def _retried(span: Span, attempt: int, exc: BaseException) -> None:
 async def route(plan: Plan, source: str, state: BaseModel) -> str | Fork:
     """Where the run goes after ``source``: its edge, or what its router picks (given
     its own copy of the state)."""
+    target = route_now(plan, source, state)
+    if target is not None:
+        return target
+    router = plan.routers[source]  # an async router
+    own = plan.schema.fresh(state)  # a router's in-place changes are its own
+    return _picked(plan, source, await router.fn(own), state, own)
+
+
+def route_now(plan: Plan, source: str, state: BaseModel) -> str | Fork | None:
+    """``route`` without an await, for the run loop: ``None`` when ``source``'s router
+    is async (then ``route`` it)."""
     target = plan.edges.get(source)
     if target is not None:
         return target
     router = plan.routers[source]
-    schema = plan.schema
-    own = schema.fresh(state)  # a router's in-place changes are its own
-    key = router.fn(own)
     if router.is_async:
-        key = await key
+        return None
+    own = plan.schema.fresh(state)  # a router's in-place changes are its own
+    return _picked(plan, source, router.fn(own), state, own)
+
+
+def _picked(plan: Plan, source: str, key: object, state: BaseModel, own: BaseModel) -> str | Fork:
+    """Where ``source``'s router sends the run by ``key``, picked on ``own``, its copy of
+    ``state``."""
     if isinstance(key, (list, tuple)):
         return fork(plan, source, key)
+    router = plan.routers[source]
     try:
         target = router.targets[key]
     except (KeyError, TypeError):
         raise RoutingError(source, key, list(router.targets)) from None
     if target != END:
-        schema.lend(state, own)  # the next node's copy, if the router left it as it was
+        plan.schema.lend(state, own)  # the next node's copy, if the router left it as it was
     return target
 
 

@@ -348,6 +348,9 @@ class ThreadInfo:
     """The thread whose subgraph node runs it (``None``: a top-level thread)."""
     checkpoint_id: str
     """Its latest checkpoint."""
+    unreadable: str | None = None
+    """Why its latest checkpoint cannot be read (a newer research_fsm wrote it...); the
+    other fields are then what the store knew of it before, or guesses. ``None``: it reads."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -378,7 +381,10 @@ class _StateField:
     def __get__(self, snapshot: Any, owner: Any = None) -> Any:
         if snapshot is None:  # on the class: a field without a default
             raise AttributeError("state")
-        state = snapshot.__dict__["_state"]
+        try:
+            state = snapshot.__dict__["_state"]
+        except KeyError:  # not set yet (an unpickling)
+            raise AttributeError("state") from None
         if type(state) is LazyState:
             loaded = snapshot.__dict__.get("_loaded")
             if loaded is None:  # one instance for every reader, threads racing too
@@ -432,6 +438,17 @@ class StateSnapshot(Generic[StateT]):
     children: tuple[ChildThread, ...] = ()
     """The child threads of the subgraph nodes this checkpoint runs next, waits on or
     paused at (one per node execution, in a fan-out one per branch), in order."""
+
+    def __repr__(self) -> str:
+        """As a dataclass's, with a state that no longer fits shown as its error."""
+        shown = []
+        for name in _SNAPSHOT_FIELDS:
+            try:
+                value = repr(getattr(self, name))
+            except EngineError as exc:  # IncompatibleCheckpoint: say so, never raise
+                value = f"<{type(exc).__name__}: {exc}>"
+            shown.append(f"{name}={value}")
+        return f"{type(self).__qualname__}({', '.join(shown)})"
 
     def __getstate__(self) -> dict[str, Any]:
         """For pickle and copy: the state validated (a ``LazyState`` holds a function)."""

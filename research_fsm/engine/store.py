@@ -20,6 +20,7 @@ import heapq
 import json
 import os
 import re
+import threading
 import types
 import typing
 from collections.abc import AsyncIterator, Collection, Iterable
@@ -61,11 +62,37 @@ _THREAD_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
 _ENGINE_ID = re.compile(r"[0-9a-f]{24}")
 
 
+class _RandomHex(threading.local):
+    """Random hex digits from ``os.urandom``, drawn 4 KiB at a time (a system call per
+    id cost more than the rest of a step's save); each thread has its own, and a
+    forked child draws afresh (``_forked``): no two ids share their digits."""
+
+    text = ""
+    at = 0
+
+
+_random_hex = _RandomHex()
+_RANDOM_BYTES = 4096
+
+
+def _forked() -> None:
+    _random_hex.text, _random_hex.at = "", 0
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forked)
+
+
 def new_checkpoint_id(seq: int) -> str:
     """A new checkpoint id for position ``seq`` of its thread: 24 lowercase hex
     digits, the low 32 bits of ``seq`` then 64 random bits (so a store can find a
     checkpoint by id without reading the thread: ``seq_hint``)."""
-    return f"{seq & 0xFFFFFFFF:08x}{os.urandom(8).hex()}"
+    pool = _random_hex
+    at = pool.at
+    if at >= len(pool.text):
+        pool.text, at = os.urandom(_RANDOM_BYTES).hex(), 0
+    pool.at = at + 16
+    return f"{seq & 0xFFFFFFFF:08x}{pool.text[at : at + 16]}"
 
 
 def seq_hint(checkpoint_id: str) -> int | None:

@@ -26,6 +26,7 @@ from .runner import (
     QaRunner,
     Reply,
     Token,
+    confidence_words,
 )
 from .state import Message, ResearchState
 
@@ -42,6 +43,7 @@ __all__ = [
     "ResearchState",
     "Token",
     "build_research_graph",
+    "confidence_words",
     "default_home",
 ]
 

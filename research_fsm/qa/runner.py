@@ -46,6 +46,7 @@ __all__ = [
     "QaRunner",
     "Reply",
     "Token",
+    "confidence_words",
 ]
 
 _UNNAMED: dict[str, str] = {"en": "the company", "ja": "対象の企業"}
@@ -59,6 +60,15 @@ _RESET: dict[str, str] = {
 
 class InvalidQuestion(ResearchError, ValueError):
     """A question that cannot be asked: not text, or too long."""
+
+
+def confidence_words(score: int) -> str:
+    """A confidence score (0-10) in words: "High confidence (9/10)", "Medium..." or "Low..."."""
+    if score >= CONFIDENCE_HIGH_THRESHOLD:
+        return f"High confidence ({score}/10)"
+    if score >= CONFIDENCE_MEDIUM_THRESHOLD:
+        return f"Medium confidence ({score}/10): some details could not be verified"
+    return f"Low confidence ({score}/10): based on limited information"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -97,12 +107,7 @@ class Reply:
             return None
         if self.state.research_findings is None:  # a company not found: nothing to be sure of
             return None
-        score = self.confidence
-        if score >= CONFIDENCE_HIGH_THRESHOLD:
-            return f"High confidence ({score}/10)"
-        if score >= CONFIDENCE_MEDIUM_THRESHOLD:
-            return f"Medium confidence ({score}/10): some details could not be verified"
-        return f"Low confidence ({score}/10): based on limited information"
+        return confidence_words(self.confidence)
 
     @property
     def notes(self) -> list[str]:

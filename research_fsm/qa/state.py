@@ -40,6 +40,9 @@ class Message(BaseModel):
     """What was said."""
     timestamp: str = Field(default_factory=_now)
     """ISO-8601 UTC time."""
+    confidence: int | None = None
+    """An answer's confidence, 0-10, when research about a company went into it (kept
+    so a page reloaded shows each answer's badge again); ``None`` otherwise."""
 
 
 class ErrorContext(BaseModel):

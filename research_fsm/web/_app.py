@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import re
+import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Final, TypeVar
@@ -13,17 +15,18 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
-from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ..assistant import ResearchAssistant
-from ..deep import sessions_home
+from ..deep import mark_session, new_session_id, sessions_home
 from ..engine import CompiledGraph
 from ..reports import reports_home
 from ._events import (
     REPORT_FILES,
     ask_events,
+    confidence_data,
     deep_events,
     describe,
     report_events,
@@ -43,6 +46,7 @@ from ._request import (
     thread_id,
     topic_language,
 )
+from ._sourceview import SourceNotShown, view_source
 from ._sse import Pump, event_stream, first
 
 __all__ = ["STATIC", "assistant_graphs", "create_app"]
@@ -51,6 +55,7 @@ STATIC: Final = Path(__file__).parent / "static"
 """The page: index.html, app.js and app.css (package data, no build step)."""
 _FOLDER_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,99}$")
 _REPORT_THREAD_RE: Final = re.compile(r"^report-[0-9a-f]{10}$")
+_SESSION_RE: Final = re.compile(r"^deep-\d{8}T\d{6}Z-[0-9a-f]{16}$")
 _TYPES: Final = {"report.md": "text/markdown; charset=utf-8", "report.pdf": "application/pdf"}
 T = TypeVar("T")
 Handler = Callable[[Request], Awaitable[Response]]
@@ -70,11 +75,23 @@ def _json_errors(handler: Handler) -> Handler:
     return wrapped
 
 
-async def _stream(events: AsyncIterator[T], convert: Callable[[T], Iterable[bytes]]) -> Response:
-    """SSE of ``events``; an error before the first event is a JSON error instead."""
+async def _stream(
+    events: AsyncIterator[T],
+    convert: Callable[[T], Iterable[bytes]],
+    jobs: dict[str, Pump[Any]] | None = None,
+    run: str | None = None,
+) -> Response:
+    """SSE of ``events``; an error before the first event is a JSON error instead. With
+    ``run`` (a report's or session's thread id), the run is listed in ``jobs`` so that
+    ``/api/cancel`` can stop it, and its id sent in the ``X-Run-Id`` header."""
     pump = Pump(events)
+    if jobs is not None and run is not None:
+        for ended in [key for key, job in jobs.items() if job.done]:
+            del jobs[ended]
+        jobs[run] = pump
     head = await first(pump)
-    return event_stream(pump, head, convert, describe)
+    headers = {"X-Run-Id": run} if run is not None else None
+    return event_stream(pump, head, convert, describe, headers)
 
 
 def assistant_graphs(assistant: ResearchAssistant) -> GraphFor:
@@ -97,6 +114,8 @@ class _Routes:
     def __init__(self, assistant: ResearchAssistant, docs: str | None) -> None:
         self.assistant = assistant
         self.docs = docs
+        self.jobs: dict[str, Pump[Any]] = {}
+        """The reports and research sessions running, by thread id (for ``cancel``)."""
 
     async def index(self, request: Request) -> Response:
         return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-store"})
@@ -118,9 +137,10 @@ class _Routes:
             text, sources = split_sources(message.content)
             if message.role != "assistant":
                 text, sources = message.content, []
-            entry = {"role": message.role, "text": text, "sources": sources}
+            entry: dict[str, Any] = {"role": message.role, "text": text, "sources": sources}
             if message.role == "assistant":
                 entry["tree"] = markdown_tree(text, breaks=True)
+                entry |= confidence_data(message.confidence)
             messages.append({**entry, "time": message.timestamp})
         pending = await self.assistant.pending_question(thread)
         waiting = None if pending is None else {"text": pending.text, "token": pending.token}
@@ -131,8 +151,11 @@ class _Routes:
         body = await read_json(request)
         company, lang = text_field(body, "company"), language(body)
         formats = ("md", "pdf") if flag(body, "pdf") else ("md",)
-        events = self.assistant.stream_report(company, language=lang, formats=formats)
-        return await _stream(events, report_events)
+        run = f"report-{secrets.token_hex(5)}"
+        events = self.assistant.stream_report(
+            company, language=lang, formats=formats, thread_id=run
+        )
+        return await _stream(events, report_events, self.jobs, run)
 
     async def report_answer(self, request: Request) -> Response:
         body = await read_json(request)
@@ -140,19 +163,47 @@ class _Routes:
         if not isinstance(thread, str) or not _REPORT_THREAD_RE.match(thread):
             raise BadRequest("`thread_id` must be a report run's id (report-...)")
         events = self.assistant.continue_report(thread, answer=text_field(body, "text"))
-        return await _stream(events, report_events)
+        return await _stream(events, report_events, self.jobs, thread)
+
+    async def continue_run(self, request: Request) -> Response:
+        """Continue a report or research session that was cancelled (or cut short by a
+        crash): what it had finished is not done again."""
+        thread = _run_id(await read_json(request))
+        if thread.startswith("report-"):
+            reports = self.assistant.continue_report(thread)
+            return await _stream(reports, report_events, self.jobs, thread)
+        sessions = self.assistant.continue_deep_research(thread)
+        return await _stream(sessions, deep_events, self.jobs, thread)
+
+    async def cancel(self, request: Request) -> Response:
+        """Stop a running report or research session: its run is cancelled and waited
+        for (its thread free again); every step it finished stays saved."""
+        thread = _run_id(await read_json(request))
+        job = self.jobs.pop(thread, None)
+        if job is None or job.done:
+            message = f"no report or research `{thread}` is running on this server"
+            return JSONResponse({"error": "NotRunning", "message": message}, 409)
+        await job.aclose()
+        if thread.startswith("deep-"):
+            folder = sessions_home() / thread
+            await asyncio.to_thread(mark_session, folder, "cancelled")
+        return JSONResponse(
+            {"thread_id": thread, "status": "cancelled"}, headers={"Cache-Control": "no-store"}
+        )
 
     async def deep(self, request: Request) -> Response:
         body = await read_json(request)
         topic, lang = text_field(body, "topic"), topic_language(body)
         formats = ("md", "pdf") if flag(body, "pdf") else ("md",)
+        run = new_session_id()
         events = self.assistant.stream_deep_research(
             topic,
             language=lang,
             docs=self.docs,
             formats=formats,
+            session_id=run,
         )
-        return await _stream(events, deep_events)
+        return await _stream(events, deep_events, self.jobs, run)
 
     async def past(self, request: Request) -> Response:
         return JSONResponse(await past_work(self.assistant), headers={"Cache-Control": "no-store"})
@@ -166,6 +217,27 @@ class _Routes:
         if found is None:
             return JSONResponse({"error": "NotFound", "message": "no such report"}, 404)
         return JSONResponse(found, headers={"Cache-Control": "no-store"})
+
+    async def source(self, request: Request) -> Response:
+        """A research session's cited file at its cited lines (a PDF as it is), read-only,
+        and only from inside the documents folder the session searched."""
+        session, cited = request.path_params["session"], request.path_params["source"]
+        if not _SESSION_RE.match(session) or not re.fullmatch(r"S\d{1,5}", cited):
+            raise BadRequest("no such source: /api/source/deep-.../S1")
+        try:
+            view = await view_source(sessions_home() / session, cited)
+        except SourceNotShown as exc:
+            return JSONResponse({"error": "SourceNotShown", "message": str(exc)}, 404)
+        headers = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"}
+        if view.text is None:
+            return FileResponse(
+                view.path,
+                media_type="application/pdf",
+                content_disposition_type="inline",
+                filename=view.path.name,
+                headers=headers,
+            )
+        return PlainTextResponse(view.text, headers=headers)
 
     async def file(self, request: Request) -> Response:
         kind, ident, name = (request.path_params[k] for k in ("kind", "ident", "name"))
@@ -183,6 +255,18 @@ class _Routes:
             filename=f"{ident}-{name}",
             headers={"Cache-Control": "no-store"},
         )
+
+
+def _run_id(body: dict[str, Any]) -> str:
+    """A report run's or research session's id from ``thread_id``."""
+    thread = body.get("thread_id")
+    if not isinstance(thread, str) or not (
+        _REPORT_THREAD_RE.match(thread) or _SESSION_RE.match(thread)
+    ):
+        raise BadRequest(
+            "`thread_id` must be a report run's (report-...) or a session's (deep-...)"
+        )
+    return thread
 
 
 def create_app(
@@ -213,8 +297,11 @@ def create_app(
         Route("/api/report", _json_errors(r.report), methods=post),
         Route("/api/report/answer", _json_errors(r.report_answer), methods=post),
         Route("/api/deep", _json_errors(r.deep), methods=post),
+        Route("/api/cancel", _json_errors(r.cancel), methods=post),
+        Route("/api/continue", _json_errors(r.continue_run), methods=post),
         Route("/api/files/{kind:str}/{ident:str}/{name:str}", _json_errors(r.file)),
         Route("/api/past", _json_errors(r.past)),
+        Route("/api/source/{session:str}/{source:str}", _json_errors(r.source)),
         Route("/api/saved/{kind:str}/{ident:str}", _json_errors(r.saved)),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
         Mount(

@@ -11,14 +11,23 @@ from typing import Any, Final
 from ..common.writer import MissingFontError
 from ..deep import DeepProgress, DeepText, InvalidResearchRequest, ResearchReport
 from ..engine import EngineError, InvalidResumeToken, StaleResumeToken, ThreadBusy
-from ..qa import Answer, InvalidQuestion, Progress, Reply, Token
+from ..qa import Answer, InvalidQuestion, Progress, Reply, Token, confidence_words
 from ..reports import CompanyNotFound, InvalidReportRequest, Report, ReportProgress
 from ..sources import DataSourceError
 from ._markdown import markdown_tree
 from ._request import BadRequest, TooLarge
+from ._sourceview import source_url
 from ._sse import sse
 
-__all__ = ["ask_events", "deep_events", "describe", "report_events", "split_sources", "status"]
+__all__ = [
+    "ask_events",
+    "cited_url",
+    "deep_events",
+    "describe",
+    "report_events",
+    "split_sources",
+    "status",
+]
 
 _LOG = logging.getLogger("research_fsm.web")
 _SOURCES_RE: Final = re.compile(r"\n\n(?:Sources:|出典:)\n((?:- .+\n?)+)$")
@@ -94,6 +103,13 @@ def confidence_label(reply: Reply) -> str | None:
     return reply.confidence_label()
 
 
+def confidence_data(score: int | None) -> dict[str, Any]:
+    """A saved answer's badge: its ``confidence`` (0-10) and ``confidence_label`` (words),
+    both ``None`` for an answer no research went into (a reloaded page shows the badge again)."""
+    label = None if score is None else confidence_words(score)
+    return {"confidence": score, "confidence_label": label}
+
+
 def reply_data(reply: Reply) -> dict[str, Any]:
     """An answer or a question back, as the page shows it."""
     if reply.status == "needs_clarification":
@@ -156,8 +172,18 @@ def report_events(event: ReportProgress | Report) -> Iterable[bytes]:
                 "language": language_of(event.markdown),
                 "tree": markdown_tree(event.markdown, links),
                 "files": _files("reports", event.folder, event.paths),
+                "folder": None if event.folder is None else event.folder.name,
             },
         )
+
+
+def cited_url(session_id: str, source: dict[str, Any]) -> str | None:
+    """Where the page opens a session's source: a web page's URL, or the page's own view
+    of a cited file at its lines (``/api/source/<session>/<S#>``)."""
+    if source.get("kind") == "file":
+        return source_url(session_id, str(source.get("id")))
+    locator = source.get("locator")
+    return locator if isinstance(locator, str) else None
 
 
 def deep_events(event: DeepProgress | DeepText | ResearchReport) -> Iterable[bytes]:
@@ -185,7 +211,7 @@ def deep_events(event: DeepProgress | DeepText | ResearchReport) -> Iterable[byt
             {
                 "id": s.get("id"),
                 "title": s.get("title") or s.get("locator"),
-                "url": s.get("locator"),
+                "url": cited_url(event.session_id, s),
             }
             for s in event.sources
         ]
@@ -204,5 +230,6 @@ def deep_events(event: DeepProgress | DeepText | ResearchReport) -> Iterable[byt
                 "caveats": event.caveats,
                 "sources": sources,
                 "files": _files("sessions", event.folder, event.paths),
+                "folder": None if event.folder is None else event.folder.name,
             },
         )

@@ -38,6 +38,7 @@ from ..engine import (
     ThreadNotFound,
     validate_thread_id,
 )
+from ..engine.store import OriginRecord, ThreadListing
 from ..errors import ResearchError
 from ._guard import SECURITY_HEADERS, GuardMiddleware, InvalidServeOptions, allowed_host_names
 from ._inspect_data import diff_states, drawn_graph, json_state, row, snapshot_extras
@@ -59,6 +60,8 @@ INSPECT_HEADERS: Final = {
 ``'self'`` only, and no value of a state is ever markup)."""
 MAX_EDIT_BYTES: Final = 256 * 1024
 PAGE: Final = 50
+FORK_SCAN: Final = 200
+"""Threads (the most recently updated) searched for the forks of a thread."""
 _CHILD_RE: Final = re.compile(r"^(?P<parent>.+)\.(?P<node>[A-Za-z0-9_-]+)\.[0-9a-f]{16}$")
 _COOKIE: Final = "research_fsm_inspect"
 _LOG = logging.getLogger(__name__)
@@ -283,6 +286,41 @@ class _Inspector:
             }
         )
 
+    async def forks(self, request: Request) -> Response:
+        """The threads forked from ``thread`` (each with the checkpoint it was forked at),
+        found among the ``FORK_SCAN`` most recently updated top-level threads: a fork's
+        first checkpoint names its source, the source names none of its forks."""
+        thread = _thread(request.query_params.get("thread"))
+        if not isinstance(self.store, ThreadListing):
+            return _ok({"forks": [], "scanned": 0, "complete": False})
+        page = await self.store.threads(limit=FORK_SCAN, children=False)
+        found = []
+        for info in page.threads:
+            if info.thread_id == thread or info.unreadable is not None:
+                continue
+            origin = await self._origin(info.thread_id)
+            if origin is not None and origin.by == "fork" and origin.thread_id == thread:
+                found.append(
+                    {
+                        "thread": info.thread_id,
+                        "checkpoint": origin.checkpoint_id,
+                        "status": info.status,
+                        "updated": info.updated_at,
+                    }
+                )
+        complete = page.next_cursor is None
+        return _ok({"forks": found, "scanned": len(page.threads), "complete": complete})
+
+    async def _origin(self, thread: str) -> OriginRecord | None:
+        """What wrote a thread's first checkpoint (its oldest kept), if anything but a run."""
+        first = None
+        try:
+            async for cp in self.store.history(thread):
+                first = cp
+        except (ValueError, OSError):  # damaged, or a newer version's: not a fork we can tell
+            return None
+        return None if first is None else first.origin
+
     async def checkpoint(self, request: Request) -> Response:
         query = request.query_params
         thread = _thread(query.get("thread"))
@@ -441,6 +479,7 @@ def inspector_app(
         Route("/api/threads", _json_errors(r.threads)),
         Route("/api/thread", _json_errors(r.thread)),
         Route("/api/checkpoint", _json_errors(r.checkpoint)),
+        Route("/api/forks", _json_errors(r.forks)),
         Route("/api/update", _json_errors(r.update), methods=post),
         Route("/api/rerun", _json_errors(r.rerun), methods=post),
         Route("/api/continue", _json_errors(r.proceed), methods=post),

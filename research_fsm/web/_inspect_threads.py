@@ -23,6 +23,7 @@ def _json(info: ThreadInfo) -> dict[str, Any]:
         "updated": info.updated_at,
         "checkpoints": info.checkpoints,
         "parent": info.parent_thread_id,
+        "unreadable": info.unreadable,
     }
 
 

@@ -18,6 +18,7 @@ from markdown_it import MarkdownIt
 from markdown_it.tree import SyntaxTreeNode
 
 from ..common.urls import web_url
+from ._sourceview import SOURCE_VIEW_RE
 
 __all__ = ["ATTRIBUTES", "TAGS", "Node", "markdown_tree"]
 
@@ -87,7 +88,8 @@ def _text(text: str, sources: Mapping[str, str]) -> list[Node]:
     for match in _CITE.finditer(text):
         if match.start() > last:
             out.append(text[last : match.start()])
-        href = safe_href(sources.get(match.group(1), ""))
+        url = sources.get(match.group(1), "")
+        href = safe_href(url) or (url if SOURCE_VIEW_RE.match(url) else None)
         attrs = {"class": "cite", "href": href} if href else {"class": "cite"}
         out.append({"t": "a" if href else "span", "a": attrs, "c": [match.group()]})
         last = match.end()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any, Final
 
@@ -10,7 +11,7 @@ from ..assistant import ResearchAssistant
 from ..deep import list_sessions, sessions_home
 from ..engine.store import ThreadListing
 from ..reports import list_reports, reports_home
-from ._events import REPORT_FILES, language_of
+from ._events import REPORT_FILES, cited_url, language_of
 from ._markdown import markdown_tree
 
 __all__ = ["past_work", "saved_report"]
@@ -93,14 +94,31 @@ def _read(path: Path) -> str | None:
         return None
 
 
+def _links(folder: Path) -> dict[str, str]:
+    """A session's ``[S#]`` links, from its ``sources.json``: web pages, and the page's
+    view of a cited file at its lines."""
+    try:
+        sources = json.loads((folder / "sources.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    links = {}
+    for source in sources if isinstance(sources, list) else []:
+        if isinstance(source, dict) and isinstance(source.get("id"), str):
+            url = cited_url(folder.name, source)
+            if url:
+                links[source["id"]] = url
+    return links
+
+
 async def saved_report(kind: str, folder: Path) -> dict[str, Any] | None:
     """A saved report's or session's ``report.md`` as the page's tree, or ``None``."""
     markdown = await asyncio.to_thread(_read, folder / "report.md")
     if markdown is None:
         return None
+    links = await asyncio.to_thread(_links, folder) if kind == "sessions" else {}
     return {
         "id": folder.name,
         "language": language_of(markdown),
-        "tree": markdown_tree(markdown),
+        "tree": markdown_tree(markdown, links),
         "files": await asyncio.to_thread(_files, kind, folder),
     }

@@ -11,11 +11,15 @@ from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from starlette.responses import StreamingResponse
 
-__all__ = ["Pump", "event_stream", "sse"]
+__all__ = ["Pump", "RunCancelled", "event_stream", "sse"]
 
 T = TypeVar("T")
 _LOG = logging.getLogger("research_fsm.web")
 _END = object()
+
+
+class RunCancelled(Exception):
+    """The run was cancelled from the page (``Pump.aclose``) before it ended."""
 
 
 @runtime_checkable
@@ -46,6 +50,9 @@ class Pump(Generic[T]):
             await self._queue.put(_END)
         except Exception as exc:  # handed to the reader, which reports it
             await self._queue.put(exc)
+        except asyncio.CancelledError:  # the reader, if any, hears it ended
+            self._queue.put_nowait(RunCancelled())
+            raise
         finally:
             if isinstance(events, _Closable):
                 with contextlib.suppress(Exception):
@@ -59,6 +66,11 @@ class Pump(Generic[T]):
         if isinstance(item, Exception):
             raise item
         return item  # type: ignore[return-value]
+
+    @property
+    def done(self) -> bool:
+        """Whether the run ended (completed, failed or cancelled)."""
+        return self._task.done()
 
     async def aclose(self) -> None:
         """Stop the run (a closed page cancels its question) and wait for it."""
@@ -81,6 +93,7 @@ def event_stream(
     head: T | None,
     convert: Callable[[T], Iterable[bytes]],
     describe: Callable[[Exception], str],
+    headers: dict[str, str] | None = None,
 ) -> StreamingResponse:
     """Stream ``head`` then the pump's events as SSE; an error after the response has
     started becomes an ``error`` event with ``describe``'s message."""
@@ -93,10 +106,12 @@ def event_stream(
                     yield chunk
                 event = await pump.next()
             yield sse("done", {})
+        except RunCancelled:
+            yield sse("cancelled", {})
         except Exception as exc:
             yield sse("error", {"message": describe(exc)})
         finally:
             await pump.aclose()
 
-    headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
-    return StreamingResponse(body(), media_type="text/event-stream", headers=headers)
+    sent = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"} | (headers or {})
+    return StreamingResponse(body(), media_type="text/event-stream", headers=sent)

@@ -40,6 +40,10 @@ TABLE = """# パッケージの削除
         ("apt と aptitude の違いは？", "compare"),
         ("apt remove と apt purge は何が違う？", "compare"),
         ("キャッシュのデフォルトの上限は？", "value"),
+        ("起動時にフォントを読み込ませたい", "howto"),
+        ("ユーザーに権限を与えるにはどうする？", "howto"),
+        ("ファイル名ってなんであんなに長いの？", "define"),
+        ("デフォルトのランレベルって何番？", "value"),
         ("Spring Boot 3 への移行で注意することは？", "general"),
     ],
 )
@@ -48,6 +52,21 @@ def test_japanese_question_forms(question: str, kind: str) -> None:
     parsed = parse_question(question)
     assert kind == parsed.kind
     assert not {"方法", "違い", "違う", "何", "注意", "する"} & set(parsed.terms)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "ファイルって残しとかないとダメ？",
+        "ファイルを残さなければならない？",
+        "ファイルは残さないといけない？",
+    ],
+)
+def test_an_obligation_is_a_form_not_a_subject(question: str) -> None:
+    """「〜ないとダメ？」, 「〜なければならない？」 ask whether one must: their words
+    (駄目) are no terms a passage must hold."""
+    parsed = parse_question(question)
+    assert {"ファイル", "残"} == set(parsed.terms)
 
 
 def test_a_comparison_has_a_side_for_each_thing_compared() -> None:
@@ -134,6 +153,32 @@ async def test_a_table_row_answers_a_question_in_other_words(
     assert report.summary.startswith("apt autoremove — ")
     compared = await assistant.deep_research("apt remove と apt purge は何が違う？", docs=docs)
     assert "apt remove — " in compared.summary and "apt purge — " in compared.summary
+
+
+FAQ = """# よくある質問
+
+1.1. 起動時にコンソール用フォントを読み込む方法は?
+
+kbd パッケージがこれをサポートしています。/etc/kbd/config ファイルを編集してください。
+
+1.2. 端末の色を変える方法は?
+
+端末の設定画面で配色を選んでください。
+"""
+
+
+async def test_an_faq_answer_is_about_the_question_above_it(
+    assistant: ResearchAssistant, tmp_path: Path
+) -> None:
+    """An FAQ's answer, which does not repeat its question's words, answers it: the
+    summary gives the file to edit, not the FAQ's question again."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "faq.md").write_text(FAQ, encoding="utf-8")
+    report = await assistant.deep_research(
+        "起動時にコンソールのフォントを読み込ませたい", docs=docs
+    )
+    assert report.summary.startswith("/etc/kbd/config ファイルを編集してください。")
 
 
 async def test_a_refusal_comes_in_the_question_language_unless_asked(

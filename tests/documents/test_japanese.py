@@ -59,6 +59,32 @@ def test_a_verb_meets_the_compound_words_that_hold_its_kanji() -> None:
     assert set(query_terms("要る")) <= set(query_terms("不要"))
 
 
+async def test_a_verbs_kanji_is_counted_and_searched_as_the_question_has_it(
+    tmp_path: Path,
+) -> None:
+    """The question's term 消 (of 消す) is searched and counted as itself: segmented again
+    alone it was no word, so it weighed as if no passage used it and was left unsearched."""
+    assert query_terms("消") == ["消"] and query_terms("上") == ["上"]
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# 整理\n\n古いファイルを消去します。\n", "utf-8")
+    (docs / "b.md").write_text("# 追加\n\n新しいファイルを作ります。\n", "utf-8")
+    async with await DocumentIndex.open(docs, cache_dir=tmp_path / "cache", workers=1) as index:
+        _, counts = await index.frequencies(["消", "ファイル"])
+        assert counts == {"消": 1, "ファイル": 2}
+        assert ["a.md"] == [p.path for p in await index.search("ファイル 消")]
+
+
+def test_grammar_words_are_no_terms_by_their_part_of_speech() -> None:
+    """Adverbial nouns of kana or one kanji (いま, とき), a numeral with its counter (何台, 一回) and an
+    auxiliary after a verb (使って|いる) are no terms; a verb that can be an auxiliary
+    but stands alone (誰が始めた: 始める) is one."""
+    terms = query_terms("いまマシンが何台もあるとき、全部一回で済ませる")
+    assert {"マシン", "済"} <= set(terms)
+    assert not {"いま", "今", "時", "台", "回", "何"} & set(terms)
+    assert "始" in query_terms("誰が始めたの") and "始" not in query_terms("使い始める")
+
+
 async def test_the_index_finds_an_inflected_verb(tmp_path: Path) -> None:
     """A passage that says 消します is found by 消す, 消した and 消して."""
     docs = tmp_path / "docs"

@@ -138,3 +138,4 @@ async def test_history_lists_a_state_that_no_longer_validates_and_names_it_on_re
         with pytest.raises(IncompatibleCheckpoint) as caught:
             _ = snap.state
         assert ("t", "topic") == (caught.value.thread_id, caught.value.field)
+        assert f"state=<IncompatibleCheckpoint: {caught.value}>" in repr(snap)

@@ -299,7 +299,7 @@ def forbidden(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
 
 
 def io_error(*args: Any) -> None:
-    """An ``fsync`` or ``fdatasync`` that fails: the disk could not keep the data."""
+    """An ``fsync``, ``fdatasync`` or ``syncfs`` that fails: the disk could not keep the data."""
     raise OSError(errno.EIO, os.strerror(errno.EIO))
 
 
@@ -307,7 +307,10 @@ FAULTS: dict[str, tuple[int, Callable[[], dict[str, Callable[..., Any]]]]] = {
     # name: (the errno the error carries, the os functions replaced)
     "disk-full-at-once": (errno.ENOSPC, lambda: {"write": disk_full_after(0)}),
     "disk-full-mid-question": (errno.ENOSPC, lambda: {"write": disk_full_after(2)}),
-    "fsync-fails": (errno.EIO, lambda: {"fsync": io_error, "fdatasync": io_error}),
+    "fsync-fails": (
+        errno.EIO,
+        lambda: {"fsync": io_error, "fdatasync": io_error, "syncfs": io_error},
+    ),
     "read-only-file-system": (errno.EROFS, lambda: {"open": read_only()}),
     "permission-denied": (errno.EACCES, lambda: {"open": forbidden}),
 }

@@ -3,12 +3,16 @@ rebuilds, and a page always shows each thread as its files say."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
+import pytest
 from engine.helpers import chain
 
+from research_fsm.engine import Checkpoint, CorruptCheckpoint
 from research_fsm.stores import JsonFileCheckpointStore
+from research_fsm.stores._codec.logformat import checksum, salvage_bytes
 from research_fsm.stores.file.listing import JOURNAL
 
 
@@ -80,3 +84,61 @@ async def test_a_crashed_run_lists_as_running(tmp_path: Path) -> None:
     assert await listed(tmp_path) == [("t0", "running", 1)]
     page = await JsonFileCheckpointStore(tmp_path).threads(status="running")
     assert [t.node for t in page.threads] == ["a"]
+
+
+def newer_schema(store: JsonFileCheckpointStore, thread_id: str) -> None:
+    """Rewrite the thread's last line as a newer research_fsm would write it (``v`` 99,
+    checksum valid)."""
+    path = store.segment_path(thread_id, 1)
+    lines = path.read_bytes().rstrip(b"\0").splitlines(keepends=True)
+    data = json.loads(lines[-1][: lines[-1].rindex(b"\t")])
+    body = json.dumps({**data, "v": 99}, separators=(",", ":")).encode()
+    path.write_bytes(b"".join(lines[:-1]) + body + b"\t" + checksum(body) + b"\n")
+
+
+@pytest.mark.parametrize("journal", ["kept", "missing"])
+async def test_a_thread_of_a_newer_schema_is_listed_as_unreadable(
+    tmp_path: Path, journal: str
+) -> None:
+    """One thread whose last line a newer version wrote: the others list as they are, and
+    it lists with ``unreadable`` saying so (opening it still raises CorruptCheckpoint)."""
+    store = await grown(tmp_path, 3)
+    newer_schema(store, "t1")
+    if journal == "missing":
+        (tmp_path / JOURNAL).unlink()
+    page = await JsonFileCheckpointStore(tmp_path).threads(limit=10)
+    shown = {t.thread_id: t for t in page.threads}
+    assert sorted(shown) == ["t0", "t1", "t2"]
+    assert shown["t0"].unreadable is None and shown["t0"].status == "completed"
+    assert shown["t1"].unreadable is not None
+    assert "schema version 99" in shown["t1"].unreadable
+    assert "upgrade research_fsm" in shown["t1"].unreadable
+    with pytest.raises(CorruptCheckpoint, match="schema version 99"):
+        await JsonFileCheckpointStore(tmp_path).load_latest("t1")
+    again = await JsonFileCheckpointStore(tmp_path).threads(limit=10, status="completed")
+    assert {"t0", "t2"} <= {t.thread_id for t in again.threads}
+
+
+async def test_salvaged_lines_keep_their_parent_thread(tmp_path: Path) -> None:
+    """``salvage_bytes`` (what delete_thread reads of a damaged thread) keeps each line's
+    parent thread, as ``last_header`` does."""
+    store = JsonFileCheckpointStore(tmp_path, durability="none")
+    child = "p.sub.0123456789abcdef"
+    saved = Checkpoint(
+        thread_id=child,
+        checkpoint_id="c1",
+        parent_id=None,
+        seq=1,
+        run_id="r1",
+        step=1,
+        status="completed",
+        next=None,
+        state={},
+        created_at="2026-12-08T00:00:00+00:00",
+        last_node="x",
+        parent_thread_id="p",
+    )
+    await store.save(saved)
+    raw = store.segment_path(child, 1).read_bytes()
+    [salvaged] = salvage_bytes(raw, child)
+    assert salvaged.parent_thread_id == "p"

@@ -330,6 +330,12 @@ async def test_write_errors_raise_store_write_error_and_keep_previous(
         raise OSError(code, os.strerror(code))
 
     inject(monkeypatch, store, **{fault: failing})
+    if fault == "fsync":  # a new segment is synced with its folder by one syncfs, then by fsync
+
+        def failing_syncfs(fd: int) -> None:
+            raise OSError(errno.EIO, "injected syncfs failure")
+
+        inject(monkeypatch, store, syncfs=failing_syncfs)
     with pytest.raises(StoreWriteError, match="the previous checkpoint is intact") as info:
         await compiled.run({"log": ["lost"]}, thread_id="t")
     monkeypatch.undo()
@@ -345,7 +351,9 @@ async def test_write_errors_raise_store_write_error_and_keep_previous(
     assert ([4] if keep == 1 else [1, 2, 3, 4]) == disk_seqs(store)
 
 
-NEW_SEGMENT = ["fsync file", "fsync dir"]  # the segment's first line, then the folder naming it
+# The segment's first line and the folder naming it: one syncfs where there is one,
+# else the file, then the folder.
+NEW_SEGMENT = ["syncfs file"] if _fs.FileSystem().has_syncfs() else ["fsync file", "fsync dir"]
 
 
 @pytest.mark.parametrize(
@@ -390,20 +398,23 @@ async def test_durability_controls_fsync(
     first_run: list[str],
     second_run: list[str],
 ) -> None:
-    """durability='fsync' fdatasyncs each appended line and fsyncs new segments and folders; 'none' never syncs."""
+    """durability='fsync' fdatasyncs each appended line and syncs new segments with their folder; 'none' never syncs."""
     synced: list[str] = []
 
+    store = JsonFileCheckpointStore(tmp_path / "s", durability=durability, keep=keep)
+
     def spy(name: str) -> Callable[[int], None]:
+        real = getattr(store.fs, name)
+
         def sync(fd: int) -> None:
             synced.append(f"{name} {'file' if is_regular_file(fd) else 'dir'}")
-            getattr(os, name)(fd)
+            real(fd)
 
         return sync
 
-    store = JsonFileCheckpointStore(tmp_path / "s", durability=durability, keep=keep)
     if not new_folder:
         await store.secret()  # makes the folder (and syncs the key) before counting
-    inject(monkeypatch, store, fsync=spy("fsync"), fdatasync=spy("fdatasync"))
+    inject(monkeypatch, store, fsync=spy("fsync"), fdatasync=spy("fdatasync"), syncfs=spy("syncfs"))
     compiled = chain("a", "b", store=store)
     await compiled.run({}, thread_id="t")
     assert first_run == synced

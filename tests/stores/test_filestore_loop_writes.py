@@ -1,15 +1,18 @@
 """Where the file store does its writes: with ``durability="none"`` a run's saves are
-written on the event loop (no thread hop), and no sync ever runs on the loop."""
+written on the event loop (no thread hop), and so is a new thread's lease taken; no sync
+ever runs on the loop."""
 
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import os
 import threading
 from pathlib import Path
 
 from engine.helpers import chain
 
+from research_fsm.engine import ThreadBusy
 from research_fsm.stores import JsonFileCheckpointStore
 from research_fsm.stores.file.fs import FileSystem
 
@@ -90,3 +93,74 @@ def test_fsync_never_syncs_on_the_loop(tmp_path: Path) -> None:
     asyncio.run(gathered())
     assert fs.syncs, "no sync recorded"
     assert loop_thread not in fs.syncs
+
+
+class LockWhere(WhereFileSystem):
+    """Also records on which thread each range lock was taken and each segment opened
+    to be read."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.locks: list[int] = []
+        self.reads: list[int] = []
+
+    def open(self, path: str | os.PathLike[str], flags: int, mode: int = 0o600) -> int:
+        if str(path).endswith(".jsonl") and flags & (os.O_WRONLY | os.O_RDWR) == 0:
+            self.reads.append(threading.get_ident())
+        return super().open(path, flags, mode)
+
+    def lock_range(self, fd: int, kind: int, offset: int) -> None:
+        if kind != fcntl.F_UNLCK:
+            self.locks.append(threading.get_ident())
+        super().lock_range(fd, kind, offset)
+
+
+def test_none_takes_a_new_threads_lease_on_the_loop_and_an_old_ones_in_a_worker(
+    tmp_path: Path,
+) -> None:
+    """durability="none": a lease is locked on the loop; a thread with files is read by a worker, a new one not at all."""
+    fs = LockWhere()
+    store = JsonFileCheckpointStore(tmp_path / "s", durability="none", fs=fs)
+    asyncio.run(_runs(store, ["first"]))  # the folder, its checks and .locks made
+    fs.locks.clear()
+    fs.reads.clear()
+    loop_thread = threading.get_ident()
+    asyncio.run(_runs(store, ["t1", "t2"]))
+    assert (fs.locks, fs.reads) == ([loop_thread, loop_thread], [])
+    fs.locks.clear()
+    asyncio.run(_runs(store, ["t1"]))  # its files are there: read by the worker
+    assert fs.locks == [loop_thread]
+    assert fs.reads and loop_thread not in fs.reads
+
+    async def history() -> list[int]:
+        return [cp.seq async for cp in store.history("t1")]
+
+    assert asyncio.run(history()) == list(range(8, 0, -1))  # two turns, the second continued
+
+
+def test_none_lease_taken_on_the_loop_excludes_other_stores(tmp_path: Path) -> None:
+    """A new thread's lease taken on the loop is held against this store and another on the folder."""
+    store = JsonFileCheckpointStore(tmp_path / "s", durability="none")
+    other = JsonFileCheckpointStore(tmp_path / "s", durability="none")
+    asyncio.run(_runs(store, ["first"]))
+
+    async def contend() -> tuple[bool, bool, bool]:
+        lease = await store.acquire("new")
+        here = await _busy(store, "new")
+        there = await _busy(other, "new")
+        assert await store.load_latest("new") is None
+        await lease.release()
+        again = await other.acquire("new")  # free once released
+        await again.release()
+        return here, there, store._locks.holds("new")
+
+    assert asyncio.run(contend()) == (True, True, False)
+
+
+async def _busy(store: JsonFileCheckpointStore, thread_id: str) -> bool:
+    try:
+        lease = await store.acquire(thread_id)
+    except ThreadBusy:
+        return True
+    await lease.release()
+    return False

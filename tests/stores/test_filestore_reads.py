@@ -61,6 +61,11 @@ class Pause:
             self._hold(fd)
         os.fsync(fd)
 
+    def syncfs(self, fd: int) -> None:  # a new segment's sync, with its folder's
+        if self.call == "fsync":
+            self._hold(fd)
+        FileSystem().syncfs(fd)
+
 
 async def history_of(store: JsonFileCheckpointStore, thread_id: str) -> list[int]:
     return [cp.seq async for cp in store.history(thread_id)]
@@ -84,7 +89,7 @@ async def test_read_during_a_durable_save_changes_nothing_the_writer_holds(
     app = chain("a", "b", store=store, calls=calls)
     before = [await app.run({}, thread_id="t") for _ in range(turns_before)]
     pause = Pause(call)
-    for name in ("write", "fdatasync", "fsync"):
+    for name in ("write", "fdatasync", "fsync", "syncfs"):
         monkeypatch.setattr(store.fs, name, getattr(pause, name))
     pause.armed = True
     running = asyncio.create_task(app.run({}, thread_id="t"))

@@ -248,6 +248,26 @@ async def test_a_damaged_or_newer_row_is_corrupt_checkpoint_naming_the_thread(
         await pg().load_latest("t")
 
 
+async def test_a_thread_of_a_newer_row_format_does_not_stop_the_listing(
+    pg: Make, postgres_server: Any
+) -> None:
+    """One thread's newest row written by a newer version: the listing (its own table,
+    no row read) still shows every thread; opening that one names the upgrade."""
+    app = chain("a", store=pg())
+    for thread in ("t0", "t1", "t2"):
+        await app.run({}, thread_id=thread)
+    table = f"{pg.schema}.research_fsm_checkpoints"  # type: ignore[attr-defined]
+    newest = (
+        f"UPDATE {table} SET body = %s WHERE thread_id = 't1' AND "
+        f"seq = (SELECT max(seq) FROM {table} WHERE thread_id = 't1')"
+    )
+    sql(postgres_server, newest, b'{"v": 99}')
+    page = await pg().threads(limit=10)
+    assert sorted(t.thread_id for t in page.threads) == ["t0", "t1", "t2"]
+    with pytest.raises(CorruptCheckpoint, match=r"row version 99.*upgrade research_fsm"):
+        await pg().load_latest("t1")
+
+
 def test_one_store_serves_successive_event_loops(postgres_server: Any) -> None:
     """A store used under one asyncio.run, closed, then used under another works there too."""
     store = PostgresCheckpointStore(postgres_server.dsn, schema=f"test_{secrets.token_hex(6)}")

@@ -92,6 +92,25 @@ def test_clarification_round_trip_then_the_thread_reloads(client: TestClient) ->
     assert thread["messages"][3]["sources"] and "Sources:" not in thread["messages"][3]["text"]
 
 
+def test_a_reloaded_conversation_has_each_answers_confidence_badge(client: TestClient) -> None:
+    """The thread's messages carry each answer's confidence as it was streamed; a greeting
+    (no research) has none."""
+    streamed = []
+    for text in ("What's happening with Apple?", "thanks!", "And Tesla's stock price?"):
+        streamed.append(last(events(client, "/api/ask", thread_id=THREAD, text=text), "answer"))
+    assert streamed[0]["confidence_label"] and streamed[2]["confidence_label"]
+    assert streamed[1]["confidence_label"] is None
+    answers = [
+        m
+        for m in client.get(f"/api/threads/{THREAD}").json()["messages"]
+        if m["role"] == "assistant"
+    ]
+    assert [(a["confidence"], a["confidence_label"]) for a in answers] == [
+        (s["confidence"] if s["confidence_label"] else None, s["confidence_label"])
+        for s in streamed
+    ]
+
+
 def test_forged_and_replayed_tokens_get_clear_messages(client: TestClient) -> None:
     token = last(
         events(client, "/api/ask", thread_id=THREAD, text="Tell me about the company"), "question"

@@ -219,6 +219,23 @@ def test_fork_copies_a_checkpoint_to_a_new_thread(client: TestClient) -> None:
     assert diff["diff"] == [] and diff["against"] == source["id"]
 
 
+def test_a_threads_forks_are_listed_with_the_checkpoint_they_left(client: TestClient) -> None:
+    """The source thread's forks come with the checkpoint each was forked at; other
+    threads have none."""
+    source = rows(client, "article-2")[2]
+    for name in ("article-2b", "article-2c"):
+        body = {"thread": "article-2", "checkpoint": source["id"], "new_thread": name}
+        assert post(client, "/api/fork", body).status_code == 200
+    found = client.get("/api/forks", params={"thread": "article-2"}).json()
+    assert sorted((f["thread"], f["checkpoint"]) for f in found["forks"]) == [
+        ("article-2b", source["id"]),
+        ("article-2c", source["id"]),
+    ]
+    assert found["complete"] is True
+    assert client.get("/api/forks", params={"thread": "article-3"}).json()["forks"] == []
+    assert client.get("/api/forks", params={"thread": "../x"}).status_code == 400
+
+
 def test_delete_needs_the_thread_id_as_confirmation(client: TestClient) -> None:
     """Delete refuses without the id typed back, then removes the thread and its children."""
     refused = post(client, "/api/delete", {"thread": "article-2", "confirm": "yes"})

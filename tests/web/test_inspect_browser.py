@@ -7,13 +7,18 @@ saying why, without /usr/bin/chromium or playwright. Screenshots of each step go
 
 from __future__ import annotations
 
+import asyncio
 import re
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
+from research_fsm import JsonFileCheckpointStore
+from research_fsm.engine import END, START, StateGraph
 from research_fsm.web import inspector
 
 from .inspect_helpers import HOSTILE_STATE, seeded
@@ -136,6 +141,61 @@ def test_fork_to_a_new_thread(page: Page) -> None:
     page.click("#timeline .fork-source")
     expect(page.locator("#thread-title")).to_have_text("article-3")
     expect(page.locator("#timeline li.cp.current")).to_have_attribute("data-seq", "5")
+    branch = checkpoint(page, 5).locator(".fork-to")  # drawn under the checkpoint it left
+    expect(branch).to_have_text(re.compile(r"^↳ forked to article-3-fork \(\w+\)$"))
+    expect(page.locator("#forks-note")).to_have_text("· 1 fork of this thread")
+    shot(page, "07-fork-on-source-timeline")
+    branch.click()
+    expect(page.locator("#thread-title")).to_have_text("article-3-fork")
+
+
+class _State(BaseModel):
+    n: int = 0
+
+
+def _slow_run(folder: Path, gate: threading.Event, started: threading.Event) -> None:
+    """A run of three steps on its own store over ``folder`` (as another process would),
+    its second step held until ``gate``."""
+
+    async def step(state: _State) -> dict[str, int]:
+        return {"n": state.n + 1}
+
+    async def held(state: _State) -> dict[str, int]:
+        started.set()
+        while not gate.is_set():
+            await asyncio.sleep(0.02)
+        return {"n": state.n + 1}
+
+    graph = StateGraph(_State)
+    graph.add_node("first", step).add_node("held", held).add_node("last", step)
+    graph.add_edge(START, "first").add_edge("first", "held").add_edge("held", "last")
+    graph.add_edge("last", END)
+    app = graph.compile(store=JsonFileCheckpointStore(folder))
+    asyncio.run(app.run({}, thread_id="live-run"))
+
+
+def test_a_running_thread_is_followed_live(page: Page, tmp_path: Path) -> None:
+    """A thread another process is running shows its new checkpoints, then its end,
+    without a reload."""
+    gate, started = threading.Event(), threading.Event()
+    runner = threading.Thread(target=_slow_run, args=(tmp_path / "threads", gate, started))
+    runner.start()
+    try:
+        assert started.wait(30)
+        page.fill("#open-id", "live-run")
+        page.click("#open-form button")
+        expect(page.locator("#thread-status")).to_contain_text("running")
+        expect(page.locator("#live")).to_be_visible()
+        count = page.locator("#timeline li.cp").count()
+        shot(page, "08-live-running")
+        gate.set()
+        expect(page.locator("#thread-status")).to_have_text("completed", timeout=20_000)
+        assert page.locator("#timeline li.cp").count() > count
+        expect(page.locator("#live")).to_be_hidden()
+        shot(page, "09-live-completed")
+    finally:
+        gate.set()
+        runner.join(30)
 
 
 def test_a_hostile_state_string_stays_text(page: Page) -> None:

@@ -6,6 +6,7 @@ Marked ``slow`` as the page's other browser tests; skipped without Chromium or p
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -77,6 +78,33 @@ def test_a_past_conversation_and_report_reopen(page: Any, home: Path) -> None:
     copied = page.evaluate("navigator.clipboard.readText()")
     assert "Apple" in copied and copied == copied.strip()
     page.locator("#past-reports .past-open").first.click()
-    expect(page.locator("#report-output article.report.wide")).to_contain_text(HOSTILE_TITLE)
+    expect(page.locator("#report-view")).to_be_visible()  # the main column, not the side
+    expect(page.locator("#report-output article.report")).to_contain_text(HOSTILE_TITLE)
     assert page.locator("#report-output img").count() == 0
     page.screenshot(path=str(artifacts_dir() / "past-work-report.png"))
+
+
+def test_badges_and_the_report_shown_survive_a_reload(page: Any, home: Path) -> None:
+    """An answer's confidence badge and the report in the main column are there again
+    after a reload; the report takes the main column's width, not the side column's."""
+    page.fill("#question", "What's happening with Apple?")
+    page.press("#question", "Enter")
+    badge = page.locator("#log li.msg.assistant .confidence")
+    expect(badge).to_have_text(re.compile("confidence"))
+    label = badge.text_content()
+    page.fill("#report-company", "Apple")
+    page.click("#report-start")
+    report = page.locator("#report-output article.report")
+    expect(report.locator("h1")).to_contain_text("Apple")
+    expect(page.locator("#tab-report")).to_have_attribute("aria-selected", "true")
+    box, side = report.bounding_box(), page.locator("aside").bounding_box()
+    assert box is not None and side is not None
+    assert box["x"] + box["width"] <= side["x"] and box["width"] > side["width"] * 1.5
+    page.screenshot(path=str(artifacts_dir() / "report-main-column.png"))
+    page.reload()
+    page.wait_for_selector("body[data-ready=true]")
+    expect(report.locator("h1")).to_contain_text("Apple")
+    expect(page.locator("#report-view")).to_be_visible()
+    page.click("#tab-chat")
+    expect(page.locator("#log li.msg.assistant .confidence")).to_have_text(label or "?")
+    page.screenshot(path=str(artifacts_dir() / "badge-after-reload.png"))

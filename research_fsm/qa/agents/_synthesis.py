@@ -411,9 +411,11 @@ class SynthesisAgent:
                 emit_text(ctx, written)
             answer = written
         log_step(ctx, state, chars=len(answer), confidence=state.confidence_score)
+        researched = state.research_findings is not None and state.detected_company is not None
+        confidence = state.confidence_score if researched else None
         return update | {
             "final_summary": answer,
-            "messages": [Message(role="assistant", content=answer)],
+            "messages": [Message(role="assistant", content=answer, confidence=confidence)],
         }
 
     async def _write_with_llm(

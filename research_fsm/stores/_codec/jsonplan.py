@@ -164,7 +164,9 @@ def model_json(state: BaseModel, include: dict[str, Any] | None, node: str | Non
     checked = [c for c in plan.checked if include is None or c.name in include]
     try:
         if not plan.by_name and not checked:  # the common case: one call
-            return state.model_dump_json(by_alias=True, include=include)
+            # ``model_dump_json``'s own call, without its wrapper's cost
+            serializer = state.__pydantic_serializer__
+            return serializer.to_json(state, by_alias=True, include=include).decode()
         data = state.model_dump(mode="json", by_alias=not plan.by_name, include=include)
         if plan.by_name:
             data = {plan.keys.get(name, name): value for name, value in data.items()}

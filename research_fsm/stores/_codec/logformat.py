@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -123,21 +124,10 @@ def encode_body(
     items appended to each), or its whole state when ``changes`` is ``None``.
     ``aliases`` maps field names to the keys they are written under. (The file
     store's lines and the Postgres store's rows hold this.)"""
-    header: dict[str, object] = {name: getattr(cp, name) for name in _HEADER_FIELDS}
-    if cp.suspension is not None:
-        header["suspension"] = suspension_json(cp.suspension)
-    if cp.origin is not None:  # a checkpoint written by hand (update_state, fork...)
-        header["origin"] = origin_json(cp.origin)
-    if cp.parent_thread_id is not None:  # a subgraph's child thread
-        header["pthread"] = cp.parent_thread_id
-    try:  # one call for the whole header; ``v`` first
-        parts = [
-            '{"v":' + ("3" if cp.branches else "2") + "," + _HEADER_ENCODER.encode(header)[1:-1]
-        ]
-    except (TypeError, ValueError) as exc:
-        name = next(n for n in header if not _encodable(header[n]))
-        path, detail = find_unserializable(header[name], name)
-        raise StateSerializationError(cp.last_node, path, detail or str(exc)) from None
+    members = _step_header(cp)
+    if members is None:
+        members = _header_json(cp)
+    parts = ['{"v":' + ("3" if cp.branches else "2") + "," + members]  # ``v`` first
     if changes is not None:
         assert isinstance(cp.state, BaseModel)
         include: dict[str, Any] = {}
@@ -157,6 +147,53 @@ def encode_body(
     if cp.branches:
         parts.extend(_branch_parts(cp, changes is not None))
     return (",".join(parts) + "}").encode("utf-8", "surrogatepass")
+
+
+def _header_json(cp: Checkpoint) -> str:
+    """The header's JSON members (without braces), in one encoder call."""
+    header: dict[str, object] = {name: getattr(cp, name) for name in _HEADER_FIELDS}
+    if cp.suspension is not None:
+        header["suspension"] = suspension_json(cp.suspension)
+    if cp.origin is not None:  # a checkpoint written by hand (update_state, fork...)
+        header["origin"] = origin_json(cp.origin)
+    if cp.parent_thread_id is not None:  # a subgraph's child thread
+        header["pthread"] = cp.parent_thread_id
+    try:
+        return _HEADER_ENCODER.encode(header)[1:-1]
+    except (TypeError, ValueError) as exc:
+        name = next(n for n in header if not _encodable(header[n]))
+        path, detail = find_unserializable(header[name], name)
+        raise StateSerializationError(cp.last_node, path, detail or str(exc)) from None
+
+
+def _step_header(cp: Checkpoint) -> str | None:
+    """``_header_json`` of a run's step (no suspension, error nor origin; ints and strings
+    where the engine puts them), written out directly: the same text, without the
+    dict and the encoder's walk. ``None``: any other checkpoint."""
+    if cp.suspension is not None or cp.error is not None or cp.origin is not None:
+        return None
+    seq, step, pthread = cp.seq, cp.step, cp.parent_thread_id
+    if type(seq) is not int or type(step) is not int:
+        return None
+    q = _quote
+    try:
+        text = (
+            f'"thread_id":{q(cp.thread_id)},"checkpoint_id":{q(cp.checkpoint_id)},'
+            f'"parent_id":{_null_or(cp.parent_id)},"seq":{seq},"run_id":{q(cp.run_id)},'
+            f'"step":{step},"status":{q(cp.status)},"next":{_null_or(cp.next)},'
+            f'"last_node":{_null_or(cp.last_node)},"created_at":{q(cp.created_at)},'
+            '"suspension":null,"error":null'
+        )
+        return text if pthread is None else f'{text},"pthread":{q(pthread)}'
+    except TypeError:  # a value that is no str: the encoder's path names it
+        return None
+
+
+_quote: Callable[[str], str] = json.encoder.encode_basestring  # the encoder's, for a str
+
+
+def _null_or(value: str | None) -> str:
+    return "null" if value is None else _quote(value)
 
 
 def _encodable(value: Any) -> bool:
@@ -302,6 +339,7 @@ def salvage_bytes(raw: bytes, thread_id: str) -> list[Checkpoint]:
                     **_header(data),
                     state={},
                     branches=_records_of(branches) if isinstance(branches, dict) else None,
+                    parent_thread_id=parent_thread_of(data),
                 )
             )
         except (ValueError, KeyError, TypeError, Damaged):

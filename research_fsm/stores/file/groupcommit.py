@@ -2,7 +2,8 @@
 
 Inside a batch, a save with ``durability="fsync"`` writes its line and leaves
 the sync to ``GroupCommit.commit``, which runs after the batch: one ``syncfs``
-when there are several writes (else, or if that fails, file by file). A write
+when there are several writes or a new file among them (it syncs the folder
+too); else, or if that fails, file by file. A write
 that cannot be synced is undone and only its own save fails, with
 ``StoreWriteError``; tidying up after a durable new segment (pruning) never
 fails a save, nor the batch.
@@ -80,7 +81,9 @@ class GroupCommit:
             return []
         self._pending.items = []
         synced: list[_PendingSync] = []
-        if len(pending) >= _SYNCFS_FROM and self._fs.has_syncfs():
+        # One syncfs for several writes, or for a new file's (its folder's sync too).
+        several = len(pending) >= _SYNCFS_FROM or any(p.path is not None for p in pending)
+        if several and self._fs.has_syncfs():
             try:
                 self._fs.syncfs(pending[0].fd)
                 pending, synced = [], pending

@@ -106,6 +106,58 @@ class Locks:
             self._held.pop(thread_id, None)
             raise
 
+    def try_lock(self, thread_id: str) -> bool:
+        """Take the thread's lock here and now if that cannot wait on anything: range
+        locks, this store's descriptors open, no worker thread of this store taking a
+        lock, the directory's shared flock given at once. ``False``: nothing was taken
+        (take it with ``lock``, in a worker thread); ``ThreadBusy`` if anyone holds it."""
+        if not self._ranges or self._pid != os.getpid() or self._lock_fd is None:
+            return False
+        if not self._guard.acquire(blocking=False):
+            return False
+        try:
+            with self._claims:
+                if thread_id in self._held:
+                    raise ThreadBusy(thread_id)
+                self._held[thread_id] = _CLAIMED
+            try:
+                taken = self._take_now(thread_id)
+            except BaseException:
+                self._held.pop(thread_id, None)
+                raise
+            if taken:
+                self._held[thread_id] = _RANGE
+            else:
+                self._held.pop(thread_id, None)
+            return taken
+        finally:
+            self._guard.release()
+
+    def _take_now(self, thread_id: str) -> bool:
+        """With ``_guard``: ``_take`` for a range lock, unless the directory's shared
+        flock would wait or ``.locks`` was deleted (``False``: nothing held)."""
+        assert self._dir_fd is not None and self._lock_fd is not None
+        try:
+            if self._leases == 0:
+                self._fs.flock(self._dir_fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                if self._fs.fstat(self._lock_fd).st_nlink == 0:
+                    self._fs.flock(self._dir_fd, fcntl.LOCK_UN)
+                    return False  # deleted: ``lock`` opens the one there now
+        except OSError:  # held exclusively by a store creating a lock file, or a fault
+            return False
+        self._leases += 1
+        try:
+            self._fs.lock_range(self._lock_fd, fcntl.F_WRLCK, self._offset(thread_id))
+        except OSError as exc:
+            self._leave()
+            if exc.errno in (errno.EAGAIN, errno.EACCES):
+                raise ThreadBusy(thread_id) from None
+            return False
+        except BaseException:
+            self._leave()
+            raise
+        return True
+
     def unlock(self, thread_id: str) -> None:
         lock = self._held.pop(thread_id, None)
         if lock is None or lock == _CLAIMED:

@@ -37,7 +37,7 @@ from typing import Any, Literal
 
 import pydantic_core
 
-from research_fsm.engine import Checkpoint, ThreadInfo, ThreadPage
+from research_fsm.engine import Checkpoint, CorruptCheckpoint, ThreadInfo, ThreadPage
 from research_fsm.engine.store import (
     THREAD_STATUSES,
     ThreadQuery,
@@ -53,7 +53,8 @@ __all__ = ["JOURNAL", "Listing"]
 
 JOURNAL = ".threads"
 _TAIL_READ = 16 << 10  # bytes read from a segment's end, first (more if a line is longer)
-_COMPACT_AT = 1 << 20  # a journal this long, and 4x its live records, is written anew
+_COMPACT_AT = 1 << 20  # a journal this long, and 1.5x its live records, is written anew
+_COMPACT_RATIO = 1.5  # (a run writes two records: a store of threads run once each has 2x)
 _ORDER = itemgetter(3, 0)  # a row's place in the listing: (updated_at, thread_id)
 _STATUSES = frozenset(THREAD_STATUSES)
 Row = list[Any]
@@ -76,7 +77,7 @@ def _row(info: ThreadInfo) -> Row:
     ]
 
 
-def _info(row: Row) -> ThreadInfo:
+def _info(row: Row, unreadable: str | None = None) -> ThreadInfo:
     thread_id, status, node, updated_at, checkpoints, parent, checkpoint_id = row
     return ThreadInfo(
         thread_id=thread_id,
@@ -86,6 +87,34 @@ def _info(row: Row) -> ThreadInfo:
         checkpoints=checkpoints,
         parent_thread_id=parent,
         checkpoint_id=checkpoint_id,
+        unreadable=unreadable,
+    )
+
+
+def _guessed(raw: bytes, thread_id: str, why: str) -> ThreadInfo:
+    """A thread whose last line this version cannot read (a newer schema's): what that
+    line's fields seem to say, for the listing to show it (``unreadable``: ``why``)."""
+    data: Any = None
+    with contextlib.suppress(ValueError):
+        end = raw.rstrip(b"\0").rstrip(b"\n")
+        line = end[end.rfind(b"\n") + 1 :].lstrip(b"\0")
+        data = pydantic_core.from_json(line[: line.rfind(b"\t")])
+    fields = data if isinstance(data, dict) else {}
+
+    def field(name: str, kind: type, default: Any) -> Any:
+        value = fields.get(name)
+        return value if isinstance(value, kind) and not isinstance(value, bool) else default
+
+    status = fields.get("status")
+    return ThreadInfo(
+        thread_id=thread_id,
+        status=status if status in _STATUSES else "failed",
+        node=None,
+        updated_at=field("created_at", str, ""),
+        checkpoints=field("seq", int, 0),
+        parent_thread_id=None,
+        checkpoint_id=field("checkpoint_id", str, ""),
+        unreadable=why,
     )
 
 
@@ -140,6 +169,7 @@ class Listing:
         self._fd_ino = 0
         self._written: dict[str, str] = {}  # leased threads: the status last written
         self._known: dict[str, Row] = {}  # what the journal says, as read so far
+        self._unreadable: dict[str, str] = {}  # threads whose last line cannot be read: why
         self._order: list[Row] | None = []  # its rows by ``_ORDER`` (``None``: sort again)
         self._read_ino = 0
         self._read_at = 0  # the journal's bytes read so far
@@ -211,8 +241,11 @@ class Listing:
                 chosen = self._choose(query)
                 fresh = [self._refresh(row) for row in chosen]
                 if fresh == chosen:
-                    return query.cut([_info(row) for row in chosen])
-            return query.page(_info(row) for row in fresh if row is not None)
+                    return query.cut([self._info(row) for row in chosen])
+            return query.page(self._info(row) for row in fresh if row is not None)
+
+    def _info(self, row: Row) -> ThreadInfo:
+        return _info(row, self._unreadable.get(row[0]))
 
     def _choose(self, query: ThreadQuery) -> list[Row]:
         """Up to ``limit + 1`` rows the query shows, newest first, as the journal says."""
@@ -247,6 +280,10 @@ class Listing:
             found = self.read_thread(thread_id)
         except OSError:
             return row
+        self._unreadable.pop(thread_id, None)
+        if isinstance(found, ThreadInfo) and found.unreadable is not None:
+            self._unreadable[thread_id] = found.unreadable  # shown as the journal knew it
+            return row
         if found is False:
             return row if _valid(row) else None
         if found is None:
@@ -277,7 +314,7 @@ class Listing:
         first = segments[0]
         while True:
             header = self._last_line(stem, first, thread_id)
-            if header is None or header is False:
+            if header is None or header is False or isinstance(header, ThreadInfo):
                 return header
             following = header.seq + 1
             if not self._fs.lexists(self._segments.path(stem, following)):
@@ -286,7 +323,7 @@ class Listing:
 
     def _last_line(
         self, stem: str, first: int, thread_id: str
-    ) -> Checkpoint | Literal[False] | None:
+    ) -> Checkpoint | ThreadInfo | Literal[False] | None:
         try:
             fd = open_file(self._fs, self._segments.path(stem, first), os.O_RDONLY, thread_id)
         except FileNotFoundError:
@@ -299,7 +336,10 @@ class Listing:
             while True:
                 start = max(0, size - window)
                 raw = self._fs.pread(fd, size - start, start)
-                header = last_header(raw, thread_id, start == 0)
+                try:
+                    header = last_header(raw, thread_id, start == 0)
+                except CorruptCheckpoint as exc:  # a newer version wrote it
+                    return _guessed(raw, thread_id, str(exc))
                 if header is not None or start == 0:
                     return header
                 window *= 4
@@ -327,7 +367,7 @@ class Listing:
             self._rebuild()
             return
         self._read_at += end
-        if self._read_at > _COMPACT_AT and self._lines > 4 * max(len(self._known), 1):
+        if self._read_at > _COMPACT_AT and self._lines > _COMPACT_RATIO * max(len(self._known), 1):
             self._write_all()
 
     def _apply(self, raw: bytes) -> bool:
@@ -379,6 +419,8 @@ class Listing:
                 continue
             if isinstance(found, ThreadInfo):
                 self._known[thread_id] = _row(found)
+                if found.unreadable is not None:
+                    self._unreadable[thread_id] = found.unreadable
         self._write_all(carry=False)
 
     def _write_all(self, carry: bool = True) -> None:

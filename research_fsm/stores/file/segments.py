@@ -286,6 +286,18 @@ class Segments:
         seqs = self.in_folder(stem)
         return seqs, bool(data) or bool(seqs), False
 
+    def absent(self, stem: str) -> bool:
+        """Whether none of the files ``live`` looks for first is there (no list, no
+        segment 1, no mark of a pruned one): a new thread, found with three lookups
+        of names (built as strings: a ``Path`` costs more than the lookup)."""
+        base = f"{self._directory}/{stem}"
+        lexists = self._fs.lexists
+        return not (
+            lexists(f"{base}.idx")
+            or lexists(f"{base}=000000000001.jsonl")
+            or lexists(base + PRUNED)
+        )
+
     def known(self, stem: str) -> bool:
         """Whether the thread has had checkpoints (lists the folder only to repair)."""
         return self.live(stem)[1]

@@ -178,17 +178,44 @@ class JsonFileCheckpointStore:
         # and the newest checkpoint is read in the same trip: the engine asks for it
         # next. If the caller is cancelled meanwhile, the locking still finishes and
         # its lease is dropped at once, so no orphan descriptor keeps the lock.
-        locking = self._worker.submit(self._lock_and_peek, thread_id)
+        # With durability "none", the lock is taken here when that waits on nothing,
+        # and a new thread needs no trip at all (``_acquire_here``).
+        taken = self._acquire_here(thread_id) if self.durability == "none" else None
+        if taken == "new":
+            return FileLease(self._release, thread_id)
+        locking = self._worker.submit(self._peek if taken else self._lock_and_peek, thread_id)
         try:
             await locking  # cannot be cancelled: finishes before CancelledError comes
         except asyncio.CancelledError:
-            if locking.done() and locking.exception() is None:
+            if taken or (locking.done() and locking.exception() is None):
                 FileLease(self._release, thread_id).release_now()
             raise
         return FileLease(self._release, thread_id)
 
+    def _acquire_here(self, thread_id: str) -> Literal["new", "old"] | None:
+        """Take the lease on the loop, if its lock is given at once (``Locks.try_lock``):
+        ``"new"`` when none of the thread's files is there (the three names a new
+        thread's read looks for: no list, no segment 1, no mark of a pruned one),
+        else ``"old"`` (its newest checkpoint is read by the worker). ``None``:
+        nothing held, the worker takes the lease; ``ThreadBusy`` if anyone holds it."""
+        validate_thread_id(thread_id)
+        if not self._root_checked or not self._locks.try_lock(thread_id):
+            return None
+        try:
+            new = self._heads.get(thread_id) is None and self._segments.absent(file_stem(thread_id))
+        except OSError:
+            new = False
+        if not new:
+            return "old"
+        self._peeked[thread_id] = None
+        return "new"
+
     def _lock_and_peek(self, thread_id: str) -> None:
         self._lock(thread_id)
+        self._peek(thread_id)
+
+    def _peek(self, thread_id: str) -> None:
+        """Read the held thread's newest checkpoint: what ``load_latest`` gives next."""
         try:
             self._peeked[thread_id] = self._load_latest(thread_id, holder=True)
         except Exception:  # load_latest will meet (and report) the same problem
@@ -208,27 +235,28 @@ class JsonFileCheckpointStore:
     # -- saving ----------------------------------------------------------------
 
     async def save(self, checkpoint: Checkpoint) -> None:
+        # No sync asked for: a short line goes into the page cache with one write(2)
+        # on the loop, cheaper than the hop to a worker thread and back. So does a
+        # new thread's first line (its file created, nothing read), its whole state.
+        here = self.durability == "none"
+        if here and self._starts_here(checkpoint):
+            whole = encode_line(checkpoint, None, {})
+            if len(whole) <= _ON_LOOP_BYTES:
+                self._peeked.pop(checkpoint.thread_id, None)
+                self._start_segment(checkpoint, None, True, whole)
+                self._listing.saved(checkpoint, leased=True)
+                return
+            here = False
         # Encoded here, where the checkpoint was just made (warm, unlike a worker just woken).
         line = None
         if checkpoint.changes is not None and isinstance(checkpoint.state, BaseModel):
             line = encode_line(checkpoint, checkpoint.changes, aliases_of(type(checkpoint.state)))
-        if self.durability == "none":
-            # No sync asked for: a short line goes into the page cache with one write(2)
-            # on the loop, cheaper than the hop to a worker thread and back. So does a
-            # new thread's first line (its file created, nothing read).
-            head = None if line is None else self._appends_here(checkpoint, line)
-            if head is not None:
-                self._peeked.pop(checkpoint.thread_id, None)
-                self._append(checkpoint, head, True, line)
-                self._listing.saved(checkpoint, leased=True)
-                return
-            if self._starts_here(checkpoint):
-                whole = encode_line(checkpoint, None, {})
-                if len(whole) <= _ON_LOOP_BYTES:
-                    self._peeked.pop(checkpoint.thread_id, None)
-                    self._start_segment(checkpoint, None, True, whole)
-                    self._listing.saved(checkpoint, leased=True)
-                    return
+        head = None if line is None or not here else self._appends_here(checkpoint, line)
+        if head is not None:
+            self._peeked.pop(checkpoint.thread_id, None)
+            self._append(checkpoint, head, True, line)
+            self._listing.saved(checkpoint, leased=True)
+            return
         await self._worker.run(self._save, checkpoint, line)
 
     def _starts_here(self, cp: Checkpoint) -> bool:
@@ -356,8 +384,7 @@ class JsonFileCheckpointStore:
                     and self._group.defer(cp.thread_id, fd, 0, path, (segments, pruned))
                 )
                 if self.durability == "fsync" and not deferred:
-                    self.fs.fsync(fd)
-                    self._segments.sync_folder()
+                    self._sync_new(fd)
             except BaseException:
                 self.fs.close(fd)
                 unlink(self.fs, path)
@@ -380,6 +407,20 @@ class JsonFileCheckpointStore:
         self._heads.remember(cp.thread_id, started)
         if not deferred:  # else once the new segment is durable (``GroupCommit.commit``)
             self._segments.prune(cp.thread_id, segments, pruned)
+
+    def _sync_new(self, fd: int) -> None:
+        """Make a new segment durable, its name in the folder included: one ``syncfs``
+        where there is one (it writes out the file and the folder at once), else (or
+        if it fails: another file's error may be what it reports) the file and then
+        the folder."""
+        if self.fs.has_syncfs():
+            try:
+                self.fs.syncfs(fd)
+                return
+            except OSError:
+                pass
+        self.fs.fsync(fd)
+        self._segments.sync_folder()
 
     def _create(self, path: Path) -> int:
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW

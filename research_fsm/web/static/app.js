@@ -7,6 +7,8 @@
 "use strict";
 (() => {
   const THREAD_KEY = "research-fsm-thread";
+  const SHOWN_KEY = "research-fsm-shown"; // the view and the report/session it showed
+  const FOLDER_RE = /^[A-Za-z0-9][A-Za-z0-9-]{0,99}$/;
   const THREAD_RE = /^web-[A-Za-z0-9_-]{8,64}$/;
   const $ = (id) => document.getElementById(id);
   const state = { thread: null, token: null, busy: false };
@@ -37,13 +39,15 @@
   }
 
   // -- server-sent events over fetch (POST with a JSON body) --
-  async function postEvents(url, body, handlers) {
+  async function postEvents(url, body, handlers, signal) {
     const response = await fetch(url, {
       method: "POST",
       headers: { "Content-Type": "application/json" },
       body: JSON.stringify(body),
+      signal,
     });
     if (!response.ok) throw new Error(await errorMessage(response));
+    if (handlers.started) handlers.started(response.headers.get("X-Run-Id"));
     const reader = response.body.getReader();
     const decoder = new TextDecoder();
     let buffer = "";
@@ -107,7 +111,12 @@
     return a;
   }
   function link(url, text) {
-    return safeUrl(url) ? makeLink(el("a", null, text || url), url) : null;
+    return safeUrl(url) || localSource(url) ? makeLink(el("a", null, text || url), url) : null;
+  }
+  // the page's own read-only view of a cited local file at its lines (made by the server)
+  const SOURCE_VIEW_RE = /^\/api\/source\/deep-[0-9A-Za-z-]{1,80}\/S\d{1,5}$/;
+  function localSource(url) {
+    return typeof url === "string" && SOURCE_VIEW_RE.test(url);
   }
   function renderSources(container, sources) {
     if (!sources || !sources.length) return;
@@ -118,6 +127,8 @@
       const parsed = safeUrl(source.url);
       if (parsed) {
         item.append(link(source.url, source.title), el("span", "muted", " " + parsed.host));
+      } else if (localSource(source.url)) {
+        item.append(link(source.url, source.title), el("span", "muted", " (the cited lines)"));
       } else {
         item.append([source.title, source.url].filter(Boolean).join(" — "));
       }
@@ -145,7 +156,7 @@
         const value = attrs[name];
         if (typeof value !== "string") continue;
         if (name === "href") {
-          if (safeUrl(value)) makeLink(child, value);
+          if (safeUrl(value) || localSource(value)) makeLink(child, value);
         } else if (name === "class") {
           child.className = value.replace(/[^a-z -]/g, "");
         } else if (/^\d{1,6}$/.test(value)) {
@@ -189,13 +200,16 @@
     if (Array.isArray(data.tree)) renderMarkdown(turn.bubble, data.tree);
     else renderText(turn.bubble, data.text);
     renderSources(turn.bubble, data.sources);
-    if (data.confidence_label) {
-      const level = data.confidence >= 8 ? "high" : data.confidence >= 5 ? "medium" : "low";
-      turn.bubble.append(el("p", "confidence " + level, data.confidence_label));
-    }
+    renderBadge(turn.bubble, data);
     if (data.usage) turn.bubble.append(el("p", "muted", data.usage));
     renderNotes(turn.bubble, data.notes);
     addCopy(turn, data.text);
+  }
+  // how sure an answer is (saved with it: a reloaded conversation shows it again)
+  function renderBadge(container, data) {
+    if (!data.confidence_label || typeof data.confidence !== "number") return;
+    const level = data.confidence >= 8 ? "high" : data.confidence >= 5 ? "medium" : "low";
+    container.append(el("p", "confidence " + level, data.confidence_label));
   }
   // "Copy": the answer's text (Markdown as written) to the clipboard
   function addCopy(turn, text) {
@@ -308,7 +322,10 @@
         renderMarkdown(turn.bubble, message.tree);
       }
       renderSources(turn.bubble, message.sources);
-      if (message.role !== "user") addCopy(turn, message.text);
+      if (message.role !== "user") {
+        renderBadge(turn.bubble, message);
+        addCopy(turn, message.text);
+      }
     }
     if (data.pending) {
       $("log").lastElementChild?.classList.add("question");
@@ -331,6 +348,7 @@
   // a whole report (its [S#] link to the sources), in its language, in the panel;
   // "Full width" shows it over the page, Escape or the button closes it
   function showReport(output, data) {
+    remember(output.id === "report-output" ? "reports" : "sessions", data.folder || data.id);
     const article = el("article", "report");
     renderMarkdown(article, data.tree, data.language);
     const bar = el("p", "files");
@@ -360,6 +378,7 @@
         }
         output.append(el("p", "result", data.summary));
         fileLinks(output, data.files);
+        remember("reports", data.folder);
       },
       question: (data) => {
         const box = el("div", "choices");
@@ -393,31 +412,133 @@
         if (data.summary) renderText(output.appendChild(el("div", "result")), data.summary);
         renderSources(output, data.sources);
         fileLinks(output, data.files);
+        remember("sessions", data.folder);
       },
     };
   }
+  // a report or research run: its progress, a Cancel button while it runs (the run is
+  // stopped on the server; what it finished stays saved), then Continue when cancelled
   async function runJob(output, url, body, makeHandlers) {
+    const bar = el("p", "job-bar");
+    const cancel = el("button", "cancel", "Cancel");
+    cancel.type = "button";
+    cancel.hidden = true;
+    bar.append(cancel);
+    output.append(bar);
     const progress = progressList(output);
+    const aborter = new AbortController();
+    let run = null;
+    let cancelled = false;
+    cancel.addEventListener("click", async () => {
+      cancel.disabled = true;
+      cancel.textContent = "Cancelling…";
+      try {
+        const response = await fetch("/api/cancel", {
+          method: "POST",
+          headers: { "Content-Type": "application/json" },
+          body: JSON.stringify({ thread_id: run }),
+        });
+        if (!response.ok) throw new Error(await errorMessage(response));
+        cancelled = true;
+      } catch (error) {
+        output.append(el("p", "error", error.message));
+      }
+      aborter.abort();
+    });
+    const handlers = makeHandlers(output, progress);
+    handlers.started = (id) => {
+      run = id;
+      cancel.hidden = !id;
+      if (id) sessionStorage.setItem(SHOWN_KEY, JSON.stringify({ ...shown(), running: { output: output.id, run: id } }));
+    };
+    handlers.cancelled = () => { cancelled = true; };
     try {
-      await postEvents(url, body, makeHandlers(output, progress));
+      await postEvents(url, body, handlers, aborter.signal);
     } catch (error) {
-      output.append(el("p", "error", error.message));
+      if (!cancelled) output.append(el("p", "error", error.message));
     } finally {
-      for (const step of output.querySelectorAll(".progress li.active")) step.className = "done";
+      cancel.remove();
+      for (const step of output.querySelectorAll(".progress li.active")) {
+        step.className = cancelled ? "stopped" : "done";
+      }
     }
+    const was = shown();
+    if (was.running && was.running.run === run) {
+      delete was.running;
+      sessionStorage.setItem(SHOWN_KEY, JSON.stringify(was));
+    }
+    if (cancelled && run) offerContinue(output, bar, run, makeHandlers,
+      "Cancelled. The steps it finished are saved; Continue picks it up from there (" + run + ").");
   }
-  function jobForm(form, output, url, body, makeHandlers) {
+  // a run that stopped before its end (cancelled, or the page left while it ran): Continue
+  function offerContinue(output, bar, run, makeHandlers, text) {
+    const note = el("p", "cancelled", text);
+    const again = el("button", "continue", "Continue");
+    again.type = "button";
+    again.addEventListener("click", () => {
+      note.remove();
+      again.remove();
+      runJob(output, "/api/continue", { thread_id: run }, makeHandlers);
+    });
+    bar.append(again);
+    output.append(note);
+  }
+  function jobForm(form, output, view, url, body, makeHandlers) {
     $(form).addEventListener("submit", async (event) => {
       event.preventDefault();
       const button = $(form).querySelector("button[type=submit]");
       button.disabled = true;
       $(output).replaceChildren();
+      showView(view);
       try {
         await runJob($(output), url, body(), makeHandlers);
       } finally {
         button.disabled = false;
       }
     });
+  }
+
+  // -- the main column's views (tabs), and what they showed, kept across a reload --
+  function shown() {
+    try {
+      const value = JSON.parse(sessionStorage.getItem(SHOWN_KEY) || "{}");
+      return value && typeof value === "object" ? value : {};
+    } catch (_) {
+      return {};
+    }
+  }
+  function remember(kind, id) {
+    if (typeof id !== "string" || !FOLDER_RE.test(id)) return;
+    sessionStorage.setItem(SHOWN_KEY, JSON.stringify({ ...shown(), [kind]: id }));
+  }
+  function showView(view) {
+    for (const tab of document.querySelectorAll(".tabs .tab")) {
+      const on = tab.dataset.view === view;
+      tab.setAttribute("aria-selected", String(on));
+      $(tab.dataset.view).hidden = !on;
+    }
+    sessionStorage.setItem(SHOWN_KEY, JSON.stringify({ ...shown(), view }));
+  }
+  async function restoreShown() {
+    const was = shown();
+    for (const kind of ["reports", "sessions"]) {
+      if (typeof was[kind] === "string" && FOLDER_RE.test(was[kind])) await openSaved(kind, was[kind], false);
+    }
+    if (["chat", "report-view", "deep-view"].includes(was.view)) showView(was.view);
+    const left = was.running; // the page was left (reloaded, closed) while this ran: it stopped
+    const RUN_RE = /^(report-[0-9a-f]{10}|deep-\d{8}T\d{6}Z-[0-9a-f]{16})$/;
+    if (left && typeof left.run === "string" && RUN_RE.test(left.run)
+        && ["report-output", "deep-output"].includes(left.output)) {
+      delete was.running;
+      sessionStorage.setItem(SHOWN_KEY, JSON.stringify(was));
+      const output = $(left.output);
+      output.replaceChildren();
+      const bar = el("p", "job-bar");
+      output.append(bar);
+      offerContinue(output, bar, left.run, left.output === "report-output" ? reportHandlers : deepHandlers,
+        "The page was left while this ran, which stopped it. The steps it finished are saved; Continue picks it up from there (" + left.run + ").");
+      showView(left.output === "report-output" ? "report-view" : "deep-view");
+    }
   }
 
   // -- wiring --
@@ -434,14 +555,14 @@
     const d = new Date(iso);
     return isNaN(d) ? String(iso || "") : d.toLocaleString();
   }
-  async function openSaved(kind, id) {
+  async function openSaved(kind, id, show = true) {
     const response = await fetch(`/api/saved/${kind}/${encodeURIComponent(id)}`);
     if (!response.ok) return;
     const data = await response.json();
     const output = $(kind === "reports" ? "report-output" : "deep-output");
     output.replaceChildren();
     showReport(output, data);
-    output.querySelector("button.widen")?.click(); // a report is read full width
+    if (show) showView(kind === "reports" ? "report-view" : "deep-view"); // the main column
   }
   async function loadPast() {
     const response = await fetch("/api/past");
@@ -464,6 +585,7 @@
     setPending(null);
     $("log").replaceChildren();
     $("empty-hint").hidden = true;
+    showView("chat");
     await restore();
   }
 
@@ -491,21 +613,25 @@
       }
     });
     $("new-conversation").addEventListener("click", () => {
+      showView("chat");
       setThread(newThreadId());
       setPending(null);
       $("log").replaceChildren();
       $("empty-hint").hidden = false;
       $("question").focus();
     });
-    jobForm("report-form", "report-output", "/api/report", () => ({
+    jobForm("report-form", "report-output", "report-view", "/api/report", () => ({
       company: $("report-company").value, lang: $("report-lang").value,
       pdf: $("report-pdf").checked,
     }), reportHandlers);
-    jobForm("deep-form", "deep-output", "/api/deep", () => ({
+    jobForm("deep-form", "deep-output", "deep-view", "/api/deep", () => ({
       topic: $("deep-topic").value, lang: $("deep-lang").value, pdf: $("deep-pdf").checked,
     }), deepHandlers);
     $("past-panel").addEventListener("toggle", () => { if ($("past-panel").open) loadPast(); });
-    restore().finally(() => { document.body.dataset.ready = "true"; });
+    for (const tab of document.querySelectorAll(".tabs .tab")) {
+      tab.addEventListener("click", () => showView(tab.dataset.view));
+    }
+    Promise.all([restore(), restoreShown()]).finally(() => { document.body.dataset.ready = "true"; });
   }
   start();
 })();

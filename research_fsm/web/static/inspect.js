@@ -121,7 +121,8 @@
     const button = el("button", "thread-open");
     button.type = "button";
     const top = el("span", "row");
-    top.append(el("span", "tid", t.id), el("span", "status s-" + (t.status || "none"), t.status || "?"));
+    const shownStatus = t.unreadable ? "unreadable" : (t.status || "?");
+    top.append(el("span", "tid", t.id), el("span", "status s-" + (t.unreadable ? "failed" : (t.status || "none")), shownStatus));
     const bottom = el("span", "muted small");
     const parts = [];
     if (t.node) parts.push("at " + t.node);
@@ -130,6 +131,7 @@
     if (t.parent) parts.push("child of " + t.parent);
     bottom.textContent = parts.join(" · ");
     button.append(top, bottom);
+    if (t.unreadable) button.append(el("span", "note small unreadable", t.unreadable));
     button.addEventListener("click", () => openThread(t.id, ""));
     li.append(button);
     return li;
@@ -168,6 +170,74 @@
     if (data.graph) drawGraph(data.graph.mermaid, "current: " + (data.head.next || "—"));
     else drawGraph(null, "no graph given (read-only)");
     remember();
+    loadForks(thread);
+    follow(data.head);
+  }
+
+  // -- the forks of a thread: drawn as branches under the checkpoint they came from --
+  async function loadForks(thread) {
+    view.forks = [];
+    $("forks-note").textContent = "";
+    let data;
+    try {
+      data = await getJSON("api/forks?" + query({ thread }));
+    } catch (error) { return; }
+    if (view.thread !== thread) return;
+    view.forks = data.forks;
+    drawForks();
+    const searched = data.complete ? "" : ` (searched the ${data.scanned} most recently updated threads)`;
+    $("forks-note").textContent = data.forks.length
+      ? `· ${data.forks.length} fork${data.forks.length === 1 ? "" : "s"} of this thread${searched}`
+      : "";
+  }
+  function drawForks() {
+    for (const old of document.querySelectorAll("#timeline .fork-to, #forks-away li")) old.remove();
+    const away = $("forks-away");
+    for (const f of view.forks || []) {
+      const button = el("button", "link small fork-to", `↳ forked to ${f.thread} (${f.status})`);
+      button.type = "button";
+      button.dataset.thread = f.thread;
+      button.addEventListener("click", () => openThread(f.thread, ""));
+      const row = document.querySelector(`#timeline li.cp[data-id="${CSS.escape(f.checkpoint)}"]`);
+      if (row) row.append(button);
+      else away.append(el("li", null)).append(button);  // its checkpoint is on an older page
+    }
+  }
+
+  // -- live follow: a running thread's timeline polled until its run stops --
+  const FOLLOW_MS = 1500;
+  function follow(head) {
+    clearTimeout(view.followTimer);
+    const running = head.status === "running";
+    $("live").hidden = !running;
+    if (!running || !$("follow").checked) return;
+    const thread = view.thread;
+    view.followTimer = setTimeout(async () => {
+      if (view.thread !== thread) return;
+      if (document.hidden) { follow(view.head); return; }
+      try {
+        const data = await getJSON("api/thread?" + query({ thread, path: view.path }));
+        if (view.thread !== thread) return;
+        if (data.head.id !== view.head.id || data.head.status !== view.head.status) {
+          view.head = data.head; view.rows = data.rows; view.next = data.next;
+          const status = $("thread-status");
+          status.textContent = data.head.status + (data.head.next ? " · next " + data.head.next : "");
+          status.className = "status s-" + data.head.status;
+          $("continue-run").hidden = !view.editable || !["failed", "running"].includes(data.head.status);
+          showSuspensions(data.head);
+          drawTimeline($("timeline"), view.rows, { thread, path: view.path });
+          drawForks();
+          $("more-checkpoints").hidden = !data.next;
+          if (data.graph) drawGraph(data.graph.mermaid, "current: " + (data.head.next || "—"));
+          const current = view.cp && document.querySelector(`#timeline li.cp[data-id="${CSS.escape(view.cp)}"]`);
+          if (current) current.classList.add("current");
+          if (data.head.status !== "running") loadThreads(false);
+        }
+        follow(view.head);
+      } catch (error) {
+        $("live").hidden = true;  // the thread is gone, or the server: stop following
+      }
+    }, FOLLOW_MS);
   }
 
   async function moreCheckpoints() {
@@ -176,6 +246,7 @@
       view.rows = view.rows.concat(data.rows);
       view.next = data.next;
       drawTimeline($("timeline"), view.rows, { thread: view.thread, path: view.path });
+      drawForks();
       $("more-checkpoints").hidden = !data.next;
     } catch (error) { refused(error); }
   }
@@ -446,6 +517,7 @@
       if (id) openThread(id, "");
     });
     $("more-checkpoints").addEventListener("click", moreCheckpoints);
+    $("follow").addEventListener("change", () => { if (view.head) follow(view.head); });
     $("tab-diff").addEventListener("click", () => tab("diff"));
     $("tab-state").addEventListener("click", () => tab("state"));
     $("edit-save").addEventListener("click", async () => {

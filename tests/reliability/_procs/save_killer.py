@@ -23,10 +23,12 @@ from pathlib import Path
 from crash_child import advance_engine, engine_app
 
 from research_fsm.stores import JsonFileCheckpointStore
+from research_fsm.stores.file.fs import FileSystem
 
 KEEP = 2
 real_open, real_write = os.open, os.write
 real_fsync, real_fdatasync = os.fsync, os.fdatasync
+real_syncfs = FileSystem.syncfs
 watched: set[int] = set()
 made = {"n": 0}  # segments made so far
 SAVING = {"seq": 0}  # the checkpoint whose line was written last
@@ -71,6 +73,12 @@ def spy_fsync(fd: int) -> None:
     real_fsync(fd)
 
 
+def spy_syncfs(fs: FileSystem, fd: int) -> None:  # a new segment's, with its folder's
+    if fd in watched and POINT == "before-fsync":
+        die(SAVING["seq"])
+    real_syncfs(fs, fd)
+
+
 def spy_fdatasync(fd: int) -> None:
     if fd in watched and POINT == "before-fsync":
         die(SAVING["seq"])
@@ -81,6 +89,7 @@ async def main(directory: Path) -> None:
     app = engine_app(JsonFileCheckpointStore(directory, durability="fsync", keep=KEEP))
     os.open, os.write = spy_open, spy_write  # type: ignore[assignment]
     os.fsync, os.fdatasync = spy_fsync, spy_fdatasync  # type: ignore[assignment]
+    FileSystem.syncfs = spy_syncfs  # type: ignore[method-assign]
     while await advance_engine(app, "t") is not None:
         pass
 
