@@ -159,7 +159,9 @@ class InvalidThreadQuery(EngineError, ValueError):
 
 class InvalidResumeValue(EngineError, ValueError):
     """A run paused at a breakpoint was resumed with a value it does not take: resume
-    it with ``None`` (or a ``Command``, as the message says)."""
+    it with ``None`` (or a ``Command``, as the message says); or a node's question was
+    answered with a ``Command`` (``where="question"``), which it would take as the
+    answer itself."""
 
     def __init__(
         self,
@@ -171,6 +173,14 @@ class InvalidResumeValue(EngineError, ValueError):
     ) -> None:
         self.thread_id = thread_id
         self.node = node
+        if where == "question":
+            super().__init__(
+                f"thread `{thread_id}` is suspended at a question of node `{node}`, whose "
+                f"answer is the value itself, not a Command (got {value!r:.80}): resume it "
+                "with resume(token, value) (LangGraph's Command(resume=value)); the node's "
+                "update after the answer changes the state"
+            )
+            return
         super().__init__(
             f"thread `{thread_id}` is paused at a breakpoint {where} node `{node}`, which "
             f"takes no value: resume it with {allowed} (got {value!r:.80})"

@@ -48,7 +48,7 @@ class Asker:
     """One attempt of one node execution: the answers ``interrupt()`` returns, in
     order, and how many of its calls it made."""
 
-    __slots__ = ("answers", "asked", "node", "pending", "resumable")
+    __slots__ = ("answers", "asked", "ended", "node", "pending", "resumable")
 
     def __init__(self, node: str, answers: tuple[object, ...], resumable: bool) -> None:
         self.node = node
@@ -59,6 +59,8 @@ class Asker:
         """The ``GraphInterrupt`` raised by an unanswered call (the node must let it out)."""
         self.resumable = resumable
         """The node is an object with ``resume``: ``interrupt()`` is not for it."""
+        self.ended = False
+        """The attempt is over: a task it left running may not ask any more."""
 
 
 ASKER: ContextVar[Asker | None] = ContextVar("research_fsm_asker", default=None)
@@ -79,6 +81,12 @@ def interrupt(value: Any) -> Any:
         raise InterruptMisused(
             "interrupt() was called outside a node: call it inside a node of a "
             "compiled graph, which suspends the run (or return Suspend(payload) from a node)"
+        )
+    if asker.ended:
+        raise InterruptMisused(
+            f"interrupt({value!r:.60}) was called after node `{asker.node}` had returned, "
+            "from a task it started and did not await: await the task (or gather it) "
+            "inside the node, so its question suspends the node"
         )
     if asker.resumable:
         raise InterruptMisused(
@@ -102,5 +110,6 @@ def swallowed(asker: Asker) -> InterruptMisused:
     return InterruptMisused(
         f"node `{asker.node}` returned after catching the GraphInterrupt that "
         f"interrupt({pending.value!r:.60}) raised to suspend it: let it through "
-        "(`except GraphInterrupt: raise` before a broad `except Exception`)"
+        "(`except GraphInterrupt: raise` before a broad `except Exception`; and await "
+        "a task that calls interrupt(), so its GraphInterrupt reaches the node)"
     )

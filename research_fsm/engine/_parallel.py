@@ -114,6 +114,9 @@ class ParallelRun:
         self._root = self._rebuild(state, "")
         if resume is not None:
             branch = next(b for b in walk(self._root) if b.id == resume[0])
+            if branch.breakpoint is None and type(resume[1]) is Command:  # not an answer
+                node = branch.node or branch.id  # the node it is suspended at
+                raise InvalidResumeValue(self.run.thread_id, node, "question", resume[1])
             branch.status = "pending"
             branch.resumed_from = branch.at
             branch.at = None

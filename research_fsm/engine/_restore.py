@@ -117,6 +117,8 @@ async def begin(
             resume_value = NO_VALUE
             past_breakpoint = True
         elif paused is not None:
+            if type(resume_value) is Command:  # would be taken as the answer itself
+                raise InvalidResumeValue(thread_id, paused.node, "question", resume_value)
             answers = paused.answers
     elif latest.status == "suspended":
         raise ThreadSuspended(thread_id, await first_token(plan.store, latest))

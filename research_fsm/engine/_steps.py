@@ -148,6 +148,7 @@ async def invoke(
             await asyncio.sleep(policy.delay(attempt))
             attempt += 1
         finally:
+            asker.ended = True  # a task the attempt left running asks no more
             ASKER.reset(asking)
 
 
