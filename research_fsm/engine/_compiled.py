@@ -398,6 +398,7 @@ class CompiledGraph(Generic[StateT]):
                     payload=suspension.payload,
                     token=token,
                     breakpoint=suspension.breakpoint,
+                    answers=suspension.answers,
                 )
             )
         if cp.branches:

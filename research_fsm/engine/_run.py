@@ -308,7 +308,13 @@ class Run:
         child = None if passed is None else passed.thread
         checkpoint_id = await self.save("suspended", node, state, node, changes, suspension=saved)
         token = await sign(self.store, self.thread_id, checkpoint_id)
-        suspension = Suspension(node=node, payload=out.payload, token=token, child_thread_id=child)
+        suspension = Suspension(
+            node=node,
+            payload=out.payload,
+            token=token,
+            child_thread_id=child,
+            answers=saved.answers,
+        )
         # The "values" stream shows the state once: again only if the Suspend changed it.
         return self._suspended(state, suspension, state if suspending.update else None)
 

@@ -113,6 +113,7 @@ async def branch_suspensions(
                 token=token,
                 breakpoint=None if paused is None else paused[0],
                 child_thread_id=child,
+                answers=record.answers,
             )
             found.append(suspension)
     return found

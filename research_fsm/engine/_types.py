@@ -269,6 +269,8 @@ class Suspension:
             else ``None``.
         child_thread_id: When a subgraph passed on its child's suspension, the child's
             thread; else ``None``.
+        answers: Asked by ``interrupt()``: the answers already given to the node's
+            earlier ``interrupt()`` calls, in order (replayed on resume); else ``()``.
     """
 
     node: str
@@ -286,6 +288,10 @@ class Suspension:
     """When ``node`` is a subgraph that passed on a suspension of its child graph: the
     child's thread (``get_state(thread, subgraphs=True)`` shows its state; edit it with
     ``app.subgraph(node).update_state(child_thread_id, ...)``); else ``None``."""
+    answers: tuple[Any, ...] = ()
+    """Asked by ``interrupt()``: the answers already given to the node's earlier
+    ``interrupt()`` calls in this execution, in order (each resume replays them); else
+    ``()``."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

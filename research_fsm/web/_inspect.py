@@ -265,6 +265,7 @@ class _Inspector:
                 {
                     "node": pending.node,
                     "payload": pending.payload,
+                    "answers": list(pending.answers),
                     "breakpoint": pending.breakpoint,
                     "token": None,
                 }

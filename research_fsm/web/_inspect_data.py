@@ -101,6 +101,7 @@ def snapshot_extras(snapshot: StateSnapshot[Any]) -> dict[str, Any]:
             {
                 "node": s.node,
                 "payload": s.payload,
+                "answers": list(s.answers),
                 "token": str(s.token),
                 "branch": s.branch,
                 "breakpoint": s.breakpoint,

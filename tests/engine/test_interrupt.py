@@ -507,3 +507,27 @@ async def test_a_branch_pause_after_its_questions_keeps_no_answers() -> None:
     assert [record.answers for record in latest.branches.values()] == [()]
     done = await app.resume(result.suspension.token, None)
     assert done.state.got == ["a:1,2", "after a"]
+
+
+async def test_a_suspension_shows_the_answers_given_so_far(store: CheckpointStore) -> None:
+    """A node waiting at its second question: its result's, its snapshot's and its
+    history's suspension carry the first answer (what a resume replays); a Send branch's
+    suspension its own branch's answers only."""
+    app = two_question_graph(store)
+    first = await app.run({}, thread_id="t")
+    assert first.suspension is not None and first.suspension.answers == ()
+    second = await app.resume(first.suspension.token, {"first": 1})
+    assert second.suspension is not None and second.suspension.answers == ({"first": 1},)
+    snapshot = await app.get_state("t")
+    assert snapshot is not None
+    assert [s.answers for s in snapshot.suspensions] == [({"first": 1},)]
+    newest = [s async for s in app.history("t", limit=1)]
+    assert [s.answers for s in newest[0].suspensions] == [({"first": 1},)]
+
+    branches = await branch_graph(store).run({}, thread_id="b")
+    branches = await branch_graph(store).resume(by_payload(branches)["a first?"], "a1")
+    got = {s.payload: s.answers for s in branches.suspensions}
+    assert got == {"a second?": ("a1",), "b first?": ()}
+    snapshot = await branch_graph(store).get_state("b")
+    assert snapshot is not None
+    assert {s.payload: s.answers for s in snapshot.suspensions} == got

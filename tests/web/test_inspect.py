@@ -14,7 +14,7 @@ from starlette.testclient import TestClient
 
 from research_fsm import JsonFileCheckpointStore
 from research_fsm.cli import main
-from research_fsm.engine import CompiledGraph
+from research_fsm.engine import END, START, CompiledGraph, StateGraph, interrupt
 from research_fsm.web import create_app, inspector
 
 from .inspect_helpers import HOSTILE_STATE, seeded
@@ -441,3 +441,39 @@ def test_an_unexpected_error_is_one_line_without_a_traceback(
         "message": "Unexpected error on the server (see its log).",
     }
     assert any("secret internals" in str(r.exc_info[1]) for r in caplog.records if r.exc_info)
+
+
+class Asked(BaseModel):
+    got: list[str] = []
+
+
+async def asks_twice(state: Asked) -> dict[str, Any]:
+    first = interrupt("First question?")
+    second = interrupt("Second question?")
+    return {"got": [first, second]}
+
+
+def test_a_node_at_its_second_question_shows_its_first_answer(tmp_path: Path) -> None:
+    """A node waiting at its second interrupt(): the page's data carries the first
+    answer beside the question, and resuming from the page completes the node with
+    both answers."""
+    builder = StateGraph(Asked).add_node("ask", asks_twice)
+    app = builder.add_edge(START, "ask").add_edge("ask", END)
+    graph = app.compile(store=JsonFileCheckpointStore(tmp_path / "threads"))
+
+    async def first_answer() -> None:
+        first = await graph.run({}, thread_id="t")
+        assert first.suspension is not None
+        await graph.resume(first.suspension.token, "one")
+
+    asyncio.run(first_answer())
+    with TestClient(inspector(graph), base_url=BASE) as client:
+        head = client.get("/api/thread", params={"thread": "t"}).json()["head"]
+        (waiting,) = head["suspensions"]
+        assert waiting["payload"] == "Second question?" and waiting["answers"] == ["one"]
+        done = post(
+            client, "/api/resume", {"thread": "t", "token": waiting["token"], "value": "two"}
+        )
+        assert done.status_code == 200 and done.json()["status"] == "completed"
+    final = asyncio.run(graph.get_state("t"))
+    assert final is not None and final.state.got == ["one", "two"]

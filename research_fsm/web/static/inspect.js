@@ -366,6 +366,10 @@
       const what = s.breakpoint ? `paused ${s.breakpoint} ${s.node} (a breakpoint)` : `${s.node} asks:`;
       box.append(el("p", "", what + (s.branch ? ` (branch ${s.branch})` : "") + (s.child_thread ? ` — from child thread ${s.child_thread}` : "")));
       if (!s.breakpoint) box.append(tree(s.payload, undefined, 0));
+      if (s.answers && s.answers.length) {
+        box.append(el("p", "", `answered so far (its earlier interrupt() calls, replayed on resume):`));
+        box.append(tree(s.answers, undefined, 0));
+      }
       if (s.token && view.editable) {
         if (s.breakpoint) {
           const go = el("button", "", "Continue");
