@@ -44,7 +44,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def load_proc(name: str) -> ModuleType:
-    """Import a ``_procs`` program as a module (it is also run as a script)."""
+    """Import a ``_procs`` program as a module (it is also run as a script, with its
+    folder first on ``sys.path``: so here too, for its sibling modules such as ``_killing``)."""
+    if str(PROCS) not in sys.path:
+        sys.path.append(str(PROCS))
     spec = importlib.util.spec_from_file_location(f"_reliability_{name}", PROCS / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

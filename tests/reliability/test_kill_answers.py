@@ -7,11 +7,7 @@ returns once with its answers once, in order: none lost, none doubled."""
 from __future__ import annotations
 
 import asyncio
-import json
-import os
 import secrets
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +15,11 @@ import pytest
 
 from research_fsm.engine import CheckpointStore, ThreadBusy
 
-from .test_crash_consistency import PROCS, REPO, load_proc
+from .test_crash_consistency import load_proc
+from .test_kill_every_save import killed_child
 
 child = load_proc("answers_child")
+killing = load_proc("_killing")
 
 MAX_SAVES = 30
 """More saves than the conversation makes: the loop ends with a child not killed."""
@@ -39,7 +37,7 @@ def backend(request: pytest.FixtureRequest) -> dict[str, Any]:
 
 async def _finish(command: dict[str, Any]) -> list[str]:
     """Answer the thread's questions to its end with a new store; its final ``got``."""
-    store: CheckpointStore = child.store_of(command)
+    store: CheckpointStore = killing.store_of(command)
     try:
         app = child.app_on(store, Path(command["effects"]))
         for _ in range(30):
@@ -66,7 +64,6 @@ def test_a_kill_at_any_save_neither_loses_nor_doubles_an_answer(
     killed ``when`` that save leaves a thread a new store finishes with every node's
     answers once and in order, no question the child saw answered asked again, and each
     node returning at most twice (again only when killed before its step's save)."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
     killed = 0
     for kill_at in range(1, MAX_SAVES + 1):
         root = tmp_path / f"{when}{kill_at}"
@@ -80,21 +77,10 @@ def test_a_kill_at_any_save_neither_loses_nor_doubles_an_answer(
         }
         if "schema" in backend:
             command["schema"] = f"{backend['schema']}_{when[0]}{kill_at}"
-        done = subprocess.run(
-            [sys.executable, str(PROCS / "answers_child.py"), json.dumps(command)],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=120,
-        )
-        if done.returncode == 0:
-            assert "not killed" in done.stdout
+        if not killed_child("answers_child.py", command):
             break
-        assert -9 == done.returncode, f"save {kill_at}: {done.stderr[-2000:]}"
         killed += 1
         effects = Path(command["effects"])
-        with effects.open("a", encoding="utf-8") as out:
-            out.write("restart\n")
         assert child.EXPECTED == asyncio.run(_finish(command)), f"killed {when} save {kill_at}"
         lines = effects.read_text(encoding="utf-8").splitlines()
         cut = lines.index("restart")

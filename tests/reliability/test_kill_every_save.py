@@ -22,6 +22,7 @@ from research_fsm.engine import CheckpointStore, ThreadBusy
 from .test_crash_consistency import PROCS, REPO, load_proc
 
 child = load_proc("every_save_child")
+killing = load_proc("_killing")
 
 MAX_SAVES = 40
 """More saves than the conversation makes: the loop ends with a child not killed."""
@@ -54,7 +55,7 @@ def _command(root: Path, backend: dict[str, Any], kill_at: int, when: str) -> di
 async def _finish(command: dict[str, Any]) -> list[str]:
     """Take the thread to its end with a new store (as a new process would); the
     parent's final log."""
-    store: CheckpointStore = child.store_of(command)
+    store: CheckpointStore = killing.store_of(command)
     try:
         app = child.app_on(store, Path(command["effects"]))
         for _ in range(20):
@@ -85,6 +86,26 @@ def _finished_and_rerun(effects: Path) -> tuple[list[str], list[str]]:
     )
 
 
+def killed_child(script: str, command: dict[str, Any]) -> bool:
+    """Run the child program ``script`` of ``_procs`` with ``command``: ``True`` when it
+    was SIGKILLed at its save ``kill_at`` (a ``restart`` line then ends its effects
+    file), ``False`` when the run ended before that save."""
+    done = subprocess.run(
+        [sys.executable, str(PROCS / script), json.dumps(command)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=120,
+    )
+    if done.returncode == 0:
+        assert "not killed" in done.stdout
+        return False
+    assert -9 == done.returncode, f"save {command['kill_at']}: {done.stderr[-2000:]}"
+    with Path(command["effects"]).open("a", encoding="utf-8") as out:
+        out.write("restart\n")
+    return True
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("when", ["before", "after"])
 def test_a_kill_at_any_save_reruns_no_finished_node(
@@ -93,27 +114,15 @@ def test_a_kill_at_any_save_reruns_no_finished_node(
     """For each save of the conversation (run, the child's question answered, the
     pause edited with ``update_state`` and gone past), a child killed ``when`` that save
     leaves a thread a new store finishes without running a saved step's node again."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
     killed = 0
     for kill_at in range(1, MAX_SAVES + 1):
         root = tmp_path / f"{when}{kill_at}"
         root.mkdir()
         command = _command(root, backend, kill_at, when)
-        done = subprocess.run(
-            [sys.executable, str(PROCS / "every_save_child.py"), json.dumps(command)],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=120,
-        )
-        if done.returncode == 0:
-            assert "not killed" in done.stdout
+        if not killed_child("every_save_child.py", command):
             break
-        assert -9 == done.returncode, f"save {kill_at}: {done.stderr[-2000:]}"
         killed += 1
         effects = Path(command["effects"])
-        with effects.open("a", encoding="utf-8") as out:
-            out.write("restart\n")
         log = asyncio.run(_finish(command))
         assert child.EXPECTED_LOG == log, f"killed {when} save {kill_at}"
         finished, rerun = _finished_and_rerun(effects)

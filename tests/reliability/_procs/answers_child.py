@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
 import sys
 from pathlib import Path
 from typing import Annotated, Any
 
+from _killing import effect, killing_store
 from pydantic import BaseModel
 
 from research_fsm.engine import (
@@ -48,22 +47,17 @@ def answer_to(question: str) -> str:
     return question.replace("q", "a").replace("?", "")
 
 
-def _effect(effects: Path, line: str) -> None:
-    with effects.open("a", encoding="utf-8") as out:
-        out.write(line + "\n")
-
-
 def app_on(store: CheckpointStore, effects: Path) -> CompiledGraph[State]:
     """``ask`` (three questions), then a fan-out whose two branches ask two each."""
 
     async def ask(state: State) -> dict[str, Any]:
         answers = [interrupt("q1?"), interrupt("q2?"), interrupt("q3?")]
-        _effect(effects, "ask")
+        effect(effects, "ask")
         return {"got": ["ask:" + ",".join(answers)]}
 
     async def branch(state: State, ctx: NodeContext) -> dict[str, Any]:
         answers = [interrupt(f"{ctx.item}-qb1?"), interrupt(f"{ctx.item}-qb2?")]
-        _effect(effects, f"branch {ctx.item}")
+        effect(effects, f"branch {ctx.item}")
         return {"got": [f"{ctx.item}:" + ",".join(sorted(answers))]}
 
     async def meet(state: State) -> dict[str, Any]:
@@ -92,37 +86,13 @@ async def advance(app: CompiledGraph[State], thread: str, effects: Path) -> str 
         return "continue"
     first = min(snapshot.suspensions, key=lambda s: str(s.payload))
     await app.resume(first.token, answer_to(str(first.payload)))
-    _effect(effects, f"answered {first.payload}")
+    effect(effects, f"answered {first.payload}")
     return "answer"
-
-
-def store_of(command: dict[str, Any]) -> CheckpointStore:
-    """The command's store: PostgreSQL when it names a ``dsn``, else a file store."""
-    if command.get("dsn"):
-        from research_fsm.stores.postgres import PostgresCheckpointStore
-
-        return PostgresCheckpointStore(command["dsn"], schema=command["schema"])
-    from research_fsm.stores import JsonFileCheckpointStore
-
-    return JsonFileCheckpointStore(Path(command["store"]), durability="fsync")
 
 
 async def main(command: dict[str, Any]) -> None:
     effects = Path(command["effects"])
-    store = store_of(command)
-    save = store.save
-    count = {"saves": 0}
-
-    async def killing_save(checkpoint: Any) -> None:
-        count["saves"] += 1
-        if count["saves"] == command["kill_at"] and command["when"] == "before":
-            os.kill(os.getpid(), signal.SIGKILL)
-        await save(checkpoint)
-        _effect(effects, f"save {count['saves']}")
-        if count["saves"] == command["kill_at"]:
-            os.kill(os.getpid(), signal.SIGKILL)
-
-    store.save = killing_save  # type: ignore[method-assign]
+    store = killing_store(command, effects)
     app = app_on(store, effects)
     while await advance(app, "t", effects) is not None:
         pass

@@ -21,12 +21,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
 import sys
 from pathlib import Path
 from typing import Annotated, Any
 
+from _killing import effect, killing_store
 from pydantic import BaseModel
 
 from research_fsm.engine import (
@@ -53,26 +52,21 @@ class Child(BaseModel):
     log: Annotated[list[str], append] = []
 
 
-def _effect(effects: Path, line: str) -> None:
-    with effects.open("a", encoding="utf-8") as out:
-        out.write(line + "\n")
-
-
 def app_on(store: CheckpointStore, effects: Path) -> CompiledGraph[Parent]:
     """The parent graph on ``store``, its nodes recording each execution in ``effects``."""
 
     def step(name: str) -> Any:
         async def node(state: BaseModel) -> dict[str, Any]:
-            _effect(effects, name)
+            effect(effects, name)
             return {"log": [name]}
 
         return node
 
     async def ask(state: Child, ctx: NodeContext) -> dict[str, Any] | Suspend:
         if not ctx.resuming:
-            _effect(effects, "ask?")
+            effect(effects, "ask?")
             return Suspend("go on?")
-        _effect(effects, f"ask={ctx.resume_value}")
+        effect(effects, f"ask={ctx.resume_value}")
         return {"log": [f"ask={ctx.resume_value}"]}
 
     child = StateGraph(Child)
@@ -110,33 +104,9 @@ async def advance(app: CompiledGraph[Parent], thread: str) -> str | None:
     return "go on"
 
 
-def store_of(command: dict[str, Any]) -> CheckpointStore:
-    """The command's store: PostgreSQL when it names a ``dsn``, else a file store."""
-    if command.get("dsn"):
-        from research_fsm.stores.postgres import PostgresCheckpointStore
-
-        return PostgresCheckpointStore(command["dsn"], schema=command["schema"])
-    from research_fsm.stores import JsonFileCheckpointStore
-
-    return JsonFileCheckpointStore(Path(command["store"]), durability="fsync")
-
-
 async def main(command: dict[str, Any]) -> None:
     effects = Path(command["effects"])
-    store = store_of(command)
-    save = store.save
-    count = {"saves": 0}
-
-    async def killing_save(checkpoint: Any) -> None:
-        count["saves"] += 1
-        if count["saves"] == command["kill_at"] and command["when"] == "before":
-            os.kill(os.getpid(), signal.SIGKILL)
-        await save(checkpoint)
-        _effect(effects, f"save {count['saves']}")
-        if count["saves"] == command["kill_at"]:
-            os.kill(os.getpid(), signal.SIGKILL)
-
-    store.save = killing_save  # type: ignore[method-assign]
+    store = killing_store(command, effects)
     app = app_on(store, effects)
     while await advance(app, "t") is not None:
         pass
