@@ -7,6 +7,7 @@ import asyncio
 import json
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from research_fsm.sources import MockDataSource, SearchContext, SearchResult
 from research_fsm.web import create_app
 
 from .helpers import SPRING_PAGES, parse_sse
-from .live import LiveServer
+from .live import LiveServer, artifacts_dir
 
 GATE_WAIT = 30.0
 
@@ -140,21 +141,28 @@ def test_cancel_and_continue_name_what_they_take(live: LiveServer) -> None:
             assert "deep-" in response.json()["message"]
 
 
-@pytest.mark.slow
-def test_cancel_and_continue_in_the_browser(live: LiveServer, gate: Gate) -> None:
-    """In Chromium: Cancel stops a running report (the page says so and offers Continue);
-    Continue finishes it."""
-    from .live import CHROMIUM, artifacts_dir, chromium
+@contextmanager
+def ready_page(live: LiveServer) -> Iterator[tuple[Any, Any]]:
+    """Chromium on the live page once it is ready: the page and Playwright's ``expect``
+    (the test is skipped without Chromium or Playwright)."""
+    from .live import CHROMIUM, chromium
 
     if not CHROMIUM.exists():
         pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)")
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
-    expect = sync_api.expect
     with chromium(sync_api) as browser:
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         page.set_default_timeout(15_000)
         page.goto(live.url)
         page.wait_for_selector("body[data-ready=true]")
+        yield page, sync_api.expect
+
+
+@pytest.mark.slow
+def test_cancel_and_continue_in_the_browser(live: LiveServer, gate: Gate) -> None:
+    """In Chromium: Cancel stops a running report (the page says so and offers Continue);
+    Continue finishes it."""
+    with ready_page(live) as (page, expect):
         page.fill("#report-company", "Apple")
         page.click("#report-start")
         cancel = page.locator("#report-output button.cancel")
@@ -175,17 +183,7 @@ def test_cancel_and_continue_in_the_browser(live: LiveServer, gate: Gate) -> Non
 def test_a_run_left_by_a_reload_offers_continue(live: LiveServer, gate: Gate) -> None:
     """In Chromium: reloading the page while a research runs stops the run; the reloaded
     page says so and its Continue finishes the research."""
-    from .live import CHROMIUM, artifacts_dir, chromium
-
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
-    expect = sync_api.expect
-    with chromium(sync_api) as browser:
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        page.set_default_timeout(15_000)
-        page.goto(live.url)
-        page.wait_for_selector("body[data-ready=true]")
+    with ready_page(live) as (page, expect):
         page.fill("#deep-topic", "Spring Boot 2 to 3 migration")
         page.click("#deep-start")
         expect(page.locator("#deep-output button.cancel")).to_be_visible()
